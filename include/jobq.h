@@ -1,0 +1,502 @@
+/*
+ * jobq.h - the public interface of libjobq, a durable job queue whose only
+ * coordinator is an SQL database.
+ *
+ * This header is the whole contract: anything not declared here is not API.
+ *
+ * Lifecycle
+ *   jobq_open() connects to a queue database named by a URL and returns a
+ *   handle; jobq_close() frees it.  Producers call jobq_put()/jobq_put_many().
+ *   Workers open a session with jobq_session_open(), keep it alive with
+ *   jobq_heartbeat() (every lease/3 is a good rhythm), claim jobs with
+ *   jobq_claim(), and finish each claimed job exactly once with
+ *   jobq_complete(), jobq_fail(), jobq_retry_later() or jobq_release() (or
+ *   many at once with jobq_ack_many()).  jobq_session_close() releases every
+ *   job the session still holds.
+ *
+ * Guarantees
+ *   - No two live sessions ever hold the same job.
+ *   - Every claim carries an unguessable claim token.  An acknowledgement is
+ *     fenced by (job id, session, claim token): if the claim was lost (the
+ *     session expired and was reaped, the job was released, an operator
+ *     intervened) the call returns JOBQ_ELOST and changes nothing.  Repeating
+ *     an acknowledgement whose first attempt committed returns JOBQ_OK again
+ *     and writes nothing twice.
+ *   - Execution is at-least-once: a job whose worker died runs again.  Use the
+ *     claim token or the attempt number to make outside side effects
+ *     idempotent.
+ *   - Every lease and run-at decision uses the database clock.
+ *
+ * Threads
+ *   A jobq handle and the sessions opened on it belong to one thread at a
+ *   time.  Use one handle per thread; handles never share state.  The
+ *   library has no global state and starts no threads.
+ *
+ * Errors
+ *   Every call that can fail returns 0 (JOBQ_OK) or a negative jobq error
+ *   code.  jobq_errmsg() gives the message of the last failed call on a
+ *   handle; it names the input that was wrong and what was expected.  On
+ *   error, nothing is changed in the database unless the call says otherwise.
+ *   The library never prints and never exits.
+ *
+ * Memory
+ *   Strings passed in are copied when kept.  Everything returned through an
+ *   out-parameter is owned by the caller and is freed with the free function
+ *   named in the call's comment.  Free functions accept NULL.
+ */
+#ifndef JOBQ_H
+#define JOBQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define JOBQ_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+/*
+ * The one error vocabulary: X(NAME, value, message).  JOBQ_EINVAL,
+ * JOBQ_EURL, JOBQ_ESCHEMA and JOBQ_ETOOBIG are errors in what the caller
+ * gave; JOBQ_EBUSY and JOBQ_ECONN are temporary: the same call may succeed
+ * later.
+ */
+#define JOBQ_ERRNO_MAP(X)                                                     \
+  X(OK, 0, "success")                                                         \
+  X(EINVAL, -1, "invalid argument")                                           \
+  X(EURL, -2, "invalid database url")                                         \
+  X(ENOMEM, -3, "out of memory")                                              \
+  X(ENOTFOUND, -4, "no such job")                                             \
+  X(ELOST, -5, "claim lost")                                                  \
+  X(EEXPIRED, -6, "session expired")                                          \
+  X(ESTATE, -7, "job is not in a state that allows this")                    \
+  X(EBUSY, -8, "database busy")                                               \
+  X(ECONN, -9, "cannot reach the database")                                   \
+  X(EDB, -10, "database error")                                               \
+  X(ESCHEMA, -11, "unsupported schema version")                               \
+  X(EIDENTITY, -12, "queue identity changed")                                 \
+  X(ETOOBIG, -13, "value too large")                                          \
+  X(ENOTSUP, -14, "not supported")                                            \
+  X(ECANCELLED, -15, "cancel requested")                                      \
+  X(EREADONLY, -16, "database is read-only")
+
+typedef enum jobq_err {
+#define JOBQ_ERR_ENUM(name, value, msg) JOBQ_##name = (value),
+  JOBQ_ERRNO_MAP(JOBQ_ERR_ENUM)
+#undef JOBQ_ERR_ENUM
+} jobq_err;
+
+/* The fixed message of an error code ("claim lost"); never NULL. */
+const char *jobq_strerror(int err);
+/* The symbolic name of an error code ("JOBQ_ELOST"); never NULL. */
+const char *jobq_err_name(int err);
+
+/* ---------------------------------------------------------------- handles */
+
+typedef struct jobq jobq;
+typedef struct jobq_session jobq_session;
+
+/*
+ * Opens the queue database named by url:
+ *   sqlite:PATH            an SQLite file (created, then initialised, if
+ *   sqlite:///ABS/PATH     missing); "sqlite:jobq.db" is the default
+ * Query options: ?busy_timeout=10s (how long to wait for a locked SQLite
+ * file, default 10s), ?max_payload=1MiB (the largest payload and result,
+ * default 1 MiB).
+ *
+ * *out always receives a handle, even on error (then jobq_errmsg(*out)
+ * explains); free it with jobq_close().  *out is NULL only when memory ran
+ * out.  Messages never contain a password.
+ */
+int jobq_open(const char *url, jobq **out);
+/* Closes the handle, rolling back an open transaction.  NULL is a no-op.
+ * Sessions opened on it must be closed first. */
+void jobq_close(jobq *db);
+/* The message of the last failed call on db ("" when none; never NULL).
+ * Valid until the next call on db.  jobq_errmsg(NULL) returns "out of
+ * memory", the only way jobq_open() fails without a handle. */
+const char *jobq_errmsg(const jobq *db);
+/* The url with any password replaced by "***".  Caller frees with free().
+ * Returns NULL only when out of memory. */
+char *jobq_url_redact(const char *url);
+
+/* Creates or migrates the schema (SQLite does this on open).  Refuses a
+ * schema newer than this library with JOBQ_ESCHEMA. */
+int jobq_init(jobq *db);
+
+/* The largest payload or result accepted, in bytes (default 1 MiB). */
+int jobq_set_max_payload(jobq *db, size_t bytes);
+
+/* ---------------------------------------------------------------- transactions */
+
+/*
+ * A put or an acknowledgement can commit together with the caller's own
+ * statements: call jobq_begin(), run your statements on jobq_native(db),
+ * call jobq_put()/jobq_complete()/..., then jobq_commit() (or
+ * jobq_rollback()).  Inside such a transaction every jobq call works in a
+ * savepoint, so a failed call leaves the caller's transaction usable and
+ * changes nothing of its own.  Claims and heartbeats are refused inside a
+ * caller's transaction (JOBQ_ESTATE): they must commit at once.
+ */
+int jobq_begin(jobq *db);
+int jobq_commit(jobq *db);
+int jobq_rollback(jobq *db);
+/* The engine's connection (sqlite3 * for SQLite).  Owned by db. */
+void *jobq_native(jobq *db);
+
+/* ---------------------------------------------------------------- names and limits */
+
+#define JOBQ_QUEUE_MAX 63        /* [a-z0-9][a-z0-9_.-]{0,62} */
+#define JOBQ_KEY_MAX 255         /* ordering and unique keys, bytes */
+#define JOBQ_PRIORITY_MIN (-32768)
+#define JOBQ_PRIORITY_MAX 32767
+#define JOBQ_ATTEMPTS_MAX 1000
+#define JOBQ_DEFAULT_QUEUE "default"
+#define JOBQ_DEFAULT_MAX_ATTEMPTS 25
+#define JOBQ_DEFAULT_BACKOFF_MS 1000
+#define JOBQ_BACKOFF_CAP_MS (3600 * 1000)
+#define JOBQ_DEFAULT_LEASE_MS 5000
+#define JOBQ_DEFAULT_MAX_PAYLOAD (1024 * 1024)
+#define JOBQ_CLAIM_LEN 32        /* hex characters in a claim token */
+
+/* Returns JOBQ_OK when name is a valid queue name, else JOBQ_EINVAL with a
+ * message on db (db may be NULL). */
+int jobq_check_queue(jobq *db, const char *name);
+
+/* ---------------------------------------------------------------- put */
+
+typedef struct jobq_put_opts {
+  const char *queue;       /* default "default" */
+  const void *payload;     /* bytes, may contain NUL; NULL with len 0 ok */
+  size_t payload_len;
+  int priority;            /* higher runs first; JOBQ_PRIORITY_MIN..MAX */
+  int64_t delay_ms;        /* run no earlier than now + delay (>= 0) */
+  int64_t run_at_ms;       /* or at this Unix time in ms (0: not set) */
+  const char *key;         /* ordering key: one at a time, in order */
+  int barrier;             /* runs after all earlier jobs of the queue,
+                              before any later one; cannot have a key */
+  const char *unique_key;  /* unique among the queue's unfinished jobs */
+  int max_attempts;        /* 1..1000, default 25 */
+  int64_t timeout_ms;      /* 0: none; for the worker to enforce */
+  int64_t backoff_ms;      /* base of exponential backoff, default 1 s */
+} jobq_put_opts;
+
+/* Fills opts with the defaults above. */
+void jobq_put_opts_init(jobq_put_opts *opts);
+
+/*
+ * Enqueues one job.  On success *id is its id (the job sequence number).
+ * If opts->unique_key names an unfinished job of the queue, nothing is
+ * written, *id is that job's id and *existed is set to 1 (else 0).  existed
+ * may be NULL.  On error nothing is written.
+ */
+int jobq_put(jobq *db, const jobq_put_opts *opts, int64_t *id, int *existed);
+
+/*
+ * Enqueues n jobs in one transaction: all or none.  ids[i] and, when
+ * existed is not NULL, existed[i] are filled as for jobq_put().  On error
+ * nothing is written and jobq_errmsg() names the index of the bad job
+ * ("job 7: ...").
+ */
+int jobq_put_many(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
+                  unsigned char *existed);
+
+/* ---------------------------------------------------------------- sessions */
+
+typedef struct jobq_session_opts {
+  const char *name;   /* shown by `jobq sessions`; default "worker" */
+  int64_t lease_ms;   /* default 5000; at least 100 */
+} jobq_session_opts;
+
+void jobq_session_opts_init(jobq_session_opts *opts);
+
+/*
+ * Registers a new session (a random id, never reused) on the database
+ * clock, reaping expired sessions on the way.  Free with
+ * jobq_session_close().  Refuses to start when the database's identity
+ * does not match what this handle saw before (JOBQ_EIDENTITY).
+ */
+int jobq_session_open(jobq *db, const jobq_session_opts *opts,
+                      jobq_session **out);
+
+/*
+ * Ends the session: every job it still holds goes back to ready at once
+ * without spending an attempt, and the session row is deleted.  NULL is a
+ * no-op.  Errors are ignored (the lease ends the session anyway).
+ */
+void jobq_session_close(jobq_session *s);
+
+/* The session's id (32 hex characters), owned by s. */
+const char *jobq_session_id(const jobq_session *s);
+int64_t jobq_session_lease_ms(const jobq_session *s);
+
+/*
+ * Renews the lease and does this session's share of reaping: expired
+ * sessions are deleted and their jobs go back to ready in the same
+ * transaction (no reaping when no session at all has heartbeated for a
+ * lease: the database itself was stalled, so every lease is renewed
+ * instead).  When cancel is not NULL, *cancel receives the ids of this
+ * session's jobs whose cancel was requested (free with free()) and *ncancel
+ * their number.
+ * Returns JOBQ_EEXPIRED when the session is gone (reaped or ended by an
+ * epoch bump): stop its jobs and open a new session.
+ */
+int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel);
+
+/* Sets the counters shown by `jobq sessions` (a worker's jobs in flight);
+ * written with the next heartbeat. */
+void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight);
+
+/* ---------------------------------------------------------------- claims */
+
+typedef struct jobq_job {
+  int64_t id;
+  char *queue;
+  void *payload;        /* payload_len bytes, plus a NUL after them */
+  size_t payload_len;
+  int attempt;          /* 1 on the first run */
+  int max_attempts;
+  int priority;
+  char *key;            /* NULL when none */
+  int64_t timeout_ms;   /* 0: none */
+  int prev_lost;        /* the previous attempt's outcome is unknown */
+  char claim[JOBQ_CLAIM_LEN + 1];
+} jobq_job;
+
+/*
+ * Claims up to max ready jobs (run_at reached, queue not paused) from the
+ * nq named queues (all queues when nq is 0), highest priority first, then
+ * run_at, then id, in one short transaction.  *jobs is an array of *n jobs
+ * (*n may be 0; free with jobq_jobs_free()).  Refuses with JOBQ_EIDENTITY
+ * when the database is not the one this handle saw (another queue id, or a
+ * job sequence lower than one seen without an epoch change) and with
+ * JOBQ_EEXPIRED when the session is gone.
+ */
+int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
+               size_t max, jobq_job **jobs, size_t *n);
+void jobq_jobs_free(jobq_job *jobs, size_t n);
+
+/* ---------------------------------------------------------------- acknowledgements */
+
+typedef enum jobq_ack_kind {
+  JOBQ_ACK_COMPLETE = 1,  /* done; data is the result */
+  JOBQ_ACK_FAIL,          /* failed; data is the error text; retried with
+                             backoff while attempts remain, else dead */
+  JOBQ_ACK_RETRY,         /* the job asked to run later; retried with
+                             backoff (or retry_in_ms), not an error */
+  JOBQ_ACK_RELEASE        /* back to ready now, the attempt not spent */
+} jobq_ack_kind;
+
+typedef struct jobq_ack {
+  int64_t id;                          /* in: the job */
+  char claim[JOBQ_CLAIM_LEN + 1];      /* in: its claim token */
+  jobq_ack_kind kind;                  /* in */
+  const void *data;                    /* in: result or error text */
+  size_t len;
+  int64_t retry_in_ms;                 /* in: FAIL/RETRY delay, -1: backoff */
+  int status;                          /* out: JOBQ_OK or JOBQ_ELOST */
+  int already;                         /* out: an earlier identical ack had
+                                          committed; nothing was written */
+  int outcome;                         /* out: JOBQ_STATE_* the job went to */
+} jobq_ack;
+
+/* Fills ack for job with kind, no data and retry_in_ms -1. */
+void jobq_ack_init(jobq_ack *ack, const jobq_job *job, jobq_ack_kind kind);
+
+/*
+ * Acknowledges n jobs in one transaction.  Each ack's status says whether
+ * it took effect (JOBQ_OK) or its claim was lost (JOBQ_ELOST, nothing
+ * changed for that job); the call itself returns JOBQ_OK when the batch
+ * committed.  On any other error nothing is written.
+ * A job whose cancel was requested ends as cancelled on FAIL, RETRY and
+ * RELEASE; a COMPLETE still records it done.
+ */
+int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n);
+
+/* Single-job forms of jobq_ack_many(): JOBQ_OK, JOBQ_ELOST or an error.
+ * When already is not NULL it receives the ack's already flag. */
+int jobq_complete(jobq_session *s, const jobq_job *job, const void *result,
+                  size_t len, int *already);
+int jobq_fail(jobq_session *s, const jobq_job *job, const char *error);
+int jobq_retry_later(jobq_session *s, const jobq_job *job, int64_t delay_ms,
+                     const char *reason);
+int jobq_release(jobq_session *s, const jobq_job *job);
+
+/*
+ * Confirms the claim is still held and moves the job's deadline to now +
+ * ms.  Returns JOBQ_ECANCELLED (the deadline is still moved) when an
+ * operator asked to cancel the job, JOBQ_ELOST when the claim is gone.
+ */
+int jobq_extend(jobq_session *s, const jobq_job *job, int64_t ms);
+
+/* ---------------------------------------------------------------- inspection */
+
+typedef enum jobq_state {
+  JOBQ_STATE_READY = 1,   /* run_at may be in the future: "scheduled" */
+  JOBQ_STATE_RUNNING,
+  JOBQ_STATE_WAITING,     /* for its ordering key or a barrier */
+  JOBQ_STATE_DONE,
+  JOBQ_STATE_DEAD,
+  JOBQ_STATE_CANCELLED
+} jobq_state;
+
+/* "ready", "running", ...; NULL for an unknown value. */
+const char *jobq_state_name(int state);
+/* The state named by name, or 0 when unknown.  "scheduled" is READY. */
+int jobq_state_parse(const char *name);
+
+typedef struct jobq_job_info {
+  int64_t id;
+  char *queue;
+  int state;              /* jobq_state */
+  int priority;
+  int64_t run_at_ms;      /* Unix ms */
+  char *key;              /* NULL when none */
+  int barrier;
+  char *unique_key;       /* NULL when none */
+  void *payload;          /* plus a NUL after payload_len bytes */
+  size_t payload_len;
+  void *result;           /* done jobs; NULL otherwise */
+  size_t result_len;
+  int attempts;
+  int max_attempts;
+  int64_t timeout_ms;
+  int64_t backoff_ms;
+  char *session;          /* running jobs */
+  char *claim;            /* running and finished jobs */
+  int64_t created_at_ms;
+  int64_t claimed_at_ms;  /* 0 when never claimed */
+  int64_t finished_at_ms; /* 0 when unfinished */
+  char *last_error;       /* NULL when none */
+  int cancel_requested;
+  int prev_lost;
+} jobq_job_info;
+
+/* One job by id, unfinished or archived.  Free with jobq_info_free(p, 1).
+ * JOBQ_ENOTFOUND when there is none (pruned or never put). */
+int jobq_show(jobq *db, int64_t id, jobq_job_info **out);
+
+typedef struct jobq_list_opts {
+  const char *queue;   /* NULL: every queue */
+  int state;           /* 0: every state; JOBQ_STATE_* */
+  int scheduled;       /* with READY: 1 only future run_at, 0 both */
+  size_t limit;        /* default 100 */
+  int64_t after_id;    /* for paging: ids greater than this (0: start) */
+} jobq_list_opts;
+
+/* Jobs by id order (payload and result left out: NULL, lengths set).
+ * Free with jobq_info_free(). */
+int jobq_list(jobq *db, const jobq_list_opts *opts, jobq_job_info **out,
+              size_t *n);
+void jobq_info_free(jobq_job_info *infos, size_t n);
+
+typedef struct jobq_queue_stats {
+  char *name;
+  int64_t ready;        /* run_at reached */
+  int64_t scheduled;    /* ready but run_at in the future */
+  int64_t waiting;
+  int64_t running;
+  int64_t done;         /* archived, not yet pruned */
+  int64_t dead;
+  int64_t cancelled;
+  int paused;
+  int64_t oldest_ready_ms; /* age of the oldest ready job, 0 when none */
+  char *key_policy;     /* "block" or "skip" */
+} jobq_queue_stats;
+
+/* Per-queue counts, by name.  Costs nothing per finished job (counters).
+ * Free with jobq_stats_free(). */
+int jobq_stats(jobq *db, jobq_queue_stats **out, size_t *n);
+void jobq_stats_free(jobq_queue_stats *stats, size_t n);
+
+typedef struct jobq_session_info {
+  char *id;
+  char *name;
+  char *host;
+  int64_t pid;
+  int64_t epoch;
+  int64_t started_at_ms;
+  int64_t heartbeat_at_ms;
+  int64_t expires_at_ms;
+  int64_t lease_ms;
+  int64_t claimed;      /* jobs it holds now */
+  int64_t in_flight;    /* as the worker reported */
+  int64_t done;
+  int64_t failed;
+  int expired;          /* expires_at has passed on the database clock */
+} jobq_session_info;
+
+int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n);
+void jobq_sessions_free(jobq_session_info *s, size_t n);
+
+/* ---------------------------------------------------------------- administration */
+
+/*
+ * Puts a dead or cancelled job back to run with a fresh attempt count,
+ * keeping its id and payload.  JOBQ_ESTATE when the job is unfinished or
+ * done, JOBQ_ENOTFOUND when there is none.  A dead job that blocks its
+ * ordering key becomes the key's head again.
+ */
+int jobq_retry(jobq *db, int64_t id);
+/* Retries every dead job (of queue, or all when NULL); *count gets how
+ * many. */
+int jobq_retry_dead(jobq *db, const char *queue, int64_t *count);
+
+/*
+ * Cancels a job.  A ready or waiting job is archived as cancelled at once
+ * (*now = 1); a running job gets a cancel request that its worker sees on
+ * its next heartbeat or extend (*now = 0).  A dead job that blocks its key
+ * is marked cancelled and the key proceeds.  JOBQ_ESTATE for other
+ * finished jobs.  now may be NULL.
+ */
+int jobq_cancel(jobq *db, int64_t id, int *now);
+
+int jobq_pause(jobq *db, const char *queue);
+int jobq_resume(jobq *db, const char *queue);
+
+/* The ordering-key policy for a head that goes dead: "block" (default: the
+ * key waits for an operator to retry or cancel it) or "skip". */
+int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
+
+/* Deletes archived jobs finished more than older_than_ms ago; *count gets
+ * how many.  Never touches unfinished jobs or a dead head that blocks its
+ * key. */
+int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
+
+/* Deletes expired sessions now (with the stall guard); *count gets how
+ * many.  Their jobs go back to ready. */
+int jobq_reap(jobq *db, int64_t *count);
+
+typedef struct jobq_identity {
+  char queue_id[37];     /* random UUID made by jobq init */
+  int64_t epoch;         /* starts at 1, raised by jobq_epoch_bump() */
+  int64_t seq;           /* the highest job id ever given */
+  int schema_version;
+  int64_t now_ms;        /* the database clock */
+} jobq_identity;
+
+int jobq_identity_get(jobq *db, jobq_identity *out);
+
+/*
+ * After a restore from backup or a failover to an asynchronous replica:
+ * ends every session (their jobs go back to ready) and starts a new epoch,
+ * so workers may claim again.  *epoch gets the new epoch (may be NULL).
+ */
+int jobq_epoch_bump(jobq *db, int64_t *epoch);
+
+/* ---------------------------------------------------------------- parsing helpers */
+
+/* "250ms", "30s", "5m", "1h", "2d" (and combinations like "1m30s") into
+ * milliseconds.  JOBQ_EINVAL for a missing unit, a negative value or an
+ * overflow. */
+int jobq_parse_duration(const char *text, int64_t *ms);
+/* "1048576", "512KiB", "1MiB", "2MB" into bytes. */
+int jobq_parse_size(const char *text, int64_t *bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JOBQ_H */
