@@ -7,6 +7,13 @@
 #ifndef JOBQ_BANNED_H
 #define JOBQ_BANNED_H
 
+/* Declare the real functions first, so that the macros below only catch
+ * uses in jobq's own code. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #define JOBQ_BANNED(func) sorry_##func##_is_banned_in_jobq
 
 #undef strcpy
