@@ -1,0 +1,228 @@
+/*
+ * db.c - the handle: jobq_open() picks a store by the URL's scheme and
+ * connects, jobq_close() frees; the transaction wrapper every public call
+ * goes through (a real transaction, or a savepoint inside the caller's own
+ * one); and the identity rules that stop a worker claiming from a database
+ * that was swapped or restored.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const jobq_store *const stores[] = {&jobq__store_sqlite};
+
+/* Schemes jobq knows of but this build has no store for. */
+static const char *const planned[] = {"postgres", "postgresql", "mysql",
+                                      "mariadb"};
+
+int jobq_open(const char *url, jobq **out) {
+  jobq *db = calloc(1, sizeof *db);
+  *out = db;
+  if (db == NULL) return JOBQ_ENOMEM;
+  db->max_payload = JOBQ_DEFAULT_MAX_PAYLOAD;
+  /* An unknown scheme is named as such before the rest is parsed. */
+  size_t slen = url ? strcspn(url, ":") : 0;
+  if (url != NULL && url[slen] == ':' && slen > 0 && strspn(url, "abcdefghijklmnopqrstuvwxyz0123456789+.-") >= slen) {
+    int known = strncmp(url, "sqlite:", 7) == 0 || strncmp(url, "sqlite3:", 8) == 0;
+    for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
+      known |= strlen(planned[i]) == slen && strncmp(planned[i], url, slen) == 0;
+    if (!known) {
+      char *red = jobq_url_redact(url);
+      int err = jobq__fail(db, JOBQ_EURL,
+                           "database url '%s': unknown scheme '%.*s': expected "
+                           "sqlite:PATH",
+                           red ? red : "", (int)slen, url);
+      free(red);
+      return err;
+    }
+  }
+  jobq_url u;
+  int rc = jobq__url_parse(db, url, &u);
+  if (rc != JOBQ_OK) return rc;
+  for (size_t i = 0; i < sizeof stores / sizeof stores[0]; i++) {
+    if (strcmp(stores[i]->scheme, u.scheme) == 0 ||
+        (strcmp(u.scheme, "sqlite3") == 0 && stores[i] == &jobq__store_sqlite))
+      db->store = stores[i];
+  }
+  if (db->store == NULL) {
+    char *red = jobq_url_redact(url);
+    rc = jobq__fail(db, JOBQ_EURL,
+                    "database url '%s': the %s store is not part of this build "
+                    "yet: expected sqlite:PATH",
+                    red ? red : "", u.scheme);
+    free(red);
+    jobq__url_release(&u);
+    return rc;
+  }
+  const char *mp = jobq__url_opt(&u, "max_payload");
+  if (mp != NULL) {
+    int64_t bytes;
+    if (jobq_parse_size(mp, &bytes) != JOBQ_OK || bytes < 1) {
+      rc = jobq__fail(db, JOBQ_EURL,
+                      "invalid max_payload '%s' in the database url: expected "
+                      "a size like 1MiB",
+                      mp);
+      jobq__url_release(&u);
+      return rc;
+    }
+    db->max_payload = (size_t)bytes;
+  }
+  rc = db->store->open(db, &u);
+  jobq__url_release(&u);
+  if (rc != JOBQ_OK) {
+    if (db->conn != NULL) db->store->close(db);
+    db->conn = NULL;
+    db->store = NULL;
+  }
+  return rc;
+}
+
+void jobq_close(jobq *db) {
+  if (db == NULL) return;
+  if (db->store != NULL && db->conn != NULL) db->store->close(db);
+  free(db);
+}
+
+/* Refuses calls on a handle that never connected. */
+static int usable(jobq *db) {
+  if (db == NULL) return JOBQ_EINVAL;
+  if (db->store == NULL || db->conn == NULL)
+    return jobq__fail(db, JOBQ_EINVAL, "the handle is not connected: jobq_open failed");
+  return JOBQ_OK;
+}
+
+int jobq_init(jobq *db) {
+  int rc = usable(db);
+  if (rc != JOBQ_OK) return rc;
+  jobq__ok(db);
+  return db->store->migrate(db);
+}
+
+int jobq_set_max_payload(jobq *db, size_t bytes) {
+  if (db == NULL) return JOBQ_EINVAL;
+  if (bytes == 0 || bytes > (size_t)1 << 30)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "invalid max payload '%zu': expected 1 byte to 1 GiB", bytes);
+  db->max_payload = bytes;
+  return jobq__ok(db);
+}
+
+void *jobq_native(jobq *db) {
+  if (usable(db) != JOBQ_OK) return NULL;
+  return db->store->native(db);
+}
+
+int jobq__txn_begin(jobq *db) {
+  int rc = usable(db);
+  if (rc != JOBQ_OK) return rc;
+  jobq__ok(db);
+  rc = db->store->begin(db, db->txn_depth);
+  if (rc == JOBQ_OK) db->txn_depth++;
+  return rc;
+}
+
+int jobq__txn_end(jobq *db, int rc) {
+  db->txn_depth--;
+  if (rc == JOBQ_OK) {
+    rc = db->store->commit(db, db->txn_depth);
+    if (rc == JOBQ_OK) return JOBQ_OK;
+  }
+  /* Keep the message of the failure, not of the rollback. */
+  int err = db->err;
+  char msg[JOBQ_ERRMSG_MAX];
+  memcpy(msg, db->errmsg, sizeof msg);
+  db->store->rollback(db, db->txn_depth);
+  db->err = err;
+  memcpy(db->errmsg, msg, sizeof msg);
+  return rc;
+}
+
+int jobq_begin(jobq *db) {
+  int rc = usable(db);
+  if (rc != JOBQ_OK) return rc;
+  if (db->txn_depth > 0)
+    return jobq__fail(db, JOBQ_ESTATE, "a transaction is already open: commit or roll it back first");
+  return jobq__txn_begin(db);
+}
+
+int jobq_commit(jobq *db) {
+  int rc = usable(db);
+  if (rc != JOBQ_OK) return rc;
+  if (db->txn_depth != 1)
+    return jobq__fail(db, JOBQ_ESTATE, "no transaction is open: call jobq_begin first");
+  jobq__ok(db);
+  return jobq__txn_end(db, JOBQ_OK);
+}
+
+int jobq_rollback(jobq *db) {
+  int rc = usable(db);
+  if (rc != JOBQ_OK) return rc;
+  if (db->txn_depth != 1)
+    return jobq__fail(db, JOBQ_ESTATE, "no transaction is open: call jobq_begin first");
+  jobq__ok(db);
+  db->txn_depth = 0;
+  return db->store->rollback(db, 0);
+}
+
+int jobq__identity_check(jobq *db) {
+  jobq_identity id;
+  int rc = db->store->identity(db, &id);
+  if (rc != JOBQ_OK) return rc;
+  if (!db->identity_known) {
+    memcpy(db->queue_id, id.queue_id, sizeof db->queue_id);
+    db->epoch = id.epoch;
+    db->max_seq = id.seq;
+    db->identity_known = 1;
+    return JOBQ_OK;
+  }
+  if (strcmp(db->queue_id, id.queue_id) != 0)
+    return jobq__fail(db, JOBQ_EIDENTITY,
+                      "the database's queue id is '%s' but this worker started on "
+                      "'%s': a different database was swapped in; stopping claims",
+                      id.queue_id, db->queue_id);
+  if (id.epoch < db->epoch)
+    return jobq__fail(db, JOBQ_EIDENTITY,
+                      "the database's epoch went back from %lld to %lld: it was "
+                      "restored from an older backup; run 'jobq epoch bump' once "
+                      "it is the database to use",
+                      (long long)db->epoch, (long long)id.epoch);
+  if (id.epoch > db->epoch) {
+    /* An operator bumped the epoch: every earlier session was ended, and
+     * the job sequence may legitimately have gone back. */
+    db->epoch = id.epoch;
+    db->max_seq = id.seq;
+    return JOBQ_OK;
+  }
+  if (id.seq < db->max_seq)
+    return jobq__fail(db, JOBQ_EIDENTITY,
+                      "the job sequence went back from %lld to %lld without an "
+                      "epoch change: the database was restored from a backup or "
+                      "failed over to a stale replica; run 'jobq epoch bump' once "
+                      "it is the database to use",
+                      (long long)db->max_seq, (long long)id.seq);
+  db->max_seq = id.seq;
+  return JOBQ_OK;
+}
+
+int jobq_identity_get(jobq *db, jobq_identity *out) {
+  int rc = usable(db);
+  if (rc != JOBQ_OK) return rc;
+  jobq__ok(db);
+  return db->store->identity(db, out);
+}
+
+int jobq_epoch_bump(jobq *db, int64_t *epoch) {
+  int rc = jobq__txn_begin(db);
+  if (rc != JOBQ_OK) return rc;
+  int64_t e = 0;
+  rc = db->store->epoch_bump(db, &e);
+  rc = jobq__txn_end(db, rc);
+  if (rc == JOBQ_OK) {
+    /* This handle accepts the new epoch as the truth from now on. */
+    db->identity_known = 0;
+    if (epoch != NULL) *epoch = e;
+  }
+  return rc;
+}

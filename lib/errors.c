@@ -1,0 +1,73 @@
+/*
+ * errors.c - the one error vocabulary (JOBQ_ERRNO_MAP in jobq.h) turned
+ * into messages and names, and the message kept on each handle.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *jobq_strerror(int err) {
+  switch (err) {
+#define JOBQ_ERR_MSG(name, value, msg) \
+  case JOBQ_##name:                    \
+    return msg;
+    JOBQ_ERRNO_MAP(JOBQ_ERR_MSG)
+#undef JOBQ_ERR_MSG
+  }
+  return "unknown error";
+}
+
+const char *jobq_err_name(int err) {
+  switch (err) {
+#define JOBQ_ERR_NAME(name, value, msg) \
+  case JOBQ_##name:                     \
+    return "JOBQ_" #name;
+    JOBQ_ERRNO_MAP(JOBQ_ERR_NAME)
+#undef JOBQ_ERR_NAME
+  }
+  return "JOBQ_EUNKNOWN";
+}
+
+int jobq__fail(jobq *db, int err, const char *fmt, ...) {
+  if (db == NULL) return err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(db->errmsg, sizeof db->errmsg, fmt, ap);
+  va_end(ap);
+  db->err = err;
+  return err;
+}
+
+int jobq__ok(jobq *db) {
+  if (db != NULL) {
+    db->err = JOBQ_OK;
+    db->errmsg[0] = '\0';
+  }
+  return JOBQ_OK;
+}
+
+const char *jobq_errmsg(const jobq *db) {
+  if (db == NULL) return "out of memory";
+  if (db->errmsg[0] == '\0' && db->err != JOBQ_OK) return jobq_strerror(db->err);
+  return db->errmsg;
+}
+
+char *jobq__strdup(const char *s, int *failed) {
+  if (s == NULL) return NULL;
+  char *c = strdup(s);
+  if (c == NULL) *failed = 1;
+  return c;
+}
+
+void *jobq__memdup(const void *p, size_t len, int *failed) {
+  if (p == NULL) return NULL;
+  char *c = malloc(len + 1);
+  if (c == NULL) {
+    *failed = 1;
+    return NULL;
+  }
+  if (len > 0) memcpy(c, p, len);
+  c[len] = '\0';
+  return c;
+}

@@ -1,0 +1,71 @@
+/*
+ * parse.c - the small text formats every interface shares: durations
+ * ("250ms", "30s", "1m30s") and sizes ("512KiB", "1MiB").
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int jobq_parse_duration(const char *text, int64_t *ms) {
+  static const struct {
+    const char *unit;
+    int64_t ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+               {"d", 86400000}};
+  if (text == NULL || *text == '\0') return JOBQ_EINVAL;
+  const char *p = text;
+  int64_t total = 0;
+  while (*p != '\0') {
+    if (!isdigit((unsigned char)*p)) return JOBQ_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno == ERANGE || v > INT64_MAX) return JOBQ_EINVAL;
+    int64_t mult = 0;
+    size_t ulen = 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+      size_t n = strlen(units[i].unit);
+      /* "m" must not swallow the "m" of "ms". */
+      if (strncmp(end, units[i].unit, n) == 0 && n > ulen &&
+          !(n == 1 && end[0] == 'm' && end[1] == 's')) {
+        mult = units[i].ms;
+        ulen = n;
+      }
+    }
+    if (mult == 0) return JOBQ_EINVAL;
+    if ((int64_t)v > (INT64_MAX - total) / mult) return JOBQ_EINVAL;
+    total += (int64_t)v * mult;
+    p = end + ulen;
+  }
+  *ms = total;
+  return JOBQ_OK;
+}
+
+int jobq_parse_size(const char *text, int64_t *bytes) {
+  static const struct {
+    const char *unit;
+    int64_t mult;
+  } units[] = {{"", 1},          {"B", 1},
+               {"KiB", 1024},    {"MiB", 1024 * 1024},
+               {"GiB", 1024LL * 1024 * 1024},
+               {"KB", 1000},     {"MB", 1000 * 1000},
+               {"GB", 1000LL * 1000 * 1000},
+               {"k", 1024},      {"K", 1024},
+               {"M", 1024 * 1024}, {"G", 1024LL * 1024 * 1024}};
+  if (text == NULL || !isdigit((unsigned char)*text)) return JOBQ_EINVAL;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno == ERANGE || v > INT64_MAX) return JOBQ_EINVAL;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(end, units[i].unit) == 0) {
+      if ((int64_t)v > INT64_MAX / units[i].mult) return JOBQ_EINVAL;
+      *bytes = (int64_t)v * units[i].mult;
+      return JOBQ_OK;
+    }
+  }
+  return JOBQ_EINVAL;
+}

@@ -1,0 +1,53 @@
+/*
+ * random.c - unguessable tokens (claim tokens, session ids, queue ids) from
+ * the kernel, and a cheap per-handle generator for jitter.
+ */
+#include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void jobq__random(void *buf, size_t len) {
+  unsigned char *p = buf;
+  size_t got = 0;
+  while (got < len) {
+    ssize_t r = getrandom(p + got, len - got, 0);
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  if (got < len) {
+    /* No kernel randomness (very old kernel): mix the clock and pid.  Not
+     * unguessable, but unique enough to keep claims apart. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                 ((uint64_t)getpid() << 40);
+    for (size_t i = got; i < len; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      p[i] = (unsigned char)x;
+    }
+  }
+}
+
+uint64_t jobq__rand(jobq *db) {
+  uint64_t x = db->rng;
+  if (x == 0) jobq__random(&x, sizeof x);
+  if (x == 0) x = 0x9e3779b97f4a7c15ULL;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  db->rng = x;
+  return x;
+}
+
+void jobq__random_hex(char *out, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char buf[64];
+  if (len > sizeof buf) len = sizeof buf;
+  jobq__random(buf, len);
+  for (size_t i = 0; i < len; i++) {
+    out[2 * i] = hex[buf[i] >> 4];
+    out[2 * i + 1] = hex[buf[i] & 15];
+  }
+  out[2 * len] = '\0';
+}

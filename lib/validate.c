@@ -1,0 +1,121 @@
+/*
+ * validate.c - checks of everything a caller hands in, shared by every
+ * store, so that bad input is refused before any SQL runs and the message
+ * names the input and what was expected.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* "job 7: " for jobq_put_many(), "" otherwise. */
+static const char *prefix(char *buf, size_t len, long index) {
+  if (index < 0) return "";
+  snprintf(buf, len, "job %ld: ", index);
+  return buf;
+}
+
+/* Copies at most 40 bytes of s for a message, with "..." when cut. */
+static const char *shown(char *buf, size_t len, const char *s) {
+  size_t n = strlen(s);
+  if (n < 41 || len < 45) {
+    snprintf(buf, len, "%s", s);
+  } else {
+    snprintf(buf, len, "%.40s...", s);
+  }
+  return buf;
+}
+
+static int queue_name_ok(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n > JOBQ_QUEUE_MAX) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-'))) return 0;
+  }
+  return 1;
+}
+
+static int check_queue_at(jobq *db, const char *name, long index) {
+  char p[32], s[48];
+  if (name == NULL || !queue_name_ok(name))
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid queue name '%s': expected 1 to 63 characters "
+                      "of a-z, 0-9, '_', '.', '-', starting with a letter or digit",
+                      prefix(p, sizeof p, index),
+                      shown(s, sizeof s, name ? name : ""));
+  return JOBQ_OK;
+}
+
+int jobq_check_queue(jobq *db, const char *name) {
+  return check_queue_at(db, name, -1);
+}
+
+int jobq__check_key(jobq *db, const char *what, const char *key, long index) {
+  char p[32], s[48];
+  if (key == NULL) return JOBQ_OK;
+  size_t n = strlen(key);
+  if (n == 0 || n > JOBQ_KEY_MAX)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid %s '%s': expected 1 to %d bytes",
+                      prefix(p, sizeof p, index), what, shown(s, sizeof s, key),
+                      JOBQ_KEY_MAX);
+  return JOBQ_OK;
+}
+
+int jobq__check_put(jobq *db, const jobq_put_opts *o, long index) {
+  char p[32];
+  int rc = check_queue_at(db, o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, index);
+  if (rc != JOBQ_OK) return rc;
+  if (o->payload == NULL && o->payload_len > 0)
+    return jobq__fail(db, JOBQ_EINVAL, "%sinvalid payload: NULL with length %zu",
+                      prefix(p, sizeof p, index), o->payload_len);
+  if (o->payload_len > db->max_payload)
+    return jobq__fail(db, JOBQ_ETOOBIG,
+                      "%spayload of %zu bytes is over the limit of %zu bytes",
+                      prefix(p, sizeof p, index), o->payload_len,
+                      db->max_payload);
+  if (o->priority < JOBQ_PRIORITY_MIN || o->priority > JOBQ_PRIORITY_MAX)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid priority '%d': expected an integer from %d to %d",
+                      prefix(p, sizeof p, index), o->priority, JOBQ_PRIORITY_MIN,
+                      JOBQ_PRIORITY_MAX);
+  if (o->delay_ms < 0)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid delay '%lldms': expected zero or more",
+                      prefix(p, sizeof p, index), (long long)o->delay_ms);
+  if (o->run_at_ms < 0)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid run-at '%lld': expected Unix milliseconds",
+                      prefix(p, sizeof p, index), (long long)o->run_at_ms);
+  if (o->delay_ms > 0 && o->run_at_ms > 0)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sa delay and a run-at time were both given: expected one",
+                      prefix(p, sizeof p, index));
+  if (o->delay_ms > 100LL * 365 * 86400000)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid delay '%lldms': expected at most 100 years",
+                      prefix(p, sizeof p, index), (long long)o->delay_ms);
+  if (o->max_attempts < 1 || o->max_attempts > JOBQ_ATTEMPTS_MAX)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid max attempts '%d': expected 1 to %d",
+                      prefix(p, sizeof p, index), o->max_attempts,
+                      JOBQ_ATTEMPTS_MAX);
+  if (o->timeout_ms < 0)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid timeout '%lldms': expected zero (none) or more",
+                      prefix(p, sizeof p, index), (long long)o->timeout_ms);
+  if (o->backoff_ms < 0 || o->backoff_ms > JOBQ_BACKOFF_CAP_MS)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sinvalid backoff '%lldms': expected 0 to 1h",
+                      prefix(p, sizeof p, index), (long long)o->backoff_ms);
+  if ((rc = jobq__check_key(db, "key", o->key, index)) != JOBQ_OK) return rc;
+  if ((rc = jobq__check_key(db, "unique key", o->unique_key, index)) != JOBQ_OK)
+    return rc;
+  if (o->barrier && o->key != NULL)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "%sa barrier cannot have an ordering key: expected one or the other",
+                      prefix(p, sizeof p, index));
+  return JOBQ_OK;
+}
