@@ -152,11 +152,11 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
   X(ANY_IN_QUEUE, "SELECT 1 FROM jobq_jobs WHERE queue = ?1 LIMIT 1")          \
   X(ANY_BEFORE, "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND id < ?2 LIMIT 1") \
   X(BARRIER_FIRST,                                                             \
-    "SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "        \
-    "ORDER BY id LIMIT 1")                                                     \
+    "SELECT id, state FROM jobq_jobs INDEXED BY jobq_jobs_barrier "            \
+    "WHERE queue = ?1 AND barrier = 1 ORDER BY id LIMIT 1")                                                     \
   X(BARRIER_BEFORE,                                                            \
-    "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 AND id < ?2 "    \
-    "LIMIT 1")                                                                 \
+    "SELECT 1 FROM jobq_jobs INDEXED BY jobq_jobs_barrier "                    \
+    "WHERE queue = ?1 AND barrier = 1 AND id < ?2 LIMIT 1")                                                                 \
   X(KEY_ANY, "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND key = ?2 LIMIT 1")  \
   X(KEY_ACTIVE,                                                                \
     "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND key = ?2 "                   \
