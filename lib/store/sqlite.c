@@ -919,7 +919,11 @@ static int must_wait(jobq *db, const char *queue, const char *key, int barrier,
   }
   if (rc != JOBQ_OK || yes) return rc;
   if (key != NULL) {
-    if ((rc = exists2(db, ST_KEY_ANY, queue, key, 0, &yes)) != JOBQ_OK || yes) return rc;
+    /* A new job waits behind any unfinished job of its key; a retried one
+     * is older than the key's waiting jobs and waits only for a running
+     * (or ready) one. */
+    rc = exists2(db, id ? ST_KEY_ACTIVE : ST_KEY_ANY, queue, key, 0, &yes);
+    if (rc != JOBQ_OK || yes) return rc;
     if ((rc = exists2(db, ST_BLOCKED, queue, key, 0, &yes)) != JOBQ_OK || yes) return rc;
   }
   *wait = 0;
