@@ -60,8 +60,13 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libjobq.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libjobq.a $(LDLIBS) -lcmocka
 
+# Installs the Debian packages the build and the tests need (only the
+# missing ones).
+deps:
+	scripts/install-deps.sh
+
 # The whole suite: plain build, then the sanitizer build.
-check: all
+check: deps all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
 	JOBQ_BUILD=build-san tests/run.sh
@@ -70,7 +75,7 @@ check: all
 test: all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 
-demo: all
+demo: deps all
 	examples/demo.sh
 
 install: all
@@ -88,4 +93,4 @@ install: all
 clean:
 	rm -rf build build-san
 
-.PHONY: all check test demo install clean
+.PHONY: all deps check test demo install clean
