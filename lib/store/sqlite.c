@@ -188,16 +188,17 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
     "UPDATE jobq_sessions SET heartbeat_at = ?2, expires_at = ?2 + lease_ms, " \
     "in_flight = ?3, done = ?4, failed = ?5 WHERE id = ?1 AND epoch = ?6")     \
   X(LAST_BEAT, "SELECT last_beat FROM jobq_meta WHERE id = 1")                 \
+  X(LONGEST_LEASE, "SELECT max(lease_ms) FROM jobq_sessions")                 \
   X(SET_LAST_BEAT, "UPDATE jobq_meta SET last_beat = ?1 WHERE id = 1")         \
   X(RENEW_ALL,                                                                 \
     "UPDATE jobq_sessions SET expires_at = max(expires_at, ?1 + lease_ms)")    \
   X(EXPIRED, "SELECT id FROM jobq_sessions WHERE expires_at < ?1")             \
   X(REQUEUE_LOST,                                                              \
-    "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, " \
-    "prev_lost = 1, last_error = ?2 WHERE id = ?1")                            \
+    "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "     \
+    "deadline_at = NULL, prev_lost = 1, last_error = ?2 WHERE id = ?1")                            \
   X(REQUEUE_GIVEN_BACK,                                                        \
-    "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, " \
-    "attempts = attempts - 1 WHERE id = ?1")                                   \
+    "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "     \
+    "deadline_at = NULL, attempts = attempts - 1 WHERE id = ?1")                                   \
   X(CANCEL_LIST,                                                               \
     "SELECT id FROM jobq_jobs WHERE session = ?1 AND cancel_requested = 1 "    \
     "ORDER BY id")                                                             \
@@ -226,6 +227,7 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
   X(ACK_REQUEUE,                                                               \
     "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, " \
     "run_at = ?2 + ?3, attempts = attempts - ?4, "                             \
+    "claim = CASE WHEN ?4 = 1 THEN NULL ELSE claim END, "                       \
     "last_error = coalesce(?5, last_error), prev_lost = 0 WHERE id = ?1")      \
   X(ARCHIVE,                                                                   \
     "INSERT INTO jobq_done(id, queue, priority, run_at, outcome, key, "        \
@@ -1076,13 +1078,20 @@ static int sq_reap(jobq *db, int64_t guard_ms, int beat, int64_t *count) {
   if (st == NULL) return db->err;
   int rc = query_int(db, st, 0, &last, "reading the last heartbeat");
   if (rc != JOBQ_OK) return rc;
-  if (guard_ms != INT64_MAX && last > 0 && now - last > guard_ms) {
+  if (guard_ms < 0) {
+    if ((st = stmt(db, ST_LONGEST_LEASE)) == NULL) return db->err;
+    rc = query_int(db, st, 0, &guard_ms, "reading the leases");
+    if (rc != JOBQ_OK) return rc;
+  }
+  if (last > 0 && now - last > guard_ms) {
     /* Nobody heartbeated for a whole lease: the database (or this whole
      * machine) stalled, not every worker at once.  Give every session a
-     * fresh lease instead of reaping them all. */
+     * fresh lease instead of reaping them all; the renewal counts as a
+     * heartbeat, so sessions that stay silent are reaped a lease later. */
     if ((st = stmt(db, ST_RENEW_ALL)) == NULL) return db->err;
     sqlite3_bind_int64(st, 1, now);
     rc = run(db, st, "renewing leases after a stall");
+    beat = 1;
   } else {
     if ((st = stmt(db, ST_EXPIRED)) == NULL) return db->err;
     sqlite3_bind_int64(st, 1, now);

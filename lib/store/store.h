@@ -68,7 +68,8 @@ typedef struct jobq_store {
   int (*heartbeat)(jobq *db, jobq_session *s);
   /* The stall guard, then reaping of expired sessions (their jobs back to
    * ready with prev_lost, or dead when no attempts are left).  guard_ms:
-   * when nobody heartbeated for longer, every lease is renewed instead.
+   * when nobody heartbeated for longer, every lease is renewed instead
+   * (-1: the longest lease of any session).
    * Records this call as the latest heartbeat when beat is set. */
   int (*reap)(jobq *db, int64_t guard_ms, int beat, int64_t *count);
   int (*cancel_list)(jobq *db, const char *sid, int64_t **ids, size_t *n);
