@@ -1,0 +1,578 @@
+/*
+ * cmd_put.c - `jobq put`: enqueues one job whose payload is an argument
+ * or stdin (bytes, NUL included, bounded by the max payload), or with
+ * --ndjson many jobs, one JSON object per line, in a single transaction
+ * (all or none).  The options describe the job; with --ndjson they are
+ * the defaults each line may override.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "builtin.h"
+
+static const char usage[] =
+    "usage: jobq put [options] [PAYLOAD | -]\n"
+    "   or: jobq put [options] --ndjson FILE|-\n"
+    "\n"
+    "Enqueues a job and prints its id.  The payload is PAYLOAD, or stdin\n"
+    "when it is absent or '-' (any bytes, up to the max payload).  When\n"
+    "--unique names an unfinished job of the queue, nothing is written and\n"
+    "that job's id is printed, with a note on stderr.\n"
+    "\n"
+    "With --ndjson, each line of FILE (or stdin) is one job as a JSON\n"
+    "object with the fields queue, payload (or payload_base64), priority,\n"
+    "delay, run_at, key, barrier, unique, max_attempts, timeout and backoff;\n"
+    "the options below are the defaults of every line.  All the jobs are\n"
+    "written in one transaction, or none when a line is wrong.\n";
+
+#define YEAR_MS (365LL * 86400000)
+#define CHUNK_JOBS 1000
+#define CHUNK_BYTES (16u << 20)
+
+/* The option values as given, turned into a jobq_put_opts by check(). */
+struct put_args {
+  const char *queue, *priority, *delay, *at, *key, *unique, *max_attempts;
+  const char *timeout, *backoff, *ndjson;
+  int barrier;
+};
+
+static int check_key(const char *what, const char *key) {
+  char shown[CLI_QUOTE_BUF];
+  size_t n = strlen(key);
+  if (n == 0 || n > JOBQ_KEY_MAX) {
+    cli_error("invalid %s '%s': expected 1 to %d bytes", what,
+              cli_quote(shown, key), JOBQ_KEY_MAX);
+    return CLI_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* Checks every option and fills o; 0 or 2 after a message. */
+static int check(const struct put_args *a, jobq_put_opts *o) {
+  int64_t v;
+  jobq_put_opts_init(o);
+  if (a->queue != NULL) {
+    if (cli_check_queue("--queue", a->queue)) return CLI_EXIT_USAGE;
+    o->queue = a->queue;
+  }
+  if (a->priority != NULL) {
+    if (cli_parse_int("--priority", a->priority, JOBQ_PRIORITY_MIN,
+                      JOBQ_PRIORITY_MAX, &v))
+      return CLI_EXIT_USAGE;
+    o->priority = (int)v;
+  }
+  if (a->delay != NULL && a->at != NULL) {
+    cli_error("--delay and --at were both given: expected one of them");
+    return CLI_EXIT_USAGE;
+  }
+  if (a->delay != NULL &&
+      cli_parse_duration("--delay", a->delay, 0, 100 * YEAR_MS, &o->delay_ms))
+    return CLI_EXIT_USAGE;
+  if (a->at != NULL && cli_parse_time("--at", a->at, &o->run_at_ms))
+    return CLI_EXIT_USAGE;
+  if (a->key != NULL) {
+    if (check_key("--key", a->key)) return CLI_EXIT_USAGE;
+    o->key = a->key;
+  }
+  if (a->barrier && a->key != NULL) {
+    cli_error("--barrier and --key were both given: a barrier cannot have an "
+              "ordering key");
+    return CLI_EXIT_USAGE;
+  }
+  o->barrier = a->barrier;
+  if (a->unique != NULL) {
+    if (check_key("--unique", a->unique)) return CLI_EXIT_USAGE;
+    o->unique_key = a->unique;
+  }
+  if (a->max_attempts != NULL) {
+    if (cli_parse_int("--max-attempts", a->max_attempts, 1, JOBQ_ATTEMPTS_MAX,
+                      &v))
+      return CLI_EXIT_USAGE;
+    o->max_attempts = (int)v;
+  }
+  if (a->timeout != NULL &&
+      cli_parse_duration("--timeout", a->timeout, 0, INT64_MAX, &o->timeout_ms))
+    return CLI_EXIT_USAGE;
+  if (a->backoff != NULL &&
+      cli_parse_duration("--backoff", a->backoff, 0, JOBQ_BACKOFF_CAP_MS,
+                         &o->backoff_ms))
+    return CLI_EXIT_USAGE;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- one job */
+
+static int put_one(jobq_put_opts *o, const char *payload_arg) {
+  char *data = NULL;
+  size_t len;
+  if (payload_arg == NULL || strcmp(payload_arg, "-") == 0) {
+    size_t max = cli_payload_limit();
+    int r = cli_read_all(stdin, max, &data, &len);
+    if (r < 0) {
+      cli_error("cannot read the payload from stdin: %s", cli_strerror(errno));
+      return CLI_EXIT_ERROR;
+    }
+    if (r > 0) {
+      cli_error("payload on stdin is over the limit of %zu bytes: expected at "
+                "most %zu bytes (see --max-payload)",
+                max, max);
+      return CLI_EXIT_USAGE;
+    }
+    o->payload = data;
+    o->payload_len = len;
+  } else {
+    o->payload = payload_arg;
+    o->payload_len = strlen(payload_arg);
+  }
+
+  jobq *db;
+  int rc = cli_open(&db);
+  if (rc != 0) {
+    free(data);
+    return rc;
+  }
+  int64_t id;
+  int existed;
+  rc = jobq_put(db, o, &id, &existed);
+  if (rc != JOBQ_OK) {
+    rc = cli_lib_error(db, rc);
+  } else {
+    if (cli_global.json) {
+      json_t *doc = cli_json_object();
+      cli_json_set(doc, "id", json_integer(id));
+      cli_json_set(doc, "existed", json_boolean(existed));
+      cli_json_print(doc);
+    } else {
+      printf("%lld\n", (long long)id);
+    }
+    if (existed) {
+      char shown[CLI_QUOTE_BUF];
+      cli_error("job %lld with unique key '%s' already exists", (long long)id,
+                cli_quote(shown, o->unique_key));
+    }
+  }
+  jobq_close(db);
+  free(data);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- NDJSON */
+
+/* The fields of a line. */
+enum field {
+  F_QUEUE, F_PAYLOAD, F_PAYLOAD_BASE64, F_PRIORITY, F_DELAY, F_RUN_AT, F_KEY,
+  F_BARRIER, F_UNIQUE, F_MAX_ATTEMPTS, F_TIMEOUT, F_BACKOFF, NFIELDS
+};
+static const char *const fields[NFIELDS] = {
+    [F_QUEUE] = "queue",     [F_PAYLOAD] = "payload",
+    [F_PAYLOAD_BASE64] = "payload_base64", [F_PRIORITY] = "priority",
+    [F_DELAY] = "delay",     [F_RUN_AT] = "run_at",
+    [F_KEY] = "key",         [F_BARRIER] = "barrier",
+    [F_UNIQUE] = "unique",   [F_MAX_ATTEMPTS] = "max_attempts",
+    [F_TIMEOUT] = "timeout", [F_BACKOFF] = "backoff"};
+
+/* The jobs of one chunk: their options, the JSON that owns their strings,
+ * decoded base64 payloads, and the line each came from. */
+struct chunk {
+  jobq_put_opts opts[CHUNK_JOBS];
+  json_t *json[CHUNK_JOBS];
+  char *decoded[CHUNK_JOBS];
+  long line[CHUNK_JOBS];
+  int64_t ids[CHUNK_JOBS];
+  unsigned char existed[CHUNK_JOBS];
+  size_t n, bytes;
+};
+
+struct totals {
+  int64_t put, existed, first_id, last_id;
+};
+
+static void chunk_clear(struct chunk *c) {
+  for (size_t i = 0; i < c->n; i++) {
+    json_decref(c->json[i]);
+    free(c->decoded[i]);
+  }
+  c->n = 0;
+  c->bytes = 0;
+}
+
+static int line_error(long line, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints "jobq put: line N: ..." and returns the usage status. */
+static int line_error(long line, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cli_error("line %ld: %s", line, msg);
+  return CLI_EXIT_USAGE;
+}
+
+static const char *type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number with a fraction";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+  }
+}
+
+/* A duration field: "5s" or integer milliseconds, at least 0. */
+static int line_duration(long line, const char *name, const json_t *v,
+                         int64_t *ms) {
+  char shown[CLI_QUOTE_BUF];
+  if (json_is_integer(v) && json_integer_value(v) >= 0) {
+    *ms = json_integer_value(v);
+    return 0;
+  }
+  if (json_is_string(v) && jobq_parse_duration(json_string_value(v), ms) == JOBQ_OK)
+    return 0;
+  if (json_is_integer(v))
+    return line_error(line, "invalid %s '%lld': expected zero or more "
+                      "milliseconds",
+                      name, (long long)json_integer_value(v));
+  if (json_is_string(v))
+    return line_error(line, "invalid %s '%s': expected a duration like 30s, "
+                      "5m or 1h30m",
+                      name, cli_quote(shown, json_string_value(v)));
+  return line_error(line, "invalid %s: expected a duration string like \"30s\" "
+                    "or integer milliseconds, not %s",
+                    name, type_name(v));
+}
+
+/* An integer field within [min, max]. */
+static int line_int(long line, const char *name, const json_t *v, int64_t min,
+                    int64_t max, int *out) {
+  if (!json_is_integer(v))
+    return line_error(line, "invalid %s: expected an integer from %lld to %lld, "
+                      "not %s",
+                      name, (long long)min, (long long)max, type_name(v));
+  json_int_t i = json_integer_value(v);
+  if (i < min || i > max)
+    return line_error(line, "invalid %s '%lld': expected an integer from %lld "
+                      "to %lld",
+                      name, (long long)i, (long long)min, (long long)max);
+  *out = (int)i;
+  return 0;
+}
+
+/* Turns one line's object into c->opts[c->n] on top of base. */
+static int parse_line(struct chunk *c, const char *text, size_t len, long line,
+                      const jobq_put_opts *base) {
+  json_error_t err;
+  json_t *obj = json_loadb(text, len,
+                           JSON_DECODE_ANY | JSON_REJECT_DUPLICATES |
+                               JSON_ALLOW_NUL,
+                           &err);
+  if (obj == NULL) {
+    return line_error(line, "invalid JSON: %s (column %d)", err.text,
+                      err.column);
+  }
+  size_t k = c->n;
+  c->json[k] = obj;
+  c->decoded[k] = NULL;
+  c->line[k] = line;
+  c->n++; /* owned by the chunk from here on */
+  if (!json_is_object(obj))
+    return line_error(line, "expected a JSON object like {\"payload\":\"...\"}, "
+                      "not %s",
+                      type_name(obj));
+  jobq_put_opts *o = &c->opts[k];
+  *o = *base;
+  const char *key;
+  json_t *v;
+  int has_delay = 0, has_run_at = 0, has_payload = 0;
+  char shown[CLI_QUOTE_BUF];
+  json_object_foreach(obj, key, v) {
+    enum field f;
+    for (f = 0; f < NFIELDS; f++)
+      if (strcmp(key, fields[f]) == 0) break;
+    if (f == NFIELDS) {
+      const char *best = cli_suggest(key, fields, NFIELDS);
+      if (best != NULL)
+        return line_error(line, "unknown field '%s': did you mean '%s'?",
+                          cli_quote(shown, key), best);
+      char known[256];
+      size_t used = 0;
+      for (size_t i = 0; i < NFIELDS; i++)
+        used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+                                 i == 0 ? "" : i + 1 == NFIELDS ? " or " : ", ",
+                                 fields[i]);
+      return line_error(line, "unknown field '%s': expected %s",
+                        cli_quote(shown, key), known);
+    }
+    if (json_is_null(v)) continue; /* the default */
+    int is_text = f == F_QUEUE || f == F_PAYLOAD || f == F_PAYLOAD_BASE64 ||
+                  f == F_KEY || f == F_UNIQUE;
+    if (is_text && !json_is_string(v))
+      return line_error(line, "invalid %s: expected a string, not %s", key,
+                        type_name(v));
+    int64_t ms;
+    switch (f) {
+      case F_QUEUE: o->queue = json_string_value(v); break;
+      case F_PAYLOAD:
+      case F_PAYLOAD_BASE64:
+        if (has_payload)
+          return line_error(line, "payload and payload_base64 were both "
+                            "given: expected one");
+        has_payload = 1;
+        if (f == F_PAYLOAD) {
+          o->payload = json_string_value(v);
+          o->payload_len = json_string_length(v);
+        } else if (cli_base64_decode(json_string_value(v), json_string_length(v),
+                                     &c->decoded[k], &o->payload_len) != 0) {
+          return line_error(line, "invalid payload_base64: expected standard "
+                            "base64");
+        } else {
+          o->payload = c->decoded[k];
+        }
+        break;
+      case F_PRIORITY:
+        if (line_int(line, key, v, JOBQ_PRIORITY_MIN, JOBQ_PRIORITY_MAX,
+                     &o->priority))
+          return CLI_EXIT_USAGE;
+        break;
+      case F_DELAY:
+        if (line_duration(line, key, v, &ms)) return CLI_EXIT_USAGE;
+        o->delay_ms = ms;
+        o->run_at_ms = 0;
+        has_delay = 1;
+        break;
+      case F_RUN_AT:
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+          o->run_at_ms = json_integer_value(v);
+        } else if (json_is_string(v)) {
+          const char *why;
+          if (cli_time_from_text(json_string_value(v), &o->run_at_ms, &why) != 0)
+            return line_error(line, "invalid run_at '%s': expected %s",
+                              cli_quote(shown, json_string_value(v)), why);
+        } else {
+          return line_error(line, "invalid run_at: expected an RFC 3339 time "
+                            "string or positive Unix milliseconds, not %s",
+                            json_is_integer(v) ? "zero or less" : type_name(v));
+        }
+        o->delay_ms = 0;
+        has_run_at = 1;
+        break;
+      case F_KEY: o->key = json_string_value(v); break;
+      case F_BARRIER:
+        if (!json_is_boolean(v))
+          return line_error(line, "invalid barrier: expected true or false, "
+                            "not %s",
+                            type_name(v));
+        o->barrier = json_is_true(v);
+        break;
+      case F_UNIQUE: o->unique_key = json_string_value(v); break;
+      case F_MAX_ATTEMPTS:
+        if (line_int(line, key, v, 1, JOBQ_ATTEMPTS_MAX, &o->max_attempts))
+          return CLI_EXIT_USAGE;
+        break;
+      case F_TIMEOUT:
+        if (line_duration(line, key, v, &o->timeout_ms)) return CLI_EXIT_USAGE;
+        break;
+      case F_BACKOFF:
+        if (line_duration(line, key, v, &o->backoff_ms)) return CLI_EXIT_USAGE;
+        break;
+      case NFIELDS:
+        break;
+    }
+  }
+  if (has_delay && has_run_at)
+    return line_error(line, "delay and run_at were both given: expected one "
+                      "of them");
+  c->bytes += o->payload_len + len;
+  return 0;
+}
+
+/* Writes the chunk's jobs inside the open transaction. */
+static int flush(jobq *db, struct chunk *c, struct totals *t) {
+  if (c->n == 0) return 0;
+  int rc = jobq_put_many(db, c->opts, c->n, c->ids, c->existed);
+  if (rc != JOBQ_OK) {
+    /* "job I: ..." names the index in the chunk: say the line instead. */
+    const char *msg = jobq_errmsg(db);
+    char *end;
+    unsigned long i = strncmp(msg, "job ", 4) == 0 ? strtoul(msg + 4, &end, 10) : 0;
+    if (strncmp(msg, "job ", 4) == 0 && end != msg + 4 &&
+        strncmp(end, ": ", 2) == 0 && i < c->n) {
+      char *rest = cli_escape(end + 2, strlen(end + 2));
+      cli_error("line %ld: %s", c->line[i], rest);
+      free(rest);
+      return cli_exit_code(rc);
+    }
+    return cli_lib_error(db, rc);
+  }
+  for (size_t i = 0; i < c->n; i++) {
+    if (c->existed[i]) {
+      t->existed++;
+      continue;
+    }
+    if (t->put == 0 || c->ids[i] < t->first_id) t->first_id = c->ids[i];
+    if (t->put == 0 || c->ids[i] > t->last_id) t->last_id = c->ids[i];
+    t->put++;
+  }
+  chunk_clear(c);
+  return 0;
+}
+
+/* Reads one line, without its newline, into *buf (grown up to max).
+ * Returns 1 for a line, 0 at the end, 2 for a line over max bytes (the
+ * rest of it is skipped), -1 on a read error. */
+static int read_line(FILE *f, char **buf, size_t *cap, size_t *len,
+                     size_t max, int64_t *bytes) {
+  size_t n = 0;
+  int c, over = 0;
+  while ((c = getc_unlocked(f)) != EOF) {
+    (*bytes)++;
+    if (c == '\n') break;
+    if (n >= max) {
+      over = 1;
+      continue;
+    }
+    if (n + 1 >= *cap) {
+      *cap = *cap ? *cap * 2 : 4096;
+      *buf = cli_xrealloc(*buf, *cap);
+    }
+    (*buf)[n++] = (char)c;
+  }
+  if (ferror(f)) return -1;
+  if (c == EOF && n == 0 && !over) return 0;
+  *len = n;
+  return over ? 2 : 1;
+}
+
+static int put_ndjson(const char *path, const jobq_put_opts *base) {
+  FILE *f = stdin;
+  const char *name = "stdin";
+  char shown[CLI_QUOTE_BUF];
+  if (strcmp(path, "-") != 0) {
+    f = fopen(path, "r");
+    name = path;
+    if (f == NULL) {
+      cli_error("cannot open '%s': %s", cli_quote(shown, path), cli_strerror(errno));
+      return CLI_EXIT_USAGE;
+    }
+  }
+  struct stat st;
+  int64_t size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+
+  jobq *db;
+  int rc = cli_open(&db);
+  if (rc != 0) {
+    if (f != stdin) fclose(f);
+    return rc;
+  }
+  struct chunk *c = cli_xmalloc(sizeof *c);
+  c->n = c->bytes = 0;
+  struct totals t = {0, 0, 0, 0};
+  struct cli_progress bar;
+  cli_progress_start(&bar, "jobq put:", "jobs", size);
+  /* A line holds one job: its payload escaped in JSON, and the rest. */
+  size_t max_line = cli_payload_limit() * 6 + 65536;
+  char *line = NULL;
+  size_t cap = 0, len;
+  int64_t bytes = 0;
+  long lineno = 0;
+
+  rc = jobq_begin(db);
+  if (rc != JOBQ_OK) rc = cli_lib_error(db, rc);
+  while (rc == 0) {
+    int r = read_line(f, &line, &cap, &len, max_line, &bytes);
+    if (r == 0) break;
+    lineno++;
+    if (r < 0) {
+      cli_error("cannot read '%s': %s", cli_quote(shown, name), cli_strerror(errno));
+      rc = CLI_EXIT_ERROR;
+    } else if (r == 2) {
+      rc = line_error(lineno, "longer than %zu bytes: expected one job per line "
+                      "within the max payload",
+                      max_line);
+    } else if (strspn(line, " \t\r") == len) {
+      continue; /* blank */
+    } else {
+      rc = parse_line(c, line, len, lineno, base);
+      if (rc == 0 && (c->n == CHUNK_JOBS || c->bytes >= CHUNK_BYTES))
+        rc = flush(db, c, &t);
+    }
+    cli_progress_update(&bar, bytes, t.put + t.existed + (int64_t)c->n);
+  }
+  if (rc == 0) rc = flush(db, c, &t);
+  if (rc == 0 && (rc = jobq_commit(db)) != JOBQ_OK) rc = cli_lib_error(db, rc);
+  cli_progress_end(&bar);
+  if (rc != 0) {
+    jobq_rollback(db);
+  } else if (cli_global.json) {
+    json_t *doc = cli_json_object();
+    cli_json_set(doc, "put", json_integer(t.put));
+    cli_json_set(doc, "existed", json_integer(t.existed));
+    cli_json_set(doc, "first_id", t.put ? json_integer(t.first_id) : json_null());
+    cli_json_set(doc, "last_id", t.put ? json_integer(t.last_id) : json_null());
+    cli_json_print(doc);
+  } else {
+    printf("put %lld job%s", (long long)t.put, t.put == 1 ? "" : "s");
+    if (t.existed > 0) printf(", %lld already existed", (long long)t.existed);
+    putchar('\n');
+  }
+  chunk_clear(c);
+  free(c);
+  free(line);
+  jobq_close(db);
+  if (f != stdin) fclose(f);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- command */
+
+static int run(int argc, char **argv) {
+  struct put_args a;
+  memset(&a, 0, sizeof a);
+  const struct cli_option options[] = {
+      CLI_STRING('q', "queue", &a.queue, "QUEUE", "the queue (default: default)"),
+      CLI_STRING('p', "priority", &a.priority, "N",
+                 "higher runs first, -32768 to 32767 (default 0)"),
+      CLI_STRING(0, "delay", &a.delay, "D", "run no earlier than D from now (30s, 5m)"),
+      CLI_STRING(0, "at", &a.at, "TIME",
+                 "run no earlier than TIME: 2026-11-22T10:00:00Z or @UNIXSECONDS"),
+      CLI_STRING(0, "key", &a.key, "K",
+                 "ordering key: jobs with one key run one at a time, in order"),
+      CLI_FLAG(0, "barrier", &a.barrier,
+               "run after every earlier job of the queue, before any later one"),
+      CLI_STRING(0, "unique", &a.unique, "U",
+                 "at most one unfinished job of the queue has this key"),
+      CLI_STRING(0, "max-attempts", &a.max_attempts, "N",
+                 "runs before the job is dead, 1 to 1000 (default 25)"),
+      CLI_STRING(0, "timeout", &a.timeout, "D", "the worker stops a run after D"),
+      CLI_STRING(0, "backoff", &a.backoff, "D",
+                 "base of the retry delay, doubled per attempt, up to 1h (default 1s)"),
+      CLI_STRING(0, "ndjson", &a.ndjson, "FILE",
+                 "one job per line of FILE ('-': stdin), in one transaction"),
+      CLI_END};
+  int rc = cli_parse_options(usage, options, &argc, argv);
+  if (rc != CLI_PARSED) return rc;
+  char shown[CLI_QUOTE_BUF];
+  if (cli_check_args(argc, argv, 1, "one PAYLOAD (quote it when it has spaces)"))
+    return CLI_EXIT_USAGE;
+  if (a.ndjson != NULL && argc > 1) {
+    cli_error("unexpected argument '%s': with --ndjson the payloads come from "
+              "the lines",
+              cli_quote(shown, argv[1]));
+    return CLI_EXIT_USAGE;
+  }
+  jobq_put_opts o;
+  if ((rc = check(&a, &o)) != 0) return rc;
+  if ((rc = cli_check_max_payload()) != 0) return rc;
+  if (a.ndjson != NULL) return put_ndjson(a.ndjson, &o);
+  return put_one(&o, argc > 1 ? argv[1] : NULL);
+}
+
+const struct cli_command cli_cmd_put = {
+    "put", "enqueue a job, or many from NDJSON in one transaction", run};
