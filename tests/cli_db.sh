@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# cli_db.sh - how the real `jobq` binary treats the database it is pointed
+# at: an unknown URL scheme is a usage error (2), a directory, a missing
+# folder or a file that is not a database are refused with a message naming
+# the path and nothing created or changed, passwords never appear in any
+# output, and --db and JOBQ_DB both choose the file.
+. "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+
+t_unknown_scheme() {
+  run --db foo:bar stats
+  expect_rc 2
+  expect_err_has "foo"
+  expect_err_style
+  T_DBURL=foo:bar run stats
+  expect_rc 2
+  expect_err_has "foo"
+}
+
+t_directory_as_path() {
+  mkdir "$D/adir"
+  run --db "sqlite:$D/adir" put x
+  expect_rc_in 1 2
+  expect_err_has "$D/adir"
+  [[ -z $(ls -A "$D/adir") ]] || fail "files appeared in the directory"
+}
+
+t_missing_folder() {
+  run --db "sqlite:$D/nope/q.db" put x
+  expect_rc_in 1 2
+  expect_err_has "nope"
+  [[ -e $D/nope ]] && fail "the missing folder was created"
+  return 0
+}
+
+t_not_a_database() {
+  head -c 4096 /dev/urandom >"$D/junk.db"
+  cp "$D/junk.db" "$D/junk.orig"
+  run --db "sqlite:$D/junk.db" put x
+  expect_rc_in 1 2
+  expect_err_has "junk.db"
+  cmp -s "$D/junk.db" "$D/junk.orig" || fail "the file was changed"
+  run --db "sqlite:$D/junk.db" stats
+  expect_rc_in 1 2
+}
+
+t_password_never_shown() {
+  local url
+  for url in 'postgres://u:secret@127.0.0.1:1/db' \
+             'mysql://root:secret@127.0.0.1:1/jobs' \
+             'postgres://u:secret@127.0.0.1:1,127.0.0.1:2/db' \
+             'foo://u:secret@h/db' \
+             'postgres://127.0.0.1:1/db?password=secret'; do
+    run --db "$url" stats
+    [[ $rc != 0 ]] || fail "$url: exit status 0"
+    expect_quiet_about secret
+    T_DBURL=$url run put x
+    [[ $rc != 0 ]] || fail "$url via JOBQ_DB: exit status 0"
+    expect_quiet_about secret
+  done
+}
+
+t_db_option_and_env() {
+  run --db "sqlite:$D/a.db" put one
+  expect_rc 0
+  [[ -f $D/a.db ]] || fail "--db did not choose the file"
+  T_DBURL=sqlite:$D/b.db run put two
+  expect_rc 0
+  [[ -f $D/b.db ]] || fail "JOBQ_DB did not choose the file"
+  T_DBURL=sqlite:$D/b.db run stats --json
+  [[ $(json_sum ready) == 1 ]] || fail "b.db: $(cat "$T_OUT")"
+  run --db "sqlite:$D/a.db" stats --json
+  [[ $(json_sum ready) == 1 ]] || fail "a.db: $(cat "$T_OUT")"
+}
+
+t_exit_codes() {
+  run put ok
+  expect_rc 0
+  run show 999999
+  expect_rc 1
+  expect_err_has "999999"
+  run retry 999999
+  expect_rc 1
+  run show notanumber
+  expect_rc 2
+  expect_err_has "'notanumber'"
+  run stats --bogus
+  expect_rc 2
+  expect_err_has "--bogus"
+}
+
+run_cases

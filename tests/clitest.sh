@@ -1,0 +1,140 @@
+# clitest.sh - the little harness that tests/cli_*.sh source: a temp
+# directory for the whole script and a fresh one per case, running the real
+# `jobq` binary ($JOBQ) with its output captured, assertions on exit status,
+# stderr and stdout, checks that nothing was written, and the closing
+# "RESULT: N passed, N failed" line that tests/run.sh adds up.
+#
+# A script defines functions named t_* and ends with `run_cases`.  Inside a
+# case: $D is the case's directory, $DB a queue file in it (not created),
+# `run ARGS...` runs jobq with JOBQ_DB=sqlite:$DB and sets $rc, $T_OUT and
+# $T_ERR (files); `expect_*` record failures without stopping the case.
+
+set -u
+
+if [[ -z ${JOBQ:-} ]]; then
+  JOBQ=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/jobq
+fi
+T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/jobq-cli.XXXXXX")
+trap '[[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
+T_PASS=0
+T_FAIL=0
+T_CASE=""
+T_CASE_FAILED=0
+
+fail() {
+  echo "FAIL: $T_CASE: $*"
+  if [[ -s ${T_ERR:-/dev/null} ]]; then
+    echo "#   stderr: $(head -c 400 "$T_ERR" | tr '\n' ' ')"
+  fi
+  T_CASE_FAILED=1
+}
+
+# run ARGS...: jobq ARGS with stdin from /dev/null (or $T_STDIN when set).
+run() {
+  T_OUT=$D/out.$RANDOM
+  T_ERR=$D/err.$RANDOM
+  local input=${T_STDIN:-/dev/null}
+  T_LAST="$*"
+  JOBQ_DB=${T_DBURL:-sqlite:$DB} "$JOBQ" "$@" <"$input" >"$T_OUT" 2>"$T_ERR"
+  rc=$?
+}
+
+# run_env VAR=VALUE... -- ARGS...: like run, with more environment.
+run_env() {
+  local envs=()
+  while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  T_LAST="$*"
+  T_OUT=$D/out.$RANDOM
+  T_ERR=$D/err.$RANDOM
+  env JOBQ_DB="${T_DBURL:-sqlite:$DB}" "${envs[@]}" "$JOBQ" "$@" \
+    <"${T_STDIN:-/dev/null}" >"$T_OUT" 2>"$T_ERR"
+  rc=$?
+}
+
+expect_rc() {
+  [[ $rc == "$1" ]] || fail "exit status $rc, expected $1 (jobq ${T_LAST:-})"
+}
+
+# expect_rc_in A B...: the status is one of them.
+expect_rc_in() {
+  local want
+  for want in "$@"; do [[ $rc == "$want" ]] && return 0; done
+  fail "exit status $rc, expected one of $*"
+}
+
+expect_err_has() {
+  grep -qF -- "$1" "$T_ERR" || fail "stderr does not contain \"$1\""
+}
+
+expect_err_has_ci() {
+  grep -qiF -- "$1" "$T_ERR" || fail "stderr does not contain \"$1\" (any case)"
+}
+
+expect_out_has() {
+  grep -qF -- "$1" "$T_OUT" || fail "stdout does not contain \"$1\": $(head -c 300 "$T_OUT")"
+}
+
+# expect_quiet_about WORD: neither stdout nor stderr mentions WORD.
+expect_quiet_about() {
+  if grep -qF -- "$1" "$T_OUT" "$T_ERR"; then
+    fail "output shows \"$1\""
+  fi
+}
+
+# The message follows the house style: one line, lower case start, no
+# final period.
+expect_err_style() {
+  local first
+  first=$(grep -v '^[[:space:]]*$' "$T_ERR" | head -n 1)
+  [[ -n $first ]] || { fail "no message on stderr"; return; }
+  [[ $first == *. ]] && fail "message ends with a period: $first"
+  [[ $first =~ ^jobq ]] || [[ $first =~ ^[a-z] ]] || fail "message does not start in lower case: $first"
+  return 0
+}
+
+# expect_no_jobs: the queue file was not created, or it holds no job at all.
+expect_no_jobs() {
+  [[ -e $DB ]] || return 0
+  local save_out=$T_OUT save_err=$T_ERR save_rc=$rc
+  run stats --json
+  if [[ $rc != 0 ]]; then
+    fail "jobq stats --json failed with $rc"
+  elif grep -oE '"(ready|scheduled|waiting|running|done|dead|cancelled)": *[0-9]+' "$T_OUT" |
+      grep -qvE ': *0$'; then
+    fail "jobs were written: $(head -c 300 "$T_OUT")"
+  fi
+  T_OUT=$save_out T_ERR=$save_err rc=$save_rc
+}
+
+# json_sum FIELD: the sum of "FIELD":N over stats --json output in $T_OUT.
+json_sum() {
+  grep -oE "\"$1\": *[0-9]+" "$T_OUT" | sed -E 's/.*: *//' |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+
+run_cases() {
+  if [[ ! -x $JOBQ ]]; then
+    echo "FAIL: the jobq binary is not built ($JOBQ)"
+    echo "RESULT: 0 passed, 1 failed"
+    exit 1
+  fi
+  local fn
+  for fn in $(declare -F | awk '{ print $3 }' | grep '^t_'); do
+    T_CASE=${fn#t_}
+    T_CASE_FAILED=0
+    D=$(mktemp -d "$T_ROOT/$T_CASE.XXXX")
+    DB=$D/queue.db
+    unset T_STDIN T_DBURL
+    "$fn"
+    if ((T_CASE_FAILED)); then
+      T_FAIL=$((T_FAIL + 1))
+      echo "not ok $T_CASE"
+    else
+      T_PASS=$((T_PASS + 1))
+      echo "ok $T_CASE"
+    fi
+  done
+  echo "RESULT: $T_PASS passed, $T_FAIL failed"
+  ((T_FAIL == 0))
+}

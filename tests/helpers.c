@@ -1,0 +1,306 @@
+/*
+ * helpers.c - the shared test fixture (a temp directory and a real SQLite
+ * queue file per test) and the small helpers that keep the tests short:
+ * quick puts and claims that assert success, clocks and sleeps in
+ * milliseconds, raw SQL on the handle's connection, file and process
+ * helpers.  See helpers.h.
+ */
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *th_mkdtemp(void) {
+  const char *base = getenv("TMPDIR");
+  if (base == NULL || *base == '\0') base = "/tmp";
+  char tmpl[PATH_MAX];
+  int len = snprintf(tmpl, sizeof tmpl, "%s/jobq-test-XXXXXX", base);
+  assert_true(len > 0 && (size_t)len < sizeof tmpl);
+  char *dir = mkdtemp(tmpl);
+  assert_non_null(dir);
+  char *copy = strdup(dir);
+  assert_non_null(copy);
+  return copy;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void th_rmtree(const char *dir) {
+  if (dir == NULL || *dir == '\0') return;
+  if (getenv("JOBQ_TEST_KEEP") != NULL) return;
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void th_path(char *out, size_t size, const char *dir, const char *name) {
+  int len = snprintf(out, size, "%s/%s", dir, name);
+  assert_true(len > 0 && (size_t)len < size);
+}
+
+jobq *th_open(const char *url) {
+  jobq *db = NULL;
+  int rc = jobq_open(url, &db);
+  if (rc != JOBQ_OK)
+    fail_msg("jobq_open(%s): %s: %s", url, jobq_err_name(rc), jobq_errmsg(db));
+  assert_non_null(db);
+  return db;
+}
+
+int tq_setup(void **state) {
+  tq *t = calloc(1, sizeof *t);
+  assert_non_null(t);
+  char *dir = th_mkdtemp();
+  snprintf(t->dir, sizeof t->dir, "%s", dir);
+  free(dir);
+  th_path(t->path, sizeof t->path, t->dir, "queue.db");
+  int len = snprintf(t->url, sizeof t->url, "sqlite:%s", t->path);
+  assert_true(len > 0 && (size_t)len < sizeof t->url);
+  t->db = th_open(t->url);
+  *state = t;
+  return 0;
+}
+
+int tq_teardown(void **state) {
+  tq *t = *state;
+  if (t == NULL) return 0;
+  jobq_close(t->db);
+  th_rmtree(t->dir);
+  free(t);
+  *state = NULL;
+  return 0;
+}
+
+int64_t th_put_opts(jobq *db, const jobq_put_opts *o) {
+  int64_t id = 0;
+  int existed = -1;
+  int rc = jobq_put(db, o, &id, &existed);
+  if (rc != JOBQ_OK)
+    fail_msg("jobq_put: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+  assert_true(id > 0);
+  return id;
+}
+
+int64_t th_put(jobq *db, const char *queue, const char *payload) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  if (queue != NULL) o.queue = queue;
+  if (payload != NULL) {
+    o.payload = payload;
+    o.payload_len = strlen(payload);
+  }
+  return th_put_opts(db, &o);
+}
+
+int64_t th_put_key(jobq *db, const char *queue, const char *key) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  if (queue != NULL) o.queue = queue;
+  o.key = key;
+  return th_put_opts(db, &o);
+}
+
+jobq_session *th_session(jobq *db, int64_t lease_ms) {
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.name = "test";
+  if (lease_ms > 0) so.lease_ms = lease_ms;
+  jobq_session *s = NULL;
+  int rc = jobq_session_open(db, &so, &s);
+  if (rc != JOBQ_OK)
+    fail_msg("jobq_session_open: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+  assert_non_null(s);
+  return s;
+}
+
+jobq_job *th_claim(jobq_session *s, const char *queue, size_t max, size_t *n) {
+  jobq_job *jobs = NULL;
+  *n = 0;
+  const char *qs[1] = {queue};
+  int rc = jobq_claim(s, queue != NULL ? qs : NULL, queue != NULL ? 1 : 0, max,
+                      &jobs, n);
+  if (rc != JOBQ_OK) fail_msg("jobq_claim: %s", jobq_err_name(rc));
+  if (*n > 0) assert_non_null(jobs);
+  return jobs;
+}
+
+jobq_job *th_claim_one(jobq_session *s, const char *queue) {
+  size_t n;
+  jobq_job *j = th_claim(s, queue, 1, &n);
+  if (n != 1) fail_msg("expected one job to claim from %s, got %zu",
+                       queue != NULL ? queue : "every queue", n);
+  return j;
+}
+
+void th_claim_none(jobq_session *s, const char *queue) {
+  size_t n;
+  jobq_job *j = th_claim(s, queue, 10, &n);
+  if (n != 0)
+    fail_msg("expected nothing to claim from %s, got %zu (first id %lld)",
+             queue != NULL ? queue : "every queue", n, (long long)j[0].id);
+  jobq_jobs_free(j, n);
+}
+
+jobq_job_info *th_show(jobq *db, int64_t id) {
+  jobq_job_info *info = NULL;
+  int rc = jobq_show(db, id, &info);
+  if (rc != JOBQ_OK)
+    fail_msg("jobq_show(%lld): %s: %s", (long long)id, jobq_err_name(rc),
+             jobq_errmsg(db));
+  assert_non_null(info);
+  assert_int_equal(info->id, id);
+  return info;
+}
+
+int th_state(jobq *db, int64_t id) {
+  jobq_job_info *info = th_show(db, id);
+  int st = info->state;
+  jobq_info_free(info, 1);
+  return st;
+}
+
+int64_t th_beat_until(jobq_session *s, jobq *db, int64_t id, int state,
+                      int64_t max_ms) {
+  int64_t start = th_mono_ms();
+  for (;;) {
+    int rc = jobq_heartbeat(s, NULL, NULL);
+    if (rc != JOBQ_OK) fail_msg("jobq_heartbeat: %s", jobq_err_name(rc));
+    if (th_state(db, id) == state) return th_mono_ms() - start;
+    if (th_mono_ms() - start > max_ms)
+      fail_msg("job %lld not %s after %lld ms", (long long)id,
+               jobq_state_name(state), (long long)max_ms);
+    th_sleep_ms(50);
+  }
+}
+
+int64_t th_db_now(jobq *db) {
+  jobq_identity ident;
+  int rc = jobq_identity_get(db, &ident);
+  if (rc != JOBQ_OK) fail_msg("jobq_identity_get: %s", jobq_err_name(rc));
+  return ident.now_ms;
+}
+
+int64_t th_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t th_mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void th_sleep_ms(int64_t ms) {
+  if (ms <= 0) return;
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+int th_sql(jobq *db, const char *sql) {
+  sqlite3 *h = jobq_native(db);
+  assert_non_null(h);
+  return sqlite3_exec(h, sql, NULL, NULL, NULL);
+}
+
+int64_t th_sql_int(jobq *db, const char *sql) {
+  sqlite3 *h = jobq_native(db);
+  assert_non_null(h);
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) fail_msg("%s: %s", sql, sqlite3_errmsg(h));
+  rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    fail_msg("%s: no row (%d)", sql, rc);
+  }
+  int64_t v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+void th_assert_msg_at(jobq *db, const char *needle, const char *file,
+                      int line) {
+  const char *msg = jobq_errmsg(db);
+  if (msg == NULL || strstr(msg, needle) == NULL) {
+    print_error("%s:%d: message \"%s\" does not contain \"%s\"\n", file,
+                line, msg != NULL ? msg : "(null)", needle);
+    _fail(file, line);
+  }
+}
+
+pid_t th_fork(int (*fn)(void *), void *arg) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(fn(arg));
+  return pid;
+}
+
+int th_wait(pid_t pid) {
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+void th_write_file(const char *path, const void *data, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  const char *p = data;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    assert_true(w > 0);
+    p += w;
+    len -= (size_t)w;
+  }
+  assert_int_equal(close(fd), 0);
+}
+
+ssize_t th_read_file(const char *path, void *buf, size_t size) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = read(fd, (char *)buf + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  return (ssize_t)got;
+}
+
+size_t th_count_jobs(jobq *db, int state) {
+  jobq_list_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.state = state;
+  lo.limit = 100000;
+  jobq_job_info *infos = NULL;
+  size_t n = 0;
+  int rc = jobq_list(db, &lo, &infos, &n);
+  if (rc != JOBQ_OK)
+    fail_msg("jobq_list: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+  jobq_info_free(infos, n);
+  return n;
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# run.sh - runs the whole test suite against one build and adds it up.
+#
+# Every $JOBQ_BUILD/tests/test_* binary (cmocka) and every tests/cli_*.sh
+# script (given JOBQ=$JOBQ_BUILD/jobq) runs in turn under a per-file
+# timeout.  One line per file says how it went; a failing file's details
+# follow it.  The last line is always "N passed, N failed", counting test
+# cases, and the exit status is nonzero when anything failed.
+#
+# cmocka binaries report "[  PASSED  ] N test(s)." and "[  FAILED  ] N
+# test(s)"; the shell scripts end with "RESULT: N passed, N failed".  A file
+# that crashes, times out or exits nonzero after reporting (a sanitizer
+# finding, a leak) counts its unreported cases, and at least one, as failed.
+#
+#   JOBQ_BUILD          build directory (default: build)
+#   JOBQ_TEST_TIMEOUT   seconds per file (default: 300)
+#   JOBQ_TEST_FILTER    only files whose name contains this
+#   JOBQ_TEST_VERBOSE   1: print every file's whole output
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+build=${JOBQ_BUILD:-build}
+case $build in
+  /*) ;;
+  *) build=$root/$build ;;
+esac
+export JOBQ=$build/jobq
+limit=${JOBQ_TEST_TIMEOUT:-300}
+filter=${JOBQ_TEST_FILTER:-}
+verbose=${JOBQ_TEST_VERBOSE:-0}
+# Sanitizer findings end the process with a clear status; leaks count.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+total_pass=0
+total_fail=0
+out=$(mktemp "${TMPDIR:-/tmp}/jobq-run.XXXXXX")
+trap 'rm -f "$out"' EXIT
+
+# report NAME PASSED FAILED SKIPPED STATUS SECONDS
+report() {
+  local name=$1 p=$2 f=$3 s=$4 rc=$5 secs=$6 word=ok extra=""
+  ((f > 0)) && word=FAIL
+  ((s > 0)) && extra=", $s skipped"
+  ((rc != 0)) && extra="$extra, exit status $rc"
+  ((rc == 124 || rc == 137)) && extra="$extra (timed out after ${limit}s)"
+  printf '%-4s %-22s %3d passed, %d failed%s (%ss)\n' "$word" "$name" "$p" "$f" \
+    "$extra" "$secs"
+  if ((f > 0)) || [[ $verbose == 1 ]]; then
+    # The lines that explain a failure: cmocka's, the sanitizers', ours.
+    if [[ $verbose == 1 ]]; then
+      sed 's/^/    /' "$out"
+    else
+      grep -E '^\[  (ERROR|FAILED) |^\[   LINE   \]|^(ERROR|FAIL):|ERROR: |SUMMARY: |runtime error|^child |^not ok|^#' "$out" |
+        head -n 60 | sed 's/^/    /'
+    fi
+  fi
+  total_pass=$((total_pass + p))
+  total_fail=$((total_fail + f))
+}
+
+run_cmocka() {
+  local bin=$1 name rc start p f s n
+  name=$(basename "$bin")
+  start=$SECONDS
+  timeout -k 10 "$limit" "$bin" >"$out" 2>&1
+  rc=$?
+  n=$(sed -n 's/.*\[==========\] Running \([0-9]*\) test(s)\..*/\1/p' "$out" | tail -n 1)
+  p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$out" | tail -n 1)
+  f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$out" | tail -n 1)
+  s=$(sed -n 's/.*\[  SKIPPED \] \([0-9]*\) test(s).*/\1/p' "$out" | tail -n 1)
+  n=${n:-0} p=${p:-0} f=${f:-0} s=${s:-0}
+  if ((rc != 0)); then
+    local missing=$((n - p - f - s))
+    ((missing > 0)) && f=$((f + missing))
+    ((f == 0)) && f=1
+  fi
+  report "$name" "$p" "$f" "$s" "$rc" $((SECONDS - start))
+}
+
+run_script() {
+  local script=$1 name rc start line p f
+  name=$(basename "$script")
+  start=$SECONDS
+  timeout -k 10 "$limit" bash "$script" >"$out" 2>&1
+  rc=$?
+  line=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+  p=$(sed -E 's/^RESULT: ([0-9]+) passed.*/\1/' <<<"$line")
+  f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+  p=${p:-0} f=${f:-0}
+  if [[ -z $line ]] || ((rc != 0 && f == 0)); then
+    f=$((f + 1))
+  fi
+  report "$name" "$p" "$f" 0 "$rc" $((SECONDS - start))
+}
+
+found=0
+for bin in "$build"/tests/test_*; do
+  [[ -f $bin && -x $bin ]] || continue
+  [[ -n $filter && $(basename "$bin") != *"$filter"* ]] && continue
+  found=1
+  run_cmocka "$bin"
+done
+for script in "$here"/cli_*.sh; do
+  [[ -f $script ]] || continue
+  [[ -n $filter && $(basename "$script") != *"$filter"* ]] && continue
+  found=1
+  run_script "$script"
+done
+if ((found == 0)); then
+  echo "FAIL no test binaries in $build/tests and no tests/cli_*.sh: build first"
+  total_fail=$((total_fail + 1))
+fi
+
+echo "$total_pass passed, $total_fail failed"
+((total_fail == 0))

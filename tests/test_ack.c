@@ -1,0 +1,498 @@
+/*
+ * test_ack.c - finishing claimed jobs: complete archives the result, fail
+ * retries with backoff and ends dead after the last attempt, retry_later,
+ * release gives the attempt back, ack_many mixes kinds in one batch with a
+ * status per ack, and fencing: an ack with a wrong claim token, from
+ * another session or after the claim was lost returns JOBQ_ELOST and
+ * changes nothing, while repeating a committed complete is a quiet success.
+ */
+#include "helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t put_with(jobq *db, int max_attempts, int64_t backoff_ms) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.max_attempts = max_attempts;
+  o.backoff_ms = backoff_ms;
+  o.payload = "p";
+  o.payload_len = 1;
+  return th_put_opts(db, &o);
+}
+
+/* Fails job now with error, retrying at once (retry_in_ms 0) if it can. */
+static int fail_now(jobq_session *s, const jobq_job *j, const char *error,
+                    int *outcome) {
+  jobq_ack a;
+  jobq_ack_init(&a, j, JOBQ_ACK_FAIL);
+  a.data = error;
+  a.len = strlen(error);
+  a.retry_in_ms = 0;
+  int rc = jobq_ack_many(s, &a, 1);
+  if (rc != JOBQ_OK) return rc;
+  if (outcome != NULL) *outcome = a.outcome;
+  return a.status;
+}
+
+static void test_complete_archives_result(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 3, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  static const unsigned char result[] = {'o', 'k', 0x00, 0xff, '\n'};
+  int already = 9;
+  int64_t before = th_db_now(t->db);
+  assert_rc(jobq_complete(s, j, result, sizeof result, &already), JOBQ_OK);
+  int64_t after = th_db_now(t->db);
+  assert_int_equal(already, 0);
+
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_int_equal(i->result_len, sizeof result);
+  assert_non_null(i->result);
+  assert_memory_equal(i->result, result, sizeof result);
+  assert_int_equal(i->attempts, 1);
+  assert_string_equal(i->claim, j->claim);
+  assert_in_range(i->finished_at_ms, before, after);
+  assert_int_equal(i->payload_len, 1);
+  assert_memory_equal(i->payload, "p", 1);
+  jobq_info_free(i, 1);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_RUNNING), 0);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DONE), 1);
+  th_claim_none(s, NULL);
+
+  /* An empty result is a result too. */
+  int64_t id2 = put_with(t->db, 3, 1000);
+  jobq_job *j2 = th_claim_one(s, "q");
+  assert_rc(jobq_complete(s, j2, NULL, 0, NULL), JOBQ_OK);
+  i = th_show(t->db, id2);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_int_equal(i->result_len, 0);
+  jobq_info_free(i, 1);
+  jobq_jobs_free(j2, 1);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_result_too_big(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 3, 1000);
+  assert_rc(jobq_set_max_payload(t->db, 64), JOBQ_OK);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  char big[65];
+  memset(big, 'r', sizeof big);
+  assert_rc(jobq_complete(s, j, big, sizeof big, NULL), JOBQ_ETOOBIG);
+  th_assert_msg(t->db, "result");
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_RUNNING);
+  assert_string_equal(i->claim, j->claim);
+  jobq_info_free(i, 1);
+  /* The claim is still good. */
+  assert_rc(jobq_complete(s, j, big, 64, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_fail_backoff(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 3, 2000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  int64_t before = th_db_now(t->db);
+  assert_rc(jobq_fail(s, j, "disk full"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_int_equal(i->attempts, 1);
+  assert_non_null(i->last_error);
+  assert_string_equal(i->last_error, "disk full");
+  /* Backed off: due in the future, within twice the base. */
+  assert_true(i->run_at_ms > before);
+  assert_true(i->run_at_ms <= th_db_now(t->db) + 2 * 2000);
+  assert_null(i->session);
+  jobq_info_free(i, 1);
+  /* Not claimable while backing off. */
+  th_claim_none(s, "q");
+  /* ...listed as scheduled. */
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(st[0].scheduled, 1);
+  assert_int_equal(st[0].ready, 0);
+  jobq_stats_free(st, n);
+  jobq_session_close(s);
+}
+
+static void test_fail_until_dead(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 3, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  int outcome = 0;
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    jobq_job *j = th_claim_one(s, "q");
+    assert_int_equal(j->id, id);
+    assert_int_equal(j->attempt, attempt);
+    char err[32];
+    snprintf(err, sizeof err, "error %d", attempt);
+    assert_int_equal(fail_now(s, j, err, &outcome), JOBQ_OK);
+    jobq_jobs_free(j, 1);
+    jobq_job_info *i = th_show(t->db, id);
+    assert_int_equal(i->attempts, attempt);
+    assert_string_equal(i->last_error, err);
+    assert_int_equal(i->state, attempt < 3 ? JOBQ_STATE_READY : JOBQ_STATE_DEAD);
+    assert_int_equal(outcome, i->state);
+    if (attempt == 3) assert_true(i->finished_at_ms > 0);
+    jobq_info_free(i, 1);
+  }
+  th_claim_none(s, NULL);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DEAD), 1);
+
+  /* One attempt only: the first failure is final, with jobq_fail() too. */
+  int64_t once = put_with(t->db, 1, 1000);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, once);
+  assert_rc(jobq_fail(s, j, "bad input"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  jobq_job_info *i = th_show(t->db, once);
+  assert_int_equal(i->state, JOBQ_STATE_DEAD);
+  assert_string_equal(i->last_error, "bad input");
+  jobq_info_free(i, 1);
+  jobq_session_close(s);
+}
+
+static void test_retry_later(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  int64_t before = th_db_now(t->db);
+  assert_rc(jobq_retry_later(s, j, 300, "rate limited"), JOBQ_OK);
+  int64_t after = th_db_now(t->db);
+  jobq_jobs_free(j, 1);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_in_range(i->run_at_ms, before + 300, after + 300);
+  int64_t run_at = i->run_at_ms;
+  jobq_info_free(i, 1);
+  th_claim_none(s, "q");
+  th_sleep_ms(run_at - th_db_now(t->db) + 30);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, id);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_release_keeps_attempt(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 1, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  for (int round = 0; round < 3; round++) {
+    jobq_job *j = th_claim_one(s, "q");
+    assert_int_equal(j->id, id);
+    assert_int_equal(j->attempt, 1);
+    assert_rc(jobq_release(s, j), JOBQ_OK);
+    /* The token is dead once released. */
+    assert_rc(jobq_complete(s, j, "x", 1, NULL), JOBQ_ELOST);
+    jobq_jobs_free(j, 1);
+    jobq_job_info *i = th_show(t->db, id);
+    assert_int_equal(i->state, JOBQ_STATE_READY);
+    assert_int_equal(i->attempts, 0);
+    assert_null(i->session);
+    assert_true(i->run_at_ms <= th_db_now(t->db));
+    jobq_info_free(i, 1);
+  }
+  /* With max_attempts 1 the job still has its one attempt. */
+  jobq_job *j = th_claim_one(s, "q");
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DONE);
+  jobq_session_close(s);
+}
+
+static void test_ack_many_mixed(void **state) {
+  tq *t = *state;
+  int64_t ids[5];
+  for (int k = 0; k < 5; k++) ids[k] = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, "q", 5, &n);
+  assert_int_equal(n, 5);
+
+  jobq_ack a[5];
+  jobq_ack_init(&a[0], &j[0], JOBQ_ACK_COMPLETE);
+  a[0].data = "r0";
+  a[0].len = 2;
+  jobq_ack_init(&a[1], &j[1], JOBQ_ACK_FAIL);
+  a[1].data = "e1";
+  a[1].len = 2;
+  a[1].retry_in_ms = 0;
+  jobq_ack_init(&a[2], &j[2], JOBQ_ACK_RETRY);
+  a[2].retry_in_ms = 60000;
+  jobq_ack_init(&a[3], &j[3], JOBQ_ACK_RELEASE);
+  jobq_ack_init(&a[4], &j[4], JOBQ_ACK_COMPLETE);
+  a[4].claim[0] = a[4].claim[0] == 'a' ? 'b' : 'a'; /* a forged token */
+  assert_int_equal(a[0].retry_in_ms, -1);
+  assert_int_equal(a[0].id, j[0].id);
+  assert_string_equal(a[0].claim, j[0].claim);
+
+  int64_t before = th_db_now(t->db);
+  assert_rc(jobq_ack_many(s, a, 5), JOBQ_OK);
+  for (int k = 0; k < 4; k++) {
+    assert_int_equal(a[k].status, JOBQ_OK);
+    assert_int_equal(a[k].already, 0);
+  }
+  assert_int_equal(a[4].status, JOBQ_ELOST);
+  assert_int_equal(a[0].outcome, JOBQ_STATE_DONE);
+  assert_int_equal(a[1].outcome, JOBQ_STATE_READY);
+  assert_int_equal(a[2].outcome, JOBQ_STATE_READY);
+  assert_int_equal(a[3].outcome, JOBQ_STATE_READY);
+
+  jobq_job_info *i = th_show(t->db, ids[0]);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_memory_equal(i->result, "r0", 2);
+  jobq_info_free(i, 1);
+  i = th_show(t->db, ids[1]);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_int_equal(i->attempts, 1);
+  assert_string_equal(i->last_error, "e1");
+  jobq_info_free(i, 1);
+  i = th_show(t->db, ids[2]);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_true(i->run_at_ms >= before + 60000);
+  jobq_info_free(i, 1);
+  i = th_show(t->db, ids[3]);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_int_equal(i->attempts, 0);
+  jobq_info_free(i, 1);
+  /* The forged ack changed nothing. */
+  i = th_show(t->db, ids[4]);
+  assert_int_equal(i->state, JOBQ_STATE_RUNNING);
+  assert_string_equal(i->claim, j[4].claim);
+  assert_null(i->result);
+  jobq_info_free(i, 1);
+
+  /* Ready again now: the failed one (retry_in_ms 0) and the released one. */
+  jobq_job *again = th_claim(s, "q", 10, &n);
+  assert_int_equal(n, 2);
+  for (size_t k = 0; k < n; k++) {
+    if (again[k].id == ids[1]) {
+      assert_int_equal(again[k].attempt, 2);
+    } else {
+      assert_int_equal(again[k].id, ids[3]);
+      assert_int_equal(again[k].attempt, 1);
+    }
+  }
+  assert_true(again[0].id != again[1].id);
+  jobq_jobs_free(again, n);
+  jobq_jobs_free(j, 5);
+  /* An empty batch is fine. */
+  assert_rc(jobq_ack_many(s, a, 0), JOBQ_OK);
+  jobq_session_close(s);
+}
+
+/* Every mutation with a wrong token, or from another session, is refused
+ * with JOBQ_ELOST and leaves the job exactly as it was. */
+static void test_fencing(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq *db2 = th_open(t->url);
+  jobq_session *other = th_session(db2, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  jobq_job forged = *j;
+  forged.claim[JOBQ_CLAIM_LEN - 1] = forged.claim[JOBQ_CLAIM_LEN - 1] == '0' ? '1' : '0';
+
+  int already = 9;
+  assert_rc(jobq_complete(s, &forged, "x", 1, &already), JOBQ_ELOST);
+  assert_rc(jobq_fail(s, &forged, "x"), JOBQ_ELOST);
+  assert_rc(jobq_retry_later(s, &forged, 10, "x"), JOBQ_ELOST);
+  assert_rc(jobq_release(s, &forged), JOBQ_ELOST);
+  assert_rc(jobq_extend(s, &forged, 60000), JOBQ_ELOST);
+  /* The right token from a session that does not hold the job. */
+  assert_rc(jobq_complete(other, j, "x", 1, NULL), JOBQ_ELOST);
+  assert_rc(jobq_fail(other, j, "x"), JOBQ_ELOST);
+  assert_rc(jobq_retry_later(other, j, 10, "x"), JOBQ_ELOST);
+  assert_rc(jobq_release(other, j), JOBQ_ELOST);
+  assert_rc(jobq_extend(other, j, 60000), JOBQ_ELOST);
+  /* A job id that does not exist. */
+  jobq_job ghost = *j;
+  ghost.id = id + 1000;
+  int rc = jobq_complete(s, &ghost, "x", 1, NULL);
+  assert_true(rc == JOBQ_ELOST || rc == JOBQ_ENOTFOUND);
+
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_RUNNING);
+  assert_string_equal(i->claim, j->claim);
+  assert_string_equal(i->session, jobq_session_id(s));
+  assert_int_equal(i->attempts, 1);
+  assert_null(i->last_error);
+  assert_null(i->result);
+  jobq_info_free(i, 1);
+
+  /* The real holder still can. */
+  assert_rc(jobq_extend(s, j, 60000), JOBQ_OK);
+  assert_rc(jobq_complete(s, j, "done", 4, &already), JOBQ_OK);
+  assert_int_equal(already, 0);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(other);
+  jobq_close(db2);
+  jobq_session_close(s);
+}
+
+static void test_repeated_complete(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  int already = 9;
+  assert_rc(jobq_complete(s, j, "first", 5, &already), JOBQ_OK);
+  assert_int_equal(already, 0);
+  assert_rc(jobq_complete(s, j, "second", 6, &already), JOBQ_OK);
+  assert_int_equal(already, 1);
+  /* The batch form says the same. */
+  jobq_ack a;
+  jobq_ack_init(&a, j, JOBQ_ACK_COMPLETE);
+  a.data = "third";
+  a.len = 5;
+  assert_rc(jobq_ack_many(s, &a, 1), JOBQ_OK);
+  assert_int_equal(a.status, JOBQ_OK);
+  assert_int_equal(a.already, 1);
+  assert_int_equal(a.outcome, JOBQ_STATE_DONE);
+
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_int_equal(i->result_len, 5);
+  assert_memory_equal(i->result, "first", 5);
+  jobq_info_free(i, 1);
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
+
+  /* A forged token for the done job is not "already done". */
+  jobq_job forged = *j;
+  forged.claim[0] = forged.claim[0] == 'f' ? 'e' : 'f';
+  assert_rc(jobq_complete(s, &forged, "x", 1, &already), JOBQ_ELOST);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+/* A session that stopped heartbeating is reaped by another; its claim is
+ * gone, so its acks are refused, even after the job was claimed again. */
+static void test_lost_claim_cannot_ack(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 5, 1000);
+  jobq *db2 = th_open(t->url);
+  jobq_session *a = th_session(t->db, 200);
+  jobq_session *b = th_session(db2, 5000);
+  jobq_job *ja = th_claim_one(a, "q");
+  /* a goes quiet; b keeps beating past a's lease. */
+  th_beat_until(b, t->db, id, JOBQ_STATE_READY, 5000);
+
+  assert_rc(jobq_complete(a, ja, "late", 4, NULL), JOBQ_ELOST);
+  assert_rc(jobq_extend(a, ja, 1000), JOBQ_ELOST);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_READY);
+
+  jobq_job *jb = th_claim_one(b, "q");
+  assert_int_equal(jb->id, id);
+  assert_rc(jobq_fail(a, ja, "late"), JOBQ_ELOST);
+  assert_rc(jobq_release(a, ja), JOBQ_ELOST);
+  assert_rc(jobq_complete(a, ja, "late", 4, NULL), JOBQ_ELOST);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_RUNNING);
+  assert_string_equal(i->claim, jb->claim);
+  jobq_info_free(i, 1);
+  assert_rc(jobq_complete(b, jb, "ok", 2, NULL), JOBQ_OK);
+  i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_memory_equal(i->result, "ok", 2);
+  jobq_info_free(i, 1);
+  /* Even now the old token is not taken for an earlier success. */
+  int already = 9;
+  assert_rc(jobq_complete(a, ja, "late", 4, &already), JOBQ_ELOST);
+  jobq_jobs_free(ja, 1);
+  jobq_jobs_free(jb, 1);
+  jobq_session_close(a);
+  jobq_session_close(b);
+  jobq_close(db2);
+}
+
+/* A repeated fail whose first attempt committed is a quiet success; a
+ * fail for a claim that ended some other way (released, reaped) is not. */
+static void test_repeated_fail_and_lost_fail(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  jobq_ack a;
+  jobq_ack_init(&a, j, JOBQ_ACK_FAIL);
+  a.data = "e1";
+  a.len = 2;
+  a.retry_in_ms = 60000;
+  assert_rc(jobq_ack_many(s, &a, 1), JOBQ_OK);
+  assert_int_equal(a.status, JOBQ_OK);
+  assert_int_equal(a.already, 0);
+  assert_rc(jobq_ack_many(s, &a, 1), JOBQ_OK);
+  assert_int_equal(a.status, JOBQ_OK);
+  assert_int_equal(a.already, 1);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->attempts, 1);
+  jobq_info_free(i, 1);
+  jobq_jobs_free(j, 1);
+
+  /* Released, then failed with the same token: the fail never happened,
+   * so it must not be reported as an earlier success. */
+  int64_t id2 = put_with(t->db, 5, 1000);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, id2);
+  assert_rc(jobq_release(s, j), JOBQ_OK);
+  jobq_ack_init(&a, j, JOBQ_ACK_FAIL);
+  a.data = "late";
+  a.len = 4;
+  assert_rc(jobq_ack_many(s, &a, 1), JOBQ_OK);
+  if (a.status != JOBQ_ELOST)
+    fail_msg("fail after release: status %s, already %d; expected JOBQ_ELOST",
+             jobq_err_name(a.status), a.already);
+  i = th_show(t->db, id2);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_null(i->last_error);
+  jobq_info_free(i, 1);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_bad_ack_arguments(void **state) {
+  tq *t = *state;
+  int64_t id = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  jobq_ack a[2];
+  jobq_ack_init(&a[0], j, JOBQ_ACK_COMPLETE);
+  jobq_ack_init(&a[1], j, JOBQ_ACK_COMPLETE);
+  a[1].kind = (jobq_ack_kind)42;
+  assert_rc(jobq_ack_many(s, a, 2), JOBQ_EINVAL);
+  /* Nothing of the batch happened. */
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_RUNNING);
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_complete_archives_result),
+      TQ_TEST(test_result_too_big),
+      TQ_TEST(test_fail_backoff),
+      TQ_TEST(test_fail_until_dead),
+      TQ_TEST(test_retry_later),
+      TQ_TEST(test_release_keeps_attempt),
+      TQ_TEST(test_ack_many_mixed),
+      TQ_TEST(test_fencing),
+      TQ_TEST(test_repeated_complete),
+      TQ_TEST(test_lost_claim_cannot_ack),
+      TQ_TEST(test_repeated_fail_and_lost_fail),
+      TQ_TEST(test_bad_ack_arguments),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,749 @@
+/*
+ * test_admin.c - the operator's calls and the database's identity: cancel,
+ * retry and retry of every dead job, pause and resume, stats for every
+ * state, list with filters and paging, show, prune, the identity triple
+ * (queue_id, epoch, seq) and epoch bumps, refusal to claim from a database
+ * restored from an older backup, refusal of a newer schema, and
+ * transactions that put or acknowledge together with the caller's own
+ * statements.
+ */
+#include "helpers.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t put_attempts(jobq *db, const char *queue, int max_attempts) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = queue;
+  o.max_attempts = max_attempts;
+  return th_put_opts(db, &o);
+}
+
+/* Claims one job from queue and fails it for good (max_attempts 1). */
+static int64_t make_dead(jobq *db, jobq_session *s, const char *queue) {
+  int64_t id = put_attempts(db, queue, 1);
+  jobq_job *j = th_claim_one(s, queue);
+  assert_int_equal(j->id, id);
+  assert_rc(jobq_fail(s, j, "broken"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(db, id), JOBQ_STATE_DEAD);
+  return id;
+}
+
+static int64_t make_done(jobq *db, jobq_session *s, const char *queue) {
+  int64_t id = th_put(db, queue, NULL);
+  jobq_job *j = th_claim_one(s, queue);
+  assert_int_equal(j->id, id);
+  assert_rc(jobq_complete(s, j, "r", 1, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  return id;
+}
+
+static void test_cancel(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t done = make_done(t->db, s, "q");
+  int64_t dead = make_dead(t->db, s, "q");
+  int64_t ready = th_put(t->db, "q", NULL);
+  int64_t head = th_put_key(t->db, "q", "k");
+  int64_t waiting = th_put_key(t->db, "q", "k");
+  int64_t scheduled = 0;
+  {
+    jobq_put_opts o;
+    jobq_put_opts_init(&o);
+    o.queue = "q";
+    o.delay_ms = 60000;
+    scheduled = th_put_opts(t->db, &o);
+  }
+
+  int now = 9;
+  assert_rc(jobq_cancel(t->db, ready, &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  assert_rc(jobq_cancel(t->db, waiting, &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  assert_rc(jobq_cancel(t->db, scheduled, &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  jobq_job_info *i = th_show(t->db, ready);
+  assert_int_equal(i->state, JOBQ_STATE_CANCELLED);
+  assert_true(i->finished_at_ms > 0);
+  jobq_info_free(i, 1);
+  assert_int_equal(th_state(t->db, waiting), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, scheduled), JOBQ_STATE_CANCELLED);
+
+  /* Running: a request, the job keeps running. */
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, head);
+  now = 9;
+  assert_rc(jobq_cancel(t->db, head, &now), JOBQ_OK);
+  assert_int_equal(now, 0);
+  i = th_show(t->db, head);
+  assert_int_equal(i->state, JOBQ_STATE_RUNNING);
+  assert_int_equal(i->cancel_requested, 1);
+  jobq_info_free(i, 1);
+  /* Asking twice is fine. */
+  assert_rc(jobq_cancel(t->db, head, NULL), JOBQ_OK);
+
+  /* Finished jobs cannot be cancelled (a dead job that blocks nothing
+   * included); unknown ids are not found. */
+  assert_rc(jobq_cancel(t->db, done, &now), JOBQ_ESTATE);
+  assert_rc(jobq_cancel(t->db, ready, &now), JOBQ_ESTATE);
+  assert_rc(jobq_cancel(t->db, dead, &now), JOBQ_ESTATE);
+  assert_rc(jobq_cancel(t->db, 999999, &now), JOBQ_ENOTFOUND);
+  assert_int_equal(th_state(t->db, done), JOBQ_STATE_DONE);
+  assert_int_equal(th_state(t->db, dead), JOBQ_STATE_DEAD);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_retry(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.max_attempts = 2;
+  o.payload = "keep me";
+  o.payload_len = 7;
+  int64_t dead = th_put_opts(t->db, &o);
+  for (int k = 0; k < 2; k++) {
+    jobq_job *j = th_claim_one(s, "q");
+    jobq_ack a;
+    jobq_ack_init(&a, j, JOBQ_ACK_FAIL);
+    a.retry_in_ms = 0;
+    a.data = "nope";
+    a.len = 4;
+    assert_rc(jobq_ack_many(s, &a, 1), JOBQ_OK);
+    jobq_jobs_free(j, 1);
+  }
+  assert_int_equal(th_state(t->db, dead), JOBQ_STATE_DEAD);
+
+  assert_rc(jobq_retry(t->db, dead), JOBQ_OK);
+  jobq_job_info *i = th_show(t->db, dead);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_int_equal(i->attempts, 0);
+  assert_int_equal(i->max_attempts, 2);
+  assert_int_equal(i->payload_len, 7);
+  assert_memory_equal(i->payload, "keep me", 7);
+  assert_true(i->run_at_ms <= th_db_now(t->db));
+  jobq_info_free(i, 1);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, dead);
+  assert_int_equal(j->attempt, 1);
+  /* Running and ready jobs are not retried. */
+  assert_rc(jobq_retry(t->db, dead), JOBQ_ESTATE);
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  /* Nor done ones. */
+  assert_rc(jobq_retry(t->db, dead), JOBQ_ESTATE);
+  assert_int_equal(th_state(t->db, dead), JOBQ_STATE_DONE);
+  int64_t ready = th_put(t->db, "q", NULL);
+  assert_rc(jobq_retry(t->db, ready), JOBQ_ESTATE);
+  assert_rc(jobq_retry(t->db, 999999), JOBQ_ENOTFOUND);
+
+  /* A cancelled job comes back too. */
+  assert_rc(jobq_cancel(t->db, ready, NULL), JOBQ_OK);
+  assert_rc(jobq_retry(t->db, ready), JOBQ_OK);
+  assert_int_equal(th_state(t->db, ready), JOBQ_STATE_READY);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, ready);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_retry_dead(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t d1[3];
+  for (int k = 0; k < 3; k++) d1[k] = make_dead(t->db, s, "q1");
+  int64_t d2 = make_dead(t->db, s, "q2");
+  int64_t done = make_done(t->db, s, "q1");
+  int64_t cancelled = th_put(t->db, "q1", NULL);
+  assert_rc(jobq_cancel(t->db, cancelled, NULL), JOBQ_OK);
+
+  int64_t count = -1;
+  assert_rc(jobq_retry_dead(t->db, "q1", &count), JOBQ_OK);
+  assert_int_equal(count, 3);
+  for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, d1[k]), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, d2), JOBQ_STATE_DEAD);
+  assert_int_equal(th_state(t->db, done), JOBQ_STATE_DONE);
+  assert_int_equal(th_state(t->db, cancelled), JOBQ_STATE_CANCELLED);
+
+  assert_rc(jobq_retry_dead(t->db, NULL, &count), JOBQ_OK);
+  assert_int_equal(count, 1);
+  assert_int_equal(th_state(t->db, d2), JOBQ_STATE_READY);
+  assert_rc(jobq_retry_dead(t->db, NULL, &count), JOBQ_OK);
+  assert_int_equal(count, 0);
+  assert_rc(jobq_retry_dead(t->db, "Bad;Name", &count), JOBQ_EINVAL);
+  jobq_session_close(s);
+}
+
+static jobq_queue_stats *find_stats(jobq_queue_stats *st, size_t n,
+                                    const char *name) {
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(st[k].name, name) == 0) return &st[k];
+  fail_msg("queue '%s' not in stats", name);
+  return NULL;
+}
+
+static void test_stats_every_state(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  make_done(t->db, s, "s");
+  make_done(t->db, s, "s");
+  make_dead(t->db, s, "s");
+  int64_t c = th_put(t->db, "s", NULL);
+  assert_rc(jobq_cancel(t->db, c, NULL), JOBQ_OK);
+  th_put_key(t->db, "s", "k");
+  jobq_job *j = th_claim_one(s, "s"); /* running, holds key k */
+  th_put_key(t->db, "s", "k");        /* waiting */
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "s";
+  o.delay_ms = 60000;
+  th_put_opts(t->db, &o); /* scheduled */
+  th_put(t->db, "s", NULL);
+  th_put(t->db, "s", NULL); /* two ready */
+  th_put(t->db, "other", NULL);
+  th_sleep_ms(250);
+
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(n, 2);
+  /* By name. */
+  assert_string_equal(st[0].name, "other");
+  assert_string_equal(st[1].name, "s");
+  jobq_queue_stats *q = find_stats(st, n, "s");
+  assert_int_equal(q->ready, 2);
+  assert_int_equal(q->scheduled, 1);
+  assert_int_equal(q->waiting, 1);
+  assert_int_equal(q->running, 1);
+  assert_int_equal(q->done, 2);
+  assert_int_equal(q->dead, 1);
+  assert_int_equal(q->cancelled, 1);
+  assert_int_equal(q->paused, 0);
+  assert_string_equal(q->key_policy, "block");
+  assert_in_range(q->oldest_ready_ms, 200, 60000);
+  q = find_stats(st, n, "other");
+  assert_int_equal(q->ready, 1);
+  assert_int_equal(q->done + q->dead + q->cancelled + q->running, 0);
+  jobq_stats_free(st, n);
+  jobq_stats_free(NULL, 0);
+
+  /* Paused shows; an empty queue has no oldest ready job. */
+  assert_rc(jobq_pause(t->db, "other"), JOBQ_OK);
+  size_t m;
+  jobq_job *all = th_claim(s, "s", 10, &m);
+  assert_int_equal(m, 2);
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  q = find_stats(st, n, "other");
+  assert_int_equal(q->paused, 1);
+  q = find_stats(st, n, "s");
+  assert_int_equal(q->ready, 0);
+  assert_int_equal(q->running, 3);
+  assert_int_equal(q->oldest_ready_ms, 0);
+  jobq_stats_free(st, n);
+  assert_rc(jobq_resume(t->db, "other"), JOBQ_OK);
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(find_stats(st, n, "other")->paused, 0);
+  jobq_stats_free(st, n);
+  assert_rc(jobq_pause(t->db, "No Such"), JOBQ_EINVAL);
+  assert_rc(jobq_resume(t->db, ""), JOBQ_EINVAL);
+  jobq_jobs_free(all, m);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+/* The per-queue counts stats keeps for archived jobs agree with the jobs
+ * themselves after every kind of move in and out of the archive. */
+static void assert_counts_agree(jobq *db) {
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(db, &st, &n), JOBQ_OK);
+  int64_t sums[7] = {0};
+  for (size_t k = 0; k < n; k++) {
+    sums[JOBQ_STATE_READY] += st[k].ready + st[k].scheduled;
+    sums[JOBQ_STATE_RUNNING] += st[k].running;
+    sums[JOBQ_STATE_WAITING] += st[k].waiting;
+    sums[JOBQ_STATE_DONE] += st[k].done;
+    sums[JOBQ_STATE_DEAD] += st[k].dead;
+    sums[JOBQ_STATE_CANCELLED] += st[k].cancelled;
+  }
+  jobq_stats_free(st, n);
+  for (int state = JOBQ_STATE_READY; state <= JOBQ_STATE_CANCELLED; state++) {
+    int64_t listed = (int64_t)th_count_jobs(db, state);
+    if (listed != sums[state])
+      fail_msg("stats count %lld %s jobs, jobq_list finds %lld",
+               (long long)sums[state], jobq_state_name(state), (long long)listed);
+  }
+}
+
+static void test_stats_counts_follow_moves(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t dead1 = make_dead(t->db, s, "q");
+  make_dead(t->db, s, "q");
+  make_dead(t->db, s, "r");
+  make_done(t->db, s, "q");
+  int64_t c = th_put(t->db, "q", NULL);
+  assert_rc(jobq_cancel(t->db, c, NULL), JOBQ_OK);
+  assert_counts_agree(t->db);
+  assert_rc(jobq_retry(t->db, dead1), JOBQ_OK);
+  assert_counts_agree(t->db);
+  assert_rc(jobq_retry(t->db, c), JOBQ_OK);
+  assert_counts_agree(t->db);
+  int64_t count;
+  assert_rc(jobq_retry_dead(t->db, NULL, &count), JOBQ_OK);
+  assert_int_equal(count, 2);
+  assert_counts_agree(t->db);
+  /* A dead head that blocks its key, cancelled. */
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.key = "k";
+  o.max_attempts = 1;
+  int64_t head = th_put_opts(t->db, &o);
+  th_put_opts(t->db, &o);
+  size_t n;
+  jobq_job *all = th_claim(s, "q", 20, &n);
+  for (size_t k = 0; k < n; k++) {
+    if (all[k].id == head) {
+      assert_rc(jobq_fail(s, &all[k], "x"), JOBQ_OK);
+    } else {
+      assert_rc(jobq_complete(s, &all[k], NULL, 0, NULL), JOBQ_OK);
+    }
+  }
+  jobq_jobs_free(all, n);
+  assert_counts_agree(t->db);
+  assert_rc(jobq_cancel(t->db, head, NULL), JOBQ_OK);
+  assert_counts_agree(t->db);
+  th_sleep_ms(10);
+  assert_rc(jobq_prune(t->db, 0, &count), JOBQ_OK);
+  assert_true(count > 0);
+  assert_counts_agree(t->db);
+  jobq_session_close(s);
+}
+
+static void test_list(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t done = make_done(t->db, s, "a");
+  int64_t dead = make_dead(t->db, s, "a");
+  int64_t ready[7];
+  for (int k = 0; k < 7; k++) ready[k] = th_put(t->db, k % 2 ? "b" : "a", "pay");
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "a";
+  o.delay_ms = 60000;
+  int64_t later = th_put_opts(t->db, &o);
+
+  jobq_list_opts lo;
+  memset(&lo, 0, sizeof lo);
+  jobq_job_info *infos = NULL;
+  size_t n = 0;
+  /* Everything, by id, payloads left out. */
+  assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+  assert_int_equal(n, 10);
+  for (size_t k = 1; k < n; k++) assert_true(infos[k].id > infos[k - 1].id);
+  assert_int_equal(infos[0].id, done);
+  assert_int_equal(infos[0].state, JOBQ_STATE_DONE);
+  assert_int_equal(infos[1].id, dead);
+  assert_int_equal(infos[1].state, JOBQ_STATE_DEAD);
+  assert_null(infos[2].payload);
+  assert_int_equal(infos[2].payload_len, 3);
+  assert_null(infos[0].result);
+  assert_int_equal(infos[0].result_len, 1);
+  jobq_info_free(infos, n);
+
+  /* By state and queue. */
+  lo.state = JOBQ_STATE_READY;
+  assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+  assert_int_equal(n, 8);
+  jobq_info_free(infos, n);
+  lo.scheduled = 1;
+  assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(infos[0].id, later);
+  jobq_info_free(infos, n);
+  lo.scheduled = 0;
+  lo.queue = "b";
+  assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+  assert_int_equal(n, 3);
+  for (size_t k = 0; k < n; k++) assert_string_equal(infos[k].queue, "b");
+  jobq_info_free(infos, n);
+  lo.queue = NULL;
+  lo.state = JOBQ_STATE_DEAD;
+  assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(infos[0].id, dead);
+  assert_string_equal(infos[0].last_error, "broken");
+  jobq_info_free(infos, n);
+  lo.state = JOBQ_STATE_RUNNING;
+  assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+  assert_int_equal(n, 0);
+  jobq_info_free(infos, n);
+
+  /* Paging: 3 at a time, after the last id seen. */
+  memset(&lo, 0, sizeof lo);
+  lo.limit = 3;
+  int64_t seen[10];
+  size_t total = 0;
+  for (int page = 0; page < 10; page++) {
+    assert_rc(jobq_list(t->db, &lo, &infos, &n), JOBQ_OK);
+    assert_true(n <= 3);
+    for (size_t k = 0; k < n; k++) {
+      assert_true(total < 10);
+      seen[total++] = infos[k].id;
+    }
+    if (n > 0) lo.after_id = infos[n - 1].id;
+    jobq_info_free(infos, n);
+    if (n == 0) break;
+  }
+  assert_int_equal(total, 10);
+  assert_int_equal(seen[0], done);
+  assert_int_equal(seen[2], ready[0]);
+  assert_int_equal(seen[9], later);
+  for (size_t k = 1; k < total; k++) assert_true(seen[k] > seen[k - 1]);
+  jobq_session_close(s);
+}
+
+static void test_show(void **state) {
+  tq *t = *state;
+  jobq_job_info *i = NULL;
+  assert_rc(jobq_show(t->db, 42, &i), JOBQ_ENOTFOUND);
+  int rc = jobq_show(t->db, -1, &i);
+  assert_true(rc == JOBQ_ENOTFOUND || rc == JOBQ_EINVAL);
+  jobq_info_free(NULL, 0);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "sh";
+  o.unique_key = "u1";
+  o.barrier = 1;
+  o.payload = "body";
+  o.payload_len = 4;
+  int64_t id = th_put_opts(t->db, &o);
+  i = th_show(t->db, id);
+  assert_string_equal(i->queue, "sh");
+  assert_string_equal(i->unique_key, "u1");
+  assert_int_equal(i->barrier, 1);
+  assert_memory_equal(i->payload, "body", 4);
+  assert_int_equal(((char *)i->payload)[4], '\0');
+  assert_null(i->session);
+  jobq_info_free(i, 1);
+}
+
+static void test_prune(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t old1 = make_done(t->db, s, "q");
+  int64_t old2 = make_dead(t->db, s, "q");
+  th_sleep_ms(400);
+  int64_t recent = make_done(t->db, s, "q");
+  int64_t pending = th_put(t->db, "q", NULL);
+  th_put(t->db, "q", NULL);
+  jobq_job *running = th_claim_one(s, "q");
+  int64_t count = -1;
+  assert_rc(jobq_prune(t->db, 200, &count), JOBQ_OK);
+  assert_int_equal(count, 2);
+  jobq_job_info *i = NULL;
+  assert_rc(jobq_show(t->db, old1, &i), JOBQ_ENOTFOUND);
+  assert_rc(jobq_show(t->db, old2, &i), JOBQ_ENOTFOUND);
+  assert_int_equal(th_state(t->db, recent), JOBQ_STATE_DONE);
+  assert_int_equal(th_state(t->db, running->id), JOBQ_STATE_RUNNING);
+  int64_t other = running->id == pending ? pending + 1 : pending;
+  assert_int_equal(th_state(t->db, other), JOBQ_STATE_READY);
+
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(st[0].done, 1);
+  assert_int_equal(st[0].dead, 0);
+  jobq_stats_free(st, n);
+
+  /* Everything finished, however recent; the unfinished stay. */
+  th_sleep_ms(20);
+  assert_rc(jobq_prune(t->db, 0, &count), JOBQ_OK);
+  assert_int_equal(count, 1);
+  assert_rc(jobq_show(t->db, recent, &i), JOBQ_ENOTFOUND);
+  assert_int_equal(th_count_jobs(t->db, 0), 2);
+  jobq_jobs_free(running, 1);
+  jobq_session_close(s);
+}
+
+static void test_identity_and_epoch(void **state) {
+  tq *t = *state;
+  jobq_identity a, b;
+  assert_rc(jobq_identity_get(t->db, &a), JOBQ_OK);
+  assert_int_equal(strlen(a.queue_id), 36);
+  assert_int_equal(a.epoch, 1);
+  assert_int_equal(a.seq, 0);
+  assert_true(a.schema_version >= 1);
+  int64_t wall = th_now_ms();
+  assert_in_range(a.now_ms, wall - 5000, wall + 5000);
+
+  int64_t id = th_put(t->db, NULL, NULL);
+  int64_t id2 = th_put(t->db, NULL, NULL);
+  jobq *db2 = th_open(t->url);
+  assert_rc(jobq_identity_get(db2, &b), JOBQ_OK);
+  assert_string_equal(b.queue_id, a.queue_id);
+  assert_int_equal(b.seq, id2);
+  assert_true(id2 > id);
+
+  /* A session of epoch 1 holds a job; the bump ends it. */
+  jobq_session *s = th_session(db2, 0);
+  jobq_job *j = th_claim_one(s, NULL);
+  /* Epochs only rise (by how much is the library's choice). */
+  int64_t epoch = 0;
+  assert_rc(jobq_epoch_bump(t->db, &epoch), JOBQ_OK);
+  assert_true(epoch > a.epoch);
+  assert_rc(jobq_identity_get(t->db, &b), JOBQ_OK);
+  assert_int_equal(b.epoch, epoch);
+  assert_string_equal(b.queue_id, a.queue_id);
+  assert_int_equal(th_state(t->db, j->id), JOBQ_STATE_READY);
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_EEXPIRED);
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_ELOST);
+  jobq_job *none = NULL;
+  size_t n = 0;
+  assert_rc(jobq_claim(s, NULL, 0, 1, &none, &n), JOBQ_EEXPIRED);
+  jobq_session_info *si = NULL;
+  assert_rc(jobq_sessions(t->db, &si, &n), JOBQ_OK);
+  assert_int_equal(n, 0);
+  jobq_sessions_free(si, n);
+  jobq_session_close(s);
+  jobq_jobs_free(j, 1);
+
+  /* A new session is of the new epoch and claims normally. */
+  s = th_session(db2, 0);
+  j = th_claim_one(s, NULL);
+  assert_rc(jobq_sessions(t->db, &si, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(si[0].epoch, epoch);
+  jobq_sessions_free(si, n);
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_rc(jobq_epoch_bump(t->db, NULL), JOBQ_OK);
+  assert_rc(jobq_identity_get(db2, &b), JOBQ_OK);
+  assert_true(b.epoch > epoch);
+  epoch = b.epoch;
+  /* The old session is over for the second bump too. */
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_EEXPIRED);
+  jobq_session_close(s);
+  jobq_close(db2);
+
+  /* The identity survives reopening. */
+  jobq_close(t->db);
+  t->db = th_open(t->url);
+  assert_rc(jobq_identity_get(t->db, &b), JOBQ_OK);
+  assert_string_equal(b.queue_id, a.queue_id);
+  assert_int_equal(b.epoch, epoch);
+  assert_int_equal(b.seq, id2);
+}
+
+/* Copies database src (a live connection) into dst with the backup API. */
+static void copy_db(sqlite3 *dst, sqlite3 *src) {
+  sqlite3_backup *bk = sqlite3_backup_init(dst, "main", src, "main");
+  if (bk == NULL) fail_msg("backup_init: %s", sqlite3_errmsg(dst));
+  int rc = sqlite3_backup_step(bk, -1);
+  sqlite3_backup_finish(bk);
+  if (rc != SQLITE_DONE) fail_msg("backup_step: %d %s", rc, sqlite3_errmsg(dst));
+}
+
+static void test_restore_from_backup(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  th_put(t->db, "q", NULL);
+  th_put(t->db, "q", NULL);
+
+  /* The backup, taken with two jobs and the session. */
+  char bpath[PATH_MAX];
+  th_path(bpath, sizeof bpath, t->dir, "backup.db");
+  sqlite3 *backup = NULL;
+  assert_int_equal(sqlite3_open(bpath, &backup), SQLITE_OK);
+  copy_db(backup, jobq_native(t->db));
+
+  /* Life goes on: more jobs, a claim that sees the higher sequence. */
+  for (int k = 0; k < 3; k++) th_put(t->db, "q", NULL);
+  jobq_job *j = th_claim_one(s, "q");
+  jobq_jobs_free(j, 1);
+  jobq_identity before;
+  assert_rc(jobq_identity_get(t->db, &before), JOBQ_OK);
+  assert_int_equal(before.seq, 5);
+
+  /* The file is restored under the live handle. */
+  copy_db(jobq_native(t->db), backup);
+  sqlite3_close(backup);
+
+  jobq_job *jobs = NULL;
+  size_t n = 0;
+  assert_rc(jobq_claim(s, NULL, 0, 5, &jobs, &n), JOBQ_EIDENTITY);
+  assert_int_equal(n, 0);
+  assert_true(strlen(jobq_errmsg(t->db)) > 0);
+  jobq_session *s2 = NULL;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  assert_rc(jobq_session_open(t->db, &so, &s2), JOBQ_EIDENTITY);
+  jobq_session_close(s2);
+  s2 = NULL;
+  /* Still refused on a second try: it does not heal by itself. */
+  assert_rc(jobq_claim(s, NULL, 0, 5, &jobs, &n), JOBQ_EIDENTITY);
+
+  /* The operator bumps the epoch: the old session is over, a new one
+   * claims what the backup holds. */
+  int64_t epoch = 0;
+  assert_rc(jobq_epoch_bump(t->db, &epoch), JOBQ_OK);
+  assert_true(epoch > before.epoch);
+  assert_rc(jobq_claim(s, NULL, 0, 5, &jobs, &n), JOBQ_EEXPIRED);
+  jobq_session_close(s);
+  s2 = th_session(t->db, 0);
+  jobs = th_claim(s2, "q", 10, &n);
+  assert_int_equal(n, 2);
+  jobq_jobs_free(jobs, n);
+  /* Puts work again too. */
+  int64_t id = th_put(t->db, "q", NULL);
+  assert_true(id > 2);
+  jobq_session_close(s2);
+}
+
+static void test_other_database_refused(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  th_put(t->db, "q", NULL);
+  jobq_job *j = th_claim_one(s, "q");
+  jobq_jobs_free(j, 1);
+
+  /* Another queue database (its own queue_id) copied over this one. */
+  char opath[PATH_MAX], ourl[PATH_MAX + 16];
+  th_path(opath, sizeof opath, t->dir, "other.db");
+  snprintf(ourl, sizeof ourl, "sqlite:%s", opath);
+  jobq *other = th_open(ourl);
+  for (int k = 0; k < 5; k++) th_put(other, "q", NULL);
+  copy_db(jobq_native(t->db), jobq_native(other));
+  jobq_close(other);
+
+  /* Its session row is not in the other database either, so a claim may
+   * say either; it must not hand out the other database's jobs. */
+  jobq_job *jobs = NULL;
+  size_t n = 0;
+  int rc = jobq_claim(s, NULL, 0, 5, &jobs, &n);
+  assert_true(rc == JOBQ_EIDENTITY || rc == JOBQ_EEXPIRED);
+  assert_int_equal(n, 0);
+  jobq_session *s2 = NULL;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  assert_rc(jobq_session_open(t->db, &so, &s2), JOBQ_EIDENTITY);
+  jobq_session_close(s2);
+  jobq_session_close(s);
+}
+
+static void test_newer_schema_refused(void **state) {
+  tq *t = *state;
+  th_put(t->db, NULL, NULL);
+  assert_int_equal(th_sql(t->db, "UPDATE jobq_meta SET version = 999"), SQLITE_OK);
+  assert_rc(jobq_init(t->db), JOBQ_ESCHEMA);
+  assert_true(strlen(jobq_errmsg(t->db)) > 0);
+  jobq_close(t->db);
+  t->db = NULL;
+  jobq *db = NULL;
+  assert_rc(jobq_open(t->url, &db), JOBQ_ESCHEMA);
+  assert_non_null(db);
+  const char *msg = jobq_errmsg(db);
+  assert_true(strstr(msg, "999") != NULL || strstr(msg, "newer") != NULL);
+  jobq_close(db);
+}
+
+static void test_transactions(void **state) {
+  tq *t = *state;
+  assert_int_equal(th_sql(t->db, "CREATE TABLE mine (x INTEGER)"), SQLITE_OK);
+
+  /* Rolled back: neither my row nor the job. */
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (1)"), SQLITE_OK);
+  int64_t id = th_put(t->db, "tx", "p");
+  assert_rc(jobq_rollback(t->db), JOBQ_OK);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM mine"), 0);
+  jobq_job_info *i = NULL;
+  assert_rc(jobq_show(t->db, id, &i), JOBQ_ENOTFOUND);
+  assert_int_equal(th_count_jobs(t->db, 0), 0);
+
+  /* Committed: both. */
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (2)"), SQLITE_OK);
+  id = th_put(t->db, "tx", "p");
+  /* A failed call inside leaves the transaction usable. */
+  jobq_put_opts bad;
+  jobq_put_opts_init(&bad);
+  bad.priority = 1 << 20;
+  int64_t ignored;
+  assert_rc(jobq_put(t->db, &bad, &ignored, NULL), JOBQ_EINVAL);
+  assert_rc(jobq_commit(t->db), JOBQ_OK);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM mine"), 1);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_READY);
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
+
+  /* Claims and heartbeats are refused inside a transaction. */
+  jobq_session *s = th_session(t->db, 0);
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  jobq_job *j = NULL;
+  size_t n = 0;
+  assert_rc(jobq_claim(s, NULL, 0, 1, &j, &n), JOBQ_ESTATE);
+  assert_int_equal(n, 0);
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_ESTATE);
+  assert_rc(jobq_rollback(t->db), JOBQ_OK);
+
+  /* Complete inside a transaction that rolls back: still running. */
+  j = th_claim_one(s, "tx");
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (3)"), SQLITE_OK);
+  assert_rc(jobq_complete(s, j, "res", 3, NULL), JOBQ_OK);
+  assert_rc(jobq_rollback(t->db), JOBQ_OK);
+  i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_RUNNING);
+  assert_string_equal(i->claim, j->claim);
+  assert_null(i->result);
+  jobq_info_free(i, 1);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM mine"), 1);
+
+  /* And with commit: done together with my row. */
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (4)"), SQLITE_OK);
+  int already = 9;
+  assert_rc(jobq_complete(s, j, "res", 3, &already), JOBQ_OK);
+  assert_int_equal(already, 0);
+  assert_rc(jobq_commit(t->db), JOBQ_OK);
+  i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_memory_equal(i->result, "res", 3);
+  jobq_info_free(i, 1);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM mine"), 2);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+
+  /* Closing the handle rolls an open transaction back. */
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  int64_t lost = th_put(t->db, "tx", NULL);
+  jobq_close(t->db);
+  t->db = th_open(t->url);
+  assert_rc(jobq_show(t->db, lost, &i), JOBQ_ENOTFOUND);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM mine"), 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_cancel),
+      TQ_TEST(test_retry),
+      TQ_TEST(test_retry_dead),
+      TQ_TEST(test_stats_every_state),
+      TQ_TEST(test_stats_counts_follow_moves),
+      TQ_TEST(test_list),
+      TQ_TEST(test_show),
+      TQ_TEST(test_prune),
+      TQ_TEST(test_identity_and_epoch),
+      TQ_TEST(test_restore_from_backup),
+      TQ_TEST(test_other_database_refused),
+      TQ_TEST(test_newer_schema_refused),
+      TQ_TEST(test_transactions),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,484 @@
+/*
+ * test_order.c - ordering keys and barriers: jobs of one queue that share
+ * a key run one at a time in enqueue order while other keys run in
+ * parallel; a head that goes dead blocks its key under the "block" policy
+ * until it is retried or cancelled, and lets the next one run under
+ * "skip"; a barrier waits for every earlier job of its queue and holds
+ * every later one; cancelling waiting jobs and barriers lets the rest go on.
+ */
+#include "helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t put_full(jobq *db, const char *queue, const char *key,
+                        int barrier, int prio, int max_attempts) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = queue;
+  o.key = key;
+  o.barrier = barrier;
+  o.priority = prio;
+  o.max_attempts = max_attempts;
+  return th_put_opts(db, &o);
+}
+
+static int64_t put_barrier(jobq *db, const char *queue) {
+  return put_full(db, queue, NULL, 1, 0, 25);
+}
+
+/* Claims everything claimable from queue and checks the ids are exactly
+ * want[0..nwant) in that order; returns the jobs. */
+static jobq_job *claim_exactly(jobq_session *s, const char *queue,
+                               const int64_t *want, size_t nwant, size_t *n) {
+  jobq_job *j = th_claim(s, queue, 50, n);
+  if (*n != nwant) {
+    fail_msg("claimed %zu jobs (first %lld), expected %zu", *n,
+             *n ? (long long)j[0].id : 0LL, nwant);
+  }
+  for (size_t k = 0; k < nwant; k++) assert_int_equal(j[k].id, want[k]);
+  return j;
+}
+
+static void complete_all(jobq_session *s, jobq_job *j, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    assert_rc(jobq_complete(s, &j[k], NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, n);
+}
+
+static void test_key_one_at_a_time(void **state) {
+  tq *t = *state;
+  int64_t a = th_put_key(t->db, "q", "k1");
+  int64_t b = th_put_key(t->db, "q", "k1");
+  int64_t c = th_put_key(t->db, "q", "k1");
+  int64_t d = th_put_key(t->db, "q", "k2");
+  int64_t e = th_put(t->db, "q", NULL);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_WAITING);
+  assert_int_equal(th_state(t->db, d), JOBQ_STATE_READY);
+
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  int64_t first[] = {a, d, e};
+  jobq_job *j = claim_exactly(s, "q", first, 3, &n);
+  /* While a runs, b and c wait. */
+  th_claim_none(s, "q");
+  assert_rc(jobq_complete(s, &j[0], NULL, 0, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_WAITING);
+  jobq_job *jb = th_claim_one(s, "q");
+  assert_int_equal(jb->id, b);
+  th_claim_none(s, "q");
+  complete_all(s, jb, 1);
+  jobq_job *jc = th_claim_one(s, "q");
+  assert_int_equal(jc->id, c);
+  complete_all(s, jc, 1);
+  assert_rc(jobq_complete(s, &j[1], NULL, 0, NULL), JOBQ_OK);
+  assert_rc(jobq_complete(s, &j[2], NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, n);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DONE), 5);
+  jobq_session_close(s);
+}
+
+static void test_key_order_beats_priority(void **state) {
+  tq *t = *state;
+  int64_t a = put_full(t->db, "q", "k", 0, 0, 25);
+  int64_t b = put_full(t->db, "q", "k", 0, 100, 25);
+  /* The same key in another queue is another key. */
+  int64_t other = put_full(t->db, "r", "k", 0, 0, 25);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  int64_t want[] = {a};
+  jobq_job *j = claim_exactly(s, "q", want, 1, &n);
+  jobq_job *jo = th_claim_one(s, "r");
+  assert_int_equal(jo->id, other);
+  complete_all(s, jo, 1);
+  complete_all(s, j, n);
+  jobq_job *jb = th_claim_one(s, "q");
+  assert_int_equal(jb->id, b);
+  complete_all(s, jb, 1);
+  jobq_session_close(s);
+}
+
+static void test_key_head_retry_and_release(void **state) {
+  tq *t = *state;
+  int64_t a = th_put_key(t->db, "q", "k");
+  int64_t b = th_put_key(t->db, "q", "k");
+  jobq_session *s = th_session(t->db, 0);
+  /* A head that fails with attempts left is still the head. */
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  jobq_ack ack;
+  jobq_ack_init(&ack, j, JOBQ_ACK_FAIL);
+  ack.retry_in_ms = 0;
+  assert_rc(jobq_ack_many(s, &ack, 1), JOBQ_OK);
+  assert_int_equal(ack.status, JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  assert_int_equal(j->attempt, 2);
+  /* Released, it is the head again. */
+  assert_rc(jobq_release(s, j), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, b);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+/* Makes the head of key k in queue q go dead; returns its id. */
+static int64_t kill_head(jobq_session *s, const char *q, int64_t want) {
+  jobq_job *j = th_claim_one(s, q);
+  assert_int_equal(j->id, want);
+  assert_rc(jobq_fail(s, j, "fatal"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  return want;
+}
+
+static void test_dead_head_blocks_until_retry(void **state) {
+  tq *t = *state;
+  int64_t a = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t b = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t other = put_full(t->db, "q", "k2", 0, 0, 1);
+  jobq_session *s = th_session(t->db, 0);
+  kill_head(s, "q", a);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_DEAD);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  /* Only the other key moves. */
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, other);
+  complete_all(s, j, 1);
+  th_claim_none(s, "q");
+  /* Pruning never removes a dead head that blocks its key. */
+  th_sleep_ms(20);
+  int64_t count = -1;
+  assert_rc(jobq_prune(t->db, 1, &count), JOBQ_OK);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_DEAD);
+  th_claim_none(s, "q");
+
+  /* The operator retries the head: it runs first, then b. */
+  assert_rc(jobq_retry(t->db, a), JOBQ_OK);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  assert_int_equal(j->attempt, 1);
+  th_claim_none(s, "q");
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, b);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+static void test_dead_head_blocks_until_cancel(void **state) {
+  tq *t = *state;
+  int64_t a = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t b = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t c = put_full(t->db, "q", "k", 0, 0, 1);
+  jobq_session *s = th_session(t->db, 0);
+  kill_head(s, "q", a);
+  th_claim_none(s, "q");
+  int now = 9;
+  assert_rc(jobq_cancel(t->db, a, &now), JOBQ_OK);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_READY);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, b);
+  th_claim_none(s, "q");
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, c);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+static void test_dead_head_skip_policy(void **state) {
+  tq *t = *state;
+  assert_rc(jobq_set_key_policy(t->db, "q", "skip"), JOBQ_OK);
+  assert_rc(jobq_set_key_policy(t->db, "q", "wait"), JOBQ_EINVAL);
+  th_assert_msg(t->db, "wait");
+  assert_rc(jobq_set_key_policy(t->db, "Bad Q", "skip"), JOBQ_EINVAL);
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(st[0].key_policy, "skip");
+  jobq_stats_free(st, n);
+
+  int64_t a = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t b = put_full(t->db, "q", "k", 0, 0, 1);
+  jobq_session *s = th_session(t->db, 0);
+  kill_head(s, "q", a);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_DEAD);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_READY);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, b);
+  complete_all(s, j, 1);
+
+  /* Back to block: the next dead head holds the key again. */
+  assert_rc(jobq_set_key_policy(t->db, "q", "block"), JOBQ_OK);
+  int64_t c = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t d = put_full(t->db, "q", "k", 0, 0, 1);
+  kill_head(s, "q", c);
+  assert_int_equal(th_state(t->db, d), JOBQ_STATE_WAITING);
+  th_claim_none(s, "q");
+  jobq_session_close(s);
+}
+
+static void test_cancel_waiting_keyed(void **state) {
+  tq *t = *state;
+  int64_t a = th_put_key(t->db, "q", "k");
+  int64_t b = th_put_key(t->db, "q", "k");
+  int64_t c = th_put_key(t->db, "q", "k");
+  int now = 9;
+  assert_rc(jobq_cancel(t->db, b, &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_CANCELLED);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, c);
+  complete_all(s, j, 1);
+
+  /* Cancelling a ready head hands the key on at once. */
+  int64_t d = th_put_key(t->db, "q", "k");
+  int64_t e = th_put_key(t->db, "q", "k");
+  assert_int_equal(th_state(t->db, d), JOBQ_STATE_READY);
+  assert_rc(jobq_cancel(t->db, d, &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  assert_int_equal(th_state(t->db, e), JOBQ_STATE_READY);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, e);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+static void test_barrier(void **state) {
+  tq *t = *state;
+  int64_t a = th_put(t->db, "q", NULL);
+  int64_t b = th_put_key(t->db, "q", "k");
+  int64_t x = put_barrier(t->db, "q");
+  int64_t c = th_put(t->db, "q", NULL);
+  int64_t d = put_full(t->db, "q", NULL, 0, 1000, 25);
+  int64_t elsewhere = th_put(t->db, "r", NULL);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_WAITING);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_WAITING);
+  assert_int_equal(th_state(t->db, d), JOBQ_STATE_WAITING);
+
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  int64_t first[] = {a, b};
+  jobq_job *j = claim_exactly(s, "q", first, 2, &n);
+  /* Another queue is not held. */
+  jobq_job *je = th_claim_one(s, NULL);
+  assert_int_equal(je->id, elsewhere);
+  complete_all(s, je, 1);
+
+  assert_rc(jobq_complete(s, &j[0], NULL, 0, NULL), JOBQ_OK);
+  th_claim_none(s, "q"); /* b still runs */
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_WAITING);
+  assert_rc(jobq_complete(s, &j[1], NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, n);
+
+  /* The barrier runs alone. */
+  jobq_job *jx = th_claim_one(s, "q");
+  assert_int_equal(jx->id, x);
+  th_claim_none(s, "q");
+  /* A job put while the barrier runs waits for it too. */
+  int64_t f = th_put(t->db, "q", NULL);
+  th_claim_none(s, "q");
+  complete_all(s, jx, 1);
+
+  int64_t after[] = {d, c, f};
+  j = claim_exactly(s, "q", after, 3, &n);
+  complete_all(s, j, n);
+  jobq_session_close(s);
+}
+
+static void test_barrier_waits_for_retries(void **state) {
+  tq *t = *state;
+  int64_t a = put_full(t->db, "q", NULL, 0, 0, 3);
+  int64_t x = put_barrier(t->db, "q");
+  /* A barrier first in its queue is ready at once once nothing is
+   * before it; here a is before it, so it waits. */
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  jobq_ack ack;
+  jobq_ack_init(&ack, j, JOBQ_ACK_FAIL);
+  ack.retry_in_ms = 0;
+  assert_rc(jobq_ack_many(s, &ack, 1), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  /* a is not finished: the barrier still waits. */
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_WAITING);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  assert_rc(jobq_fail(s, j, "again"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  /* Backing off (not finished): still waits. */
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_WAITING);
+  assert_rc(jobq_cancel(t->db, a, NULL), JOBQ_OK);
+  /* a finished (cancelled): the barrier may run. */
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, x);
+  complete_all(s, j, 1);
+
+  /* A barrier in an empty queue is ready at once. */
+  int64_t y = put_barrier(t->db, "empty");
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_READY);
+  j = th_claim_one(s, "empty");
+  assert_int_equal(j->id, y);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+static void test_cancel_barrier(void **state) {
+  tq *t = *state;
+  int64_t a = th_put(t->db, "q", NULL);
+  int64_t x = put_barrier(t->db, "q");
+  int64_t c = th_put(t->db, "q", NULL);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *ja = th_claim_one(s, "q");
+  assert_int_equal(ja->id, a);
+  th_claim_none(s, "q");
+  int now = 9;
+  assert_rc(jobq_cancel(t->db, x, &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_CANCELLED);
+  /* With the barrier gone, c no longer waits for a. */
+  jobq_job *jc = th_claim_one(s, "q");
+  assert_int_equal(jc->id, c);
+  complete_all(s, jc, 1);
+  complete_all(s, ja, 1);
+  jobq_session_close(s);
+}
+
+static void test_two_barriers(void **state) {
+  tq *t = *state;
+  int64_t x = put_barrier(t->db, "q");
+  int64_t y = put_barrier(t->db, "q");
+  int64_t c = th_put(t->db, "q", NULL);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, x);
+  th_claim_none(s, "q");
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, y);
+  th_claim_none(s, "q");
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, c);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+/* A finished job of a key that comes back (retry) must not run beside
+ * the job that holds its key now. */
+static void test_retry_into_busy_key(void **state) {
+  tq *t = *state;
+  int64_t a = th_put_key(t->db, "q", "k");
+  int64_t b = th_put_key(t->db, "q", "k");
+  assert_rc(jobq_cancel(t->db, a, NULL), JOBQ_OK);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *jb = th_claim_one(s, "q");
+  assert_int_equal(jb->id, b);
+  assert_rc(jobq_retry(t->db, a), JOBQ_OK);
+  /* b holds the key: a waits. */
+  th_claim_none(s, "q");
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_WAITING);
+  complete_all(s, jb, 1);
+  jobq_job *ja = th_claim_one(s, "q");
+  assert_int_equal(ja->id, a);
+  complete_all(s, ja, 1);
+
+  /* The same for a dead job under "skip", whose key moved on. */
+  assert_rc(jobq_set_key_policy(t->db, "q", "skip"), JOBQ_OK);
+  int64_t c = put_full(t->db, "q", "k", 0, 0, 1);
+  int64_t d = put_full(t->db, "q", "k", 0, 0, 1);
+  kill_head(s, "q", c);
+  jobq_job *jd = th_claim_one(s, "q");
+  assert_int_equal(jd->id, d);
+  assert_rc(jobq_retry(t->db, c), JOBQ_OK);
+  th_claim_none(s, "q");
+  complete_all(s, jd, 1);
+  jobq_job *jc = th_claim_one(s, "q");
+  assert_int_equal(jc->id, c);
+  complete_all(s, jc, 1);
+  jobq_session_close(s);
+}
+
+/* Enqueue order holds even when the head is delayed. */
+static void test_key_waits_for_delayed_head(void **state) {
+  tq *t = *state;
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.key = "k";
+  o.delay_ms = 400;
+  int64_t a = th_put_opts(t->db, &o);
+  int64_t b = th_put_key(t->db, "q", "k");
+  jobq_session *s = th_session(t->db, 0);
+  th_claim_none(s, "q");
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  th_sleep_ms(450);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  th_claim_none(s, "q");
+  complete_all(s, j, 1);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, b);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+/* A barrier waits for earlier jobs that are only waiting for their key. */
+static void test_barrier_after_waiting_keys(void **state) {
+  tq *t = *state;
+  int64_t a = th_put_key(t->db, "q", "k");
+  int64_t b = th_put_key(t->db, "q", "k");
+  int64_t x = put_barrier(t->db, "q");
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, a);
+  complete_all(s, j, 1);
+  /* b is ready now; the barrier must still wait for it. */
+  size_t n;
+  int64_t want[] = {b};
+  j = claim_exactly(s, "q", want, 1, &n);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_WAITING);
+  complete_all(s, j, n);
+  j = th_claim_one(s, "q");
+  assert_int_equal(j->id, x);
+  complete_all(s, j, 1);
+  jobq_session_close(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_key_one_at_a_time),
+      TQ_TEST(test_key_order_beats_priority),
+      TQ_TEST(test_key_head_retry_and_release),
+      TQ_TEST(test_dead_head_blocks_until_retry),
+      TQ_TEST(test_dead_head_blocks_until_cancel),
+      TQ_TEST(test_dead_head_skip_policy),
+      TQ_TEST(test_cancel_waiting_keyed),
+      TQ_TEST(test_barrier),
+      TQ_TEST(test_barrier_waits_for_retries),
+      TQ_TEST(test_cancel_barrier),
+      TQ_TEST(test_two_barriers),
+      TQ_TEST(test_retry_into_busy_key),
+      TQ_TEST(test_key_waits_for_delayed_head),
+      TQ_TEST(test_barrier_after_waiting_keys),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

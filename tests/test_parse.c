@@ -1,0 +1,281 @@
+/*
+ * test_parse.c - the text helpers and the edges of jobq_open(): durations
+ * and sizes, URL redaction, every way opening a database can be refused
+ * (unknown scheme, bad options, a directory, a missing folder, a file that
+ * is not a database) with messages that never show a password, the error
+ * vocabulary (jobq_strerror, jobq_err_name) and state names.
+ */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void test_durations(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    int64_t ms;
+  } good[] = {{"250ms", 250},       {"30s", 30000},        {"5m", 300000},
+              {"1h", 3600000},      {"2d", 172800000},     {"1m30s", 90000},
+              {"0s", 0},            {"1h2m3s4ms", 3723004}, {"100ms", 100},
+              {"90m", 5400000}};
+  for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+    int64_t ms = -1;
+    int rc = jobq_parse_duration(good[k].text, &ms);
+    if (rc != JOBQ_OK) fail_msg("'%s' refused", good[k].text);
+    if (ms != good[k].ms)
+      fail_msg("'%s' gave %lld, expected %lld", good[k].text, (long long)ms,
+               (long long)good[k].ms);
+  }
+  static const char *const bad[] = {
+      "",   "10", "-5s",   "10x",   "99999999999999999999h", "9223372036854775807d",
+      "s",  "ms", "1m30",  "5sec",  "0x10s",                 "1h-5m",
+      "-0s"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    int64_t ms = 4242;
+    int rc = jobq_parse_duration(bad[k], &ms);
+    if (rc != JOBQ_EINVAL)
+      fail_msg("'%s' gave %s (%lld), expected JOBQ_EINVAL", bad[k],
+               jobq_err_name(rc), (long long)ms);
+    assert_int_equal(ms, 4242);
+  }
+  int64_t ms;
+  assert_rc(jobq_parse_duration(NULL, &ms), JOBQ_EINVAL);
+}
+
+static void test_sizes(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    int64_t bytes;
+  } good[] = {{"1048576", 1048576}, {"512KiB", 524288}, {"1MiB", 1048576},
+              {"0", 0},             {"1GiB", 1073741824}};
+  for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+    int64_t b = -1;
+    int rc = jobq_parse_size(good[k].text, &b);
+    if (rc != JOBQ_OK) fail_msg("'%s' refused", good[k].text);
+    if (b != good[k].bytes)
+      fail_msg("'%s' gave %lld, expected %lld", good[k].text, (long long)b,
+               (long long)good[k].bytes);
+  }
+  /* "2MB": decimal megabytes, or binary ones by an older convention. */
+  int64_t b = -1;
+  assert_rc(jobq_parse_size("2MB", &b), JOBQ_OK);
+  assert_true(b == 2000000 || b == 2097152);
+
+  static const char *const bad[] = {"",    "-1",  "1XB",
+                                    "abc", "MiB", "99999999999999999999",
+                                    "9999999999999GiB"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    b = 4242;
+    int rc = jobq_parse_size(bad[k], &b);
+    if (rc != JOBQ_EINVAL)
+      fail_msg("'%s' gave %s (%lld), expected JOBQ_EINVAL", bad[k],
+               jobq_err_name(rc), (long long)b);
+    assert_int_equal(b, 4242);
+  }
+}
+
+static void expect_redacted(const char *url, const char *secret,
+                            const char *keep1, const char *keep2) {
+  char *r = jobq_url_redact(url);
+  assert_non_null(r);
+  if (strstr(r, secret) != NULL) fail_msg("'%s' redacted to '%s'", url, r);
+  if (strstr(r, "***") == NULL) fail_msg("'%s' redacted to '%s'", url, r);
+  if (keep1 != NULL && strstr(r, keep1) == NULL) fail_msg("'%s' lost '%s': '%s'", url, keep1, r);
+  if (keep2 != NULL && strstr(r, keep2) == NULL) fail_msg("'%s' lost '%s': '%s'", url, keep2, r);
+  free(r);
+}
+
+static void expect_unchanged(const char *url) {
+  char *r = jobq_url_redact(url);
+  assert_non_null(r);
+  assert_string_equal(r, url);
+  free(r);
+}
+
+static void test_url_redact(void **state) {
+  (void)state;
+  expect_redacted("postgres://u:secret@h/db", "secret", "postgres://u:", "@h/db");
+  expect_redacted("mysql://root:hunter2@db.local:3306/jobs?x=1", "hunter2",
+                  "root", "db.local:3306/jobs?x=1");
+  expect_redacted("postgres://u:s%40cret@h1:5432,h2:5433/db", "s%40cret",
+                  "h1:5432,h2:5433/db", NULL);
+  /* An '@' left raw in the password: the last '@' ends the user info. */
+  expect_redacted("postgres://u:p@ss@h/db", "p@ss", "@h/db", NULL);
+  expect_redacted("postgres://h/db?sslmode=require&password=secret", "secret",
+                  "sslmode=require", NULL);
+  expect_unchanged("postgres://u@h/db");
+  expect_unchanged("postgres://h:5432/db");
+  expect_unchanged("sqlite:/tmp/x.db");
+  expect_unchanged("sqlite:jobq.db?busy_timeout=5s");
+  expect_unchanged("");
+}
+
+/* Opens url, which must fail with err (0: any error); returns the message
+ * (a copy; caller frees) and asserts it is not empty and contains no
+ * "secret". */
+static char *open_fails(const char *url, int err) {
+  jobq *db = NULL;
+  int rc = jobq_open(url, &db);
+  assert_non_null(db);
+  if (rc == JOBQ_OK) fail_msg("'%s' opened", url);
+  if (err != 0 && rc != err)
+    fail_msg("'%s': %s (%s), expected %s", url, jobq_err_name(rc),
+             jobq_errmsg(db), jobq_err_name(err));
+  const char *msg = jobq_errmsg(db);
+  assert_non_null(msg);
+  assert_true(strlen(msg) > 0);
+  if (strstr(msg, "secret") != NULL) fail_msg("password shown: %s", msg);
+  char *copy = strdup(msg);
+  /* A failed handle refuses work politely. */
+  int64_t id;
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  assert_true(jobq_put(db, &o, &id, NULL) < 0);
+  jobq_close(db);
+  return copy;
+}
+
+static void test_open_errors(void **state) {
+  tq *t = *state;
+  char *msg = open_fails("foo:bar", JOBQ_EURL);
+  assert_non_null(strstr(msg, "foo"));
+  free(msg);
+  msg = open_fails("foo://u:secret@h/db", JOBQ_EURL);
+  free(msg);
+  msg = open_fails("", 0);
+  free(msg);
+
+  /* Network stores that are absent or unreachable: never the password. */
+  msg = open_fails("postgres://u:secret@127.0.0.1:1/db", 0);
+  free(msg);
+  msg = open_fails("mysql://u:secret@127.0.0.1:1/db", 0);
+  free(msg);
+  msg = open_fails("postgres://127.0.0.1:1/db?password=secret", 0);
+  free(msg);
+
+  char url[PATH_MAX + 64];
+  /* Options: unknown or malformed ones are refused. */
+  snprintf(url, sizeof url, "sqlite:%s/o.db?bogus=1", t->dir);
+  msg = open_fails(url, JOBQ_EURL);
+  assert_non_null(strstr(msg, "bogus"));
+  free(msg);
+  snprintf(url, sizeof url, "sqlite:%s/o.db?busy_timeout=soon", t->dir);
+  msg = open_fails(url, JOBQ_EURL);
+  assert_non_null(strstr(msg, "soon"));
+  free(msg);
+  snprintf(url, sizeof url, "sqlite:%s/o.db?max_payload=lots", t->dir);
+  msg = open_fails(url, JOBQ_EURL);
+  free(msg);
+
+  /* A directory. */
+  snprintf(url, sizeof url, "sqlite:%s", t->dir);
+  msg = open_fails(url, 0);
+  assert_non_null(strstr(msg, t->dir));
+  free(msg);
+
+  /* A folder that does not exist: refused, and not created. */
+  char missing[PATH_MAX];
+  th_path(missing, sizeof missing, t->dir, "nope");
+  snprintf(url, sizeof url, "sqlite:%s/q.db", missing);
+  msg = open_fails(url, 0);
+  assert_non_null(strstr(msg, "nope"));
+  free(msg);
+  struct stat sb;
+  assert_int_equal(stat(missing, &sb), -1);
+
+  /* A file that is not a database: refused, and left as it was. */
+  char junk[PATH_MAX];
+  th_path(junk, sizeof junk, t->dir, "junk.db");
+  unsigned char garbage[4096];
+  for (size_t k = 0; k < sizeof garbage; k++)
+    garbage[k] = (unsigned char)(k * 7 + 13);
+  th_write_file(junk, garbage, sizeof garbage);
+  snprintf(url, sizeof url, "sqlite:%s", junk);
+  msg = open_fails(url, 0);
+  assert_non_null(strstr(msg, "junk.db"));
+  free(msg);
+  unsigned char back[8192];
+  assert_int_equal(th_read_file(junk, back, sizeof back), sizeof garbage);
+  assert_memory_equal(back, garbage, sizeof garbage);
+
+  /* A good path opens, in both spellings, with no message left. */
+  snprintf(url, sizeof url, "sqlite:%s/good.db", t->dir);
+  jobq *db = th_open(url);
+  assert_string_equal(jobq_errmsg(db), "");
+  jobq_close(db);
+  snprintf(url, sizeof url, "sqlite://%s/good.db", t->dir);
+  db = th_open(url);
+  jobq_close(db);
+}
+
+static void test_open_options(void **state) {
+  tq *t = *state;
+  char url[PATH_MAX + 64];
+  snprintf(url, sizeof url, "%s?max_payload=1KiB&busy_timeout=2s", t->url);
+  jobq *db = th_open(url);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  char buf[1025];
+  memset(buf, 'x', sizeof buf);
+  o.payload = buf;
+  o.payload_len = 1025;
+  int64_t id;
+  assert_rc(jobq_put(db, &o, &id, NULL), JOBQ_ETOOBIG);
+  o.payload_len = 1024;
+  assert_rc(jobq_put(db, &o, &id, NULL), JOBQ_OK);
+  jobq_close(db);
+}
+
+static void test_error_vocabulary(void **state) {
+  (void)state;
+#define CHECK_ERR(name, value, msg)                                  \
+  assert_int_equal(JOBQ_##name, value);                              \
+  assert_string_equal(jobq_strerror(value), msg);                    \
+  assert_string_equal(jobq_err_name(value), "JOBQ_" #name);
+  JOBQ_ERRNO_MAP(CHECK_ERR)
+#undef CHECK_ERR
+  /* Unknown codes still give strings. */
+  assert_non_null(jobq_strerror(-999));
+  assert_non_null(jobq_err_name(-999));
+  assert_non_null(jobq_strerror(7));
+  assert_non_null(jobq_err_name(7));
+  assert_string_equal(jobq_errmsg(NULL), "out of memory");
+  jobq_close(NULL);
+}
+
+static void test_state_names(void **state) {
+  (void)state;
+  static const struct {
+    int st;
+    const char *name;
+  } names[] = {{JOBQ_STATE_READY, "ready"},     {JOBQ_STATE_RUNNING, "running"},
+               {JOBQ_STATE_WAITING, "waiting"}, {JOBQ_STATE_DONE, "done"},
+               {JOBQ_STATE_DEAD, "dead"},       {JOBQ_STATE_CANCELLED, "cancelled"}};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    assert_string_equal(jobq_state_name(names[k].st), names[k].name);
+    assert_int_equal(jobq_state_parse(names[k].name), names[k].st);
+  }
+  assert_int_equal(jobq_state_parse("scheduled"), JOBQ_STATE_READY);
+  assert_int_equal(jobq_state_parse("bogus"), 0);
+  assert_int_equal(jobq_state_parse(""), 0);
+  assert_null(jobq_state_name(0));
+  assert_null(jobq_state_name(99));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_durations),
+      cmocka_unit_test(test_sizes),
+      cmocka_unit_test(test_url_redact),
+      TQ_TEST(test_open_errors),
+      TQ_TEST(test_open_options),
+      cmocka_unit_test(test_error_vocabulary),
+      cmocka_unit_test(test_state_names),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
