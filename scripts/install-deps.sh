@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# install-deps.sh - installs the Debian packages jobq needs that are not yet
+# installed.  The list is scripts/deps.txt, one package a line.  Checks each
+# with dpkg-query; when something is missing, runs `apt-get update` once and
+# `apt-get install` for the missing ones only, without questions, through
+# sudo unless already root.  Installs nothing when everything is there, so
+# `make deps` is cheap to run before every build.  Debian 12 is the system
+# it is written for.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+list=${JOBQ_DEPS_FILE:-$here/deps.txt}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "install-deps: dpkg-query not found: this script installs Debian packages;" \
+       "install the packages in $list with your system's package manager" >&2
+  exit 1
+fi
+
+# The package names: the first word of each line, comments and blank lines
+# left out.
+mapfile -t wanted < <(sed -e 's/#.*//' -e 's/^[[:space:]]*//' "$list" |
+                      awk 'NF { print $1 }')
+
+missing=()
+for pkg in "${wanted[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  if [[ $status != installed ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#wanted[@]} packages are installed"
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "install-deps: missing packages: ${missing[*]}; run this script as root" \
+       "or install sudo" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+  --no-install-recommends "${missing[@]}"
