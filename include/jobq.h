@@ -279,6 +279,23 @@ int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
                size_t max, jobq_job **jobs, size_t *n);
 void jobq_jobs_free(jobq_job *jobs, size_t n);
 
+/* ---------------------------------------------------------------- wake-ups */
+
+/*
+ * Lets a worker sleep until work may have arrived instead of polling with
+ * claims.  jobq_watch() starts watching (SQLite: the file's write-ahead
+ * log, through inotify; PostgreSQL: LISTEN) and gives a file descriptor
+ * that becomes readable when another connection committed a change; the
+ * descriptor is owned by db and valid until jobq_close().  When it is
+ * readable (or on a timer), call jobq_changed(): it drains the descriptor
+ * and returns 1 when something changed since the previous call, else 0.
+ * A change is a hint, not a promise of work: claim to find out.  Wake-ups
+ * can be lost (a dropped connection), so keep a slow timer as well.
+ * JOBQ_ENOTSUP when the store cannot watch: poll with claims instead.
+ */
+int jobq_watch(jobq *db, int *fd);
+int jobq_changed(jobq *db);
+
 /* ---------------------------------------------------------------- acknowledgements */
 
 typedef enum jobq_ack_kind {

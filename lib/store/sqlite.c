@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -189,6 +190,7 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
     "in_flight = ?3, done = ?4, failed = ?5 WHERE id = ?1 AND epoch = ?6")     \
   X(LAST_BEAT, "SELECT last_beat FROM jobq_meta WHERE id = 1")                 \
   X(LONGEST_LEASE, "SELECT max(lease_ms) FROM jobq_sessions")                 \
+  X(DATA_VERSION, "PRAGMA data_version")                                       \
   X(SET_LAST_BEAT, "UPDATE jobq_meta SET last_beat = ?1 WHERE id = 1")         \
   X(RENEW_ALL,                                                                 \
     "UPDATE jobq_sessions SET expires_at = max(expires_at, ?1 + lease_ms)")    \
@@ -327,6 +329,8 @@ typedef struct sq {
   int64_t busy_timeout_ms;
   int64_t busy_start_ms;
   char *path;
+  int watch_fd;          /* inotify on the write-ahead log, or -1 */
+  int64_t data_version;  /* PRAGMA data_version at the last changed() */
 } sq;
 
 static sq *conn(jobq *db) { return db->conn; }
@@ -546,6 +550,7 @@ static int sq_open(jobq *db, const jobq_url *u) {
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
   c->busy_timeout_ms = busy;
+  c->watch_fd = -1;
   c->path = strdup(u->path);
   if (c->path == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   int src = sqlite3_open_v2(c->path, &c->db,
@@ -588,6 +593,7 @@ static void sq_close(jobq *db) {
       sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close_v2(c->db);
   }
+  if (c->watch_fd >= 0) close(c->watch_fd);
   free(c->path);
   free(c);
   db->conn = NULL;
@@ -1838,6 +1844,57 @@ static int sq_epoch_bump(jobq *db, int64_t *epoch) {
   return query_int(db, st, 0, epoch, "bumping the epoch");
 }
 
+/* ---------------------------------------------------------------- wake-ups */
+
+/* PRAGMA data_version: changes when another connection commits. */
+static int data_version(jobq *db, int64_t *v) {
+  sqlite3_stmt *st = stmt(db, ST_DATA_VERSION);
+  if (st == NULL) return db->err;
+  return query_int(db, st, 0, v, "reading the data version");
+}
+
+/* Every commit appends to the write-ahead log, so a watch on it wakes the
+ * worker at once and costs nothing while the queue is idle. */
+static int sq_watch(jobq *db, int *fd) {
+  sq *c = conn(db);
+  if (c->watch_fd < 0) {
+    size_t len = strlen(c->path) + 5;
+    char *wal = malloc(len);
+    if (wal == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    snprintf(wal, len, "%s-wal", c->path);
+    int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    int err = errno;
+    if (in >= 0 && inotify_add_watch(in, wal, IN_MODIFY) < 0) {
+      err = errno;
+      close(in);
+      in = -1;
+    }
+    int rc = in < 0 ? jobq__fail(db, JOBQ_EDB, "cannot watch '%s': %s", wal, strerror(err))
+                    : JOBQ_OK;
+    free(wal);
+    if (rc != JOBQ_OK) return rc;
+    c->watch_fd = in;
+    if ((rc = data_version(db, &c->data_version)) != JOBQ_OK) return rc;
+  }
+  *fd = c->watch_fd;
+  return JOBQ_OK;
+}
+
+static int sq_changed(jobq *db) {
+  sq *c = conn(db);
+  if (c->watch_fd >= 0) {
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    while (read(c->watch_fd, buf, sizeof buf) > 0) {
+    }
+  }
+  int64_t v = 0;
+  int rc = data_version(db, &v);
+  if (rc != JOBQ_OK) return rc;
+  int changed = v != c->data_version;
+  c->data_version = v;
+  return changed;
+}
+
 const jobq_store jobq__store_sqlite = {
     .scheme = "sqlite",
     .open = sq_open,
@@ -1867,4 +1924,6 @@ const jobq_store jobq__store_sqlite = {
     .set_queue = sq_set_queue,
     .prune = sq_prune,
     .epoch_bump = sq_epoch_bump,
+    .watch = sq_watch,
+    .changed = sq_changed,
 };

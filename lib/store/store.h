@@ -95,6 +95,13 @@ typedef struct jobq_store {
                    const char *policy);
   int (*prune)(jobq *db, int64_t older_than_ms, int64_t *count);
   int (*epoch_bump)(jobq *db, int64_t *epoch);
+
+  /* Wake-ups (outside transactions): watch() sets *fd to a descriptor
+   * that turns readable on another connection's commit; changed() drains
+   * it and returns 1 when something changed since its last call.  NULL
+   * when the store cannot watch. */
+  int (*watch)(jobq *db, int *fd);
+  int (*changed)(jobq *db);
 } jobq_store;
 
 extern const jobq_store jobq__store_sqlite;

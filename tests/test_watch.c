@@ -1,0 +1,64 @@
+/*
+ * test_watch.c - wake-ups: jobq_watch()'s descriptor turns readable when
+ * another connection commits, jobq_changed() reports each change once, and
+ * a handle's own commits do not wake it.
+ */
+#include "helpers.h"
+
+#include <poll.h>
+
+/* Whether fd turns readable within ms. */
+static int readable(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+static void test_other_commit_wakes(void **state) {
+  tq *t = *state;
+  int fd = -1;
+  assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
+  assert_true(fd >= 0);
+  assert_int_equal(jobq_changed(t->db), 0);
+  assert_false(readable(fd, 50));
+
+  jobq *other = th_open(t->url);
+  th_put(other, "q", "x");
+  assert_true(readable(fd, 2000));
+  assert_int_equal(jobq_changed(t->db), 1);
+  /* Drained: one change is reported once. */
+  assert_false(readable(fd, 50));
+  assert_int_equal(jobq_changed(t->db), 0);
+
+  /* A second watch call returns the same descriptor. */
+  int fd2 = -1;
+  assert_rc(jobq_watch(t->db, &fd2), JOBQ_OK);
+  assert_int_equal(fd2, fd);
+  jobq_close(other);
+}
+
+static void test_own_commit_is_no_change(void **state) {
+  tq *t = *state;
+  int fd = -1;
+  assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
+  th_put(t->db, "q", "mine");
+  /* The log was written, so the descriptor may wake, but nothing changed
+   * that this handle did not do itself. */
+  assert_int_equal(jobq_changed(t->db), 0);
+}
+
+static void test_bad_handle(void **state) {
+  (void)state;
+  int fd = 7;
+  assert_rc(jobq_watch(NULL, &fd), JOBQ_EINVAL);
+  assert_int_equal(fd, -1);
+  assert_rc(jobq_changed(NULL), JOBQ_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_other_commit_wakes),
+      TQ_TEST(test_own_commit_is_no_change),
+      TQ_TEST(test_bad_handle),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
