@@ -5,6 +5,7 @@
  * last attempt, cancelled when a cancel was requested) is made here once
  * for every store.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -72,6 +73,81 @@ void jobq_ack_init(jobq_ack *a, const jobq_job *job, jobq_ack_kind kind) {
   a->retry_in_ms = -1;
 }
 
+/* Was this exact acknowledgement already committed?  Sets a->already. */
+static int ack_before(jobq *db, jobq_ack *a) {
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_ACK_DONE_BEFORE, &r,
+                          SQL_ARGS(V_INT(a->id), V_TEXT(a->claim)));
+  if (got < 0) return got;
+  if (got == 1) {
+    size_t len;
+    a->outcome = jobq_state_parse(db->store->col_bytes(r, 0, &len));
+    jobq__rows_done(db, r);
+    /* A completion repeats only as done; a failure as dead or cancelled. */
+    if ((a->kind == JOBQ_ACK_COMPLETE) == (a->outcome == JOBQ_STATE_DONE)) {
+      a->status = JOBQ_OK;
+      a->already = 1;
+    }
+    return JOBQ_OK;
+  }
+  if (a->kind == JOBQ_ACK_COMPLETE || a->kind == JOBQ_ACK_RELEASE) return JOBQ_OK;
+  /* A fail or retry that sent the job back keeps its claim on the row
+   * until the next claim; a release or a reaping forgets it. */
+  int yes;
+  int rc = jobq__sql_exists(db, JOBQ_Q_ACK_READY_BEFORE, &yes,
+                            SQL_ARGS(V_INT(a->id), V_TEXT(a->claim)));
+  if (rc == JOBQ_OK && yes) {
+    a->status = JOBQ_OK;
+    a->already = 1;
+    a->outcome = JOBQ_STATE_READY;
+  }
+  return rc;
+}
+
+/* One acknowledgement, fenced by the claim; sets a->status. */
+static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
+  a->status = JOBQ_ELOST;
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
+                          SQL_ARGS(V_INT(a->id), V_TEXT(s->id), V_TEXT(a->claim)));
+  if (got < 0) return got;
+  if (got == 0) return ack_before(db, a);
+  jobq_ack_row row = {(int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
+                      jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
+  int failed = 0;
+  char *queue = jobq__col_text(db, r, 4, &failed);
+  char *key = jobq__col_text(db, r, 5, &failed);
+  jobq_jobref ref = {a->id, queue, key, (int)jobq__col_int(db, r, 6)};
+  jobq__rows_done(db, r);
+  jobq_ack_plan p;
+  jobq__ack_plan(&row, a, jobq__rand(db), &p);
+  /* Error texts come from anywhere (a job's stderr): keep them valid
+   * UTF-8 without NULs, which every engine's text type takes. */
+  char *clean = NULL;
+  int rc = failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  if (rc == JOBQ_OK && p.error != NULL &&
+      jobq__utf8_clean(p.error, p.error_len, &clean, &p.error_len) != JOBQ_OK)
+    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (clean != NULL) p.error = clean;
+  if (rc == JOBQ_OK && p.state == JOBQ_STATE_READY) {
+    rc = jobq__sql_run(db, JOBQ_Q_ACK_REQUEUE,
+                       SQL_ARGS(V_INT(a->id), V_INT(p.delay_ms), V_INT(p.spend ? 0 : 1),
+                                V_TEXTN(p.error, p.error_len)));
+  } else if (rc == JOBQ_OK) {
+    rc = jobq__order_lock(db, &ref, 1);
+    if (rc == JOBQ_OK)
+      rc = jobq__archive(db, &ref, p.state, a->data, a->len, p.error, p.error_len);
+  }
+  free(clean);
+  free(queue);
+  free(key);
+  if (rc == JOBQ_OK) {
+    a->status = JOBQ_OK;
+    a->outcome = p.state;
+  }
+  return rc;
+}
+
 int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
   if (s == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
@@ -93,10 +169,17 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
       return jobq__fail(db, JOBQ_EINVAL, "ack %zu: invalid retry delay '%lldms'", i,
                         (long long)a->retry_in_ms);
   }
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = db->store->ack(db, s, &acks[i]);
-  rc = jobq__txn_end(db, rc);
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    for (size_t i = 0; i < n; i++) acks[i].status = JOBQ_ACK_PENDING;
+    /* The store takes what it can in one statement; the rest, one by
+     * one. */
+    if (db->store->ack_plain != NULL && n > 1) rc = db->store->ack_plain(db, s, acks, n);
+    for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+      if (acks[i].status == JOBQ_ACK_PENDING) rc = ack(db, s, &acks[i]);
+    rc = jobq__txn_end(db, rc);
+  } while (jobq__txn_retry(db, rc, &attempt));
   if (rc != JOBQ_OK) {
     for (size_t i = 0; i < n; i++) acks[i].status = rc, acks[i].already = 0;
     return rc;
@@ -155,16 +238,24 @@ int jobq_extend(jobq_session *s, const jobq_job *job, int64_t ms) {
   if (ms < 0 || ms > 100LL * 365 * 86400000)
     return jobq__fail(db, JOBQ_EINVAL, "invalid extension '%lldms': expected zero or more",
                       (long long)ms);
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  rc = db->store->extend(db, s, job, ms);
-  /* A cancel request still moves the deadline: commit it. */
-  if (rc == JOBQ_ECANCELLED) {
-    rc = jobq__txn_end(db, JOBQ_OK);
-    return rc == JOBQ_OK ? jobq__fail(db, JOBQ_ECANCELLED,
-                                      "job %lld: an operator asked to cancel it",
-                                      (long long)job->id)
-                         : rc;
-  }
-  return jobq__txn_end(db, rc);
+  int rc, attempt = 0, cancel = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    int64_t changed = 0, req = 0;
+    rc = jobq__sql_change(db, JOBQ_Q_EXTEND, &changed,
+                          SQL_ARGS(V_INT(job->id), V_TEXT(s->id), V_TEXT(job->claim),
+                                   V_INT(ms)));
+    if (rc == JOBQ_OK && changed == 0)
+      rc = jobq__fail(db, JOBQ_ELOST, "job %lld: claim '%s' is no longer held by this session",
+                      (long long)job->id, job->claim);
+    if (rc == JOBQ_OK)
+      rc = jobq__sql_int(db, JOBQ_Q_EXTEND_CANCEL, 0, &req, SQL_ARGS(V_INT(job->id)));
+    cancel = req != 0;
+    rc = jobq__txn_end(db, rc);
+  } while (jobq__txn_retry(db, rc, &attempt));
+  /* A cancel request still moves the deadline. */
+  if (rc == JOBQ_OK && cancel)
+    return jobq__fail(db, JOBQ_ECANCELLED, "job %lld: an operator asked to cancel it",
+                      (long long)job->id);
+  return rc;
 }

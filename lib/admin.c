@@ -1,29 +1,14 @@
 /*
- * admin.c - the calls behind the operator's commands: show, list, stats,
- * sessions, retry, cancel, pause, resume, key policy and prune.  Each
- * validates its input and runs in one transaction; reads go straight to
- * the store.
+ * admin.c - the calls behind the operator's commands that change things:
+ * retry, cancel, pause, resume, the key policy, prune and the epoch bump.
+ * Each validates its input and runs in one transaction of its own.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-static const char *const state_names[] = {
-    NULL, "ready", "running", "waiting", "done", "dead", "cancelled"};
-
-const char *jobq_state_name(int state) {
-  if (state < JOBQ_STATE_READY || state > JOBQ_STATE_CANCELLED) return NULL;
-  return state_names[state];
-}
-
-int jobq_state_parse(const char *name) {
-  if (name == NULL) return 0;
-  if (strcmp(name, "scheduled") == 0) return JOBQ_STATE_READY;
-  for (int i = JOBQ_STATE_READY; i <= JOBQ_STATE_CANCELLED; i++)
-    if (strcmp(name, state_names[i]) == 0) return i;
-  return 0;
-}
 
 static int check_id(jobq *db, int64_t id) {
   if (id <= 0)
@@ -32,102 +17,160 @@ static int check_id(jobq *db, int64_t id) {
   return JOBQ_OK;
 }
 
-/* Runs a store call that reads; refuses a handle that is not connected. */
-#define READ_CALL(db, call)                                               \
-  do {                                                                    \
-    if ((db) == NULL) return JOBQ_EINVAL;                                 \
-    jobq__ok(db);                                                         \
-    if ((db)->store == NULL || (db)->conn == NULL)                        \
-      return jobq__fail(db, JOBQ_EINVAL, "the handle is not connected");  \
-    return (call);                                                        \
-  } while (0)
-
-int jobq_show(jobq *db, int64_t id, jobq_job_info **out) {
-  *out = NULL;
-  if (db != NULL && check_id(db, id) != JOBQ_OK) return JOBQ_EINVAL;
-  READ_CALL(db, db->store->show(db, id, out));
+static int not_found(jobq *db, int64_t id) {
+  return jobq__fail(db, JOBQ_ENOTFOUND, "no job with id %lld: never put, or pruned",
+                    (long long)id);
 }
 
-int jobq_list(jobq *db, const jobq_list_opts *opts, jobq_job_info **out,
-              size_t *n) {
-  *out = NULL;
-  *n = 0;
-  jobq_list_opts o;
-  memset(&o, 0, sizeof o);
-  if (opts != NULL) o = *opts;
-  if (o.limit == 0) o.limit = 100;
-  if (db == NULL) return JOBQ_EINVAL;
-  if (o.queue != NULL && jobq_check_queue(db, o.queue) != JOBQ_OK) return JOBQ_EINVAL;
-  if (o.state != 0 && jobq_state_name(o.state) == NULL)
-    return jobq__fail(db, JOBQ_EINVAL, "invalid state '%d'", o.state);
-  if (o.limit > 1000000)
-    return jobq__fail(db, JOBQ_EINVAL, "invalid limit '%zu': expected 1 to 1000000", o.limit);
-  READ_CALL(db, db->store->list(db, &o, out, n));
+/* An archived job's row (DONE_ROW), locked; 0 when there is none. */
+typedef struct archived {
+  int outcome;
+  char *queue, *key, *unique;
+  int barrier;
+} archived;
+
+static int read_archived(jobq *db, int64_t id, archived *a) {
+  memset(a, 0, sizeof *a);
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_DONE_ROW, &r, SQL_ARGS(V_INT(id)));
+  if (got <= 0) return got;
+  int failed = 0;
+  size_t len;
+  a->outcome = jobq_state_parse(db->store->col_bytes(r, 0, &len));
+  a->queue = jobq__col_text(db, r, 1, &failed);
+  a->key = jobq__col_text(db, r, 2, &failed);
+  a->unique = jobq__col_text(db, r, 3, &failed);
+  a->barrier = (int)jobq__col_int(db, r, 4);
+  jobq__rows_done(db, r);
+  return failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : 1;
 }
 
-void jobq_info_free(jobq_job_info *v, size_t n) {
-  if (v == NULL) return;
-  for (size_t i = 0; i < n; i++) {
-    free(v[i].queue);
-    free(v[i].key);
-    free(v[i].unique_key);
-    free(v[i].payload);
-    free(v[i].result);
-    free(v[i].session);
-    free(v[i].claim);
-    free(v[i].last_error);
+static void archived_release(archived *a) {
+  free(a->queue);
+  free(a->key);
+  free(a->unique);
+}
+
+/* ---------------------------------------------------------------- retry */
+
+static int retry(jobq *db, int64_t id) {
+  archived a;
+  int got = read_archived(db, id, &a);
+  if (got < 0) return got;
+  if (got == 0) {
+    jobq_jobref ref;
+    int state;
+    got = jobq__job_ref(db, id, &ref, &state);
+    if (got < 0) return got;
+    if (got == 0) return not_found(db, id);
+    jobq__job_ref_release(&ref);
+    return jobq__fail(db, JOBQ_ESTATE,
+                      "job %lld is %s: only dead or cancelled jobs can be retried",
+                      (long long)id, jobq_state_name(state));
   }
-  free(v);
-}
-
-int jobq_stats(jobq *db, jobq_queue_stats **out, size_t *n) {
-  *out = NULL;
-  *n = 0;
-  READ_CALL(db, db->store->stats(db, out, n));
-}
-
-void jobq_stats_free(jobq_queue_stats *v, size_t n) {
-  if (v == NULL) return;
-  for (size_t i = 0; i < n; i++) {
-    free(v[i].name);
-    free(v[i].key_policy);
+  int rc = JOBQ_OK;
+  if (a.outcome == JOBQ_STATE_DONE)
+    rc = jobq__fail(db, JOBQ_ESTATE,
+                    "job %lld is done: only dead or cancelled jobs can be retried",
+                    (long long)id);
+  if (rc == JOBQ_OK && a.unique != NULL) {
+    int64_t holder;
+    rc = jobq__sql_int(db, JOBQ_Q_UNIQUE_FIND, 0, &holder,
+                       SQL_ARGS(V_TEXT(a.queue), V_TEXT(a.unique)));
+    if (rc == JOBQ_OK && holder != 0)
+      rc = jobq__fail(db, JOBQ_ESTATE,
+                      "job %lld cannot be retried: its unique key '%s' is held by "
+                      "unfinished job %lld",
+                      (long long)id, a.unique, (long long)holder);
   }
-  free(v);
-}
-
-int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n) {
-  *out = NULL;
-  *n = 0;
-  READ_CALL(db, db->store->sessions(db, out, n));
-}
-
-void jobq_sessions_free(jobq_session_info *v, size_t n) {
-  if (v == NULL) return;
-  for (size_t i = 0; i < n; i++) {
-    free(v[i].id);
-    free(v[i].name);
-    free(v[i].host);
-  }
-  free(v);
+  jobq_jobref ref = {id, a.queue, a.key, a.barrier};
+  if (rc == JOBQ_OK) rc = jobq__order_lock(db, &ref, 0);
+  /* A dead head that blocks its key becomes the key's head again. */
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
+  int wait = 0;
+  if (rc == JOBQ_OK) rc = jobq__must_wait(db, &ref, &wait);
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_run(db, JOBQ_Q_UNARCHIVE,
+                       SQL_ARGS(V_INT(id), V_TEXT(wait ? "waiting" : "ready")));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_DONE, SQL_ARGS(V_INT(id)));
+  if (rc == JOBQ_OK)
+    rc = jobq__count_add(db, a.queue, 0, a.outcome == JOBQ_STATE_DEAD ? -1 : 0,
+                         a.outcome == JOBQ_STATE_CANCELLED ? -1 : 0);
+  archived_release(&a);
+  return rc;
 }
 
 int jobq_retry(jobq *db, int64_t id) {
   if (db == NULL) return JOBQ_EINVAL;
   if (check_id(db, id) != JOBQ_OK) return JOBQ_EINVAL;
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  return jobq__txn_end(db, db->store->retry(db, id));
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, retry(db, id));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  return rc;
 }
 
 int jobq_retry_dead(jobq *db, const char *queue, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
   if (queue != NULL && jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
-  int64_t c = 0;
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  rc = jobq__txn_end(db, db->store->retry_dead(db, queue, &c));
-  if (rc == JOBQ_OK && count != NULL) *count = c;
+  int rc, attempt = 0;
+  size_t n = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    int64_t *ids = NULL;
+    rc = jobq__sql_ids(db, JOBQ_Q_DEAD_IDS, SIZE_MAX, &ids, &n, SQL_ARGS(V_TEXT(queue)));
+    for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = retry(db, ids[i]);
+    free(ids);
+    rc = jobq__txn_end(db, rc);
+  } while (jobq__txn_retry(db, rc, &attempt));
+  if (rc == JOBQ_OK && count != NULL) *count = (int64_t)n;
+  return rc;
+}
+
+/* ---------------------------------------------------------------- cancel */
+
+/* A dead head that blocks its key: marked cancelled, and the key goes on. */
+static int cancel_blocking(jobq *db, int64_t id, int *now) {
+  archived a;
+  int got = read_archived(db, id, &a);
+  if (got < 0) return got;
+  if (got == 0) return not_found(db, id);
+  int blocking = 0;
+  int rc = jobq__sql_exists(db, JOBQ_Q_BLOCKED_BY, &blocking, SQL_ARGS(V_INT(id)));
+  if (rc == JOBQ_OK && !blocking)
+    rc = jobq__fail(db, JOBQ_ESTATE, "job %lld is already %s: nothing to cancel",
+                    (long long)id, jobq_state_name(a.outcome));
+  jobq_jobref ref = {id, a.queue, a.key, 0};
+  if (rc == JOBQ_OK) rc = jobq__order_lock(db, &ref, 0);
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_MARK_CANCELLED, SQL_ARGS(V_INT(id)));
+  if (rc == JOBQ_OK) rc = jobq__count_add(db, a.queue, 0, -1, 1);
+  if (rc == JOBQ_OK) rc = jobq__promote_key(db, a.queue, a.key);
+  if (rc == JOBQ_OK) *now = 1;
+  archived_release(&a);
+  return rc;
+}
+
+static int cancel(jobq *db, int64_t id, int *now) {
+  jobq_jobref ref;
+  int state;
+  int got = jobq__job_ref(db, id, &ref, &state);
+  if (got < 0) return got;
+  if (got == 0) return cancel_blocking(db, id, now);
+  int rc;
+  if (state == JOBQ_STATE_RUNNING) {
+    /* Its worker hears of it on its next heartbeat or extend. */
+    *now = 0;
+    rc = jobq__sql_run(db, JOBQ_Q_REQUEST_CANCEL, SQL_ARGS(V_INT(id)));
+  } else {
+    *now = 1;
+    const char *e = "cancelled by an operator";
+    rc = jobq__order_lock(db, &ref, 1);
+    if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, JOBQ_STATE_CANCELLED, NULL, 0, e, strlen(e));
+  }
+  jobq__job_ref_release(&ref);
   return rc;
 }
 
@@ -137,17 +180,31 @@ int jobq_cancel(jobq *db, int64_t id, int *now) {
   *now = 0;
   if (db == NULL) return JOBQ_EINVAL;
   if (check_id(db, id) != JOBQ_OK) return JOBQ_EINVAL;
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  return jobq__txn_end(db, db->store->cancel(db, id, now));
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, cancel(db, id, now));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  return rc;
 }
 
+/* ---------------------------------------------------------------- queues */
+
+/* paused: 0/1, or -1 to leave it; policy: "block"/"skip" or NULL. */
 static int set_queue(jobq *db, const char *queue, int paused, const char *policy) {
   if (db == NULL) return JOBQ_EINVAL;
   if (jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  return jobq__txn_end(db, db->store->set_queue(db, queue, paused, policy));
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
+    if (rc == JOBQ_OK && paused >= 0)
+      rc = jobq__sql_run(db, JOBQ_Q_SET_PAUSED, SQL_ARGS(V_TEXT(queue), V_INT(paused)));
+    if (rc == JOBQ_OK && policy != NULL)
+      rc = jobq__sql_run(db, JOBQ_Q_SET_POLICY, SQL_ARGS(V_TEXT(queue), V_TEXT(policy)));
+    rc = jobq__txn_end(db, rc);
+  } while (jobq__txn_retry(db, rc, &attempt));
+  return rc;
 }
 
 int jobq_pause(jobq *db, const char *queue) { return set_queue(db, queue, 1, NULL); }
@@ -161,6 +218,49 @@ int jobq_set_key_policy(jobq *db, const char *queue, const char *policy) {
   return set_queue(db, queue, -1, policy);
 }
 
+/* ---------------------------------------------------------------- prune */
+
+static int prune(jobq *db, int64_t older_than_ms, int64_t *count) {
+  int64_t now;
+  int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+  if (rc != JOBQ_OK) return rc;
+  int64_t before = now - older_than_ms;
+  jobq_rows *r;
+  if ((rc = jobq__sql_query(db, JOBQ_Q_PRUNE_COUNT, &r, SQL_ARGS(V_INT(before)))) != JOBQ_OK)
+    return rc;
+  typedef struct {
+    char *queue;
+    int64_t done, dead, cancelled;
+  } qc;
+  qc *v = NULL;
+  size_t n = 0;
+  int got, failed = 0;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    qc *w = realloc(v, (n + 1) * sizeof *w);
+    if (w == NULL) {
+      failed = 1;
+      break;
+    }
+    v = w;
+    v[n].queue = jobq__col_text(db, r, 0, &failed);
+    v[n].done = jobq__col_int(db, r, 1);
+    v[n].dead = jobq__col_int(db, r, 2);
+    v[n].cancelled = jobq__col_int(db, r, 3);
+    n++;
+  }
+  jobq__rows_done(db, r);
+  rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  *count = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    rc = jobq__count_add(db, v[i].queue, -v[i].done, -v[i].dead, -v[i].cancelled);
+    *count += v[i].done + v[i].dead + v[i].cancelled;
+  }
+  for (size_t i = 0; i < n; i++) free(v[i].queue);
+  free(v);
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(before)));
+  return rc;
+}
+
 int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
@@ -168,9 +268,61 @@ int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
     return jobq__fail(db, JOBQ_EINVAL, "invalid age '%lldms': expected zero or more",
                       (long long)older_than_ms);
   int64_t c = 0;
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  rc = jobq__txn_end(db, db->store->prune(db, older_than_ms, &c));
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, prune(db, older_than_ms, &c));
+  } while (jobq__txn_retry(db, rc, &attempt));
   if (rc == JOBQ_OK && count != NULL) *count = c;
+  return rc;
+}
+
+/* ---------------------------------------------------------------- epoch */
+
+/* Ends every session as lost (their jobs go back to ready) and raises the
+ * epoch to at least the current Unix time in seconds, so that it only
+ * rises even across restores of older backups. */
+static int epoch_bump(jobq *db, int64_t *epoch) {
+  jobq_rows *r;
+  int rc = jobq__sql_query(db, JOBQ_Q_ALL_SESSIONS, &r, SQL_ARGS());
+  if (rc != JOBQ_OK) return rc;
+  char (*ids)[JOBQ_SESSION_ID_LEN + 1] = NULL;
+  size_t n = 0;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    void *v = realloc(ids, (n + 1) * sizeof *ids);
+    if (v == NULL) {
+      got = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      break;
+    }
+    ids = v;
+    size_t len;
+    const char *t = db->store->col_bytes(r, 0, &len);
+    snprintf(ids[n++], sizeof ids[0], "%.*s", (int)len, t);
+  }
+  jobq__rows_done(db, r);
+  rc = got < 0 ? got : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = jobq__end_session(db, ids[i], 1);
+  free(ids);
+  int64_t now = 0;
+  if (rc == JOBQ_OK) rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_BUMP, SQL_ARGS(V_INT(now / 1000)));
+  if (rc == JOBQ_OK) rc = jobq__sql_int(db, JOBQ_Q_EPOCH, 0, epoch, SQL_ARGS());
+  return rc;
+}
+
+int jobq_epoch_bump(jobq *db, int64_t *epoch) {
+  if (db == NULL) return JOBQ_EINVAL;
+  int64_t e = 0;
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, epoch_bump(db, &e));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  if (rc == JOBQ_OK) {
+    /* This handle accepts the new epoch as the truth from now on. */
+    db->identity_known = 0;
+    if (epoch != NULL) *epoch = e;
+  }
   return rc;
 }

@@ -9,6 +9,29 @@
 
 #define CLAIM_MAX 10000
 
+/* The session must be alive and of the database's epoch, and stays so
+ * (its row held) until the claim commits. */
+static int claim(jobq *db, jobq_session *s, const char *const *queues,
+                 size_t nq, size_t max, jobq_job **jobs, size_t *n) {
+  int rc = jobq__identity_check(db);
+  if (rc == JOBQ_OK && db->epoch != s->epoch)
+    return jobq__fail(db, JOBQ_EEXPIRED,
+                      "session '%s' belongs to epoch %lld, the database is at "
+                      "epoch %lld: open a new session",
+                      s->id, (long long)s->epoch, (long long)db->epoch);
+  if (rc != JOBQ_OK) return rc;
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_SESSION_LOCK, &r, SQL_ARGS(V_TEXT(s->id)));
+  if (got < 0) return got;
+  int alive = got == 1 && jobq__col_int(db, r, 0) == s->epoch && jobq__col_int(db, r, 1);
+  jobq__rows_done(db, r);
+  if (!alive)
+    return jobq__fail(db, JOBQ_EEXPIRED,
+                      "session '%s' has expired: stop its jobs and open a new session",
+                      s->id);
+  return db->store->claim(db, s, queues, nq, max, jobs, n);
+}
+
 int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
                size_t max, jobq_job **jobs, size_t *n) {
   *jobs = NULL;
@@ -30,21 +53,16 @@ int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
   if (max > CLAIM_MAX)
     return jobq__fail(db, JOBQ_EINVAL, "invalid claim size '%zu': expected 1 to %d",
                       max, CLAIM_MAX);
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  rc = jobq__identity_check(db);
-  if (rc == JOBQ_OK && db->epoch != s->epoch)
-    rc = jobq__fail(db, JOBQ_EEXPIRED,
-                    "session '%s' belongs to epoch %lld, the database is at "
-                    "epoch %lld: open a new session",
-                    s->id, (long long)s->epoch, (long long)db->epoch);
-  if (rc == JOBQ_OK) rc = db->store->claim(db, s, queues, nq, max, jobs, n);
-  rc = jobq__txn_end(db, rc);
-  if (rc != JOBQ_OK) {
-    jobq_jobs_free(*jobs, *n);
-    *jobs = NULL;
-    *n = 0;
-  }
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, claim(db, s, queues, nq, max, jobs, n));
+    if (rc != JOBQ_OK) {
+      jobq_jobs_free(*jobs, *n);
+      *jobs = NULL;
+      *n = 0;
+    }
+  } while (jobq__txn_retry(db, rc, &attempt));
   return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -85,8 +86,7 @@ void jobq_close(jobq *db) {
   free(db);
 }
 
-/* Refuses calls on a handle that never connected. */
-static int usable(jobq *db) {
+int jobq__usable(jobq *db) {
   if (db == NULL) return JOBQ_EINVAL;
   if (db->store == NULL || db->conn == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "the handle is not connected: jobq_open failed");
@@ -94,7 +94,7 @@ static int usable(jobq *db) {
 }
 
 int jobq_init(jobq *db) {
-  int rc = usable(db);
+  int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   return db->store->migrate(db);
@@ -110,14 +110,15 @@ int jobq_set_max_payload(jobq *db, size_t bytes) {
 }
 
 void *jobq_native(jobq *db) {
-  if (usable(db) != JOBQ_OK) return NULL;
+  if (jobq__usable(db) != JOBQ_OK) return NULL;
   return db->store->native(db);
 }
 
 int jobq__txn_begin(jobq *db) {
-  int rc = usable(db);
+  int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  db->retry = 0;
   rc = db->store->begin(db, db->txn_depth);
   if (rc == JOBQ_OK) db->txn_depth++;
   return rc;
@@ -139,8 +140,20 @@ int jobq__txn_end(jobq *db, int rc) {
   return rc;
 }
 
+int jobq__txn_retry(jobq *db, int rc, int *attempt) {
+  int again = rc != JOBQ_OK && db->retry && db->txn_depth == 0 && ++*attempt < 10;
+  db->retry = 0;
+  if (!again) return 0;
+  /* 1, 2, 4 ... 64 ms, each with jitter in [0.5, 1.5). */
+  int64_t base_us = 1000LL << (*attempt < 7 ? *attempt - 1 : 6);
+  int64_t us = base_us / 2 + (int64_t)(jobq__rand(db) % (uint64_t)base_us);
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+  return 1;
+}
+
 int jobq_begin(jobq *db) {
-  int rc = usable(db);
+  int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   if (db->txn_depth > 0)
     return jobq__fail(db, JOBQ_ESTATE, "a transaction is already open: commit or roll it back first");
@@ -148,7 +161,7 @@ int jobq_begin(jobq *db) {
 }
 
 int jobq_commit(jobq *db) {
-  int rc = usable(db);
+  int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   if (db->txn_depth != 1)
     return jobq__fail(db, JOBQ_ESTATE, "no transaction is open: call jobq_begin first");
@@ -157,7 +170,7 @@ int jobq_commit(jobq *db) {
 }
 
 int jobq_rollback(jobq *db) {
-  int rc = usable(db);
+  int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   if (db->txn_depth != 1)
     return jobq__fail(db, JOBQ_ESTATE, "no transaction is open: call jobq_begin first");
@@ -166,9 +179,11 @@ int jobq_rollback(jobq *db) {
   return db->store->rollback(db, 0);
 }
 
+static int identity(jobq *db, jobq_identity *out);
+
 int jobq__identity_check(jobq *db) {
   jobq_identity id;
-  int rc = db->store->identity(db, &id);
+  int rc = identity(db, &id);
   if (rc != JOBQ_OK) return rc;
   if (!db->identity_known) {
     memcpy(db->queue_id, id.queue_id, sizeof db->queue_id);
@@ -206,23 +221,27 @@ int jobq__identity_check(jobq *db) {
   return JOBQ_OK;
 }
 
-int jobq_identity_get(jobq *db, jobq_identity *out) {
-  int rc = usable(db);
-  if (rc != JOBQ_OK) return rc;
-  jobq__ok(db);
-  return db->store->identity(db, out);
+/* The database's identity: queue id, epoch, schema version, its clock,
+ * and the highest job id it ever gave. */
+static int identity(jobq *db, jobq_identity *out) {
+  memset(out, 0, sizeof *out);
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_IDENT, &r, SQL_ARGS());
+  if (got < 0) return got;
+  if (got == 0) return jobq__fail(db, JOBQ_EDB, "jobq_meta has no row: run jobq init");
+  size_t len;
+  const char *qid = db->store->col_bytes(r, 0, &len);
+  snprintf(out->queue_id, sizeof out->queue_id, "%.*s", (int)len, qid);
+  out->epoch = jobq__col_int(db, r, 1);
+  out->schema_version = (int)jobq__col_int(db, r, 2);
+  out->now_ms = jobq__col_int(db, r, 3);
+  jobq__rows_done(db, r);
+  return jobq__sql_int(db, JOBQ_Q_SEQ, 0, &out->seq, SQL_ARGS());
 }
 
-int jobq_epoch_bump(jobq *db, int64_t *epoch) {
-  int rc = jobq__txn_begin(db);
+int jobq_identity_get(jobq *db, jobq_identity *out) {
+  int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
-  int64_t e = 0;
-  rc = db->store->epoch_bump(db, &e);
-  rc = jobq__txn_end(db, rc);
-  if (rc == JOBQ_OK) {
-    /* This handle accepts the new epoch as the truth from now on. */
-    db->identity_known = 0;
-    if (epoch != NULL) *epoch = e;
-  }
-  return rc;
+  jobq__ok(db);
+  return identity(db, out);
 }

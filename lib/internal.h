@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "jobq.h"
+#include "sql.h"
 #include "store/store.h"
 
 #define JOBQ_SCHEMA_VERSION 1
@@ -29,6 +30,9 @@ struct jobq {
   char queue_id[37];
   int64_t epoch;
   int64_t max_seq;
+  /* Set by a store with its error when the whole transaction may succeed
+   * if run again (a deadlock, a serialization failure). */
+  int retry;
   int err;
   char errmsg[JOBQ_ERRMSG_MAX];
 };
@@ -51,11 +55,27 @@ int jobq__fail(jobq *db, int err, const char *fmt, ...)
 /* Clears the last error; returns JOBQ_OK. */
 int jobq__ok(jobq *db);
 
+/* JOBQ_OK when db is a connected handle, else JOBQ_EINVAL (with a
+ * message when db is not NULL). */
+int jobq__usable(jobq *db);
+
 /* Starts a write transaction, or a savepoint inside a caller's one. */
 int jobq__txn_begin(jobq *db);
 /* Commits (or releases the savepoint) when rc is JOBQ_OK, else rolls back
  * keeping the error already recorded; returns the final code. */
 int jobq__txn_end(jobq *db, int rc);
+/* After a transaction ended with rc: 1 when it should run again from the
+ * start (the store flagged a deadlock or the like, the transaction was
+ * the library's own, and *attempt is under the limit), after a short
+ * jittered sleep; 0 otherwise.  *attempt starts at 0.
+ *
+ *   int attempt = 0, rc;
+ *   do {
+ *     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+ *     rc = jobq__txn_end(db, work(db));
+ *   } while (jobq__txn_retry(db, rc, &attempt));
+ */
+int jobq__txn_retry(jobq *db, int rc, int *attempt);
 
 /* Checks the database identity against what db has seen, inside a
  * transaction; records it the first time.  JOBQ_EIDENTITY on a different
@@ -68,6 +88,8 @@ void jobq__random(void *buf, size_t len);
 uint64_t jobq__rand(jobq *db);
 /* 2*len lowercase hex characters of random bytes, NUL-terminated. */
 void jobq__random_hex(char *out, size_t len);
+/* A random (version 4) UUID in its 36-character form. */
+void jobq__uuid(char out[37]);
 
 /* Milliseconds to wait before attempt `attempt + 1` after `attempt` failed:
  * base * 2^(attempt-1), capped at JOBQ_BACKOFF_CAP_MS, times a jitter in
@@ -93,10 +115,71 @@ typedef struct jobq_ack_plan {
 void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *ack,
                     uint64_t rnd, jobq_ack_plan *plan);
 
-/* Validation shared by every store; each records a message naming the
+/* The status of an ack that nobody has taken yet (a store's ack_plain
+ * leaves it on the acks it does not take). */
+#define JOBQ_ACK_PENDING 1
+
+/* ---------------------------------------------------------------- ordering
+ * (lib/order.c): ordering keys, barriers and the archive. */
+
+/* What the ordering logic needs to know of a job. */
+typedef struct jobq_jobref {
+  int64_t id;
+  const char *queue;
+  const char *key;    /* ordering key, or NULL */
+  int barrier;
+} jobq_jobref;
+
+/* Takes the locks under which a job's place in its queue's order may be
+ * read or changed (put, finish, retry), on stores with concurrent
+ * writers.  finishing: the job leaves the hot table. */
+int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
+/* Whether a new job (id 0) or a retried one (its id) must wait. */
+int jobq__must_wait(jobq *db, const jobq_jobref *job, int *wait);
+/* Lets the next waiting job of queue's key run when its turn has come. */
+int jobq__promote_key(jobq *db, const char *queue, const char *key);
+/* Moves a job to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or
+ * _CANCELLED), counts it, and lets the jobs that waited for it run.  A
+ * result is kept for DONE only; error (or NULL to keep the job's last
+ * error) becomes the last error.  The order locks must be held. */
+int jobq__archive(jobq *db, const jobq_jobref *job, int state,
+                  const void *result, size_t result_len, const char *error,
+                  size_t error_len);
+/* Adds to a queue's counters of finished jobs. */
+int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
+                    int64_t cancelled);
+/* The ordering facts of an unfinished job, its row locked: fills ref
+ * (release it with jobq__job_ref_release) and *state, and returns 1; 0
+ * when there is no such job. */
+int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state);
+void jobq__job_ref_release(jobq_jobref *ref);
+
+/* ---------------------------------------------------------------- sessions
+ * (lib/session.c) */
+
+/* Ends session sid: its jobs go back to ready (lost: the worker vanished,
+ * so the attempt is spent and the job marked prev_lost; else given back),
+ * dead when lost on their last attempt, cancelled when a cancel was
+ * requested.  The row is deleted. */
+int jobq__end_session(jobq *db, const char *sid, int lost);
+/* This worker's share of reaping: sessions whose lease expired on the
+ * database clock are ended as lost.  The stall guard comes first: when no
+ * session at all heartbeated for guard_ms (-1: the longest lease of any
+ * session), the database itself stalled, and every lease is renewed
+ * instead.  *count (may be NULL) gets how many sessions were ended. */
+int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count);
+
+/* Validation before any SQL runs; each records a message naming the
  * input.  index >= 0 prefixes "job N: " for jobq_put_many(). */
 int jobq__check_put(jobq *db, const jobq_put_opts *o, long index);
 int jobq__check_key(jobq *db, const char *what, const char *key, long index);
+
+/* Whether len bytes of s are valid UTF-8 without NUL bytes. */
+int jobq__utf8_valid(const char *s, size_t len);
+/* Makes text safe to store as text: *out is NULL when s already is valid
+ * UTF-8 without NULs, else a new copy (caller frees) in which each bad
+ * byte is '?'; *out_len gets its length.  JOBQ_ENOMEM on failure. */
+int jobq__utf8_clean(const char *s, size_t len, char **out, size_t *out_len);
 
 /* Returns a heap copy of s (NULL stays NULL); *failed set on ENOMEM. */
 char *jobq__strdup(const char *s, int *failed);

@@ -1,6 +1,10 @@
 /*
  * put.c - enqueueing: one job or many in one transaction, all or none,
- * validated before any SQL runs.
+ * validated before any SQL runs.  A job with a unique key that an
+ * unfinished job of its queue already holds is not written; the caller
+ * gets that job's id.  A job that must wait for its ordering key or a
+ * barrier goes in as `waiting` (lib/order.c).  Batches of plain jobs go
+ * through the store's set-based fast path when it has one.
  */
 #include <string.h>
 
@@ -13,27 +17,88 @@ void jobq_put_opts_init(jobq_put_opts *o) {
   o->backoff_ms = JOBQ_DEFAULT_BACKOFF_MS;
 }
 
+static int unique_find(jobq *db, const jobq_put_opts *o, int64_t *id) {
+  return jobq__sql_int(db, JOBQ_Q_UNIQUE_FIND, 0, id,
+                       SQL_ARGS(V_TEXT(o->queue), V_TEXT(o->unique_key)));
+}
+
+/* One job; *ensured names the queue whose row this transaction already
+ * made sure of. */
+static int put_one(jobq *db, const jobq_put_opts *o, const char **ensured,
+                   int64_t *id, int *existed) {
+  *existed = 0;
+  int rc;
+  if (o->unique_key != NULL) {
+    int64_t found;
+    if ((rc = unique_find(db, o, &found)) != JOBQ_OK) return rc;
+    if (found != 0) {
+      *id = found;
+      *existed = 1;
+      return JOBQ_OK;
+    }
+  }
+  if (*ensured == NULL || strcmp(*ensured, o->queue) != 0) {
+    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(o->queue)));
+    if (rc != JOBQ_OK) return rc;
+    *ensured = o->queue;
+  }
+  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
+  int wait;
+  if ((rc = jobq__order_lock(db, &ref, 0)) != JOBQ_OK) return rc;
+  if ((rc = jobq__must_wait(db, &ref, &wait)) != JOBQ_OK) return rc;
+  int inserted;
+  rc = jobq__sql_insert(
+      db, JOBQ_Q_INSERT_JOB, id, &inserted,
+      SQL_ARGS(V_TEXT(o->queue), V_INT(o->priority), V_INT(o->run_at_ms),
+               V_INT(o->delay_ms), V_TEXT(wait ? "waiting" : "ready"), V_TEXT(o->key),
+               V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
+               V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
+               V_INT(o->timeout_ms), V_INT(o->backoff_ms)));
+  if (rc != JOBQ_OK || inserted) return rc;
+  /* Another transaction took the unique key since we looked, and
+   * committed: that job is the one. */
+  if ((rc = unique_find(db, o, id)) != JOBQ_OK) return rc;
+  *existed = 1;
+  return JOBQ_OK;
+}
+
+static int plain(const jobq_put_opts *o) {
+  return o->key == NULL && !o->barrier && o->unique_key == NULL;
+}
+
 /* index_names: prefix messages with "job N: " (jobq_put_many). */
 static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
                unsigned char *existed, int index_names) {
-  if (db == NULL) return JOBQ_EINVAL;
+  int rc = jobq__usable(db);
+  if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
+  int all_plain = db->store->put_plain != NULL;
   for (size_t i = 0; i < n; i++) {
-    int rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
+    rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
+    all_plain = all_plain && plain(&opts[i]);
   }
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    jobq_put_opts o = opts[i];
-    if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;
-    int ex = 0;
-    rc = db->store->put(db, &o, &ids[i], &ex);
-    if (existed != NULL) existed[i] = (unsigned char)ex;
-  }
-  return jobq__txn_end(db, rc);
+  if (existed != NULL) memset(existed, 0, n);
+  int attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    if (all_plain && n > 1) {
+      rc = db->store->put_plain(db, opts, n, ids);
+    } else {
+      const char *ensured = NULL;
+      for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+        jobq_put_opts o = opts[i];
+        if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;
+        int ex = 0;
+        rc = put_one(db, &o, &ensured, &ids[i], &ex);
+        if (existed != NULL) existed[i] = (unsigned char)ex;
+      }
+    }
+    rc = jobq__txn_end(db, rc);
+  } while (jobq__txn_retry(db, rc, &attempt));
+  return rc;
 }
 
 int jobq_put(jobq *db, const jobq_put_opts *opts, int64_t *id, int *existed) {

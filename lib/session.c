@@ -4,9 +4,11 @@
  * worker's share of reaping sessions whose lease expired (with the stall
  * guard, in the store), so dead workers' jobs come back within seconds.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -23,6 +25,22 @@ static int not_in_caller_txn(jobq *db, const char *what) {
                       "jobq_begin/jobq_commit, so that it commits at once",
                       what);
   return JOBQ_OK;
+}
+
+/* Registers the session row; the store's host name and our pid. */
+static int session_insert(jobq *db, jobq_session *s) {
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
+  char *clean = NULL;
+  size_t len;
+  if (jobq__utf8_clean(host, strlen(host), &clean, &len) != JOBQ_OK)
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = jobq__sql_run(db, JOBQ_Q_SESSION_INSERT,
+                         SQL_ARGS(V_TEXT(s->id), V_INT(s->epoch), V_TEXT(s->name),
+                                  V_TEXT(clean ? clean : host), V_INT((int64_t)getpid()),
+                                  V_INT(s->lease_ms)));
+  free(clean);
+  return rc;
 }
 
 int jobq_session_open(jobq *db, const jobq_session_opts *opts,
@@ -42,9 +60,11 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
                       "invalid lease '%lldms': expected 100ms to 1d",
                       (long long)opts->lease_ms);
   const char *name = opts->name ? opts->name : "worker";
-  if (strlen(name) == 0 || strlen(name) >= sizeof((jobq_session *)0)->name)
+  if (strlen(name) == 0 || strlen(name) >= sizeof((jobq_session *)0)->name ||
+      !jobq__utf8_valid(name, strlen(name)))
     return jobq__fail(db, JOBQ_EINVAL,
-                      "invalid session name '%.40s': expected 1 to 127 bytes", name);
+                      "invalid session name '%.40s': expected 1 to 127 bytes of UTF-8",
+                      name);
   jobq_session *s = calloc(1, sizeof *s);
   if (s == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   s->db = db;
@@ -52,16 +72,17 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   snprintf(s->name, sizeof s->name, "%s", name);
   jobq__random_hex(s->id, JOBQ_SESSION_ID_LEN / 2);
 
-  rc = jobq__txn_begin(db);
-  if (rc == JOBQ_OK) {
+  int attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
     rc = jobq__identity_check(db);
     if (rc == JOBQ_OK) {
       s->epoch = db->epoch;
-      rc = db->store->session_insert(db, s);
+      rc = jobq__reap(db, s->lease_ms, NULL);
     }
-    if (rc == JOBQ_OK) rc = db->store->reap(db, s->lease_ms, 1, NULL);
+    if (rc == JOBQ_OK) rc = session_insert(db, s);
     rc = jobq__txn_end(db, rc);
-  }
+  } while (jobq__txn_retry(db, rc, &attempt));
   if (rc != JOBQ_OK) {
     free(s);
     return rc;
@@ -73,8 +94,13 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
 void jobq_session_close(jobq_session *s) {
   if (s == NULL) return;
   jobq *db = s->db;
-  if (db->txn_depth == 0 && jobq__txn_begin(db) == JOBQ_OK)
-    jobq__txn_end(db, db->store->session_delete(db, s->id));
+  int rc, attempt = 0;
+  if (db->txn_depth == 0) {
+    do {
+      if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
+      rc = jobq__txn_end(db, jobq__end_session(db, s->id, 0));
+    } while (jobq__txn_retry(db, rc, &attempt));
+  }
   free(s);
 }
 
@@ -85,6 +111,30 @@ void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
   s->in_flight = in_flight;
 }
 
+static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
+  int rc = jobq__identity_check(db);
+  if (rc == JOBQ_OK && db->epoch != s->epoch)
+    rc = jobq__fail(db, JOBQ_EEXPIRED,
+                    "session '%s' belongs to epoch %lld, the database is at "
+                    "epoch %lld: open a new session",
+                    s->id, (long long)s->epoch, (long long)db->epoch);
+  /* The guard looks before this heartbeat counts. */
+  if (rc == JOBQ_OK) rc = jobq__reap(db, s->lease_ms, NULL);
+  int64_t changed = 0;
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
+                          SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
+                                   V_INT(s->failed), V_INT(s->epoch)));
+  if (rc == JOBQ_OK && changed == 0)
+    rc = jobq__fail(db, JOBQ_EEXPIRED,
+                    "session '%s' has expired and was reaped: stop its jobs "
+                    "and open a new session",
+                    s->id);
+  if (rc == JOBQ_OK && ids != NULL)
+    rc = jobq__sql_ids(db, JOBQ_Q_CANCEL_LIST, SIZE_MAX, ids, n, SQL_ARGS(V_TEXT(s->id)));
+  return rc;
+}
+
 int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
   if (cancel != NULL) *cancel = NULL;
   if (ncancel != NULL) *ncancel = 0;
@@ -93,21 +143,16 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
   jobq__ok(db);
   int rc = not_in_caller_txn(db, "a heartbeat");
   if (rc != JOBQ_OK) return rc;
-  rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  rc = jobq__identity_check(db);
-  if (rc == JOBQ_OK && db->epoch != s->epoch)
-    rc = jobq__fail(db, JOBQ_EEXPIRED,
-                    "session '%s' belongs to epoch %lld, the database is at "
-                    "epoch %lld: open a new session",
-                    s->id, (long long)s->epoch, (long long)db->epoch);
-  if (rc == JOBQ_OK) rc = db->store->heartbeat(db, s);
-  if (rc == JOBQ_OK) rc = db->store->reap(db, s->lease_ms, 1, NULL);
   int64_t *ids = NULL;
   size_t n = 0;
-  if (rc == JOBQ_OK && cancel != NULL)
-    rc = db->store->cancel_list(db, s->id, &ids, &n);
-  rc = jobq__txn_end(db, rc);
+  int attempt = 0;
+  do {
+    free(ids);
+    ids = NULL;
+    n = 0;
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, heartbeat(db, s, cancel ? &ids : NULL, &n));
+  } while (jobq__txn_retry(db, rc, &attempt));
   if (rc != JOBQ_OK) {
     free(ids);
     return rc;
@@ -119,11 +164,122 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
   return JOBQ_OK;
 }
 
+int jobq__end_session(jobq *db, const char *sid, int lost) {
+  typedef struct held {
+    int64_t id;
+    int attempts, max_attempts, cancel;
+  } held;
+  held *h = NULL;
+  size_t n = 0, cap = 0;
+  jobq_rows *r;
+  int rc = jobq__sql_query(db, JOBQ_Q_SESSION_JOBS, &r, SQL_ARGS(V_TEXT(sid)));
+  if (rc != JOBQ_OK) return rc;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      held *v = realloc(h, cap * sizeof *v);
+      if (v == NULL) {
+        got = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+        break;
+      }
+      h = v;
+    }
+    h[n++] = (held){jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
+                    (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
+  }
+  jobq__rows_done(db, r);
+  rc = got < 0 ? got : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    char e[128];
+    int finish = h[i].cancel ? JOBQ_STATE_CANCELLED
+                 : lost && h[i].attempts >= h[i].max_attempts ? JOBQ_STATE_DEAD
+                                                               : 0;
+    if (finish == 0) {
+      if (lost)
+        rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                           SQL_ARGS(V_INT(h[i].id),
+                                    V_TEXT("lease expired: the worker was lost")));
+      else
+        rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_GIVEN_BACK, SQL_ARGS(V_INT(h[i].id)));
+      continue;
+    }
+    if (finish == JOBQ_STATE_CANCELLED)
+      snprintf(e, sizeof e, "cancelled: its worker ended");
+    else
+      snprintf(e, sizeof e, "lease expired: the worker was lost on attempt %d of %d",
+               h[i].attempts, h[i].max_attempts);
+    jobq_jobref ref;
+    int state;
+    got = jobq__job_ref(db, h[i].id, &ref, &state);
+    if (got < 0) rc = got;
+    if (got != 1) continue;
+    rc = jobq__order_lock(db, &ref, 1);
+    if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, finish, NULL, 0, e, strlen(e));
+    jobq__job_ref_release(&ref);
+  }
+  free(h);
+  if (rc != JOBQ_OK) return rc;
+  return jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));
+}
+
+/* Reaps a bounded share per call: the rest goes with the next one. */
+#define REAP_BATCH 64
+
+int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
+  if (count != NULL) *count = 0;
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_STALL, &r, SQL_ARGS());
+  if (got < 0) return got;
+  int64_t silence = -1, longest = 0;
+  if (got == 1) {
+    if (!jobq__col_null(db, r, 0)) silence = jobq__col_int(db, r, 0);
+    longest = jobq__col_int(db, r, 1);
+    jobq__rows_done(db, r);
+  }
+  if (silence < 0) return JOBQ_OK; /* no session at all */
+  if (guard_ms < 0) guard_ms = longest;
+  if (silence > guard_ms) {
+    /* Nobody heartbeated for a whole lease: the database (or this whole
+     * machine) stalled, not every worker at once.  Give every session a
+     * fresh lease instead of reaping them all; those that stay silent are
+     * reaped a lease later. */
+    return jobq__sql_run(db, JOBQ_Q_RENEW_ALL, SQL_ARGS());
+  }
+  int64_t *ids = NULL;
+  size_t n = 0;
+  /* Session ids are 32 hex characters: read them as text. */
+  int rc = jobq__sql_query(db, JOBQ_Q_EXPIRED, &r, SQL_ARGS(V_INT(REAP_BATCH)));
+  if (rc != JOBQ_OK) return rc;
+  char sid[REAP_BATCH][JOBQ_SESSION_ID_LEN + 1];
+  size_t ns = 0;
+  while (ns < REAP_BATCH && (got = jobq__rows_next(db, r)) == 1) {
+    size_t len;
+    const char *t = db->store->col_bytes(r, 0, &len);
+    snprintf(sid[ns++], sizeof sid[0], "%.*s", (int)len, t);
+  }
+  jobq__rows_done(db, r);
+  if (got < 0) return got;
+  for (size_t i = 0; i < ns && rc == JOBQ_OK; i++) rc = jobq__end_session(db, sid[i], 1);
+  if (rc == JOBQ_OK && count != NULL) *count = (int64_t)ns;
+  /* Running jobs with no session row at all are lost as well. */
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_ids(db, JOBQ_Q_ORPHANS, REAP_BATCH, &ids, &n, SQL_ARGS(V_INT(REAP_BATCH)));
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                       SQL_ARGS(V_INT(ids[i]), V_TEXT("the job's session vanished")));
+  free(ids);
+  return rc;
+}
+
 int jobq_reap(jobq *db, int64_t *count) {
   if (count != NULL) *count = 0;
-  int rc = jobq__txn_begin(db);
-  if (rc != JOBQ_OK) return rc;
-  /* The guard is the longest lease of any session. */
-  rc = db->store->reap(db, -1, 0, count);
-  return jobq__txn_end(db, rc);
+  if (db == NULL) return JOBQ_EINVAL;
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    /* The guard is the longest lease of any session. */
+    rc = jobq__txn_end(db, jobq__reap(db, -1, count));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  return rc;
 }

@@ -4,6 +4,7 @@
  * names the input and what was expected.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -52,6 +53,58 @@ int jobq_check_queue(jobq *db, const char *name) {
   return check_queue_at(db, name, -1);
 }
 
+/* The length of the UTF-8 sequence at s (at most left bytes), or 0 when
+ * it is not valid (overlong forms, surrogates and NUL included). */
+static size_t utf8_seq(const unsigned char *s, size_t left) {
+  unsigned c = s[0];
+  if (c == 0) return 0;
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned min;
+  if ((c & 0xe0) == 0xc0) n = 2, min = 0x80, c &= 0x1f;
+  else if ((c & 0xf0) == 0xe0) n = 3, min = 0x800, c &= 0x0f;
+  else if ((c & 0xf8) == 0xf0) n = 4, min = 0x10000, c &= 0x07;
+  else return 0;
+  if (n > left) return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    c = (c << 6) | (s[i] & 0x3f);
+  }
+  if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+  return n;
+}
+
+int jobq__utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < len;) {
+    size_t n = utf8_seq(p + i, len - i);
+    if (n == 0) return 0;
+    i += n;
+  }
+  return 1;
+}
+
+int jobq__utf8_clean(const char *s, size_t len, char **out, size_t *out_len) {
+  *out = NULL;
+  *out_len = len;
+  if (jobq__utf8_valid(s, len)) return JOBQ_OK;
+  char *c = malloc(len + 1);
+  if (c == NULL) return JOBQ_ENOMEM;
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < len;) {
+    size_t n = utf8_seq(p + i, len - i);
+    if (n == 0) {
+      c[i++] = '?';
+    } else {
+      memcpy(c + i, p + i, n);
+      i += n;
+    }
+  }
+  c[len] = '\0';
+  *out = c;
+  return JOBQ_OK;
+}
+
 int jobq__check_key(jobq *db, const char *what, const char *key, long index) {
   char p[32], s[48];
   if (key == NULL) return JOBQ_OK;
@@ -61,6 +114,9 @@ int jobq__check_key(jobq *db, const char *what, const char *key, long index) {
                       "%sinvalid %s '%s': expected 1 to %d bytes",
                       prefix(p, sizeof p, index), what, shown(s, sizeof s, key),
                       JOBQ_KEY_MAX);
+  if (!jobq__utf8_valid(key, n))
+    return jobq__fail(db, JOBQ_EINVAL, "%sinvalid %s: expected valid UTF-8 text",
+                      prefix(p, sizeof p, index), what);
   return JOBQ_OK;
 }
 

@@ -3,13 +3,19 @@
  * lives, chosen by the URL's scheme (like SQLite's sqlite3_vfs).  A store
  * knows SQL and its engine, nothing about processes or terminals.
  *
- * Transactions belong to the library: every store function except open,
- * close, native and migrate runs inside a transaction (or savepoint) that
- * the library began with begin() and ends with commit() or rollback().  A
- * store function that fails records its message with jobq__fail() and
- * leaves the rollback to the library.  Decisions that must be the same on
- * every engine (validation, backoff, where an acknowledged job goes, the
- * identity rules) come from lib/internal.h; the store applies them.
+ * The job logic (the files of lib/) is written once.  It speaks to a store through a
+ * small statement executor: it names a statement of lib/sql.h and binds
+ * values; the store prepares that statement's text in its own dialect
+ * (jobq__sql_text()), runs it and hands back rows.  On top of the
+ * executor, each store brings what must be its own: connecting, the
+ * schema, transactions, the claim (one short transaction shaped for the
+ * engine's locking), and optional set-based fast paths for batches.
+ *
+ * Transactions belong to the library: every statement except those of
+ * open, close, native, migrate, watch and changed runs inside a transaction
+ * (or savepoint) that the library began with begin() and ends with commit()
+ * or rollback().  A store function that fails records its message with
+ * jobq__fail() and leaves the rollback to the library.
  *
  * To add a store, see docs/internals/new-store.md.
  */
@@ -23,7 +29,7 @@
 
 /* A parsed database URL.  All strings are owned by the struct. */
 typedef struct jobq_url {
-  char *scheme;       /* "sqlite", ... */
+  char *scheme;       /* "sqlite", "postgres", ... */
   char *path;         /* sqlite: the file path */
   char *user, *password, *host, *port, *dbname; /* network stores */
   /* Query options, in order. */
@@ -37,8 +43,25 @@ void jobq__url_release(jobq_url *url);
 /* The value of query option key, or NULL. */
 const char *jobq__url_opt(const jobq_url *url, const char *key);
 
+/* SQL dialects: which text of a statement a store prepares. */
+enum { JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL };
+
+/* A value bound to a statement parameter.  Text is NUL-terminated; bytes
+ * may hold anything.  The library keeps p alive until the statement has
+ * run. */
+typedef struct jobq_val {
+  char type;          /* 'i' integer, 't' text, 'b' bytes, 'n' NULL */
+  int64_t i;
+  const void *p;
+  size_t len;
+} jobq_val;
+
+/* A store's cursor over the rows of one statement; opaque to the logic. */
+typedef struct jobq_rows jobq_rows;
+
 typedef struct jobq_store {
   const char *scheme;
+  int dialect;
 
   /* Connects; db->conn holds the store's state.  Validates url options
    * the store knows and refuses unknown ones (JOBQ_EURL). */
@@ -53,48 +76,46 @@ typedef struct jobq_store {
   int (*commit)(jobq *db, int depth);
   int (*rollback)(jobq *db, int depth);
 
-  int (*identity)(jobq *db, jobq_identity *out);
+  /* --- the executor --- */
+  /* Runs statement id of lib/sql.h with n values.  *rows (when rows is
+   * not NULL) gets a cursor before the first row, to be stepped with
+   * next() and given back with done(); without rows, the result is
+   * dropped.  Cursors of different statements may be open together. */
+  int (*query)(jobq *db, int id, const jobq_val *args, size_t n,
+               jobq_rows **rows);
+  /* 1: a row is there; 0: no more (the cursor stays to be given back);
+   * < 0: an error, recorded on db. */
+  int (*next)(jobq *db, jobq_rows *r);
+  void (*done)(jobq *db, jobq_rows *r);
+  int (*is_null)(jobq_rows *r, int col);
+  int64_t (*col_int)(jobq_rows *r, int col);
+  /* Text or bytes, followed by a NUL that len does not count; "" for
+   * NULL.  Valid until the next next() or done(). */
+  const void *(*col_bytes)(jobq_rows *r, int col, size_t *len);
+  /* Rows changed by the last statement run. */
+  int64_t (*changes)(jobq *db);
+  /* The id given by the last INSERT into jobq_jobs, for dialects whose
+   * insert cannot return it as a row (NULL otherwise). */
+  int64_t (*insert_id)(jobq *db);
 
-  /* One validated job; fills *id and *existed. */
-  int (*put)(jobq *db, const jobq_put_opts *o, int64_t *id, int *existed);
+  /* Takes a lock named by a 64-bit number until the transaction ends,
+   * shared or exclusive (lib/order.c says which and why).  NULL for
+   * engines where one writer holds the whole database. */
+  int (*lock)(jobq *db, int64_t name, int exclusive);
 
-  /* Inserts the session row (the store fills host and pid). */
-  int (*session_insert)(jobq *db, jobq_session *s);
-  /* Deletes the row; its running jobs go back to ready, attempts given
-   * back (or to cancelled when a cancel was requested). */
-  int (*session_delete)(jobq *db, const char *sid);
-  /* Renews the lease: JOBQ_EEXPIRED when the row is gone or belongs to
-   * another epoch. */
-  int (*heartbeat)(jobq *db, jobq_session *s);
-  /* The stall guard, then reaping of expired sessions (their jobs back to
-   * ready with prev_lost, or dead when no attempts are left).  guard_ms:
-   * when nobody heartbeated for longer, every lease is renewed instead
-   * (-1: the longest lease of any session).
-   * Records this call as the latest heartbeat when beat is set. */
-  int (*reap)(jobq *db, int64_t guard_ms, int beat, int64_t *count);
-  int (*cancel_list)(jobq *db, const char *sid, int64_t **ids, size_t *n);
-
+  /* --- what each engine does its own way --- */
+  /* Claims up to max ready jobs of the session from the nq queues (all
+   * unpaused queues when nq is 0), in one statement where the engine
+   * allows; the session and identity were checked in this transaction. */
   int (*claim)(jobq *db, jobq_session *s, const char *const *queues,
                size_t nq, size_t max, jobq_job **jobs, size_t *n);
-  /* One acknowledgement; sets ack->status, already and outcome.  Returns
-   * an error only for database failures (the batch is rolled back). */
-  int (*ack)(jobq *db, jobq_session *s, jobq_ack *ack);
-  int (*extend)(jobq *db, jobq_session *s, const jobq_job *job, int64_t ms);
-
-  int (*show)(jobq *db, int64_t id, jobq_job_info **out);
-  int (*list)(jobq *db, const jobq_list_opts *o, jobq_job_info **out,
-              size_t *n);
-  int (*stats)(jobq *db, jobq_queue_stats **out, size_t *n);
-  int (*sessions)(jobq *db, jobq_session_info **out, size_t *n);
-
-  int (*retry)(jobq *db, int64_t id);
-  int (*retry_dead)(jobq *db, const char *queue, int64_t *count);
-  int (*cancel)(jobq *db, int64_t id, int *now);
-  /* paused: 0/1, or -1 to leave; policy: "block"/"skip" or NULL. */
-  int (*set_queue)(jobq *db, const char *queue, int paused,
-                   const char *policy);
-  int (*prune)(jobq *db, int64_t older_than_ms, int64_t *count);
-  int (*epoch_bump)(jobq *db, int64_t *epoch);
+  /* Optional fast paths.  put_plain: n validated jobs without key,
+   * barrier or unique key, into ids.  ack_plain: the acks that need no
+   * ordering work (see lib/ack.c); each one taken gets its status and
+   * outcome, the others keep status 1 for the library to do. */
+  int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
+                   int64_t *ids);
+  int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
 
   /* Wake-ups (outside transactions): watch() sets *fd to a descriptor
    * that turns readable on another connection's commit; changed() drains
@@ -105,5 +126,6 @@ typedef struct jobq_store {
 } jobq_store;
 
 extern const jobq_store jobq__store_sqlite;
+extern const jobq_store jobq__store_postgres;
 
 #endif

@@ -1,0 +1,249 @@
+/*
+ * order.c - ordering keys, barriers and the archive: when a job must wait
+ * for its turn, who may run once a job has left the hot table, and the
+ * move of a finished job into jobq_done.
+ *
+ * A job leaves `waiting` when its turn comes: it is the oldest unfinished
+ * job of its ordering key (and the key is not blocked by a dead head), and
+ * no unfinished barrier of its queue is older than it; a barrier also
+ * needs every older job of its queue finished.  Completing the head makes
+ * the next one ready in the same transaction, so claims never scan a
+ * backlog of one key.
+ *
+ * On engines where transactions run side by side (PostgreSQL, MariaDB),
+ * two of them could each decide from what the other has not committed
+ * yet: a put that sees the key's head still running while the head's
+ * completion does not see the new job.  Named locks keep those decisions
+ * apart (SQLite needs none: one writer holds the whole file):
+ *
+ *   Q(queue)        every put and finish takes it shared; a barrier's put
+ *                   and finish take it exclusive, so nothing of the queue
+ *                   is put or finished while a barrier comes or goes
+ *   B(queue)        exclusive, for finishes while a barrier waits, so that
+ *                   the last job before it is seen to be the last
+ *   K(queue, key)   exclusive, around every put and finish of the key
+ *
+ * Locks are held to the end of the transaction.  A deadlock between them
+ * is reported by the engine and the transaction runs again (txn_retry).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- locks */
+
+/* A 63-bit FNV-1a name for a lock: the kind, then the strings. */
+static int64_t lock_name(char kind, const char *queue, const char *key) {
+  uint64_t h = 1469598103934665603ULL;
+  h = (h ^ (unsigned char)kind) * 1099511628211ULL;
+  for (const char *p = queue; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  if (key != NULL) {
+    h = (h ^ 0xffu) * 1099511628211ULL;
+    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  }
+  return (int64_t)(h >> 1);
+}
+
+static int lock(jobq *db, char kind, const char *queue, const char *key,
+                int exclusive) {
+  if (db->store->lock == NULL) return JOBQ_OK;
+  return db->store->lock(db, lock_name(kind, queue, key), exclusive);
+}
+
+int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
+  if (db->store->lock == NULL) return JOBQ_OK;
+  int rc = lock(db, 'q', job->queue, NULL, job->barrier);
+  if (rc == JOBQ_OK && finishing && !job->barrier) {
+    /* Finishing next to a waiting barrier: one finisher at a time, so
+     * that whoever finishes the barrier's last predecessor sees it so. */
+    int yes;
+    rc = jobq__sql_exists(db, JOBQ_Q_BARRIER_BEFORE, &yes,
+                          SQL_ARGS(V_TEXT(job->queue), V_INT(INT64_MAX)));
+    if (rc == JOBQ_OK && yes) rc = lock(db, 'b', job->queue, NULL, 1);
+  }
+  if (rc == JOBQ_OK && job->key != NULL) rc = lock(db, 'k', job->queue, job->key, 1);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- decisions */
+
+static int exists_qk(jobq *db, int id, const char *queue, const char *key,
+                     int *yes) {
+  return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
+}
+
+static int exists_qi(jobq *db, int id, const char *queue, int64_t num,
+                     int *yes) {
+  return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_INT(num)));
+}
+
+int jobq__must_wait(jobq *db, const jobq_jobref *j, int *wait) {
+  int yes, rc;
+  *wait = 1;
+  if (j->barrier) {
+    rc = j->id ? exists_qi(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id, &yes)
+               : jobq__sql_exists(db, JOBQ_Q_ANY_IN_QUEUE, &yes,
+                                  SQL_ARGS(V_TEXT(j->queue)));
+  } else {
+    rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
+                   &yes);
+  }
+  if (rc != JOBQ_OK || yes) return rc;
+  if (j->key != NULL) {
+    /* A new job waits behind any unfinished job of its key; a retried one
+     * is older than the key's waiting jobs and waits only for a running
+     * (or ready) one. */
+    rc = exists_qk(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_ANY, j->queue, j->key,
+                   &yes);
+    if (rc != JOBQ_OK || yes) return rc;
+    if ((rc = exists_qk(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes)
+      return rc;
+  }
+  *wait = 0;
+  return JOBQ_OK;
+}
+
+static int make_ready(jobq *db, int64_t id) {
+  return jobq__sql_run(db, JOBQ_Q_MAKE_READY, SQL_ARGS(V_INT(id)));
+}
+
+int jobq__promote_key(jobq *db, const char *queue, const char *key) {
+  int yes, rc;
+  if ((rc = exists_qk(db, JOBQ_Q_BLOCKED, queue, key, &yes)) != JOBQ_OK || yes) return rc;
+  if ((rc = exists_qk(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes)
+    return rc;
+  int64_t next;
+  rc = jobq__sql_int(db, JOBQ_Q_KEY_NEXT, 0, &next, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
+  if (rc != JOBQ_OK || next == 0) return rc;
+  if ((rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
+    return rc;
+  return make_ready(db, next);
+}
+
+/* The first unfinished barrier of queue: *id (0: none) and whether it
+ * waits. */
+static int first_barrier(jobq *db, const char *queue, int64_t *id, int *waiting) {
+  jobq_rows *r;
+  *id = 0;
+  *waiting = 0;
+  int got = jobq__sql_row(db, JOBQ_Q_BARRIER_FIRST, &r, SQL_ARGS(V_TEXT(queue)));
+  if (got <= 0) return got;
+  *id = jobq__col_int(db, r, 0);
+  *waiting = jobq__col_is(db, r, 1, "waiting");
+  jobq__rows_done(db, r);
+  return JOBQ_OK;
+}
+
+static int promote_barrier(jobq *db, const char *queue) {
+  int64_t id;
+  int waiting, yes;
+  int rc = first_barrier(db, queue, &id, &waiting);
+  if (rc != JOBQ_OK || !waiting) return rc;
+  if ((rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, queue, id, &yes)) != JOBQ_OK || yes) return rc;
+  return make_ready(db, id);
+}
+
+/* After a barrier finished: the jobs up to the next barrier may run. */
+static int promote_after_barrier(jobq *db, const char *queue) {
+  int64_t next;
+  int waiting;
+  int rc = first_barrier(db, queue, &next, &waiting);
+  if (rc != JOBQ_OK) return rc;
+  int64_t limit = next ? next : INT64_MAX;
+  rc = jobq__sql_run(db, JOBQ_Q_WAITING_UNKEYED, SQL_ARGS(V_TEXT(queue), V_INT(limit)));
+  if (rc != JOBQ_OK) return rc;
+  /* Keys are collected first: promoting changes the rows being read. */
+  jobq_rows *r;
+  rc = jobq__sql_query(db, JOBQ_Q_WAITING_KEYS, &r, SQL_ARGS(V_TEXT(queue), V_INT(limit)));
+  if (rc != JOBQ_OK) return rc;
+  char **keys = NULL;
+  size_t n = 0;
+  int got, failed = 0;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    char **k = realloc(keys, (n + 1) * sizeof *k);
+    if (k == NULL) {
+      failed = 1;
+      break;
+    }
+    keys = k;
+    keys[n++] = jobq__col_text(db, r, 0, &failed);
+  }
+  jobq__rows_done(db, r);
+  rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    jobq_jobref k = {0, queue, keys[i], 0};
+    rc = lock(db, 'k', queue, keys[i], 1);
+    if (rc == JOBQ_OK) rc = jobq__promote_key(db, k.queue, k.key);
+  }
+  for (size_t i = 0; i < n; i++) free(keys[i]);
+  free(keys);
+  if (rc != JOBQ_OK) return rc;
+  return promote_barrier(db, queue);
+}
+
+/* ---------------------------------------------------------------- archive */
+
+int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
+                    int64_t cancelled) {
+  /* Counters live in 16 rows per queue, picked at random. */
+  int64_t shard = (int64_t)(jobq__rand(db) % 16);
+  return jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
+                       SQL_ARGS(V_TEXT(queue), V_INT(shard), V_INT(done), V_INT(dead),
+                                V_INT(cancelled)));
+}
+
+int jobq__archive(jobq *db, const jobq_jobref *j, int state, const void *result,
+                  size_t result_len, const char *error, size_t error_len) {
+  jobq_val res = state == JOBQ_STATE_DONE ? V_BYTES(result, result_len) : V_NULL;
+  int rc = jobq__sql_run(db, JOBQ_Q_ARCHIVE,
+                         SQL_ARGS(V_INT(j->id), V_TEXT(jobq_state_name(state)), res,
+                                  V_TEXTN(error, error_len)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_JOB, SQL_ARGS(V_INT(j->id)));
+  if (rc == JOBQ_OK)
+    rc = jobq__count_add(db, j->queue, state == JOBQ_STATE_DONE, state == JOBQ_STATE_DEAD,
+                         state == JOBQ_STATE_CANCELLED);
+  /* A dead head under the 'block' policy holds its key for an operator. */
+  int blocked = 0;
+  if (rc == JOBQ_OK && state == JOBQ_STATE_DEAD && j->key != NULL) {
+    jobq_rows *r;
+    int got = jobq__sql_row(db, JOBQ_Q_POLICY, &r, SQL_ARGS(V_TEXT(j->queue)));
+    if (got < 0) return got;
+    blocked = got == 1 && jobq__col_is(db, r, 0, "block");
+    jobq__rows_done(db, r);
+    if (blocked)
+      rc = jobq__sql_run(db, JOBQ_Q_BLOCK,
+                         SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
+  }
+  if (rc != JOBQ_OK) return rc;
+  if (j->key != NULL && !blocked) rc = jobq__promote_key(db, j->queue, j->key);
+  if (rc != JOBQ_OK) return rc;
+  return j->barrier ? promote_after_barrier(db, j->queue) : promote_barrier(db, j->queue);
+}
+
+int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state) {
+  memset(ref, 0, sizeof *ref);
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_HOT_STATE, &r, SQL_ARGS(V_INT(id)));
+  if (got <= 0) return got;
+  int failed = 0;
+  size_t len;
+  const char *st = db->store->col_bytes(r, 0, &len);
+  *state = jobq_state_parse(st);
+  ref->id = id;
+  ref->queue = jobq__col_text(db, r, 1, &failed);
+  ref->key = jobq__col_text(db, r, 2, &failed);
+  ref->barrier = (int)jobq__col_int(db, r, 3);
+  jobq__rows_done(db, r);
+  if (failed) {
+    jobq__job_ref_release(ref);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  return 1;
+}
+
+void jobq__job_ref_release(jobq_jobref *ref) {
+  free((char *)ref->queue);
+  free((char *)ref->key);
+  memset(ref, 0, sizeof *ref);
+}

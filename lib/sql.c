@@ -1,0 +1,541 @@
+/*
+ * sql.c - the texts of every statement the job logic runs, one column per
+ * dialect where an engine needs its own words, the spelling of the common
+ * notation (sql.h) for each engine, and the calls that run a statement
+ * through the store's executor.
+ *
+ * All values are bound: no text here ever changes with input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "sql.h"
+
+/* ---------------------------------------------------------------- texts */
+
+/* The columns every job listing reads, from either table. */
+#define HOT_INFO                                                              \
+  "SELECT id, queue, state, priority, run_at, order_key, barrier, "           \
+  "unique_key, length(payload) AS payload_len, NULL AS result_len, "          \
+  "attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "          \
+  "created_at, claimed_at, NULL AS finished_at, last_error, "                 \
+  "cancel_requested, prev_lost"
+#define DONE_INFO                                                             \
+  "SELECT id, queue, outcome, priority, run_at, order_key, barrier, "         \
+  "unique_key, length(payload), length(result), attempts, max_attempts, "     \
+  "timeout_ms, backoff_ms, session, claim, created_at, claimed_at, "          \
+  "finished_at, last_error, 0, prev_lost"
+
+#define ARCHIVE_COLS                                                          \
+  "id, queue, priority, run_at, outcome, order_key, barrier, unique_key, "    \
+  "payload, result, attempts, max_attempts, timeout_ms, backoff_ms, "         \
+  "session, claim, created_at, claimed_at, finished_at, last_error, "         \
+  "prev_lost"
+
+typedef struct text {
+  const char *common;  /* every dialect without its own text */
+  const char *sqlite, *pg, *mysql;
+} text;
+
+static const text texts[JOBQ_Q__COUNT] = {
+    [JOBQ_Q_NOW] = {"SELECT {now}"},
+    [JOBQ_Q_IDENT] = {"SELECT queue_id, epoch, version, {now} FROM jobq_meta "
+                      "WHERE id = 1"},
+    [JOBQ_Q_SEQ] =
+        {NULL,
+         .sqlite = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE "
+                   "name = 'jobq_jobs'), 0)",
+         .pg = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM "
+               "jobq_jobs_id_seq",
+         .mysql = "SELECT coalesce(AUTO_INCREMENT, 1) - 1 FROM "
+                  "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                  "AND TABLE_NAME = 'jobq_jobs'"},
+    [JOBQ_Q_QUEUE_ENSURE] =
+        {"INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
+         "ON CONFLICT (name) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) "
+                  "VALUES (?1, {now})"},
+    [JOBQ_Q_UNIQUE_FIND] = {"SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+                            "unique_key = ?2"},
+    [JOBQ_Q_ANY_IN_QUEUE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 LIMIT 1"},
+    [JOBQ_Q_ANY_BEFORE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+                           "id < ?2 LIMIT 1"},
+    [JOBQ_Q_BARRIER_FIRST] =
+        {"SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
+         "ORDER BY id LIMIT 1",
+         .sqlite = "SELECT id, state FROM jobq_jobs INDEXED BY "
+                   "jobq_jobs_barrier WHERE queue = ?1 AND barrier = 1 "
+                   "ORDER BY id LIMIT 1"},
+    [JOBQ_Q_BARRIER_BEFORE] =
+        {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 AND "
+         "id < ?2 LIMIT 1",
+         .sqlite = "SELECT 1 FROM jobq_jobs INDEXED BY jobq_jobs_barrier "
+                   "WHERE queue = ?1 AND barrier = 1 AND id < ?2 LIMIT 1"},
+    [JOBQ_Q_KEY_ANY] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+                        "order_key = ?2 LIMIT 1"},
+    [JOBQ_Q_KEY_ACTIVE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+                           "order_key = ?2 AND state IN ('ready','running') "
+                           "LIMIT 1"},
+    [JOBQ_Q_KEY_NEXT] = {"SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+                         "order_key = ?2 AND state = 'waiting' ORDER BY id "
+                         "LIMIT 1"},
+    [JOBQ_Q_BLOCKED] = {"SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
+                        "order_key = ?2"},
+    [JOBQ_Q_BLOCK] =
+        {"INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES "
+         "(?1, ?2, ?3) ON CONFLICT (queue, order_key) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_blocked(queue, order_key, job_id) "
+                  "VALUES (?1, ?2, ?3)"},
+    [JOBQ_Q_UNBLOCK] = {"DELETE FROM jobq_blocked WHERE job_id = ?1"},
+    [JOBQ_Q_BLOCKED_BY] = {"SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
+    [JOBQ_Q_MAKE_READY] = {"UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},
+    /* ?3: run_at (0: now + ?4, the delay).  A unique key already taken
+     * inserts nothing. */
+    [JOBQ_Q_INSERT_JOB] =
+        {"INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
+         "barrier, unique_key, payload, max_attempts, timeout_ms, backoff_ms, "
+         "created_at) VALUES (?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 "
+         "END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
+         "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL "
+         "DO NOTHING RETURNING id",
+         .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, "
+                  "order_key, barrier, unique_key, payload, max_attempts, "
+                  "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
+                  "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
+                  "?9, ?10, ?11, ?12, {now}) ON DUPLICATE KEY UPDATE id = id"},
+    [JOBQ_Q_SESSION_INSERT] =
+        {"INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
+         "heartbeat_at, expires_at, lease_ms) VALUES (?1, ?2, ?3, ?4, ?5, "
+         "{now}, {now}, {now} + ?6, ?6)"},
+    /* A claim holds its session row so that no reaper deletes the session
+     * under it; heartbeats (which change no key) still go through. */
+    [JOBQ_Q_SESSION_LOCK] =
+        {"SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END FROM "
+         "jobq_sessions WHERE id = ?1",
+         .pg = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END "
+               "FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE",
+         .mysql = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 "
+                  "END FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
+    [JOBQ_Q_SESSION_DELETE] = {"DELETE FROM jobq_sessions WHERE id = ?1"},
+    [JOBQ_Q_SESSION_JOBS] = {"SELECT id, attempts, max_attempts, "
+                             "cancel_requested FROM jobq_jobs WHERE "
+                             "session = ?1 ORDER BY id{for_update}"},
+    [JOBQ_Q_HEARTBEAT] =
+        {"UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
+         "lease_ms, in_flight = ?2, done = ?3, failed = ?4 WHERE id = ?1 AND "
+         "epoch = ?5"},
+    /* How long since any session heartbeated (NULL: none), and the longest
+     * lease. */
+    [JOBQ_Q_STALL] = {"SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
+                      "jobq_sessions"},
+    [JOBQ_Q_RENEW_ALL] =
+        {"UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
+         "{greatest}(expires_at, {now} + lease_ms)"},
+    [JOBQ_Q_EXPIRED] = {"SELECT id FROM jobq_sessions WHERE expires_at < {now} "
+                        "ORDER BY expires_at LIMIT ?1{skip_locked}"},
+    /* Running jobs whose session is gone (it can only happen through a
+     * restore or a hand edit): they are lost like a reaped session's. */
+    [JOBQ_Q_ORPHANS] =
+        {"SELECT id FROM jobq_jobs WHERE session IS NOT NULL AND NOT EXISTS "
+         "(SELECT 1 FROM jobq_sessions s WHERE s.id = jobq_jobs.session) "
+         "ORDER BY id LIMIT ?1{skip_locked}"},
+    [JOBQ_Q_REQUEUE_LOST] =
+        {"UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+         "deadline_at = NULL, prev_lost = 1, last_error = ?2 WHERE id = ?1"},
+    [JOBQ_Q_REQUEUE_GIVEN_BACK] =
+        {"UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+         "deadline_at = NULL, attempts = attempts - 1 WHERE id = ?1"},
+    [JOBQ_Q_CANCEL_LIST] = {"SELECT id FROM jobq_jobs WHERE session = ?1 AND "
+                            "cancel_requested = 1 ORDER BY id"},
+    /* The fence: the job is still this claim's, locked until commit. */
+    [JOBQ_Q_ACK_ROW] =
+        {"SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
+         "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
+         "AND claim = ?3 AND state = 'running'{for_update}"},
+    [JOBQ_Q_ACK_DONE_BEFORE] = {"SELECT outcome FROM jobq_done WHERE id = ?1 "
+                                "AND claim = ?2"},
+    [JOBQ_Q_ACK_READY_BEFORE] = {"SELECT 1 FROM jobq_jobs WHERE id = ?1 AND "
+                                 "claim = ?2 AND session IS NULL"},
+    /* ?3: 1 gives the attempt back (release), which also forgets the claim
+     * so that a late fail with it is refused. */
+    [JOBQ_Q_ACK_REQUEUE] =
+        {"UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = "
+         "NULL, run_at = {now} + ?2, attempts = attempts - ?3, claim = CASE "
+         "WHEN ?3 = 1 THEN NULL ELSE claim END, last_error = coalesce(?4, "
+         "last_error), prev_lost = 0 WHERE id = ?1"},
+    [JOBQ_Q_JOB_ORDER] = {"SELECT queue, order_key, barrier FROM jobq_jobs "
+                          "WHERE id = ?1"},
+    [JOBQ_Q_ARCHIVE] =
+        {"INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, "
+         "run_at, ?2, order_key, barrier, unique_key, payload, ?3, attempts, "
+         "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
+         "claimed_at, {now}, coalesce(?4, last_error), prev_lost FROM "
+         "jobq_jobs WHERE id = ?1"},
+    [JOBQ_Q_DELETE_JOB] = {"DELETE FROM jobq_jobs WHERE id = ?1"},
+    /* The finished-job counters, spread over a few rows per queue (?2 is
+     * the row) so that concurrent acknowledgements do not queue up on
+     * one. */
+    [JOBQ_Q_COUNT_ADD] =
+        {"INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
+         "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (queue, shard) DO UPDATE SET "
+         "n_done = jobq_counts.n_done + excluded.n_done, n_dead = "
+         "jobq_counts.n_dead + excluded.n_dead, n_cancelled = "
+         "jobq_counts.n_cancelled + excluded.n_cancelled",
+         .mysql = "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, "
+                  "n_cancelled) VALUES (?1, ?2, ?3, ?4, ?5) ON DUPLICATE KEY "
+                  "UPDATE n_done = n_done + VALUES(n_done), n_dead = n_dead + "
+                  "VALUES(n_dead), n_cancelled = n_cancelled + "
+                  "VALUES(n_cancelled)"},
+    [JOBQ_Q_POLICY] = {"SELECT key_policy FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_WAITING_UNKEYED] =
+        {"UPDATE jobq_jobs SET state = 'ready' WHERE queue = ?1 AND state = "
+         "'waiting' AND barrier = 0 AND order_key IS NULL AND id < ?2"},
+    [JOBQ_Q_WAITING_KEYS] =
+        {"SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 AND state "
+         "= 'waiting' AND order_key IS NOT NULL AND id < ?2"},
+    [JOBQ_Q_EXTEND] = {"UPDATE jobq_jobs SET deadline_at = {now} + ?4 WHERE "
+                       "id = ?1 AND session = ?2 AND claim = ?3 AND state = "
+                       "'running'"},
+    [JOBQ_Q_EXTEND_CANCEL] = {"SELECT cancel_requested FROM jobq_jobs WHERE "
+                              "id = ?1"},
+    [JOBQ_Q_SHOW_HOT] = {HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
+    [JOBQ_Q_SHOW_DONE] = {DONE_INFO ", payload, result FROM jobq_done WHERE "
+                          "id = ?1"},
+    [JOBQ_Q_LIST_ALL] = {"SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
+                         DONE_INFO " FROM jobq_done) AS u WHERE id > ?1 AND "
+                         "(?2 IS NULL OR queue = ?2) ORDER BY id LIMIT ?3"},
+    /* ?5 = 1: only the scheduled ones (run_at still ahead). */
+    [JOBQ_Q_LIST_HOT] = {HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND (?2 IS "
+                         "NULL OR queue = ?2) AND state = ?4 AND (?5 = 0 OR "
+                         "run_at > {now}) ORDER BY id LIMIT ?3"},
+    [JOBQ_Q_LIST_DONE] = {DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
+                          "id > ?1 AND (?2 IS NULL OR queue = ?2) ORDER BY id "
+                          "LIMIT ?3"},
+    [JOBQ_Q_STATS_QUEUES] =
+        {"SELECT q.name, q.paused, q.key_policy, "
+         "CAST(coalesce(sum(c.n_done), 0) AS {bigint}), "
+         "CAST(coalesce(sum(c.n_dead), 0) AS {bigint}), "
+         "CAST(coalesce(sum(c.n_cancelled), 0) AS {bigint}) "
+         "FROM jobq_queues q LEFT JOIN jobq_counts c ON c.queue = q.name "
+         "GROUP BY q.name, q.paused, q.key_policy ORDER BY q.name"},
+    [JOBQ_Q_STATS_HOT] =
+        {"SELECT queue, state, CASE WHEN run_at <= {now} THEN 1 ELSE 0 END, "
+         "count(*), min(run_at), {now} FROM jobq_jobs GROUP BY 1, 2, 3"},
+    [JOBQ_Q_SESSIONS] =
+        {"SELECT s.id, s.name, s.host, s.pid, s.epoch, s.started_at, "
+         "s.heartbeat_at, s.expires_at, s.lease_ms, s.in_flight, s.done, "
+         "s.failed, (SELECT count(*) FROM jobq_jobs j WHERE j.session = s.id), "
+         "CASE WHEN s.expires_at < {now} THEN 1 ELSE 0 END FROM jobq_sessions "
+         "s ORDER BY s.started_at, s.id"},
+    [JOBQ_Q_DONE_ROW] = {"SELECT outcome, queue, order_key, unique_key, "
+                         "barrier FROM jobq_done WHERE id = ?1{for_update}"},
+    [JOBQ_Q_HOT_STATE] = {"SELECT state, queue, order_key, barrier FROM "
+                          "jobq_jobs WHERE id = ?1{for_update}"},
+    [JOBQ_Q_UNARCHIVE] =
+        {"INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "
+         "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "
+         "backoff_ms, created_at, last_error) SELECT id, queue, priority, "
+         "{now}, ?2, order_key, barrier, unique_key, payload, 0, max_attempts, "
+         "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
+         "id = ?1"},
+    [JOBQ_Q_DELETE_DONE] = {"DELETE FROM jobq_done WHERE id = ?1"},
+    [JOBQ_Q_DEAD_IDS] = {"SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
+                         "(?1 IS NULL OR queue = ?1) ORDER BY id"},
+    [JOBQ_Q_MARK_CANCELLED] = {"UPDATE jobq_done SET outcome = 'cancelled', "
+                               "finished_at = {now} WHERE id = ?1"},
+    [JOBQ_Q_REQUEST_CANCEL] = {"UPDATE jobq_jobs SET cancel_requested = 1 "
+                               "WHERE id = ?1"},
+    [JOBQ_Q_SET_PAUSED] = {"UPDATE jobq_queues SET paused = ?2 WHERE name = ?1"},
+    [JOBQ_Q_SET_POLICY] = {"UPDATE jobq_queues SET key_policy = ?2 WHERE "
+                           "name = ?1"},
+    /* ?1: the cut-off in Unix ms.  A dead head that blocks its key stays. */
+    [JOBQ_Q_PRUNE_COUNT] =
+        {"SELECT queue, "
+         "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
+         "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
+         "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
+         "{bigint}) FROM jobq_done WHERE finished_at < ?1 AND id NOT IN "
+         "(SELECT job_id FROM jobq_blocked) GROUP BY queue"},
+    [JOBQ_Q_PRUNE] = {"DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
+                      "IN (SELECT job_id FROM jobq_blocked)"},
+    [JOBQ_Q_ALL_SESSIONS] = {"SELECT id FROM jobq_sessions ORDER BY id"
+                             "{for_update}"},
+    /* Epochs only rise, even across restores of older backups: the new one
+     * is at least ?1, the current Unix time in seconds. */
+    [JOBQ_Q_BUMP] = {"UPDATE jobq_meta SET epoch = {greatest}(epoch + 1, ?1) "
+                     "WHERE id = 1"},
+    [JOBQ_Q_EPOCH] = {"SELECT epoch FROM jobq_meta WHERE id = 1"},
+    [JOBQ_Q_QUEUE_PAUSED] = {"SELECT paused FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_QUEUES_ACTIVE] = {"SELECT name FROM jobq_queues WHERE paused = 0 "
+                              "ORDER BY name"},
+};
+
+static const char *const names[JOBQ_Q__COUNT] = {
+#define JOBQ_SQL_NAME(name) #name,
+    JOBQ_SQL_STATEMENTS(JOBQ_SQL_NAME)
+#undef JOBQ_SQL_NAME
+};
+
+const char *jobq__sql_name(int id) {
+  return id >= 0 && id < JOBQ_Q__COUNT ? names[id] : "store statement";
+}
+
+/* ---------------------------------------------------------------- spelling */
+
+typedef struct token {
+  const char *name;
+  const char *spelled[3];  /* sqlite, pg, mysql */
+} token;
+
+static const token tokens[] = {
+    {"{now}",
+     {"jobq_now()",
+      "CAST(floor(extract(epoch FROM statement_timestamp()) * 1000) AS BIGINT)",
+      "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', "
+      "UTC_TIMESTAMP(6)) DIV 1000 AS SIGNED)"}},
+    {"{greatest}", {"max", "GREATEST", "GREATEST"}},
+    {"{bigint}", {"INTEGER", "BIGINT", "SIGNED"}},
+    {"{for_update}", {"", " FOR UPDATE", " FOR UPDATE"}},
+    {"{skip_locked}", {"", " FOR UPDATE SKIP LOCKED", " FOR UPDATE SKIP LOCKED"}},
+};
+
+/* A growing string; on ENOMEM it turns NULL and stays so. */
+typedef struct buf {
+  char *p;
+  size_t len, cap;
+} buf;
+
+static void put(buf *b, const char *s, size_t n) {
+  if (b->p == NULL) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = (b->len + n + 1) * 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) {
+      free(b->p);
+      b->p = NULL;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+char *jobq__sql_spell(int dialect, const char *t, int **order,
+                      size_t *norder) {
+  buf b = {malloc(256), 0, 256};
+  if (b.p == NULL) return NULL;
+  b.p[0] = '\0';
+  int *ord = NULL;
+  size_t nord = 0;
+  if (order != NULL) *order = NULL;
+  if (norder != NULL) *norder = 0;
+  while (*t != '\0' && b.p != NULL) {
+    if (*t == '\'') {
+      /* A literal is copied as it is. */
+      const char *end = strchr(t + 1, '\'');
+      size_t n = end ? (size_t)(end - t) + 1 : strlen(t);
+      put(&b, t, n);
+      t += n;
+    } else if (*t == '?' && t[1] >= '0' && t[1] <= '9') {
+      char *end;
+      long num = strtol(t + 1, &end, 10);
+      char p[16];
+      if (dialect == JOBQ_DIALECT_MYSQL) {
+        int *o = realloc(ord, (nord + 1) * sizeof *o);
+        if (o == NULL) {
+          free(b.p);
+          b.p = NULL;
+          break;
+        }
+        ord = o;
+        ord[nord++] = (int)num - 1;
+        put(&b, "?", 1);
+      } else {
+        int n = snprintf(p, sizeof p, "%c%ld",
+                         dialect == JOBQ_DIALECT_PG ? '$' : '?', num);
+        put(&b, p, (size_t)n);
+      }
+      t = end;
+    } else if (*t == '{') {
+      size_t i;
+      for (i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+        size_t n = strlen(tokens[i].name);
+        if (strncmp(t, tokens[i].name, n) == 0) {
+          const char *s = tokens[i].spelled[dialect];
+          put(&b, s, strlen(s));
+          t += n;
+          break;
+        }
+      }
+      if (i == sizeof tokens / sizeof tokens[0]) put(&b, t++, 1);
+    } else {
+      size_t n = strcspn(t, "'?{");
+      if (n == 0) n = 1;
+      put(&b, t, n);
+      t += n;
+    }
+  }
+  if (b.p == NULL || order == NULL) {
+    free(ord);
+    return b.p;
+  }
+  *order = ord;
+  *norder = nord;
+  return b.p;
+}
+
+char *jobq__sql_text(int dialect, int id, int **order, size_t *norder) {
+  const text *t = &texts[id];
+  const char *own = dialect == JOBQ_DIALECT_SQLITE ? t->sqlite
+                    : dialect == JOBQ_DIALECT_PG   ? t->pg
+                                                   : t->mysql;
+  return jobq__sql_spell(dialect, own ? own : t->common, order, norder);
+}
+
+/* ---------------------------------------------------------------- running */
+
+int jobq__sql_query(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
+                    size_t n) {
+  *rows = NULL;
+  return db->store->query(db, id, args, n, rows);
+}
+
+int jobq__rows_next(jobq *db, jobq_rows *r) { return db->store->next(db, r); }
+
+void jobq__rows_done(jobq *db, jobq_rows *r) {
+  if (r != NULL) db->store->done(db, r);
+}
+
+int jobq__sql_run(jobq *db, int id, const jobq_val *args, size_t n) {
+  return db->store->query(db, id, args, n, NULL);
+}
+
+int jobq__sql_change(jobq *db, int id, int64_t *changed, const jobq_val *args,
+                     size_t n) {
+  int rc = db->store->query(db, id, args, n, NULL);
+  if (rc == JOBQ_OK && changed != NULL) *changed = db->store->changes(db);
+  return rc;
+}
+
+int jobq__sql_row(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
+                  size_t n) {
+  int rc = jobq__sql_query(db, id, rows, args, n);
+  if (rc != JOBQ_OK) return rc;
+  int r = jobq__rows_next(db, *rows);
+  if (r != 1) {
+    jobq__rows_done(db, *rows);
+    *rows = NULL;
+  }
+  return r;
+}
+
+int jobq__sql_int(jobq *db, int id, int64_t dflt, int64_t *out,
+                  const jobq_val *args, size_t n) {
+  jobq_rows *r;
+  int got = jobq__sql_row(db, id, &r, args, n);
+  if (got < 0) return got;
+  *out = got && !jobq__col_null(db, r, 0) ? jobq__col_int(db, r, 0) : dflt;
+  jobq__rows_done(db, r);
+  return JOBQ_OK;
+}
+
+int jobq__sql_exists(jobq *db, int id, int *yes, const jobq_val *args,
+                     size_t n) {
+  jobq_rows *r;
+  int got = jobq__sql_row(db, id, &r, args, n);
+  if (got < 0) return got;
+  jobq__rows_done(db, r);
+  *yes = got;
+  return JOBQ_OK;
+}
+
+int jobq__sql_ids(jobq *db, int id, size_t max, int64_t **ids, size_t *nids,
+                  const jobq_val *args, size_t n) {
+  *ids = NULL;
+  *nids = 0;
+  jobq_rows *r;
+  int rc = jobq__sql_query(db, id, &r, args, n);
+  if (rc != JOBQ_OK) return rc;
+  size_t cap = 0;
+  int got = 0;
+  while (*nids < max && (got = jobq__rows_next(db, r)) == 1) {
+    if (*nids == cap) {
+      cap = cap ? cap * 2 : 16;
+      int64_t *v = realloc(*ids, cap * sizeof *v);
+      if (v == NULL) {
+        got = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+        break;
+      }
+      *ids = v;
+    }
+    (*ids)[(*nids)++] = jobq__col_int(db, r, 0);
+  }
+  jobq__rows_done(db, r);
+  if (*nids < max && got < 0) {
+    free(*ids);
+    *ids = NULL;
+    *nids = 0;
+    return got;
+  }
+  return JOBQ_OK;
+}
+
+int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
+                     const jobq_val *args, size_t n) {
+  *inserted = 0;
+  if (db->store->insert_id != NULL) {
+    int64_t changed = 0;
+    int rc = jobq__sql_change(db, id, &changed, args, n);
+    if (rc != JOBQ_OK) return rc;
+    /* An upsert that found its unique key taken changed nothing. */
+    if (changed == 1) {
+      *new_id = db->store->insert_id(db);
+      *inserted = 1;
+    }
+    return JOBQ_OK;
+  }
+  jobq_rows *r;
+  int got = jobq__sql_row(db, id, &r, args, n);
+  if (got < 0) return got;
+  if (got == 1) {
+    *new_id = jobq__col_int(db, r, 0);
+    *inserted = 1;
+    jobq__rows_done(db, r);
+  }
+  return JOBQ_OK;
+}
+
+int64_t jobq__col_int(jobq *db, jobq_rows *r, int col) {
+  return db->store->col_int(r, col);
+}
+
+int jobq__col_null(jobq *db, jobq_rows *r, int col) {
+  return db->store->is_null(r, col);
+}
+
+char *jobq__col_text(jobq *db, jobq_rows *r, int col, int *failed) {
+  if (db->store->is_null(r, col)) return NULL;
+  size_t len;
+  const void *p = db->store->col_bytes(r, col, &len);
+  return jobq__memdup(p, len, failed);
+}
+
+void *jobq__col_bytes(jobq *db, jobq_rows *r, int col, size_t *len,
+                      int *failed) {
+  *len = 0;
+  if (db->store->is_null(r, col)) return NULL;
+  const void *p = db->store->col_bytes(r, col, len);
+  return jobq__memdup(p, *len, failed);
+}
+
+int jobq__col_is(jobq *db, jobq_rows *r, int col, const char *s) {
+  if (db->store->is_null(r, col)) return 0;
+  size_t len;
+  const char *p = db->store->col_bytes(r, col, &len);
+  return len == strlen(s) && memcmp(p, s, len) == 0;
+}

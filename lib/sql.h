@@ -1,0 +1,145 @@
+/*
+ * sql.h - the statements the job logic runs, named once for every store,
+ * and the small calls through which the logic runs them.
+ *
+ * Each statement has one text in a common SQL with numbered parameters
+ * (?1, ?2 ...) and a few tokens, and where an engine needs its own words,
+ * a text of that dialect (lib/sql.c).  jobq__sql_text() gives a store the
+ * text to prepare, with the parameters and tokens spelled its way:
+ *
+ *   {now}          the database clock in Unix milliseconds
+ *   {greatest}     the larger of two values (max / GREATEST)
+ *   {bigint}       the integer type of CAST (INTEGER / BIGINT / SIGNED)
+ *   {for_update}   lock the rows read until commit (nothing on SQLite,
+ *                  where a writer holds the whole file)
+ *   {skip_locked}  the same, skipping rows another transaction holds
+ *
+ * Times are BIGINT Unix milliseconds on every engine, so that the same
+ * arithmetic works everywhere; flags are 0/1 integers.
+ */
+#ifndef JOBQ_SQL_H
+#define JOBQ_SQL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "store/store.h"
+
+/* Every statement the logic runs, by name; lib/sql.c has their texts. */
+#define JOBQ_SQL_STATEMENTS(X)                                              \
+  X(NOW) X(IDENT) X(SEQ) X(QUEUE_ENSURE) X(UNIQUE_FIND) X(ANY_IN_QUEUE)     \
+  X(ANY_BEFORE) X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_ANY)               \
+  X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(UNBLOCK) X(BLOCKED_BY)    \
+  X(MAKE_READY) X(INSERT_JOB) X(SESSION_INSERT) X(SESSION_LOCK)             \
+  X(SESSION_DELETE) X(SESSION_JOBS) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \
+  X(EXPIRED) X(ORPHANS) X(REQUEUE_LOST) X(REQUEUE_GIVEN_BACK)               \
+  X(CANCEL_LIST) X(ACK_ROW) X(ACK_DONE_BEFORE) X(ACK_READY_BEFORE)          \
+  X(ACK_REQUEUE) X(JOB_ORDER) X(ARCHIVE) X(DELETE_JOB) X(COUNT_ADD)         \
+  X(POLICY) X(WAITING_UNKEYED) X(WAITING_KEYS) X(EXTEND) X(EXTEND_CANCEL)   \
+  X(SHOW_HOT) X(SHOW_DONE) X(LIST_ALL) X(LIST_HOT) X(LIST_DONE)             \
+  X(STATS_QUEUES) X(STATS_HOT) X(SESSIONS) X(DONE_ROW) X(HOT_STATE)         \
+  X(UNARCHIVE) X(DELETE_DONE) X(DEAD_IDS) X(MARK_CANCELLED)                 \
+  X(REQUEST_CANCEL) X(SET_PAUSED) X(SET_POLICY) X(PRUNE_COUNT) X(PRUNE)     \
+  X(ALL_SESSIONS) X(BUMP) X(EPOCH) X(QUEUE_PAUSED) X(QUEUES_ACTIVE)
+
+enum {
+#define JOBQ_SQL_ENUM(name) JOBQ_Q_##name,
+  JOBQ_SQL_STATEMENTS(JOBQ_SQL_ENUM)
+#undef JOBQ_SQL_ENUM
+      JOBQ_Q__COUNT
+};
+
+/*
+ * text (in the common notation above) spelled for dialect: a new string
+ * the caller frees, or NULL when out of memory.  For MySQL, whose
+ * parameters are unnumbered, *order (when order is not NULL) gets a new
+ * array of *norder 0-based argument indexes, one per '?' of the result
+ * (caller frees); other dialects set *order to NULL.
+ */
+char *jobq__sql_spell(int dialect, const char *text, int **order,
+                      size_t *norder);
+/* The text of statement id for dialect, spelled as above. */
+char *jobq__sql_text(int dialect, int id, int **order, size_t *norder);
+/* The statement's name ("KEY_NEXT"), for messages. */
+const char *jobq__sql_name(int id);
+
+/* ---------------------------------------------------------------- values */
+
+static inline jobq_val jobq__v_int(int64_t i) {
+  return (jobq_val){.type = 'i', .i = i};
+}
+/* Text, or SQL NULL when s is NULL. */
+static inline jobq_val jobq__v_text(const char *s) {
+  return s ? (jobq_val){.type = 't', .p = s, .len = strlen(s)}
+           : (jobq_val){.type = 'n'};
+}
+/* len bytes of text, or SQL NULL when s is NULL. */
+static inline jobq_val jobq__v_textn(const char *s, size_t len) {
+  return s ? (jobq_val){.type = 't', .p = s, .len = len}
+           : (jobq_val){.type = 'n'};
+}
+/* Bytes (never NULL: no bytes is an empty value). */
+static inline jobq_val jobq__v_bytes(const void *p, size_t len) {
+  return (jobq_val){.type = 'b', .p = p ? p : "", .len = len};
+}
+static inline jobq_val jobq__v_null(void) { return (jobq_val){.type = 'n'}; }
+
+#define V_INT(x) jobq__v_int(x)
+#define V_TEXT(s) jobq__v_text(s)
+#define V_TEXTN(s, n) jobq__v_textn((s), (n))
+#define V_BYTES(p, n) jobq__v_bytes((p), (n))
+#define V_NULL jobq__v_null()
+
+/* The arguments of a statement as (array, count): SQL_ARGS(V_INT(1),
+ * V_TEXT(q)).  The leading element keeps the array non-empty. */
+#define SQL_ARGS(...)                                                   \
+  ((const jobq_val[]){{0}, __VA_ARGS__}) + 1,                           \
+      sizeof((const jobq_val[]){{0}, __VA_ARGS__}) / sizeof(jobq_val) - 1
+
+/* ---------------------------------------------------------------- running */
+
+/* Runs statement id and drops its rows. */
+int jobq__sql_run(jobq *db, int id, const jobq_val *args, size_t n);
+/* Runs it; *changed (may be NULL) gets how many rows it changed. */
+int jobq__sql_change(jobq *db, int id, int64_t *changed, const jobq_val *args,
+                     size_t n);
+/* Runs it for its first row: 1 with *rows on that row (give it back with
+ * jobq__rows_done), 0 when there is none (nothing to give back), < 0 on
+ * error. */
+int jobq__sql_row(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
+                  size_t n);
+/* The first column of the first row as an integer; dflt when there is no
+ * row or the value is NULL. */
+int jobq__sql_int(jobq *db, int id, int64_t dflt, int64_t *out,
+                  const jobq_val *args, size_t n);
+/* Whether the statement returns a row: *yes gets 1 or 0. */
+int jobq__sql_exists(jobq *db, int id, int *yes, const jobq_val *args,
+                     size_t n);
+/* The first column of every row as integers: *ids (free with free()) and
+ * *nids; at most max of them. */
+int jobq__sql_ids(jobq *db, int id, size_t max, int64_t **ids, size_t *nids,
+                  const jobq_val *args, size_t n);
+/* Runs it for all its rows: step with jobq__rows_next, then give back. */
+int jobq__sql_query(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
+                    size_t n);
+int jobq__rows_next(jobq *db, jobq_rows *r);
+void jobq__rows_done(jobq *db, jobq_rows *r);
+/* Runs INSERT_JOB-like statement id: *new_id gets the new row's id and
+ * *inserted 1, or *inserted 0 when a unique key was already taken. */
+int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
+                     const jobq_val *args, size_t n);
+
+/* Columns of the current row. */
+int64_t jobq__col_int(jobq *db, jobq_rows *r, int col);
+int jobq__col_null(jobq *db, jobq_rows *r, int col);
+/* A heap copy of a text column (NULL for SQL NULL); *failed on ENOMEM. */
+char *jobq__col_text(jobq *db, jobq_rows *r, int col, int *failed);
+/* A heap copy of a bytes column with a NUL after it (NULL for SQL NULL);
+ * *len gets its length. */
+void *jobq__col_bytes(jobq *db, jobq_rows *r, int col, size_t *len,
+                      int *failed);
+/* Whether a text column equals s (an SQL NULL equals nothing). */
+int jobq__col_is(jobq *db, jobq_rows *r, int col, const char *s);
+
+#endif
