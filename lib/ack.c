@@ -130,6 +130,7 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
     rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   if (clean != NULL) p.error = clean;
   if (rc == JOBQ_OK && p.state == JOBQ_STATE_READY) {
+    if (p.delay_ms == 0) jobq__wake(db, queue);
     rc = jobq__sql_run(db, JOBQ_Q_ACK_REQUEUE,
                        SQL_ARGS(V_INT(a->id), V_INT(p.delay_ms), V_INT(p.spend ? 0 : 1),
                                 V_TEXTN(p.error, p.error_len)));

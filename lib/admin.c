@@ -92,6 +92,7 @@ static int retry(jobq *db, int64_t id) {
   if (rc == JOBQ_OK)
     rc = jobq__sql_run(db, JOBQ_Q_UNARCHIVE,
                        SQL_ARGS(V_INT(id), V_TEXT(wait ? "waiting" : "ready")));
+  if (rc == JOBQ_OK && !wait) jobq__wake(db, a.queue);
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_DONE, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK)
     rc = jobq__count_add(db, a.queue, 0, a.outcome == JOBQ_STATE_DEAD ? -1 : 0,

@@ -12,68 +12,63 @@
 
 #include "internal.h"
 
-static const jobq_store *const stores[] = {&jobq__store_sqlite};
+/* The stores by URL scheme; NULL: known, but not part of this build. */
+static const struct {
+  const char *scheme;
+  const jobq_store *store;
+} schemes[] = {
+    {"sqlite", &jobq__store_sqlite},     {"sqlite3", &jobq__store_sqlite},
+    {"postgres", &jobq__store_postgres}, {"postgresql", &jobq__store_postgres},
+    {"mysql", NULL},                     {"mariadb", NULL},
+};
+#define NSCHEMES (sizeof schemes / sizeof schemes[0])
 
-/* Schemes jobq knows of but this build has no store for. */
-static const char *const planned[] = {"postgres", "postgresql", "mysql",
-                                      "mariadb"};
+static const char expected[] =
+    "expected sqlite:PATH or postgres://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE";
 
 int jobq_open(const char *url, jobq **out) {
   jobq *db = calloc(1, sizeof *db);
   *out = db;
   if (db == NULL) return JOBQ_ENOMEM;
   db->max_payload = JOBQ_DEFAULT_MAX_PAYLOAD;
+  db->url_redacted = jobq_url_redact(url);
+  if (db->url_redacted == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  const char *red = db->url_redacted;
   /* An unknown scheme is named as such before the rest is parsed. */
   size_t slen = url ? strcspn(url, ":") : 0;
-  if (url != NULL && url[slen] == ':' && slen > 0 && strspn(url, "abcdefghijklmnopqrstuvwxyz0123456789+.-") >= slen) {
-    int known = strncmp(url, "sqlite:", 7) == 0 || strncmp(url, "sqlite3:", 8) == 0;
-    for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
-      known |= strlen(planned[i]) == slen && strncmp(planned[i], url, slen) == 0;
-    if (!known) {
-      char *red = jobq_url_redact(url);
-      int err = jobq__fail(db, JOBQ_EURL,
-                           "database url '%s': unknown scheme '%.*s': expected "
-                           "sqlite:PATH",
-                           red ? red : "", (int)slen, url);
-      free(red);
-      return err;
-    }
-  }
+  int known = 0;
+  for (size_t i = 0; i < NSCHEMES && slen > 0; i++)
+    known |= strlen(schemes[i].scheme) == slen && strncmp(schemes[i].scheme, url, slen) == 0;
+  if (url != NULL && url[slen] == ':' && slen > 0 && !known &&
+      strspn(url, "abcdefghijklmnopqrstuvwxyz0123456789+.-") >= slen)
+    return jobq__fail(db, JOBQ_EURL, "database url '%s': unknown scheme '%.*s': %s", red,
+                      (int)slen, url, expected);
   jobq_url u;
   int rc = jobq__url_parse(db, url, &u);
   if (rc != JOBQ_OK) return rc;
-  for (size_t i = 0; i < sizeof stores / sizeof stores[0]; i++) {
-    if (strcmp(stores[i]->scheme, u.scheme) == 0 ||
-        (strcmp(u.scheme, "sqlite3") == 0 && stores[i] == &jobq__store_sqlite))
-      db->store = stores[i];
-  }
-  if (db->store == NULL) {
-    char *red = jobq_url_redact(url);
-    rc = jobq__fail(db, JOBQ_EURL,
-                    "database url '%s': the %s store is not part of this build "
-                    "yet: expected sqlite:PATH",
-                    red ? red : "", u.scheme);
-    free(red);
-    jobq__url_release(&u);
-    return rc;
+  for (size_t i = 0; i < NSCHEMES; i++) {
+    if (strcmp(schemes[i].scheme, u.scheme) != 0) continue;
+    if (schemes[i].store == NULL)
+      rc = jobq__fail(db, JOBQ_EURL,
+                      "database url '%s': the %s store is not part of this build: %s",
+                      red, u.scheme, expected);
+    db->store = schemes[i].store;
   }
   const char *mp = jobq__url_opt(&u, "max_payload");
-  if (mp != NULL) {
+  if (rc == JOBQ_OK && mp != NULL) {
     int64_t bytes;
-    if (jobq_parse_size(mp, &bytes) != JOBQ_OK || bytes < 1) {
+    if (jobq_parse_size(mp, &bytes) != JOBQ_OK || bytes < 1 || bytes > (1 << 30))
       rc = jobq__fail(db, JOBQ_EURL,
-                      "invalid max_payload '%s' in the database url: expected "
-                      "a size like 1MiB",
+                      "invalid max_payload '%s' in the database url: expected a size "
+                      "from 1 byte to 1GiB, like 1MiB",
                       mp);
-      jobq__url_release(&u);
-      return rc;
-    }
-    db->max_payload = (size_t)bytes;
+    else
+      db->max_payload = (size_t)bytes;
   }
-  rc = db->store->open(db, &u);
+  if (rc == JOBQ_OK) rc = db->store->open(db, &u);
   jobq__url_release(&u);
   if (rc != JOBQ_OK) {
-    if (db->conn != NULL) db->store->close(db);
+    if (db->store != NULL && db->conn != NULL) db->store->close(db);
     db->conn = NULL;
     db->store = NULL;
   }
@@ -83,6 +78,7 @@ int jobq_open(const char *url, jobq **out) {
 void jobq_close(jobq *db) {
   if (db == NULL) return;
   if (db->store != NULL && db->conn != NULL) db->store->close(db);
+  free(db->url_redacted);
   free(db);
 }
 
@@ -91,6 +87,16 @@ int jobq__usable(jobq *db) {
   if (db->store == NULL || db->conn == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "the handle is not connected: jobq_open failed");
   return JOBQ_OK;
+}
+
+int jobq__ready(jobq *db) {
+  int rc = jobq__usable(db);
+  if (rc == JOBQ_OK && db->schema_missing)
+    rc = jobq__fail(db, JOBQ_ESCHEMA,
+                    "'%s' has no jobq schema yet: run 'jobq init' (or jobq_init()) "
+                    "first",
+                    db->url_redacted);
+  return rc;
 }
 
 int jobq_init(jobq *db) {
@@ -115,7 +121,7 @@ void *jobq_native(jobq *db) {
 }
 
 int jobq__txn_begin(jobq *db) {
-  int rc = jobq__usable(db);
+  int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   db->retry = 0;
@@ -240,7 +246,7 @@ static int identity(jobq *db, jobq_identity *out) {
 }
 
 int jobq_identity_get(jobq *db, jobq_identity *out) {
-  int rc = jobq__usable(db);
+  int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   return identity(db, out);

@@ -26,7 +26,7 @@ int jobq_state_parse(const char *name) {
 
 /* Refuses a handle that is not connected; clears the last error. */
 static int readable(jobq *db) {
-  int rc = jobq__usable(db);
+  int rc = jobq__ready(db);
   if (rc == JOBQ_OK) jobq__ok(db);
   return rc;
 }

@@ -22,6 +22,8 @@
 struct jobq {
   const jobq_store *store;     /* NULL until the URL named a store */
   void *conn;                  /* the store's own connection state */
+  char *url_redacted;          /* the URL without its password, for messages */
+  int schema_missing;          /* set by a store: only jobq_init() may run */
   int txn_depth;               /* 0: none; 1: a caller's jobq_begin() */
   size_t max_payload;
   uint64_t rng;                /* xorshift state for jitter */
@@ -58,6 +60,9 @@ int jobq__ok(jobq *db);
 /* JOBQ_OK when db is a connected handle, else JOBQ_EINVAL (with a
  * message when db is not NULL). */
 int jobq__usable(jobq *db);
+/* jobq__usable(), and the schema is there: JOBQ_ESCHEMA until jobq_init()
+ * made it on stores that do not make it on open. */
+int jobq__ready(jobq *db);
 
 /* Starts a write transaction, or a savepoint inside a caller's one. */
 int jobq__txn_begin(jobq *db);
@@ -153,6 +158,9 @@ int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
  * when there is no such job. */
 int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state);
 void jobq__job_ref_release(jobq_jobref *ref);
+
+/* Tells the store that queue has a job ready now (for watchers). */
+void jobq__wake(jobq *db, const char *queue);
 
 /* ---------------------------------------------------------------- sessions
  * (lib/session.c) */

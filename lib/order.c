@@ -33,22 +33,10 @@
 
 /* ---------------------------------------------------------------- locks */
 
-/* A 63-bit FNV-1a name for a lock: the kind, then the strings. */
-static int64_t lock_name(char kind, const char *queue, const char *key) {
-  uint64_t h = 1469598103934665603ULL;
-  h = (h ^ (unsigned char)kind) * 1099511628211ULL;
-  for (const char *p = queue; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  if (key != NULL) {
-    h = (h ^ 0xffu) * 1099511628211ULL;
-    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  }
-  return (int64_t)(h >> 1);
-}
-
 static int lock(jobq *db, char kind, const char *queue, const char *key,
                 int exclusive) {
   if (db->store->lock == NULL) return JOBQ_OK;
-  return db->store->lock(db, lock_name(kind, queue, key), exclusive);
+  return db->store->lock(db, kind, queue, key, exclusive);
 }
 
 int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
@@ -104,7 +92,8 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int *wait) {
   return JOBQ_OK;
 }
 
-static int make_ready(jobq *db, int64_t id) {
+static int make_ready(jobq *db, const char *queue, int64_t id) {
+  jobq__wake(db, queue);
   return jobq__sql_run(db, JOBQ_Q_MAKE_READY, SQL_ARGS(V_INT(id)));
 }
 
@@ -118,7 +107,7 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key) {
   if (rc != JOBQ_OK || next == 0) return rc;
   if ((rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
     return rc;
-  return make_ready(db, next);
+  return make_ready(db, queue, next);
 }
 
 /* The first unfinished barrier of queue: *id (0: none) and whether it
@@ -141,7 +130,7 @@ static int promote_barrier(jobq *db, const char *queue) {
   int rc = first_barrier(db, queue, &id, &waiting);
   if (rc != JOBQ_OK || !waiting) return rc;
   if ((rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, queue, id, &yes)) != JOBQ_OK || yes) return rc;
-  return make_ready(db, id);
+  return make_ready(db, queue, id);
 }
 
 /* After a barrier finished: the jobs up to the next barrier may run. */
@@ -151,8 +140,11 @@ static int promote_after_barrier(jobq *db, const char *queue) {
   int rc = first_barrier(db, queue, &next, &waiting);
   if (rc != JOBQ_OK) return rc;
   int64_t limit = next ? next : INT64_MAX;
-  rc = jobq__sql_run(db, JOBQ_Q_WAITING_UNKEYED, SQL_ARGS(V_TEXT(queue), V_INT(limit)));
+  int64_t freed = 0;
+  rc = jobq__sql_change(db, JOBQ_Q_WAITING_UNKEYED, &freed,
+                        SQL_ARGS(V_TEXT(queue), V_INT(limit)));
   if (rc != JOBQ_OK) return rc;
+  if (freed > 0) jobq__wake(db, queue);
   /* Keys are collected first: promoting changes the rows being read. */
   jobq_rows *r;
   rc = jobq__sql_query(db, JOBQ_Q_WAITING_KEYS, &r, SQL_ARGS(V_TEXT(queue), V_INT(limit)));

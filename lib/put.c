@@ -54,7 +54,11 @@ static int put_one(jobq *db, const jobq_put_opts *o, const char **ensured,
                V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
                V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
                V_INT(o->timeout_ms), V_INT(o->backoff_ms)));
-  if (rc != JOBQ_OK || inserted) return rc;
+  if (rc != JOBQ_OK) return rc;
+  if (inserted) {
+    if (!wait && o->run_at_ms == 0 && o->delay_ms == 0) jobq__wake(db, o->queue);
+    return JOBQ_OK;
+  }
   /* Another transaction took the unique key since we looked, and
    * committed: that job is the one. */
   if ((rc = unique_find(db, o, id)) != JOBQ_OK) return rc;

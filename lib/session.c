@@ -168,6 +168,7 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   typedef struct held {
     int64_t id;
     int attempts, max_attempts, cancel;
+    char queue[JOBQ_QUEUE_MAX + 1];
   } held;
   held *h = NULL;
   size_t n = 0, cap = 0;
@@ -185,8 +186,11 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
       }
       h = v;
     }
-    h[n++] = (held){jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
-                    (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
+    h[n] = (held){jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
+                  (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3), ""};
+    size_t len;
+    const char *q = db->store->col_bytes(r, 4, &len);
+    snprintf(h[n++].queue, sizeof h[0].queue, "%.*s", (int)len, q);
   }
   jobq__rows_done(db, r);
   rc = got < 0 ? got : JOBQ_OK;
@@ -196,6 +200,7 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
                  : lost && h[i].attempts >= h[i].max_attempts ? JOBQ_STATE_DEAD
                                                                : 0;
     if (finish == 0) {
+      jobq__wake(db, h[i].queue);
       if (lost)
         rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
                            SQL_ARGS(V_INT(h[i].id),

@@ -96,8 +96,8 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_INSERT_JOB] =
         {"INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
          "barrier, unique_key, payload, max_attempts, timeout_ms, backoff_ms, "
-         "created_at) VALUES (?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 "
-         "END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
+         "created_at) VALUES (?1, ?2, CASE WHEN CAST(?3 AS {bigint}) > 0 THEN "
+         "CAST(?3 AS {bigint}) ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
          "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL "
          "DO NOTHING RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, "
@@ -120,7 +120,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "END FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
     [JOBQ_Q_SESSION_DELETE] = {"DELETE FROM jobq_sessions WHERE id = ?1"},
     [JOBQ_Q_SESSION_JOBS] = {"SELECT id, attempts, max_attempts, "
-                             "cancel_requested FROM jobq_jobs WHERE "
+                             "cancel_requested, queue FROM jobq_jobs WHERE "
                              "session = ?1 ORDER BY id{for_update}"},
     [JOBQ_Q_HEARTBEAT] =
         {"UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
@@ -205,13 +205,13 @@ static const text texts[JOBQ_Q__COUNT] = {
                           "id = ?1"},
     [JOBQ_Q_LIST_ALL] = {"SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
                          DONE_INFO " FROM jobq_done) AS u WHERE id > ?1 AND "
-                         "(?2 IS NULL OR queue = ?2) ORDER BY id LIMIT ?3"},
+                         "queue = coalesce(?2, queue) ORDER BY id LIMIT ?3"},
     /* ?5 = 1: only the scheduled ones (run_at still ahead). */
-    [JOBQ_Q_LIST_HOT] = {HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND (?2 IS "
-                         "NULL OR queue = ?2) AND state = ?4 AND (?5 = 0 OR "
+    [JOBQ_Q_LIST_HOT] = {HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
+                         "coalesce(?2, queue) AND state = ?4 AND (?5 = 0 OR "
                          "run_at > {now}) ORDER BY id LIMIT ?3"},
     [JOBQ_Q_LIST_DONE] = {DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
-                          "id > ?1 AND (?2 IS NULL OR queue = ?2) ORDER BY id "
+                          "id > ?1 AND queue = coalesce(?2, queue) ORDER BY id "
                           "LIMIT ?3"},
     [JOBQ_Q_STATS_QUEUES] =
         {"SELECT q.name, q.paused, q.key_policy, "
@@ -242,7 +242,7 @@ static const text texts[JOBQ_Q__COUNT] = {
          "id = ?1"},
     [JOBQ_Q_DELETE_DONE] = {"DELETE FROM jobq_done WHERE id = ?1"},
     [JOBQ_Q_DEAD_IDS] = {"SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
-                         "(?1 IS NULL OR queue = ?1) ORDER BY id"},
+                         "queue = coalesce(?1, queue) ORDER BY id"},
     [JOBQ_Q_MARK_CANCELLED] = {"UPDATE jobq_done SET outcome = 'cancelled', "
                                "finished_at = {now} WHERE id = ?1"},
     [JOBQ_Q_REQUEST_CANCEL] = {"UPDATE jobq_jobs SET cancel_requested = 1 "

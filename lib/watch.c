@@ -8,10 +8,9 @@
 
 int jobq_watch(jobq *db, int *fd) {
   *fd = -1;
-  if (db == NULL) return JOBQ_EINVAL;
+  int rc = jobq__ready(db);
+  if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
-  if (db->store == NULL || db->conn == NULL)
-    return jobq__fail(db, JOBQ_EINVAL, "the handle is not connected: jobq_open failed");
   if (db->store->watch == NULL)
     return jobq__fail(db, JOBQ_ENOTSUP, "the %s store cannot watch for new work: poll instead",
                       db->store->scheme);
@@ -23,4 +22,8 @@ int jobq_changed(jobq *db) {
   jobq__ok(db);
   if (db->store->changed == NULL) return 1;
   return db->store->changed(db);
+}
+
+void jobq__wake(jobq *db, const char *queue) {
+  if (db->store->wake != NULL) db->store->wake(db, queue);
 }

@@ -1,6 +1,7 @@
 /*
- * helpers.c - the shared test fixture (a temp directory and a real SQLite
- * queue file per test) and the small helpers that keep the tests short:
+ * helpers.c - the shared test fixture (a temp directory, and a real queue
+ * database per test: an SQLite file in it, or a fresh schema on the
+ * PostgreSQL server that tests/run.sh started) and the small helpers that keep the tests short:
  * quick puts and claims that assert success, clocks and sleeps in
  * milliseconds, raw SQL on the handle's connection, file and process
  * helpers.  See helpers.h.
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,138 @@ jobq *th_open(const char *url) {
   return db;
 }
 
+const char *th_store(void) {
+  const char *s = getenv("JOBQ_TEST_STORE");
+  return s != NULL && *s != '\0' ? s : "sqlite";
+}
+
+int th_is_sqlite(void) { return strcmp(th_store(), "sqlite") == 0; }
+
+/* A schema name no other test (of this run or of others on the same
+ * server) uses. */
+static void fresh_schema(char *out, size_t size) {
+  static unsigned counter;
+  unsigned char r[4];
+  int fd = open("/dev/urandom", O_RDONLY);
+  if (fd < 0 || read(fd, r, sizeof r) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
+  if (fd >= 0) close(fd);
+  snprintf(out, size, "t%d_%u_%02x%02x%02x%02x", (int)getpid(), counter++, r[0], r[1],
+           r[2], r[3]);
+}
+
+void th_new_db(const char *dir, const char *name, char *url, size_t size) {
+  int len;
+  if (th_is_sqlite()) {
+    len = snprintf(url, size, "sqlite:%s/%s.db", dir, name);
+  } else if (strcmp(th_store(), "postgres") == 0) {
+    const char *base = getenv("JOBQ_TEST_PG_URL");
+    if (base == NULL || *base == '\0') fail_msg("JOBQ_TEST_PG_URL is not set");
+    char schema[64];
+    fresh_schema(schema, sizeof schema);
+    len = snprintf(url, size, "%s%sschema=%s", base, strchr(base, '?') ? "&" : "?", schema);
+  } else {
+    fail_msg("unknown JOBQ_TEST_STORE '%s': expected sqlite or postgres", th_store());
+    return;
+  }
+  assert_true(len > 0 && (size_t)len < size);
+  /* Servers need `jobq init`; SQLite initialises on open. */
+  if (!th_is_sqlite()) {
+    jobq *db = NULL;
+    int rc = jobq_open(url, &db);
+    if (rc == JOBQ_OK) rc = jobq_init(db);
+    if (rc != JOBQ_OK)
+      fail_msg("initialising %s: %s: %s", url, jobq_err_name(rc), jobq_errmsg(db));
+    jobq_close(db);
+  }
+}
+
+void th_drop_db(const char *url) {
+  if (th_is_sqlite() || getenv("JOBQ_TEST_KEEP") != NULL) return;
+  const char *schema = strstr(url, "schema=");
+  if (schema == NULL) return;
+  char sql[128];
+  snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %.*s CASCADE",
+           (int)strcspn(schema + 7, "&"), schema + 7);
+  jobq *db = NULL;
+  if (jobq_open(url, &db) == JOBQ_OK) th_sql(db, sql);
+  jobq_close(db);
+}
+
+/* The schema=NAME of a PostgreSQL test URL, into out. */
+static void url_schema(const char *url, char *out, size_t size) {
+  const char *p = strstr(url, "schema=");
+  assert_non_null(p);
+  snprintf(out, size, "%.*s", (int)strcspn(p + 7, "&"), p + 7);
+}
+
+/* Runs a shell command line of the test's own making; asserts it worked. */
+static void run_cmd(const char *cmd) {
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("'%s' failed with status %d", cmd, rc);
+}
+
+void th_backup(tq *t, const char *name) {
+  char path[PATH_MAX];
+  th_path(path, sizeof path, t->dir, name);
+  if (th_is_sqlite()) {
+    sqlite3 *b = NULL;
+    assert_int_equal(sqlite3_open(path, &b), SQLITE_OK);
+    sqlite3_backup *bk = sqlite3_backup_init(b, "main", jobq_native(t->db), "main");
+    if (bk == NULL) fail_msg("backup_init: %s", sqlite3_errmsg(b));
+    int rc = sqlite3_backup_step(bk, -1);
+    sqlite3_backup_finish(bk);
+    sqlite3_close(b);
+    if (rc != SQLITE_DONE) fail_msg("backup_step: %d", rc);
+    return;
+  }
+  char schema[64], cmd[PATH_MAX * 2 + 512];
+  url_schema(t->url, schema, sizeof schema);
+  snprintf(cmd, sizeof cmd, "pg_dump --dbname='%.*s' --schema=%s --no-owner -f '%s'",
+           (int)strcspn(t->url, "?"), t->url, schema, path);
+  run_cmd(cmd);
+}
+
+void th_restore(tq *t, const char *name) {
+  char path[PATH_MAX];
+  th_path(path, sizeof path, t->dir, name);
+  if (th_is_sqlite()) {
+    sqlite3 *b = NULL;
+    assert_int_equal(sqlite3_open(path, &b), SQLITE_OK);
+    sqlite3_backup *bk = sqlite3_backup_init(jobq_native(t->db), "main", b, "main");
+    if (bk == NULL) fail_msg("backup_init failed");
+    int rc = sqlite3_backup_step(bk, -1);
+    sqlite3_backup_finish(bk);
+    sqlite3_close(b);
+    if (rc != SQLITE_DONE) fail_msg("backup_step: %d", rc);
+    return;
+  }
+  char schema[64], sql[128], cmd[PATH_MAX * 2 + 512];
+  url_schema(t->url, schema, sizeof schema);
+  snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
+  assert_int_equal(th_sql(t->db, sql), 0);
+  snprintf(cmd, sizeof cmd, "psql -q -v ON_ERROR_STOP=1 --dbname='%.*s' -f '%s' >/dev/null",
+           (int)strcspn(t->url, "?"), t->url, path);
+  run_cmd(cmd);
+}
+
+void th_swap_in(tq *t, jobq *other, const char *other_url) {
+  if (th_is_sqlite()) {
+    sqlite3_backup *bk =
+        sqlite3_backup_init(jobq_native(t->db), "main", jobq_native(other), "main");
+    if (bk == NULL) fail_msg("backup_init failed");
+    int rc = sqlite3_backup_step(bk, -1);
+    sqlite3_backup_finish(bk);
+    if (rc != SQLITE_DONE) fail_msg("backup_step: %d", rc);
+    return;
+  }
+  char mine[64], theirs[64], sql[256];
+  url_schema(t->url, mine, sizeof mine);
+  url_schema(other_url, theirs, sizeof theirs);
+  snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE; ALTER SCHEMA %s RENAME TO %s", mine,
+           theirs, mine);
+  assert_int_equal(th_sql(t->db, sql), 0);
+}
+
 int tq_setup(void **state) {
   tq *t = calloc(1, sizeof *t);
   assert_non_null(t);
@@ -68,8 +202,7 @@ int tq_setup(void **state) {
   snprintf(t->dir, sizeof t->dir, "%s", dir);
   free(dir);
   th_path(t->path, sizeof t->path, t->dir, "queue.db");
-  int len = snprintf(t->url, sizeof t->url, "sqlite:%s", t->path);
-  assert_true(len > 0 && (size_t)len < sizeof t->url);
+  th_new_db(t->dir, "queue", t->url, sizeof t->url);
   t->db = th_open(t->url);
   *state = t;
   return 0;
@@ -79,6 +212,7 @@ int tq_teardown(void **state) {
   tq *t = *state;
   if (t == NULL) return 0;
   jobq_close(t->db);
+  th_drop_db(t->url);
   th_rmtree(t->dir);
   free(t);
   *state = NULL;
@@ -214,14 +348,31 @@ void th_sleep_ms(int64_t ms) {
 }
 
 int th_sql(jobq *db, const char *sql) {
-  sqlite3 *h = jobq_native(db);
+  void *h = jobq_native(db);
   assert_non_null(h);
-  return sqlite3_exec(h, sql, NULL, NULL, NULL);
+  if (th_is_sqlite()) return sqlite3_exec(h, sql, NULL, NULL, NULL);
+  PGresult *res = PQexec(h, sql);
+  ExecStatusType st = PQresultStatus(res);
+  int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : 1;
+  if (rc != 0) print_message("%s: %s", sql, PQresultErrorMessage(res));
+  PQclear(res);
+  return rc;
 }
 
 int64_t th_sql_int(jobq *db, const char *sql) {
-  sqlite3 *h = jobq_native(db);
+  void *h = jobq_native(db);
   assert_non_null(h);
+  if (!th_is_sqlite()) {
+    PGresult *res = PQexec(h, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1) {
+      print_error("%s: %s\n", sql, PQresultErrorMessage(res));
+      PQclear(res);
+      fail_msg("%s: no row", sql);
+    }
+    int64_t v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return v;
+  }
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL);
   if (rc != SQLITE_OK) fail_msg("%s: %s", sql, sqlite3_errmsg(h));

@@ -21,14 +21,43 @@
 
 #include "jobq.h"
 
-/* One test's world: a temp directory, the queue file in it and an open
- * handle on that file. */
+/* One test's world: a temp directory, a fresh queue database and an open
+ * handle on it.  The store is JOBQ_TEST_STORE: "sqlite" (the default: a
+ * file in dir) or "postgres" (a new schema on the server whose URL is
+ * JOBQ_TEST_PG_URL, dropped at the end). */
 typedef struct tq {
   char dir[PATH_MAX];
-  char path[PATH_MAX];       /* dir/queue.db */
-  char url[PATH_MAX + 16];   /* sqlite:dir/queue.db */
+  char path[PATH_MAX];       /* dir/queue.db (SQLite) */
+  char url[PATH_MAX + 256];  /* the queue database */
   jobq *db;
 } tq;
+
+/* The store under test ("sqlite", "postgres"), and whether it is SQLite. */
+const char *th_store(void);
+int th_is_sqlite(void);
+/* Makes another fresh queue database of the store under test, initialised,
+ * named name (SQLite: dir/name.db); its URL goes to url. */
+void th_new_db(const char *dir, const char *name, char *url, size_t size);
+/* Drops a database made by th_new_db (SQLite: nothing; the folder goes). */
+void th_drop_db(const char *url);
+/* Keeps a copy of t's database as name (SQLite: a file in t->dir made
+ * by the backup API; PostgreSQL: pg_dump of its schema). */
+void th_backup(tq *t, const char *name);
+/* Puts copy name back in place of t's database, under its live handle, as
+ * an operator restoring a backup would. */
+void th_restore(tq *t, const char *name);
+/* Replaces t's database, under its live handle, with other (a database
+ * made by th_new_db, used up by this). */
+void th_swap_in(tq *t, jobq *other, const char *other_url);
+/* For tests of one store only: skips the test, saying why, unless the
+ * store under test is SQLite. */
+#define TH_SQLITE_ONLY(why)                                                \
+  do {                                                                     \
+    if (!th_is_sqlite()) {                                                 \
+      print_message("skipped on %s: %s\n", th_store(), (why));             \
+      skip();                                                              \
+    }                                                                      \
+  } while (0)
 
 /* cmocka setup/teardown: *state becomes a tq with an open handle. */
 int tq_setup(void **state);
@@ -83,8 +112,8 @@ int64_t th_now_ms(void);
 int64_t th_mono_ms(void);
 void th_sleep_ms(int64_t ms);
 
-/* Runs SQL on the handle's own sqlite3 connection; returns the sqlite
- * result code. */
+/* Runs SQL on the handle's own connection; returns 0 (SQLITE_OK) on
+ * success. */
 int th_sql(jobq *db, const char *sql);
 /* The first column of the first row of sql as an integer (asserts one). */
 int64_t th_sql_int(jobq *db, const char *sql);

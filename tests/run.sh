@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # run.sh - runs the whole test suite against one build and adds it up.
 #
-# Every $JOBQ_BUILD/tests/test_* binary (cmocka) and every tests/cli_*.sh
-# script (given JOBQ=$JOBQ_BUILD/jobq) runs in turn under a per-file
-# timeout.  One line per file says how it went; a failing file's details
-# follow it.  The last line is always "N passed, N failed", counting test
-# cases, and the exit status is nonzero when anything failed.
+# Every $JOBQ_BUILD/tests/test_* binary (cmocka) runs once per store: the
+# conformance suite is the same binaries against SQLite and against a
+# throwaway PostgreSQL server that this script starts first
+# (tests/pgserver.sh: a fresh cluster on a free port of 127.0.0.1) and
+# stops at the end; test_parse, which tests no store, runs once.  Then
+# every tests/cli_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, and
+# JOBQ_TEST_PG_URL).  Each file runs under a per-file timeout.  One line
+# per file says how it went; a failing file's details follow it.  The last
+# line is always "N passed, N failed", counting test cases, and the exit
+# status is nonzero when anything failed.
 #
 # cmocka binaries report "[  PASSED  ] N test(s)." and "[  FAILED  ] N
 # test(s)"; the shell scripts end with "RESULT: N passed, N failed".  A file
@@ -16,6 +21,9 @@
 #   JOBQ_TEST_TIMEOUT   seconds per file (default: 300)
 #   JOBQ_TEST_FILTER    only files whose name contains this
 #   JOBQ_TEST_VERBOSE   1: print every file's whole output
+#   JOBQ_TEST_STORES    the stores to run the suite on (default
+#                       "sqlite postgres")
+#   JOBQ_TEST_PG_URL    a PostgreSQL server to use instead of starting one
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,10 +41,17 @@ verbose=${JOBQ_TEST_VERBOSE:-0}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+stores=${JOBQ_TEST_STORES:-sqlite postgres}
+
 total_pass=0
 total_fail=0
 out=$(mktemp "${TMPDIR:-/tmp}/jobq-run.XXXXXX")
-trap 'rm -f "$out"' EXIT
+pgdir=""
+cleanup() {
+  rm -f "$out"
+  if [[ -n $pgdir ]]; then "$here/pgserver.sh" stop "$pgdir"; fi
+}
+trap cleanup EXIT
 
 # report NAME PASSED FAILED SKIPPED STATUS SECONDS
 report() {
@@ -45,7 +60,7 @@ report() {
   ((s > 0)) && extra=", $s skipped"
   ((rc != 0)) && extra="$extra, exit status $rc"
   ((rc == 124 || rc == 137)) && extra="$extra (timed out after ${limit}s)"
-  printf '%-4s %-22s %3d passed, %d failed%s (%ss)\n' "$word" "$name" "$p" "$f" \
+  printf '%-4s %-26s %3d passed, %d failed%s (%ss)\n' "$word" "$name" "$p" "$f" \
     "$extra" "$secs"
   if ((f > 0)) || [[ $verbose == 1 ]]; then
     # The lines that explain a failure: cmocka's, the sanitizers', ours.
@@ -61,8 +76,7 @@ report() {
 }
 
 run_cmocka() {
-  local bin=$1 name rc start p f s n
-  name=$(basename "$bin")
+  local bin=$1 name=$2 rc start p f s n
   start=$SECONDS
   timeout -k 10 "$limit" "$bin" >"$out" 2>&1
   rc=$?
@@ -95,12 +109,31 @@ run_script() {
   report "$name" "$p" "$f" 0 "$rc" $((SECONDS - start))
 }
 
+# The PostgreSQL server, unless one was given.
+if [[ " $stores " == *" postgres "* && -z ${JOBQ_TEST_PG_URL:-} ]]; then
+  pgdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-pg.XXXXXX")
+  if ! JOBQ_TEST_PG_URL=$("$here/pgserver.sh" start "$pgdir" 2>"$out"); then
+    echo "FAIL postgres server           could not start:"
+    sed 's/^/    /' "$out"
+    total_fail=$((total_fail + 1))
+    pgdir=""
+    stores=${stores/postgres/}
+  fi
+  export JOBQ_TEST_PG_URL
+fi
+
 found=0
 for bin in "$build"/tests/test_*; do
   [[ -f $bin && -x $bin ]] || continue
   [[ -n $filter && $(basename "$bin") != *"$filter"* ]] && continue
   found=1
-  run_cmocka "$bin"
+  if [[ $(basename "$bin") == test_parse ]]; then
+    JOBQ_TEST_STORE=sqlite run_cmocka "$bin" "$(basename "$bin")"
+    continue
+  fi
+  for store in $stores; do
+    JOBQ_TEST_STORE=$store run_cmocka "$bin" "$(basename "$bin")[$store]"
+  done
 done
 for script in "$here"/cli_*.sh; do
   [[ -f $script ]] || continue

@@ -9,7 +9,6 @@
  */
 #include "helpers.h"
 
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -541,15 +540,6 @@ static void test_identity_and_epoch(void **state) {
   assert_int_equal(b.seq, id2);
 }
 
-/* Copies database src (a live connection) into dst with the backup API. */
-static void copy_db(sqlite3 *dst, sqlite3 *src) {
-  sqlite3_backup *bk = sqlite3_backup_init(dst, "main", src, "main");
-  if (bk == NULL) fail_msg("backup_init: %s", sqlite3_errmsg(dst));
-  int rc = sqlite3_backup_step(bk, -1);
-  sqlite3_backup_finish(bk);
-  if (rc != SQLITE_DONE) fail_msg("backup_step: %d %s", rc, sqlite3_errmsg(dst));
-}
-
 static void test_restore_from_backup(void **state) {
   tq *t = *state;
   jobq_session *s = th_session(t->db, 0);
@@ -557,11 +547,7 @@ static void test_restore_from_backup(void **state) {
   th_put(t->db, "q", NULL);
 
   /* The backup, taken with two jobs and the session. */
-  char bpath[PATH_MAX];
-  th_path(bpath, sizeof bpath, t->dir, "backup.db");
-  sqlite3 *backup = NULL;
-  assert_int_equal(sqlite3_open(bpath, &backup), SQLITE_OK);
-  copy_db(backup, jobq_native(t->db));
+  th_backup(t, "backup");
 
   /* Life goes on: more jobs, a claim that sees the higher sequence. */
   for (int k = 0; k < 3; k++) th_put(t->db, "q", NULL);
@@ -571,9 +557,8 @@ static void test_restore_from_backup(void **state) {
   assert_rc(jobq_identity_get(t->db, &before), JOBQ_OK);
   assert_int_equal(before.seq, 5);
 
-  /* The file is restored under the live handle. */
-  copy_db(jobq_native(t->db), backup);
-  sqlite3_close(backup);
+  /* The database is restored under the live handle. */
+  th_restore(t, "backup");
 
   jobq_job *jobs = NULL;
   size_t n = 0;
@@ -614,12 +599,11 @@ static void test_other_database_refused(void **state) {
   jobq_jobs_free(j, 1);
 
   /* Another queue database (its own queue_id) copied over this one. */
-  char opath[PATH_MAX], ourl[PATH_MAX + 16];
-  th_path(opath, sizeof opath, t->dir, "other.db");
-  snprintf(ourl, sizeof ourl, "sqlite:%s", opath);
+  char ourl[sizeof t->url];
+  th_new_db(t->dir, "other", ourl, sizeof ourl);
   jobq *other = th_open(ourl);
   for (int k = 0; k < 5; k++) th_put(other, "q", NULL);
-  copy_db(jobq_native(t->db), jobq_native(other));
+  th_swap_in(t, other, ourl);
   jobq_close(other);
 
   /* Its session row is not in the other database either, so a claim may
@@ -640,7 +624,7 @@ static void test_other_database_refused(void **state) {
 static void test_newer_schema_refused(void **state) {
   tq *t = *state;
   th_put(t->db, NULL, NULL);
-  assert_int_equal(th_sql(t->db, "UPDATE jobq_meta SET version = 999"), SQLITE_OK);
+  assert_int_equal(th_sql(t->db, "UPDATE jobq_meta SET version = 999"), 0);
   assert_rc(jobq_init(t->db), JOBQ_ESCHEMA);
   assert_true(strlen(jobq_errmsg(t->db)) > 0);
   jobq_close(t->db);
@@ -655,11 +639,11 @@ static void test_newer_schema_refused(void **state) {
 
 static void test_transactions(void **state) {
   tq *t = *state;
-  assert_int_equal(th_sql(t->db, "CREATE TABLE mine (x INTEGER)"), SQLITE_OK);
+  assert_int_equal(th_sql(t->db, "CREATE TABLE mine (x INTEGER)"), 0);
 
   /* Rolled back: neither my row nor the job. */
   assert_rc(jobq_begin(t->db), JOBQ_OK);
-  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (1)"), SQLITE_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (1)"), 0);
   int64_t id = th_put(t->db, "tx", "p");
   assert_rc(jobq_rollback(t->db), JOBQ_OK);
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM mine"), 0);
@@ -669,7 +653,7 @@ static void test_transactions(void **state) {
 
   /* Committed: both. */
   assert_rc(jobq_begin(t->db), JOBQ_OK);
-  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (2)"), SQLITE_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (2)"), 0);
   id = th_put(t->db, "tx", "p");
   /* A failed call inside leaves the transaction usable. */
   jobq_put_opts bad;
@@ -695,7 +679,7 @@ static void test_transactions(void **state) {
   /* Complete inside a transaction that rolls back: still running. */
   j = th_claim_one(s, "tx");
   assert_rc(jobq_begin(t->db), JOBQ_OK);
-  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (3)"), SQLITE_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (3)"), 0);
   assert_rc(jobq_complete(s, j, "res", 3, NULL), JOBQ_OK);
   assert_rc(jobq_rollback(t->db), JOBQ_OK);
   i = th_show(t->db, id);
@@ -707,7 +691,7 @@ static void test_transactions(void **state) {
 
   /* And with commit: done together with my row. */
   assert_rc(jobq_begin(t->db), JOBQ_OK);
-  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (4)"), SQLITE_OK);
+  assert_int_equal(th_sql(t->db, "INSERT INTO mine VALUES (4)"), 0);
   int already = 9;
   assert_rc(jobq_complete(s, j, "res", 3, &already), JOBQ_OK);
   assert_int_equal(already, 0);

@@ -215,7 +215,7 @@ static void test_open_errors(void **state) {
 
 static void test_open_options(void **state) {
   tq *t = *state;
-  char url[PATH_MAX + 64];
+  char url[sizeof t->url + 64];
   snprintf(url, sizeof url, "%s?max_payload=1KiB&busy_timeout=2s", t->url);
   jobq *db = th_open(url);
   jobq_put_opts o;

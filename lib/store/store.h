@@ -50,7 +50,8 @@ enum { JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL };
  * may hold anything.  The library keeps p alive until the statement has
  * run. */
 typedef struct jobq_val {
-  char type;          /* 'i' integer, 't' text, 'b' bytes, 'n' NULL */
+  char type;          /* 'i' integer, 't' text, 'b' bytes, 'n' NULL;
+                         a store may add kinds of its own */
   int64_t i;
   const void *p;
   size_t len;
@@ -98,10 +99,12 @@ typedef struct jobq_store {
    * insert cannot return it as a row (NULL otherwise). */
   int64_t (*insert_id)(jobq *db);
 
-  /* Takes a lock named by a 64-bit number until the transaction ends,
-   * shared or exclusive (lib/order.c says which and why).  NULL for
-   * engines where one writer holds the whole database. */
-  int (*lock)(jobq *db, int64_t name, int exclusive);
+  /* Takes the named lock kind:queue or kind:queue/key (key may be NULL)
+   * until the transaction ends, shared or exclusive; lib/order.c says
+   * which and why.  NULL for engines where one writer holds the whole
+   * database. */
+  int (*lock)(jobq *db, char kind, const char *queue, const char *key,
+              int exclusive);
 
   /* --- what each engine does its own way --- */
   /* Claims up to max ready jobs of the session from the nq queues (all
@@ -117,6 +120,10 @@ typedef struct jobq_store {
                    int64_t *ids);
   int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
 
+  /* Notes that queue got a job that is ready now, for the store to tell
+   * watchers when the transaction commits.  NULL when watchers see every
+   * commit anyway. */
+  void (*wake)(jobq *db, const char *queue);
   /* Wake-ups (outside transactions): watch() sets *fd to a descriptor
    * that turns readable on another connection's commit; changed() drains
    * it and returns 1 when something changed since its last call.  NULL

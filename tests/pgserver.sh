@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# pgserver.sh - a throwaway PostgreSQL server for the tests and benchmarks:
+# a fresh cluster in a temporary folder, listening on a free port on
+# 127.0.0.1 only, with the durable defaults (fsync on, synchronous_commit
+# on), run as an unprivileged user when we are root.
+#
+#   tests/pgserver.sh start DIR    creates and starts a cluster in DIR (which
+#                                  must not exist) and prints its URL, like
+#                                  postgres://jobq:PASSWORD@127.0.0.1:PORT/jobq
+#   tests/pgserver.sh stop DIR     stops it (fast shutdown) and removes DIR
+#   tests/pgserver.sh url DIR      prints the URL again
+#
+# The server programs come from the Debian postgresql package, which keeps
+# them off PATH (/usr/lib/postgresql/VERSION/bin); the newest version there
+# is used.  JOBQ_PG_BIN overrides the folder.  The superuser is "jobq" with
+# a random password (password authentication on TCP, so URLs carry one);
+# the database is "jobq".  Exit status 77 means PostgreSQL is not
+# installed, so that callers can skip with a reason.
+set -euo pipefail
+
+die() { echo "pgserver: $*" >&2; exit 1; }
+
+bindir() {
+  if [[ -n ${JOBQ_PG_BIN:-} ]]; then echo "$JOBQ_PG_BIN"; return; fi
+  local d
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  if [[ -z $d || ! -x $d/initdb ]]; then
+    echo "pgserver: PostgreSQL server programs not found (install the" \
+         "Debian package postgresql)" >&2
+    exit 77
+  fi
+  echo "$d"
+}
+
+# as_owner CMD...: runs CMD as the cluster's owner.
+as_owner() {
+  if [[ $(id -u) -eq 0 ]]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+start() {
+  local dir=$1 bin port password
+  bin=$(bindir)
+  [[ -e $dir ]] && die "'$dir' exists: expected a new folder"
+  mkdir -p "$dir"
+  password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  printf '%s\n' "$password" >"$dir/password"
+  if [[ $(id -u) -eq 0 ]]; then
+    id postgres >/dev/null 2>&1 || die "user 'postgres' is missing: install the Debian package postgresql"
+    chown postgres: "$dir" "$dir/password"
+    chmod 700 "$dir"
+  fi
+  as_owner "$bin/initdb" -D "$dir/data" -U jobq --pwfile="$dir/password" \
+    --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 \
+    >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+  # A free port: try a few random ones; the server says when one is taken.
+  local tries=0
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir \
+          -c fsync=on -c synchronous_commit=on -c max_connections=200 \
+          -c shared_buffers=128MB" start >/dev/null 2>&1; then
+      break
+    fi
+    tries=$((tries + 1))
+    if ((tries >= 5)); then
+      tail -n 20 "$dir/server.log" >&2 || true
+      die "the server did not start"
+    fi
+  done
+  echo "$port" >"$dir/port"
+  PGPASSWORD=$password "$bin/psql" -h 127.0.0.1 -p "$port" -U jobq -d postgres \
+    -qAt -c "CREATE DATABASE jobq" >/dev/null
+  url "$dir"
+}
+
+url() {
+  local dir=$1
+  [[ -f $dir/port ]] || die "no server in '$dir'"
+  echo "postgres://jobq:$(cat "$dir/password")@127.0.0.1:$(cat "$dir/port")/jobq"
+}
+
+stop() {
+  local dir=$1 bin
+  bin=$(bindir)
+  if [[ -d $dir/data ]]; then
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$dir"
+}
+
+case ${1:-} in
+  start) start "${2:?usage: pgserver.sh start DIR}" ;;
+  stop) stop "${2:?usage: pgserver.sh stop DIR}" ;;
+  url) url "${2:?usage: pgserver.sh url DIR}" ;;
+  *) echo "usage: pgserver.sh start|stop|url DIR" >&2; exit 2 ;;
+esac
