@@ -7,20 +7,38 @@
 #include "builtin.h"
 
 static const char usage[] =
-    "usage: jobq init\n"
+    "usage: jobq init [--print-roles]\n"
     "\n"
     "Creates the schema of the queue database named by --db (or migrates an\n"
     "older one) and prints its identity: queue id, epoch, job sequence,\n"
-    "schema version and database clock.  Running it again changes nothing.\n";
+    "schema version and database clock.  Running it again changes nothing.\n"
+    "\n"
+    "  --print-roles  print SQL that creates least-privilege roles (producer,\n"
+    "                 worker, admin, reader) instead, for the database's owner\n"
+    "                 to run (PostgreSQL and MariaDB/MySQL)\n";
 
 static int run(int argc, char **argv) {
-  const struct cli_option options[] = {CLI_END};
+  int print_roles = 0;
+  const struct cli_option options[] = {
+      CLI_FLAG(0, "print-roles", &print_roles, "print SQL for least-privilege roles"),
+      CLI_END};
   int rc = cli_parse_options(usage, options, &argc, argv);
   if (rc != CLI_PARSED) return rc;
   if (cli_check_args(argc, argv, 0, "no arguments")) return CLI_EXIT_USAGE;
 
   jobq *db;
   if ((rc = cli_open(&db)) != 0) return rc;
+  if (print_roles) {
+    char *sql = NULL;
+    rc = jobq_roles_sql(db, &sql);
+    if (rc != JOBQ_OK)
+      rc = cli_lib_error(db, rc);
+    else
+      fputs(sql, stdout);
+    free(sql);
+    jobq_close(db);
+    return rc;
+  }
   jobq_identity id;
   rc = jobq_init(db);
   if (rc == JOBQ_OK) rc = jobq_identity_get(db, &id);

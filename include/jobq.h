@@ -127,6 +127,16 @@ char *jobq_url_redact(const char *url);
  * schema newer than this library with JOBQ_ESCHEMA. */
 int jobq_init(jobq *db);
 
+/*
+ * SQL that creates least-privilege roles for this queue database, for its
+ * owner to read and run: a producer (put only), a worker (claim,
+ * acknowledge, heartbeat), an admin (everything jobq does) and a reader
+ * (dashboards: stats, ls, show).  The roles cannot drop or alter jobq's
+ * tables.  *sql is a new string (free with free()).  JOBQ_ENOTSUP for
+ * SQLite, whose file has no roles.
+ */
+int jobq_roles_sql(jobq *db, char **sql);
+
 /* The largest payload or result accepted, in bytes (default 1 MiB). */
 int jobq_set_max_payload(jobq *db, size_t bytes);
 

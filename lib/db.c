@@ -106,6 +106,19 @@ int jobq_init(jobq *db) {
   return db->store->migrate(db);
 }
 
+int jobq_roles_sql(jobq *db, char **sql) {
+  *sql = NULL;
+  int rc = jobq__usable(db);
+  if (rc != JOBQ_OK) return rc;
+  jobq__ok(db);
+  if (db->store->roles == NULL)
+    return jobq__fail(db, JOBQ_ENOTSUP,
+                      "the %s store has no roles: protect the database file with its "
+                      "permissions instead",
+                      db->store->scheme);
+  return db->store->roles(db, sql);
+}
+
 int jobq_set_max_payload(jobq *db, size_t bytes) {
   if (db == NULL) return JOBQ_EINVAL;
   if (bytes == 0 || bytes > (size_t)1 << 30)

@@ -9,6 +9,10 @@
 #                                  postgres://jobq:PASSWORD@127.0.0.1:PORT/jobq
 #   tests/pgserver.sh stop DIR     stops it (fast shutdown) and removes DIR
 #   tests/pgserver.sh url DIR      prints the URL again
+#   tests/pgserver.sh standby PRIMARY DIR
+#                                  makes a streaming standby of the server in
+#                                  PRIMARY (pg_basebackup) in DIR, starts it
+#                                  on a free port and prints its URL
 #
 # The server programs come from the Debian postgresql package, which keeps
 # them off PATH (/usr/lib/postgresql/VERSION/bin); the newest version there
@@ -56,8 +60,16 @@ start() {
   as_owner "$bin/initdb" -D "$dir/data" -U jobq --pwfile="$dir/password" \
     --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 \
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
-  # A free port: try a few random ones; the server says when one is taken.
-  local tries=0
+    serve "$dir" "$bin"
+  PGPASSWORD=$password "$bin/psql" -h 127.0.0.1 -p "$(cat "$dir/port")" -U jobq \
+    -d postgres -qAt -c "CREATE DATABASE jobq" >/dev/null
+  url "$dir"
+}
+
+# serve DIR BIN: starts the cluster in DIR/data on a free port (tries a few
+# random ones; the server says when one is taken) and notes it in DIR/port.
+serve() {
+  local dir=$1 bin=$2 port tries=0
   while :; do
     port=$((20000 + RANDOM % 40000))
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
@@ -73,8 +85,23 @@ start() {
     fi
   done
   echo "$port" >"$dir/port"
-  PGPASSWORD=$password "$bin/psql" -h 127.0.0.1 -p "$port" -U jobq -d postgres \
-    -qAt -c "CREATE DATABASE jobq" >/dev/null
+}
+
+standby() {
+  local primary=$1 dir=$2 bin
+  bin=$(bindir)
+  [[ -f $primary/port ]] || die "no server in '$primary'"
+  [[ -e $dir ]] && die "'$dir' exists: expected a new folder"
+  mkdir -p "$dir"
+  cp "$primary/password" "$dir/password"
+  if [[ $(id -u) -eq 0 ]]; then
+    chown postgres: "$dir" "$dir/password"
+    chmod 700 "$dir"
+  fi
+  as_owner env PGPASSWORD="$(cat "$primary/password")" "$bin/pg_basebackup" \
+    -D "$dir/data" -R -X stream -h 127.0.0.1 -p "$(cat "$primary/port")" -U jobq \
+    >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; die "pg_basebackup failed"; }
+  serve "$dir" "$bin"
   url "$dir"
 }
 
@@ -97,5 +124,6 @@ case ${1:-} in
   start) start "${2:?usage: pgserver.sh start DIR}" ;;
   stop) stop "${2:?usage: pgserver.sh stop DIR}" ;;
   url) url "${2:?usage: pgserver.sh url DIR}" ;;
-  *) echo "usage: pgserver.sh start|stop|url DIR" >&2; exit 2 ;;
+  standby) standby "${2:?usage: pgserver.sh standby PRIMARY DIR}" "${3:?usage: pgserver.sh standby PRIMARY DIR}" ;;
+  *) echo "usage: pgserver.sh start|stop|url DIR | standby PRIMARY DIR" >&2; exit 2 ;;
 esac

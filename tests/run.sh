@@ -120,6 +120,7 @@ if [[ " $stores " == *" postgres "* && -z ${JOBQ_TEST_PG_URL:-} ]]; then
     stores=${stores/postgres/}
   fi
   export JOBQ_TEST_PG_URL
+  [[ -n $pgdir ]] && export JOBQ_TEST_PG_DIR=$pgdir
 fi
 
 found=0

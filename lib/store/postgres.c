@@ -151,6 +151,7 @@ static const char *const migrations[] = {
     "  unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25,"
     "  timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000)"
     " RETURNS bigint LANGUAGE plpgsql AS $fn$\n"
+    "#variable_conflict use_column\n"
     "DECLARE\n"
     "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n"
     "  new_id bigint;\n"
@@ -661,18 +662,19 @@ static int setup(jobq *db, PGconn *pc) {
       "set_config('idle_in_transaction_session_timeout', '60s', false), "
       "set_config('synchronous_commit', 'on', false), "
       "set_config('lock_timeout', $2, false), "
+      "set_config('plan_cache_mode', 'force_generic_plan', false), "
       "pg_is_in_recovery(), current_setting('default_transaction_read_only')",
       2, NULL, values, NULL, NULL, 0);
   int rc = JOBQ_OK;
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s", c->redacted,
                     first_line(PQresultErrorMessage(res), line, sizeof line));
-  } else if (strcmp(PQgetvalue(res, 0, 5), "t") == 0) {
+  } else if (strcmp(PQgetvalue(res, 0, 6), "t") == 0) {
     rc = jobq__fail(db, JOBQ_EREADONLY,
                     "'%s' is a standby in recovery: expected the primary (list every "
                     "host and add target_session_attrs=read-write to fail over)",
                     c->redacted);
-  } else if (strcmp(PQgetvalue(res, 0, 6), "on") == 0) {
+  } else if (strcmp(PQgetvalue(res, 0, 7), "on") == 0) {
     rc = jobq__fail(db, JOBQ_EREADONLY,
                     "'%s' is read-only (default_transaction_read_only is on): "
                     "expected a database that accepts writes",
@@ -896,6 +898,63 @@ static int pg_migrate(jobq *db) {
     return rc;
   }
   db->schema_missing = 0;
+  return JOBQ_OK;
+}
+
+/* ---------------------------------------------------------------- roles */
+
+/* %1$s: the schema, %2$s: the role prefix (jobq_, or jobq_SCHEMA_). */
+static const char roles_sql[] =
+    "-- Least-privilege roles for the jobq schema \"%1$s\".  Run as the owner\n"
+    "-- of its tables (the role that ran jobq init), then grant a role to\n"
+    "-- each login:  CREATE ROLE app LOGIN PASSWORD '...' IN ROLE %2$sworker;\n"
+    "-- None of them owns the tables, so none can drop or alter them.\n"
+    "DO $$ BEGIN\n"
+    "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sreader') THEN CREATE ROLE %2$sreader NOLOGIN; END IF;\n"
+    "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sproducer') THEN CREATE ROLE %2$sproducer NOLOGIN; END IF;\n"
+    "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sworker') THEN CREATE ROLE %2$sworker NOLOGIN; END IF;\n"
+    "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sadmin') THEN CREATE ROLE %2$sadmin NOLOGIN; END IF;\n"
+    "END $$;\n"
+    "GRANT USAGE ON SCHEMA \"%1$s\" TO %2$sreader, %2$sproducer, %2$sworker, %2$sadmin;\n"
+    "\n"
+    "-- reader: jobq stats, ls, show, sessions, and dashboards.\n"
+    "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_counts,\n"
+    "  \"%1$s\".jobq_sessions, \"%1$s\".jobq_jobs, \"%1$s\".jobq_done, \"%1$s\".jobq_blocked,\n"
+    "  \"%1$s\".jobq_jobs_id_seq TO %2$sreader;\n"
+    "\n"
+    "-- producer: jobq put, jobq_put(), and the jobq_put() SQL function.\n"
+    "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_jobs,\n"
+    "  \"%1$s\".jobq_blocked TO %2$sproducer;\n"
+    "GRANT INSERT ON \"%1$s\".jobq_queues, \"%1$s\".jobq_jobs TO %2$sproducer;\n"
+    "GRANT USAGE, SELECT ON \"%1$s\".jobq_jobs_id_seq TO %2$sproducer;\n"
+    "GRANT EXECUTE ON FUNCTION \"%1$s\".jobq_put(text, bytea, integer, bigint, text, boolean,\n"
+    "  text, integer, bigint, bigint) TO %2$sproducer;\n"
+    "\n"
+    "-- worker: sessions, claims, acknowledgements, reaping (jobq work).\n"
+    "GRANT %2$sreader TO %2$sworker;\n"
+    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_sessions, \"%1$s\".jobq_jobs TO %2$sworker;\n"
+    "GRANT INSERT ON \"%1$s\".jobq_done TO %2$sworker;\n"
+    "GRANT INSERT, UPDATE ON \"%1$s\".jobq_counts TO %2$sworker;\n"
+    "GRANT INSERT ON \"%1$s\".jobq_blocked TO %2$sworker;\n"
+    "\n"
+    "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
+    "GRANT %2$sproducer, %2$sworker TO %2$sadmin;\n"
+    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_queues, \"%1$s\".jobq_done,\n"
+    "  \"%1$s\".jobq_blocked, \"%1$s\".jobq_counts TO %2$sadmin;\n"
+    "GRANT UPDATE ON \"%1$s\".jobq_meta TO %2$sadmin;\n";
+
+static int pg_roles(jobq *db, char **out) {
+  pg *c = conn(db);
+  char prefix[80];
+  if (strcmp(c->schema, "public") == 0)
+    snprintf(prefix, sizeof prefix, "jobq_");
+  else
+    snprintf(prefix, sizeof prefix, "jobq_%s_", c->schema);
+  size_t len = sizeof roles_sql + 64 * (strlen(c->schema) + strlen(prefix));
+  char *sql = malloc(len);
+  if (sql == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  snprintf(sql, len, roles_sql, c->schema, prefix);
+  *out = sql;
   return JOBQ_OK;
 }
 
@@ -1199,6 +1258,7 @@ const jobq_store jobq__store_postgres = {
     .close = pg_close,
     .native = pg_native,
     .migrate = pg_migrate,
+    .roles = pg_roles,
     .begin = pg_begin,
     .commit = pg_commit,
     .rollback = pg_rollback,

@@ -71,6 +71,8 @@ typedef struct jobq_store {
   void *(*native)(jobq *db);
   /* Creates or migrates the schema in its own transaction. */
   int (*migrate)(jobq *db);
+  /* SQL for least-privilege roles (jobq_roles_sql); NULL: none. */
+  int (*roles)(jobq *db, char **sql);
 
   /* depth 0: a real transaction that may write; depth > 0: a savepoint. */
   int (*begin)(jobq *db, int depth);

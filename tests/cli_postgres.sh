@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# cli_postgres.sh - the jobq command against the PostgreSQL server that
+# tests/run.sh started (JOBQ_TEST_PG_URL): init and its identity, a
+# database without the schema, bad URLs (options, sslmode, schema names,
+# ports), passwords kept out of every message, multi-host URLs that fail
+# over to the host that answers, a standby refused, least-privilege roles
+# that cannot drop or alter jobq's tables, and the jobq_put() SQL
+# function.  Each case works in a schema of its own.
+. "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+
+PG=${JOBQ_TEST_PG_URL:-}
+if [[ -z $PG ]]; then
+  echo "skipped: JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)"
+  echo "RESULT: 0 passed, 0 failed"
+  exit 0
+fi
+PG_PASSWORD=$(sed -E 's|^postgres://[^:]+:([^@]+)@.*|\1|' <<<"$PG")
+PG_PORT=$(sed -E 's|.*@127\.0\.0\.1:([0-9]+)/.*|\1|' <<<"$PG")
+
+# psql_do SQL...: runs SQL as the server's superuser.
+psql_do() {
+  PGOPTIONS="-c client_min_messages=warning" PGPASSWORD=$PG_PASSWORD psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" \
+    -U jobq -d jobq -At "$@"
+}
+
+# A schema of the case's own: $S and the URL $U.
+new_schema() {
+  S=c$$_$RANDOM$RANDOM
+  U="$PG?schema=$S"
+  T_DBURL=$U
+}
+
+t_init_and_identity() {
+  new_schema
+  run stats
+  expect_rc 2
+  expect_err_has "jobq init"
+  expect_quiet_about "$PG_PASSWORD"
+  run init
+  expect_rc 0
+  expect_out_has "queue id"
+  expect_out_has "postgres://jobq:***@"
+  expect_quiet_about "$PG_PASSWORD"
+  run init --json
+  expect_rc 0
+  expect_out_has '"schema_version":1'
+  run put -q email hello
+  expect_rc 0
+  run stats --json
+  expect_rc 0
+  expect_out_has '"name":"email"'
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+t_bad_urls() {
+  local base=${PG%%\?*}
+  run --db "$base?sslmode=maybe" stats
+  expect_rc 2
+  expect_err_has "sslmode"
+  expect_err_style
+  expect_quiet_about "$PG_PASSWORD"
+  run --db "$base?colour=blue" stats
+  expect_rc 2
+  expect_err_has "colour"
+  run --db "$base?schema=Bad-Name" stats
+  expect_rc 2
+  expect_err_has "schema"
+  run --db "$base?notify=sometimes" stats
+  expect_rc 2
+  expect_err_has "notify"
+  run --db "postgres://jobq:$PG_PASSWORD@127.0.0.1:99999/jobq" stats
+  expect_rc 2
+  expect_err_has "port"
+  expect_quiet_about "$PG_PASSWORD"
+  run --db "postgres://jobq:$PG_PASSWORD@::1:5432/jobq" stats
+  expect_rc 2
+  expect_err_has "IPv6"
+  run --db "postgres://jobq:$PG_PASSWORD@127.0.0.1:$PG_PORT/jobq%zz" stats
+  expect_rc 2
+  expect_err_has "percent"
+  expect_quiet_about "$PG_PASSWORD"
+}
+
+t_unreachable_and_wrong_password() {
+  # Nothing listens on port 1: a temporary failure, without the password.
+  run --db "postgres://jobq:s3cr3t-word@127.0.0.1:1/jobq?connect_timeout=2" stats
+  expect_rc 75
+  expect_err_has "127.0.0.1"
+  expect_quiet_about "s3cr3t-word"
+  run --db "postgres://jobq:not-the-password@127.0.0.1:$PG_PORT/jobq" stats
+  expect_rc_in 1 75
+  expect_err_has "***"
+  expect_quiet_about "not-the-password"
+}
+
+t_multi_host_fails_over() {
+  new_schema
+  run init
+  expect_rc 0
+  # The first host does not answer; libpq goes on to the next.
+  run --db "postgres://jobq:$PG_PASSWORD@127.0.0.1:1,127.0.0.1:$PG_PORT/jobq?schema=$S&target_session_attrs=read-write&connect_timeout=2" put -q mh x
+  expect_rc 0
+  run stats --json
+  expect_out_has '"name":"mh"'
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+t_read_only_refused() {
+  new_schema
+  run init
+  expect_rc 0
+  psql_do -c "CREATE ROLE ro_$S LOGIN PASSWORD 'ro-pass' IN ROLE jobq" \
+    -c "ALTER ROLE ro_$S SET default_transaction_read_only = on"
+  run --db "postgres://ro_$S:ro-pass@127.0.0.1:$PG_PORT/jobq?schema=$S" put x
+  expect_rc 1
+  expect_err_has "read-only"
+  expect_quiet_about "ro-pass"
+  psql_do -c "DROP ROLE ro_$S" -c "DROP SCHEMA $S CASCADE"
+}
+
+# A real standby (streaming from the test server): refused on its own,
+# skipped over in a host list with target_session_attrs=read-write.
+t_standby() {
+  if [[ -z ${JOBQ_TEST_PG_DIR:-} ]]; then
+    echo "# skipped standby: JOBQ_TEST_PG_DIR (the server's folder) is not set"
+    return 0
+  fi
+  new_schema
+  run init
+  expect_rc 0
+  local sdir
+  sdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-standby.XXXXXX")
+  local surl
+  if ! surl=$("$(dirname "${BASH_SOURCE[0]}")/pgserver.sh" standby "$JOBQ_TEST_PG_DIR" "$sdir" 2>"$D/standby.err"); then
+    fail "the standby did not start: $(tail -n 5 "$D/standby.err")"
+    return
+  fi
+  local sport=${surl##*:}
+  sport=${sport%%/*}
+  # The standby is refused, even for reading.
+  run --db "$surl?schema=$S" stats
+  expect_rc 1
+  expect_err_has "standby"
+  expect_quiet_about "$PG_PASSWORD"
+  run --db "postgres://jobq:$PG_PASSWORD@127.0.0.1:$sport,127.0.0.1:$PG_PORT/jobq?schema=$S&target_session_attrs=read-write" put -q fo y
+  expect_rc 0
+  "$(dirname "${BASH_SOURCE[0]}")/pgserver.sh" stop "$sdir"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+t_newer_schema_refused() {
+  new_schema
+  run init
+  psql_do -c "UPDATE $S.jobq_meta SET version = 99"
+  run stats
+  expect_rc 2
+  expect_err_has "99"
+  run init
+  expect_rc 2
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+t_roles() {
+  new_schema
+  run init
+  expect_rc 0
+  run init --print-roles
+  expect_rc 0
+  expect_out_has "jobq_${S}_worker"
+  cp "$T_OUT" "$D/roles.sql"
+  psql_do -f "$D/roles.sql" >/dev/null
+  psql_do -c "CREATE ROLE w_$S LOGIN PASSWORD 'w-pass' IN ROLE jobq_${S}_worker" \
+    -c "CREATE ROLE p_$S LOGIN PASSWORD 'p-pass' IN ROLE jobq_${S}_producer"
+  local W="postgres://w_$S:w-pass@127.0.0.1:$PG_PORT/jobq?schema=$S"
+  local P="postgres://p_$S:p-pass@127.0.0.1:$PG_PORT/jobq?schema=$S"
+  # The producer puts, and can do nothing a worker does.
+  run --db "$P" put -q r one
+  expect_rc 0
+  run --db "$P" cancel 1
+  expect_rc 1
+  expect_err_has "permission denied"
+  # The worker reads and works, but cannot drop or alter the tables.
+  run --db "$W" stats --json
+  expect_rc 0
+  expect_out_has '"ready":1'
+  local out
+  out=$(PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
+    -c "DROP TABLE $S.jobq_jobs" 2>&1) && fail "the worker dropped a table"
+  [[ $out == *"must be owner"* ]] || fail "drop: $out"
+  out=$(PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
+    -c "ALTER TABLE $S.jobq_jobs ADD COLUMN x int" 2>&1) && fail "the worker altered a table"
+  [[ $out == *"must be owner"* ]] || fail "alter: $out"
+  psql_do -c "DROP OWNED BY w_$S, p_$S" -c "DROP ROLE w_$S" -c "DROP ROLE p_$S" \
+    -c "DROP SCHEMA $S CASCADE"
+  local r
+  for r in reader producer worker admin; do
+    psql_do -c "DROP OWNED BY jobq_${S}_$r" -c "DROP ROLE jobq_${S}_$r"
+  done
+}
+
+t_sql_put_function() {
+  new_schema
+  run init
+  expect_rc 0
+  local a b c
+  a=$(psql_do -c "SET search_path = $S" -c "SELECT jobq_put('sq', 'first'::bytea, order_key => 'k')")
+  b=$(psql_do -c "SET search_path = $S" -c "SELECT jobq_put('sq', 'second'::bytea, order_key => 'k')")
+  c=$(psql_do -c "SET search_path = $S" -c "SELECT jobq_put('sq', 'u'::bytea, unique_key => 'once')")
+  [[ $(psql_do -c "SET search_path = $S" -c "SELECT jobq_put('sq', 'u'::bytea, unique_key => 'once')") == "$c" ]] ||
+    fail "a second put with the unique key made another job"
+  run show "$a" --json
+  expect_out_has '"state":"ready"'
+  run show "$b" --json
+  expect_out_has '"state":"waiting"'
+  psql_do -c "SET search_path = $S" -c "SELECT jobq_put('Bad Name', 'x'::bytea)" 2>"$D/err" &&
+    fail "a bad queue name was taken"
+  grep -q "invalid queue name" "$D/err" || fail "no message for the bad name: $(cat "$D/err")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+if [[ -n ${ONLY_CASE:-} ]]; then for f in $(declare -F | awk "{print \$3}" | grep "^t_" | grep -v "^t_$ONLY_CASE\$"); do unset -f "$f"; done; fi
+run_cases
