@@ -88,7 +88,7 @@ static int retry(jobq *db, int64_t id) {
   /* A dead head that blocks its key becomes the key's head again. */
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
   int wait = 0;
-  if (rc == JOBQ_OK) rc = jobq__must_wait(db, &ref, &wait);
+  if (rc == JOBQ_OK) rc = jobq__must_wait(db, &ref, -1, &wait);
   if (rc == JOBQ_OK)
     rc = jobq__sql_run(db, JOBQ_Q_UNARCHIVE,
                        SQL_ARGS(V_INT(id), V_TEXT(wait ? "waiting" : "ready")));

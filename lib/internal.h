@@ -139,8 +139,12 @@ typedef struct jobq_jobref {
  * read or changed (put, finish, retry), on stores with concurrent
  * writers.  finishing: the job leaves the hot table. */
 int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
-/* Whether a new job (id 0) or a retried one (its id) must wait. */
-int jobq__must_wait(jobq *db, const jobq_jobref *job, int *wait);
+/* Whether a new job (id 0) or a retried one (its id) must wait.  For a
+ * new job that is no barrier, barrier_known may say whether its queue has
+ * an unfinished barrier (0 or 1; -1: look). */
+int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wait);
+/* Whether queue has an unfinished barrier. */
+int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
 /* Lets the next waiting job of queue's key run when its turn has come. */
 int jobq__promote_key(jobq *db, const char *queue, const char *key);
 /* Moves a job to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or

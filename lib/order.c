@@ -46,8 +46,7 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
     /* Finishing next to a waiting barrier: one finisher at a time, so
      * that whoever finishes the barrier's last predecessor sees it so. */
     int yes;
-    rc = jobq__sql_exists(db, JOBQ_Q_BARRIER_BEFORE, &yes,
-                          SQL_ARGS(V_TEXT(job->queue), V_INT(INT64_MAX)));
+    rc = jobq__barrier_pending(db, job->queue, &yes);
     if (rc == JOBQ_OK && yes) rc = lock(db, 'b', job->queue, NULL, 1);
   }
   if (rc == JOBQ_OK && job->key != NULL) rc = lock(db, 'k', job->queue, job->key, 1);
@@ -66,14 +65,18 @@ static int exists_qi(jobq *db, int id, const char *queue, int64_t num,
   return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_INT(num)));
 }
 
-int jobq__must_wait(jobq *db, const jobq_jobref *j, int *wait) {
-  int yes, rc;
+int jobq__barrier_pending(jobq *db, const char *queue, int *yes) {
+  return exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, INT64_MAX, yes);
+}
+
+int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait) {
+  int yes = barrier_known, rc = JOBQ_OK;
   *wait = 1;
   if (j->barrier) {
     rc = j->id ? exists_qi(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id, &yes)
                : jobq__sql_exists(db, JOBQ_Q_ANY_IN_QUEUE, &yes,
                                   SQL_ARGS(V_TEXT(j->queue)));
-  } else {
+  } else if (j->id != 0 || barrier_known < 0) {
     rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
                    &yes);
   }

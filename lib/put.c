@@ -22,10 +22,18 @@ static int unique_find(jobq *db, const jobq_put_opts *o, int64_t *id) {
                        SQL_ARGS(V_TEXT(o->queue), V_TEXT(o->unique_key)));
 }
 
-/* One job; *ensured names the queue whose row this transaction already
- * made sure of. */
-static int put_one(jobq *db, const jobq_put_opts *o, const char **ensured,
-                   int64_t *id, int *existed) {
+/* What one put transaction knows of the queue it last put into: its row
+ * is there and locked for puts, and whether it has a barrier (-1: not
+ * known yet).  A batch of jobs for one queue then costs one statement a
+ * job. */
+typedef struct queue_seen {
+  const char *name;
+  int barrier;
+} queue_seen;
+
+/* One job into queue_seen *q's transaction. */
+static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int64_t *id,
+                   int *existed) {
   *existed = 0;
   int rc;
   if (o->unique_key != NULL) {
@@ -37,15 +45,21 @@ static int put_one(jobq *db, const jobq_put_opts *o, const char **ensured,
       return JOBQ_OK;
     }
   }
-  if (*ensured == NULL || strcmp(*ensured, o->queue) != 0) {
+  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
+  if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier) {
     rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(o->queue)));
     if (rc != JOBQ_OK) return rc;
-    *ensured = o->queue;
+    jobq_jobref qref = {0, o->queue, NULL, o->barrier != 0};
+    if ((rc = jobq__order_lock(db, &qref, 0)) != JOBQ_OK) return rc;
+    *q = (queue_seen){o->queue, -1};
   }
-  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
+  if (o->key != NULL && (rc = jobq__order_lock(db, &ref, 0)) != JOBQ_OK) return rc;
+  if (!o->barrier && q->barrier < 0 &&
+      (rc = jobq__barrier_pending(db, o->queue, &q->barrier)) != JOBQ_OK)
+    return rc;
   int wait;
-  if ((rc = jobq__order_lock(db, &ref, 0)) != JOBQ_OK) return rc;
-  if ((rc = jobq__must_wait(db, &ref, &wait)) != JOBQ_OK) return rc;
+  if ((rc = jobq__must_wait(db, &ref, o->barrier ? -1 : q->barrier, &wait)) != JOBQ_OK)
+    return rc;
   int inserted;
   rc = jobq__sql_insert(
       db, JOBQ_Q_INSERT_JOB, id, &inserted,
@@ -56,6 +70,8 @@ static int put_one(jobq *db, const jobq_put_opts *o, const char **ensured,
                V_INT(o->timeout_ms), V_INT(o->backoff_ms)));
   if (rc != JOBQ_OK) return rc;
   if (inserted) {
+    /* The queue has a barrier from now on. */
+    if (o->barrier) q->barrier = 1;
     if (!wait && o->run_at_ms == 0 && o->delay_ms == 0) jobq__wake(db, o->queue);
     return JOBQ_OK;
   }
@@ -91,12 +107,12 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     if (all_plain && n > 1) {
       rc = db->store->put_plain(db, opts, n, ids);
     } else {
-      const char *ensured = NULL;
+      queue_seen q = {NULL, -1};
       for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
         jobq_put_opts o = opts[i];
         if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;
         int ex = 0;
-        rc = put_one(db, &o, &ensured, &ids[i], &ex);
+        rc = put_one(db, &o, &q, &ids[i], &ex);
         if (existed != NULL) existed[i] = (unsigned char)ex;
       }
     }

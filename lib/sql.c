@@ -76,8 +76,7 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_KEY_ANY] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                         "order_key = ?2 LIMIT 1"},
     [JOBQ_Q_KEY_ACTIVE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
-                           "order_key = ?2 AND state IN ('ready','running') "
-                           "LIMIT 1"},
+                           "order_key = ?2 AND state <> 'waiting' LIMIT 1"},
     [JOBQ_Q_KEY_NEXT] = {"SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                          "order_key = ?2 AND state = 'waiting' ORDER BY id "
                          "LIMIT 1"},
@@ -100,6 +99,14 @@ static const text texts[JOBQ_Q__COUNT] = {
          "CAST(?3 AS {bigint}) ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
          "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL "
          "DO NOTHING RETURNING id",
+         /* Without RETURNING, which costs SQLite a temporary table per
+          * statement: the store reads the new id (insert_id). */
+         .sqlite = "INSERT INTO jobq_jobs(queue, priority, run_at, state, "
+                   "order_key, barrier, unique_key, payload, max_attempts, "
+                   "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
+                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
+                   "?9, ?10, ?11, ?12, {now}) ON CONFLICT (queue, unique_key) "
+                   "WHERE unique_key IS NOT NULL DO NOTHING",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, "
                   "order_key, barrier, unique_key, payload, max_attempts, "
                   "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
@@ -330,6 +337,19 @@ char *jobq__sql_spell(int dialect, const char *t, int **order,
   buf b = {malloc(256), 0, 256};
   if (b.p == NULL) return NULL;
   b.p[0] = '\0';
+  /* SQLite makes a statement that may fail halfway undoable on its own
+   * (a statement journal, costly on every run).  The library undoes the
+   * whole transaction or savepoint on any failure anyway, so jobq's writes
+   * fail without that: OR FAIL. */
+  if (dialect == JOBQ_DIALECT_SQLITE) {
+    if (strncmp(t, "INSERT INTO ", 12) == 0) {
+      put(&b, "INSERT OR FAIL INTO ", 20);
+      t += 12;
+    } else if (strncmp(t, "UPDATE ", 7) == 0) {
+      put(&b, "UPDATE OR FAIL ", 15);
+      t += 7;
+    }
+  }
   int *ord = NULL;
   size_t nord = 0;
   if (order != NULL) *order = NULL;

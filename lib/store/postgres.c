@@ -136,7 +136,7 @@ static const char *const migrations[] = {
     "  last_error text,"
     "  prev_lost smallint NOT NULL DEFAULT 0);"
     "CREATE INDEX jobq_done_finished ON jobq_done(finished_at);"
-    "CREATE INDEX jobq_done_outcome ON jobq_done(outcome, queue, id);"
+    "CREATE INDEX jobq_done_outcome ON jobq_done(outcome, queue, id) WHERE outcome <> 'done';"
     "CREATE TABLE jobq_blocked ("
     "  queue text COLLATE \"C\" NOT NULL,"
     "  order_key text COLLATE \"C\" NOT NULL,"

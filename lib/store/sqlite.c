@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,14 @@
 
 /* ---------------------------------------------------------------- schema */
 
+/* CHECKs are written with OR, not IN: SQLite builds a temporary table for
+ * an IN list on every statement that checks it. */
 static const char *const migrations[] = {
     /* version 1 */
     "CREATE TABLE jobq_queues ("
     "  name TEXT PRIMARY KEY,"
     "  paused INTEGER NOT NULL DEFAULT 0,"
-    "  key_policy TEXT NOT NULL DEFAULT 'block' CHECK (key_policy IN ('block','skip')),"
+    "  key_policy TEXT NOT NULL DEFAULT 'block' CHECK (key_policy = 'block' OR key_policy = 'skip'),"
     "  created_at INTEGER NOT NULL"
     ");"
     "CREATE TABLE jobq_counts ("
@@ -67,7 +70,7 @@ static const char *const migrations[] = {
     "  queue TEXT NOT NULL,"
     "  priority INTEGER NOT NULL DEFAULT 0,"
     "  run_at INTEGER NOT NULL,"
-    "  state TEXT NOT NULL CHECK (state IN ('ready','running','waiting')),"
+    "  state TEXT NOT NULL CHECK (state = 'ready' OR state = 'running' OR state = 'waiting'),"
     "  order_key TEXT,"
     "  barrier INTEGER NOT NULL DEFAULT 0,"
     "  unique_key TEXT,"
@@ -100,7 +103,7 @@ static const char *const migrations[] = {
     "  queue TEXT NOT NULL,"
     "  priority INTEGER NOT NULL,"
     "  run_at INTEGER NOT NULL,"
-    "  outcome TEXT NOT NULL CHECK (outcome IN ('done','dead','cancelled')),"
+    "  outcome TEXT NOT NULL CHECK (outcome = 'done' OR outcome = 'dead' OR outcome = 'cancelled'),"
     "  order_key TEXT,"
     "  barrier INTEGER NOT NULL,"
     "  unique_key TEXT,"
@@ -119,7 +122,8 @@ static const char *const migrations[] = {
     "  prev_lost INTEGER NOT NULL DEFAULT 0"
     ");"
     "CREATE INDEX jobq_done_finished ON jobq_done(finished_at);"
-    "CREATE INDEX jobq_done_outcome ON jobq_done(outcome, queue, id);"
+    "CREATE INDEX jobq_done_outcome ON jobq_done(outcome, queue, id)"
+    "  WHERE outcome <> 'done';"
     /* Ordering keys held by a dead head under the 'block' policy. */
     "CREATE TABLE jobq_blocked ("
     "  queue TEXT NOT NULL,"
@@ -136,21 +140,54 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 /* ---------------------------------------------------------------- statements */
 
 /* This store's own statements, numbered after lib/sql.h's: the claim. */
-enum { SQ_CANDIDATES = JOBQ_Q__COUNT, SQ_CLAIM_ONE, SQ_DATA_VERSION, SQ__END };
+enum {
+  SQ_CANDIDATES = JOBQ_Q__COUNT,
+  SQ_CLAIM,
+  SQ_ACK_PLAIN_FIND,
+  SQ_ACK_PLAIN_ARCHIVE,
+  SQ_ACK_PLAIN_DELETE,
+  SQ_ACK_RESULT,
+  SQ_DATA_VERSION,
+  SQ__END
+};
 
 static const char *const own_sql[] = {
     [SQ_CANDIDATES - JOBQ_Q__COUNT] =
         "SELECT id, priority, run_at FROM jobq_jobs WHERE queue = ?1 "
         "AND state = 'ready' AND run_at <= jobq_now() "
         "ORDER BY priority DESC, run_at, id LIMIT ?2",
-    [SQ_CLAIM_ONE - JOBQ_Q__COUNT] =
-        "UPDATE jobq_jobs SET state = 'running', session = ?2, "
+    /* The chosen jobs (?1, a JSON array of ids) marked running in one
+     * statement; each gets its own claim token. */
+    [SQ_CLAIM - JOBQ_Q__COUNT] =
+        "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, "
         "claim = lower(hex(randomblob(16))), claimed_at = jobq_now(), "
         "attempts = attempts + 1, cancel_requested = 0, "
         "deadline_at = CASE WHEN timeout_ms > 0 THEN jobq_now() + timeout_ms END "
-        "WHERE id = ?1 AND state = 'ready' "
-        "RETURNING queue, payload, attempts, max_attempts, priority, order_key, "
-        "timeout_ms, prev_lost, claim",
+        "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready' "
+        "RETURNING id, queue, payload, attempts, max_attempts, priority, "
+        "order_key, timeout_ms, prev_lost, claim, run_at",
+    /* Completions of plain jobs, many at a time (see sq_ack_plain): ?1
+     * is a JSON array of [id, claim] pairs. */
+    [SQ_ACK_PLAIN_FIND - JOBQ_Q__COUNT] =
+        "SELECT j.id, j.queue FROM json_each(?1) a CROSS JOIN jobq_jobs j ON "
+        "j.id = a.value ->> 0 WHERE j.claim = a.value ->> 1 AND j.session = ?2 "
+        "AND j.state = 'running' AND j.order_key IS NULL AND j.barrier = 0 AND "
+        "NOT EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY jobq_jobs_barrier "
+        "WHERE b.queue = j.queue AND b.barrier = 1)",
+    /* ?1: a JSON array of the ids found. */
+    [SQ_ACK_PLAIN_ARCHIVE - JOBQ_Q__COUNT] =
+        "INSERT OR FAIL INTO jobq_done(id, queue, priority, run_at, outcome, "
+        "order_key, barrier, unique_key, payload, result, attempts, "
+        "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
+        "claimed_at, finished_at, last_error, prev_lost) SELECT id, queue, "
+        "priority, run_at, 'done', order_key, barrier, unique_key, payload, "
+        "x'', attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "
+        "created_at, claimed_at, jobq_now(), last_error, prev_lost FROM "
+        "jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
+    [SQ_ACK_PLAIN_DELETE - JOBQ_Q__COUNT] =
+        "DELETE FROM jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
+    [SQ_ACK_RESULT - JOBQ_Q__COUNT] =
+        "UPDATE OR FAIL jobq_done SET result = ?2 WHERE id = ?1",
     [SQ_DATA_VERSION - JOBQ_Q__COUNT] = "PRAGMA data_version",
 };
 
@@ -305,6 +342,8 @@ static const void *sq_col_bytes(jobq_rows *r, int col, size_t *len) {
 
 static int64_t sq_changes(jobq *db) { return sqlite3_changes64(conn(db)->db); }
 
+static int64_t sq_insert_id(jobq *db) { return sqlite3_last_insert_rowid(conn(db)->db); }
+
 /* ---------------------------------------------------------------- connection */
 
 /* jobq_now(): this machine's clock in Unix milliseconds, the database
@@ -442,7 +481,7 @@ static int sq_open(jobq *db, const jobq_url *u) {
                       "writable file on a local disk",
                       c->path);
   rc = exec(db,
-            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;"
+            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;"
             "PRAGMA temp_store = MEMORY;",
             "setting durability");
   if (rc != JOBQ_OK) return rc;
@@ -569,9 +608,9 @@ static int sq_rollback(jobq *db, int depth) {
 
 /*
  * Candidates come from the claim index, per queue, in claim order; the
- * best max of them across the queues are taken one UPDATE each, which
- * costs microseconds in-process.  The file is held by this transaction,
- * so no other claim can take them meanwhile.
+ * best max of them across the queues are marked running by one UPDATE.
+ * The file is held by this transaction, so no other claim can take them
+ * meanwhile.
  */
 
 typedef struct cand {
@@ -670,44 +709,186 @@ static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
   }
   if (nc > 1) qsort(c, nc, sizeof *c, cand_cmp);
   if (nc > max) nc = max;
-  jobq_job *out = nc ? calloc(nc, sizeof *out) : NULL;
-  if (nc && out == NULL) {
+  if (nc == 0) {
     free(c);
+    return JOBQ_OK;
+  }
+  /* The ids as a JSON array: "[1,2,3]". */
+  char *list = malloc(nc * 21 + 3);
+  size_t len = 0;
+  if (list != NULL) {
+    list[len++] = '[';
+    for (size_t i = 0; i < nc; i++)
+      len += (size_t)snprintf(list + len, 22, "%s%lld", i ? "," : "", (long long)c[i].id);
+    list[len++] = ']';
+    list[len] = '\0';
+  }
+  jobq_job *out = calloc(nc, sizeof *out);
+  if (list == NULL || out == NULL) {
+    free(c);
+    free(list);
+    free(out);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
+  jobq_rows *r;
+  rc = sq_query(db, SQ_CLAIM, SQL_ARGS(V_TEXT(list), V_TEXT(s->id)), &r);
   size_t got = 0;
-  int failed = 0;
-  for (size_t i = 0; i < nc && rc == JOBQ_OK; i++) {
-    jobq_rows *r;
-    rc = sq_query(db, SQ_CLAIM_ONE, SQL_ARGS(V_INT(c[i].id), V_TEXT(s->id)), &r);
-    if (rc != JOBQ_OK) break;
-    int row = sq_next(db, r);
-    if (row == 1) {
-      jobq_job *j = &out[got++];
-      size_t len;
-      j->id = c[i].id;
-      j->queue = jobq__col_text(db, r, 0, &failed);
-      j->payload = jobq__col_bytes(db, r, 1, &j->payload_len, &failed);
-      j->attempt = (int)sq_col_int(r, 2);
-      j->max_attempts = (int)sq_col_int(r, 3);
-      j->priority = (int)sq_col_int(r, 4);
-      j->key = jobq__col_text(db, r, 5, &failed);
-      j->timeout_ms = sq_col_int(r, 6);
-      j->prev_lost = (int)sq_col_int(r, 7);
-      snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 8, &len));
-    }
-    sq_done(db, r);
-    if (row < 0) rc = row;
+  int failed = 0, row = 0;
+  while (rc == JOBQ_OK && got < nc && (row = sq_next(db, r)) == 1) {
+    jobq_job *j = &out[got];
+    j->id = sq_col_int(r, 0);
+    j->queue = jobq__col_text(db, r, 1, &failed);
+    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
+    j->attempt = (int)sq_col_int(r, 3);
+    j->max_attempts = (int)sq_col_int(r, 4);
+    j->priority = (int)sq_col_int(r, 5);
+    j->key = jobq__col_text(db, r, 6, &failed);
+    j->timeout_ms = sq_col_int(r, 7);
+    j->prev_lost = (int)sq_col_int(r, 8);
+    size_t tl;
+    snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 9, &tl));
+    c[got].id = j->id;
+    c[got].priority = j->priority;
+    c[got].run_at = sq_col_int(r, 10);
+    got++;
   }
-  free(c);
+  if (rc == JOBQ_OK) sq_done(db, r);
+  if (row < 0) rc = row;
+  free(list);
   if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   if (rc != JOBQ_OK) {
+    free(c);
     jobq_jobs_free(out, got);
     return rc;
   }
+  /* RETURNING hands rows back in no promised order: claim order it is. */
+  for (size_t i = 1; i < got; i++) {
+    for (size_t k = i; k > 0 && cand_cmp(&c[k], &c[k - 1]) < 0; k--) {
+      cand tc = c[k];
+      c[k] = c[k - 1];
+      c[k - 1] = tc;
+      jobq_job tj = out[k];
+      out[k] = out[k - 1];
+      out[k - 1] = tj;
+    }
+  }
+  free(c);
   *jobs = out;
   *n = got;
   return JOBQ_OK;
+}
+
+/* ---------------------------------------------------------------- acks */
+
+/* A growing JSON text; on ENOMEM it turns NULL. */
+typedef struct jtext {
+  char *p;
+  size_t len, cap;
+} jtext;
+
+static void jt_add(jtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jt_add(jtext *t, const char *fmt, ...) {
+  if (t->p == NULL && t->cap != 0) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) break;
+    if (t->p != NULL && t->len + (size_t)n < t->cap) {
+      t->len += (size_t)n;
+      return;
+    }
+    size_t cap = (t->len + (size_t)n + 1) * 2;
+    char *q = realloc(t->p, cap);
+    if (q == NULL) break;
+    t->p = q;
+    t->cap = cap;
+  }
+  free(t->p);
+  t->p = NULL;
+  t->cap = 1;
+}
+
+/*
+ * Completions of plain jobs (no key, no barrier, in queues without a
+ * barrier) in a few statements for the whole batch, instead of a handful
+ * per job: find which of them the session still holds, archive those and
+ * delete them from the hot table, set the results that are not empty, and
+ * count them per queue.  The file is this transaction's alone meanwhile.
+ */
+static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
+  jtext pairs = {0};
+  size_t m = 0;
+  jt_add(&pairs, "[");
+  for (size_t i = 0; i < n; i++) {
+    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
+    jt_add(&pairs, "%s[%lld,\"%s\"]", m++ ? "," : "", (long long)acks[i].id, acks[i].claim);
+  }
+  jt_add(&pairs, "]");
+  if (pairs.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (m < 2) {
+    free(pairs.p);
+    return JOBQ_OK;
+  }
+  jobq_rows *r;
+  /* The values stay bound (not copied) until the rows are read. */
+  int rc = sq_query(db, SQ_ACK_PLAIN_FIND, SQL_ARGS(V_TEXT(pairs.p), V_TEXT(s->id)), &r);
+  if (rc != JOBQ_OK) {
+    free(pairs.p);
+    return rc;
+  }
+  /* The ids found, and the count per queue (a batch is mostly one). */
+  jtext ids = {0};
+  struct {
+    char name[JOBQ_QUEUE_MAX + 1];
+    int64_t n;
+  } q[8];
+  size_t nq = 0, found = 0;
+  int row, failed = 0;
+  jt_add(&ids, "[");
+  while ((row = sq_next(db, r)) == 1) {
+    int64_t id = sq_col_int(r, 0);
+    size_t len;
+    const char *queue = sq_col_bytes(r, 1, &len);
+    jt_add(&ids, "%s%lld", found++ ? "," : "", (long long)id);
+    for (size_t i = 0; i < n; i++) {
+      if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) {
+        acks[i].status = JOBQ_OK;
+        acks[i].outcome = JOBQ_STATE_DONE;
+      }
+    }
+    size_t k = 0;
+    while (k < nq && strcmp(q[k].name, queue) != 0) k++;
+    if (k == nq && nq < sizeof q / sizeof q[0]) {
+      snprintf(q[nq].name, sizeof q[0].name, "%s", queue);
+      q[nq++].n = 0;
+    }
+    if (k < nq) {
+      q[k].n++;
+    } else {
+      /* More queues in one batch than counted here: count it alone. */
+      failed |= jobq__count_add(db, queue, 1, 0, 0) != JOBQ_OK;
+    }
+  }
+  sq_done(db, r);
+  free(pairs.p);
+  jt_add(&ids, "]");
+  if (row < 0 || failed) {
+    free(ids.p);
+    return row < 0 ? row : db->err;
+  }
+  if (ids.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (found > 0) rc = sq_query(db, SQ_ACK_PLAIN_ARCHIVE, SQL_ARGS(V_TEXT(ids.p)), NULL);
+  if (rc == JOBQ_OK && found > 0)
+    rc = sq_query(db, SQ_ACK_PLAIN_DELETE, SQL_ARGS(V_TEXT(ids.p)), NULL);
+  free(ids.p);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (acks[i].status == JOBQ_OK && acks[i].len > 0)
+      rc = sq_query(db, SQ_ACK_RESULT, SQL_ARGS(V_INT(acks[i].id), V_BYTES(acks[i].data, acks[i].len)),
+                    NULL);
+  for (size_t k = 0; k < nq && rc == JOBQ_OK; k++) rc = jobq__count_add(db, q[k].name, q[k].n, 0, 0);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- wake-ups */
@@ -782,7 +963,9 @@ const jobq_store jobq__store_sqlite = {
     .col_int = sq_col_int,
     .col_bytes = sq_col_bytes,
     .changes = sq_changes,
+    .insert_id = sq_insert_id,
     .claim = sq_claim,
+    .ack_plain = sq_ack_plain,
     .watch = sq_watch,
     .changed = sq_changed,
 };
