@@ -343,6 +343,18 @@ void jobq_ack_init(jobq_ack *ack, const jobq_job *job, jobq_ack_kind kind);
  */
 int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n);
 
+/*
+ * Acknowledges n jobs and claims up to max more, in one transaction: a busy
+ * worker's rhythm, at half the commits of jobq_ack_many() followed by
+ * jobq_claim().  The acks get their status as from jobq_ack_many(); *jobs
+ * and *njobs are filled as by jobq_claim() (free with jobq_jobs_free()).
+ * On an error, nothing is acknowledged and nothing claimed.  n or max may
+ * be 0.
+ */
+int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t n,
+                   const char *const *queues, size_t nq, size_t max,
+                   jobq_job **jobs, size_t *njobs);
+
 /* Single-job forms of jobq_ack_many(): JOBQ_OK, JOBQ_ELOST or an error.
  * When already is not NULL it receives the ack's already flag. */
 int jobq_complete(jobq_session *s, const jobq_job *job, const void *result,

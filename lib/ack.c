@@ -149,10 +149,7 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
   return rc;
 }
 
-int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
-  if (s == NULL) return JOBQ_EINVAL;
-  jobq *db = s->db;
-  jobq__ok(db);
+int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n) {
   for (size_t i = 0; i < n; i++) {
     jobq_ack *a = &acks[i];
     a->status = JOBQ_ELOST;
@@ -170,27 +167,44 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
       return jobq__fail(db, JOBQ_EINVAL, "ack %zu: invalid retry delay '%lldms'", i,
                         (long long)a->retry_in_ms);
   }
-  int rc, attempt = 0;
-  do {
-    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    for (size_t i = 0; i < n; i++) acks[i].status = JOBQ_ACK_PENDING;
-    /* The store takes what it can in one statement; the rest, one by
-     * one. */
-    if (db->store->ack_plain != NULL && n > 1) rc = db->store->ack_plain(db, s, acks, n);
-    for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-      if (acks[i].status == JOBQ_ACK_PENDING) rc = ack(db, s, &acks[i]);
-    rc = jobq__txn_end(db, rc);
-  } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc != JOBQ_OK) {
-    for (size_t i = 0; i < n; i++) acks[i].status = rc, acks[i].already = 0;
-    return rc;
-  }
+  return JOBQ_OK;
+}
+
+int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < n; i++) acks[i].status = JOBQ_ACK_PENDING;
+  /* The store takes what it can in one statement; the rest, one by one. */
+  if (db->store->ack_plain != NULL && n > 1) rc = db->store->ack_plain(db, s, acks, n);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (acks[i].status == JOBQ_ACK_PENDING) rc = ack(db, s, &acks[i]);
+  return rc;
+}
+
+void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
   for (size_t i = 0; i < n; i++) {
+    if (rc != JOBQ_OK) {
+      acks[i].status = rc;
+      acks[i].already = 0;
+      continue;
+    }
     if (acks[i].status != JOBQ_OK || acks[i].already) continue;
     if (acks[i].outcome == JOBQ_STATE_DONE) s->done++;
     else if (acks[i].kind == JOBQ_ACK_FAIL) s->failed++;
   }
-  return JOBQ_OK;
+}
+
+int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
+  if (s == NULL) return JOBQ_EINVAL;
+  jobq *db = s->db;
+  jobq__ok(db);
+  int rc = jobq__ack_check(db, acks, n), attempt = 0;
+  if (rc != JOBQ_OK) return rc;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, jobq__ack_batch(db, s, acks, n));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  jobq__ack_done(s, acks, n, rc);
+  return rc;
 }
 
 static int ack_one(jobq_session *s, const jobq_job *job, jobq_ack_kind kind,

@@ -1,7 +1,8 @@
 /*
  * claim.c - taking ready jobs for a session: one short transaction for a
  * whole batch, refused when the database's identity changed or the
- * session is gone.
+ * session is gone; and a worker's steady rhythm, acknowledging one batch
+ * and claiming the next in the same transaction.
  */
 #include <stdlib.h>
 
@@ -11,8 +12,11 @@
 
 /* The session must be alive and of the database's epoch, and stays so
  * (its row held) until the claim commits. */
-static int claim(jobq *db, jobq_session *s, const char *const *queues,
-                 size_t nq, size_t max, jobq_job **jobs, size_t *n) {
+int jobq__claim_batch(jobq *db, jobq_session *s, const char *const *queues,
+                      size_t nq, size_t max, jobq_job **jobs, size_t *n) {
+  *jobs = NULL;
+  *n = 0;
+  if (max == 0) return JOBQ_OK;
   int rc = jobq__identity_check(db);
   if (rc == JOBQ_OK && db->epoch != s->epoch)
     return jobq__fail(db, JOBQ_EEXPIRED,
@@ -32,13 +36,7 @@ static int claim(jobq *db, jobq_session *s, const char *const *queues,
   return db->store->claim(db, s, queues, nq, max, jobs, n);
 }
 
-int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
-               size_t max, jobq_job **jobs, size_t *n) {
-  *jobs = NULL;
-  *n = 0;
-  if (s == NULL) return JOBQ_EINVAL;
-  jobq *db = s->db;
-  jobq__ok(db);
+int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max) {
   if (db->txn_depth > 0)
     return jobq__fail(db, JOBQ_ESTATE,
                       "a claim inside a caller's transaction: expected it "
@@ -49,20 +47,41 @@ int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
     int rc = jobq_check_queue(db, queues[i]);
     if (rc != JOBQ_OK) return rc;
   }
-  if (max == 0) return JOBQ_OK;
   if (max > CLAIM_MAX)
     return jobq__fail(db, JOBQ_EINVAL, "invalid claim size '%zu': expected 1 to %d",
                       max, CLAIM_MAX);
-  int rc, attempt = 0;
+  return JOBQ_OK;
+}
+
+int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
+               size_t max, jobq_job **jobs, size_t *n) {
+  return jobq_ack_claim(s, NULL, 0, queues, nq, max, jobs, n);
+}
+
+int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
+                   const char *const *queues, size_t nq, size_t max,
+                   jobq_job **jobs, size_t *n) {
+  *jobs = NULL;
+  *n = 0;
+  if (s == NULL) return JOBQ_EINVAL;
+  jobq *db = s->db;
+  jobq__ok(db);
+  int rc = jobq__claim_check(db, queues, nq, max);
+  if (rc == JOBQ_OK) rc = jobq__ack_check(db, acks, nacks);
+  if (rc != JOBQ_OK || (max == 0 && nacks == 0)) return rc;
+  int attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__txn_end(db, claim(db, s, queues, nq, max, jobs, n));
+    rc = jobq__ack_batch(db, s, acks, nacks);
+    if (rc == JOBQ_OK) rc = jobq__claim_batch(db, s, queues, nq, max, jobs, n);
+    rc = jobq__txn_end(db, rc);
     if (rc != JOBQ_OK) {
       jobq_jobs_free(*jobs, *n);
       *jobs = NULL;
       *n = 0;
     }
   } while (jobq__txn_retry(db, rc, &attempt));
+  jobq__ack_done(s, acks, nacks, rc);
   return rc;
 }
 

@@ -254,8 +254,9 @@ static int identity(jobq *db, jobq_identity *out) {
   out->epoch = jobq__col_int(db, r, 1);
   out->schema_version = (int)jobq__col_int(db, r, 2);
   out->now_ms = jobq__col_int(db, r, 3);
+  out->seq = jobq__col_int(db, r, 4);
   jobq__rows_done(db, r);
-  return jobq__sql_int(db, JOBQ_Q_SEQ, 0, &out->seq, SQL_ARGS());
+  return JOBQ_OK;
 }
 
 int jobq_identity_get(jobq *db, jobq_identity *out) {

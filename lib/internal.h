@@ -120,6 +120,17 @@ typedef struct jobq_ack_plan {
 void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *ack,
                     uint64_t rnd, jobq_ack_plan *plan);
 
+/* The parts of jobq_ack_many() and jobq_claim(), for jobq_ack_claim():
+ * checking the arguments (no SQL; resets the statuses), the work inside
+ * the caller's transaction, and the session's counters afterwards (rc:
+ * how the transaction ended). */
+int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n);
+int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
+void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
+int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max);
+int jobq__claim_batch(jobq *db, jobq_session *s, const char *const *queues,
+                      size_t nq, size_t max, jobq_job **jobs, size_t *n);
+
 /* The status of an ack that nobody has taken yet (a store's ack_plain
  * leaves it on the acks it does not take). */
 #define JOBQ_ACK_PENDING 1

@@ -41,17 +41,20 @@ typedef struct text {
 
 static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_NOW] = {"SELECT {now}"},
-    [JOBQ_Q_IDENT] = {"SELECT queue_id, epoch, version, {now} FROM jobq_meta "
-                      "WHERE id = 1"},
-    [JOBQ_Q_SEQ] =
+    /* The identity, the clock, and the highest job id ever given (the
+     * job sequence), in one round trip. */
+    [JOBQ_Q_IDENT] =
         {NULL,
-         .sqlite = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE "
-                   "name = 'jobq_jobs'), 0)",
-         .pg = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM "
-               "jobq_jobs_id_seq",
-         .mysql = "SELECT coalesce(AUTO_INCREMENT, 1) - 1 FROM "
-                  "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-                  "AND TABLE_NAME = 'jobq_jobs'"},
+         .sqlite = "SELECT queue_id, epoch, version, {now}, coalesce((SELECT seq "
+                   "FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0) FROM "
+                   "jobq_meta WHERE id = 1",
+         .pg = "SELECT queue_id, epoch, version, {now}, (SELECT CASE WHEN "
+               "is_called THEN last_value ELSE 0 END FROM jobq_jobs_id_seq) FROM "
+               "jobq_meta WHERE id = 1",
+         .mysql = "SELECT queue_id, epoch, version, {now}, (SELECT "
+                  "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
+                  "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs') "
+                  "FROM jobq_meta WHERE id = 1"},
     [JOBQ_Q_QUEUE_ENSURE] =
         {"INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
          "ON CONFLICT (name) DO NOTHING",

@@ -479,6 +479,75 @@ static void test_bad_ack_arguments(void **state) {
   jobq_session_close(s);
 }
 
+/* jobq_ack_claim(): one transaction acknowledges a batch and claims the
+ * next; a lost ack in it is refused alone; a failing claim takes the acks
+ * down with it. */
+static void test_ack_claim(void **state) {
+  tq *t = *state;
+  int64_t ids[6];
+  for (int k = 0; k < 6; k++) ids[k] = put_with(t->db, 3, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *first = th_claim(s, "q", 3, &n);
+  assert_int_equal(n, 3);
+  jobq_ack a[4];
+  for (int k = 0; k < 3; k++) jobq_ack_init(&a[k], &first[k], JOBQ_ACK_COMPLETE);
+  a[0].data = "r0";
+  a[0].len = 2;
+  /* A forged claim: refused on its own, the others go through. */
+  jobq_ack_init(&a[3], &first[0], JOBQ_ACK_COMPLETE);
+  a[3].id = ids[5];
+  const char *q = "q";
+  jobq_job *next = NULL;
+  size_t nn = 9;
+  assert_rc(jobq_ack_claim(s, a, 4, &q, 1, 2, &next, &nn), JOBQ_OK);
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(a[k].status, JOBQ_OK);
+    assert_int_equal(a[k].outcome, JOBQ_STATE_DONE);
+    assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_DONE);
+  }
+  assert_int_equal(a[3].status, JOBQ_ELOST);
+  assert_int_equal(nn, 2);
+  assert_int_equal(next[0].id, ids[3]);
+  assert_int_equal(next[1].id, ids[4]);
+  jobq_job_info *i = th_show(t->db, ids[0]);
+  assert_memory_equal(i->result, "r0", 2);
+  jobq_info_free(i, 1);
+
+  /* An invalid queue: nothing happens at all. */
+  jobq_ack b[2];
+  for (int k = 0; k < 2; k++) jobq_ack_init(&b[k], &next[k], JOBQ_ACK_COMPLETE);
+  const char *bad = "Bad Queue";
+  jobq_job *none = NULL;
+  assert_rc(jobq_ack_claim(s, b, 2, &bad, 1, 5, &none, &nn), JOBQ_EINVAL);
+  assert_null(none);
+  assert_int_equal(nn, 0);
+  assert_int_equal(th_state(t->db, ids[3]), JOBQ_STATE_RUNNING);
+
+  /* Only acks (max 0) and only a claim (n 0) both work. */
+  assert_rc(jobq_ack_claim(s, b, 2, NULL, 0, 0, &none, &nn), JOBQ_OK);
+  assert_int_equal(nn, 0);
+  assert_int_equal(th_state(t->db, ids[3]), JOBQ_STATE_DONE);
+  assert_int_equal(th_state(t->db, ids[4]), JOBQ_STATE_DONE);
+  assert_rc(jobq_ack_claim(s, NULL, 0, &q, 1, 5, &none, &nn), JOBQ_OK);
+  assert_int_equal(nn, 1);
+  assert_int_equal(none[0].id, ids[5]);
+
+  /* The session is gone: the claim fails, and the ack with it. */
+  jobq_ack c;
+  jobq_ack_init(&c, &none[0], JOBQ_ACK_COMPLETE);
+  assert_rc(jobq_epoch_bump(t->db, NULL), JOBQ_OK);
+  jobq_job *after = NULL;
+  assert_rc(jobq_ack_claim(s, &c, 1, &q, 1, 5, &after, &nn), JOBQ_EEXPIRED);
+  assert_int_equal(c.status, JOBQ_EEXPIRED);
+  assert_null(after);
+  assert_int_equal(th_state(t->db, ids[5]), JOBQ_STATE_READY);
+  jobq_jobs_free(first, 3);
+  jobq_jobs_free(next, 2);
+  jobq_jobs_free(none, 1);
+  jobq_session_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_complete_archives_result),
@@ -493,6 +562,7 @@ int main(void) {
       TQ_TEST(test_lost_claim_cannot_ack),
       TQ_TEST(test_repeated_fail_and_lost_fail),
       TQ_TEST(test_bad_ack_arguments),
+      TQ_TEST(test_ack_claim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
