@@ -72,8 +72,11 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   int attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__ack_batch(db, s, acks, nacks);
+    if (nacks > 0) rc = jobq__failpoint(db, "ack.before-fence");
+    if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, nacks);
     if (rc == JOBQ_OK) rc = jobq__claim_batch(db, s, queues, nq, max, jobs, n);
+    if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");
+    if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
     rc = jobq__txn_end(db, rc);
     if (rc != JOBQ_OK) {
       jobq_jobs_free(*jobs, *n);
@@ -82,6 +85,16 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     }
   } while (jobq__txn_retry(db, rc, &attempt));
   jobq__ack_done(s, acks, nacks, rc);
+  if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
+  if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.after-commit");
+  if (rc != JOBQ_OK) {
+    /* Committed, but the caller hears of a failure (a failpoint): what
+     * it holds is no longer given out. */
+    jobq_jobs_free(*jobs, *n);
+    *jobs = NULL;
+    *n = 0;
+    for (size_t i = 0; i < nacks; i++) acks[i].status = rc, acks[i].already = 0;
+  }
   return rc;
 }
 

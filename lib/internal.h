@@ -174,6 +174,10 @@ int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
 int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state);
 void jobq__job_ref_release(jobq_jobref *ref);
 
+/* A named place where JOBQ_FAILPOINT may inject a fault (lib/failpoint.c
+ * lists them): JOBQ_OK to go on, or an error recorded on db. */
+int jobq__failpoint(jobq *db, const char *name);
+
 /* Tells the store that queue has a job ready now (for watchers). */
 void jobq__wake(jobq *db, const char *queue);
 

@@ -112,7 +112,8 @@ void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
 }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
-  int rc = jobq__identity_check(db);
+  int rc = jobq__failpoint(db, "heartbeat.before");
+  if (rc == JOBQ_OK) rc = jobq__identity_check(db);
   if (rc == JOBQ_OK && db->epoch != s->epoch)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
                     "session '%s' belongs to epoch %lld, the database is at "

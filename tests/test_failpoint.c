@@ -1,0 +1,213 @@
+/*
+ * test_failpoint.c - the known races, replayed with JOBQ_FAILPOINT
+ * (lib/failpoint.c) instead of waited for: an acknowledgement whose commit
+ * outcome the caller never heard, an acknowledgement racing the reaper, a
+ * claim that commits after its session's lease ran out, and a worker that
+ * dies right after a batch claim.  A second process plays the other
+ * workers (heartbeating, so reaping) where the race needs one.
+ */
+#include "helpers.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A worker in a child process that heartbeats a session of its own every
+ * 50 ms for ms milliseconds: the reaper of the others' sessions. */
+struct beater {
+  const char *url;
+  int64_t ms;
+};
+
+static int beat_for(void *arg) {
+  struct beater *b = arg;
+  jobq *db = NULL;
+  if (jobq_open(b->url, &db) != JOBQ_OK) return 10;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.name = "reaper";
+  so.lease_ms = 2000;
+  jobq_session *s = NULL;
+  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  int64_t end = th_mono_ms() + b->ms;
+  while (th_mono_ms() < end) {
+    if (jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 12;
+    th_sleep_ms(50);
+  }
+  jobq_session_close(s);
+  jobq_close(db);
+  return 0;
+}
+
+static jobq_session *session_with_lease(jobq *db, int64_t lease_ms) {
+  return th_session(db, lease_ms);
+}
+
+/* The commit went through, the reply did not: the retried completion is
+ * a quiet success, and there is one result. */
+static void test_commit_outcome_unknown(void **state) {
+  tq *t = *state;
+  int64_t id = th_put(t->db, "q", "x");
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  setenv("JOBQ_FAILPOINT", "ack.after-commit=error", 1);
+  int already = -1;
+  assert_rc(jobq_complete(s, j, "first", 5, &already), JOBQ_ECONN);
+  th_assert_msg(t->db, "failpoint");
+  unsetenv("JOBQ_FAILPOINT");
+  assert_rc(jobq_complete(s, j, "second", 6, &already), JOBQ_OK);
+  assert_int_equal(already, 1);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_int_equal(i->result_len, 5);
+  assert_memory_equal(i->result, "first", 5);
+  jobq_info_free(i, 1);
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(st[0].done, 1);
+  jobq_stats_free(st, n);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+/* An acknowledgement that stalls (before reading its job) while its lease
+ * runs out and another worker reaps: whichever comes first wins, and the
+ * other sees it.  Either the ack went through and the job is done once,
+ * or the ack is refused and the job runs again. */
+static void test_ack_races_reaper(void **state) {
+  tq *t = *state;
+  int64_t id = th_put(t->db, "q", "x");
+  jobq_session *a = session_with_lease(t->db, 200);
+  jobq_job *j = th_claim_one(a, "q");
+  struct beater b = {t->url, 1500};
+  pid_t pid = th_fork(beat_for, &b);
+  setenv("JOBQ_FAILPOINT", "ack.before-fence=sleep:700", 1);
+  int rc = jobq_complete(a, j, "late", 4, NULL);
+  unsetenv("JOBQ_FAILPOINT");
+  assert_int_equal(th_wait(pid), 0);
+  jobq_job_info *i = th_show(t->db, id);
+  if (rc == JOBQ_OK) {
+    assert_int_equal(i->state, JOBQ_STATE_DONE);
+    assert_memory_equal(i->result, "late", 4);
+  } else {
+    assert_rc(rc, JOBQ_ELOST);
+    assert_int_equal(i->state, JOBQ_STATE_READY);
+    assert_int_equal(i->prev_lost, 1);
+    assert_null(i->session);
+  }
+  print_message("ack racing the reaper on %s: %s\n", th_store(),
+                rc == JOBQ_OK ? "the ack came first" : "the reaper came first");
+  jobq_info_free(i, 1);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(a);
+}
+
+/* A claim that stalls before its commit until its session's lease has
+ * run out: the session is held while the claim runs, so the claim
+ * commits, and then the reaper takes the jobs back.  The late worker's
+ * acknowledgements are refused; the jobs run again, marked as lost. */
+static void test_claim_outlives_lease(void **state) {
+  tq *t = *state;
+  int64_t x = th_put(t->db, "q", "x");
+  int64_t y = th_put(t->db, "q", "y");
+  jobq_session *a = session_with_lease(t->db, 200);
+  struct beater b = {t->url, 2000};
+  pid_t pid = th_fork(beat_for, &b);
+  th_sleep_ms(100);
+  setenv("JOBQ_FAILPOINT", "claim.before-commit=sleep:700", 1);
+  size_t n = 0;
+  jobq_job *j = th_claim(a, "q", 2, &n);
+  unsetenv("JOBQ_FAILPOINT");
+  assert_int_equal(n, 2);
+  /* The reaper gets the session as soon as the claim let go of it. */
+  int64_t until = th_mono_ms() + 3000;
+  while (th_state(t->db, x) != JOBQ_STATE_READY && th_mono_ms() < until) th_sleep_ms(20);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_READY);
+  assert_rc(jobq_complete(a, &j[0], NULL, 0, NULL), JOBQ_ELOST);
+  assert_int_equal(th_wait(pid), 0);
+  jobq_session *c = th_session(t->db, 0);
+  jobq_job *again = th_claim(c, "q", 2, &n);
+  assert_int_equal(n, 2);
+  for (size_t k = 0; k < n; k++) {
+    assert_int_equal(again[k].attempt, 2);
+    assert_int_equal(again[k].prev_lost, 1);
+  }
+  jobq_jobs_free(again, n);
+  jobq_jobs_free(j, 2);
+  jobq_session_close(c);
+  jobq_session_close(a);
+}
+
+/* A worker killed right after its batch claim committed: the jobs come
+ * back once its lease has run out, to be claimed by another worker. */
+struct claimer {
+  const char *url;
+};
+
+static int claim_and_die(void *arg) {
+  struct claimer *c = arg;
+  jobq *db = NULL;
+  if (jobq_open(c->url, &db) != JOBQ_OK) return 10;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = 300;
+  jobq_session *s = NULL;
+  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  setenv("JOBQ_FAILPOINT", "claim.after-commit=kill", 1);
+  jobq_job *j = NULL;
+  size_t n = 0;
+  const char *q = "q";
+  jobq_claim(s, &q, 1, 10, &j, &n);
+  return 12; /* not reached: the failpoint kills */
+}
+
+static void test_dies_after_claim(void **state) {
+  tq *t = *state;
+  int64_t ids[3];
+  for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
+  struct claimer c = {t->url};
+  pid_t pid = th_fork(claim_and_die, &c);
+  assert_int_equal(th_wait(pid), 128 + SIGKILL);
+  for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_RUNNING);
+  jobq_session *s = th_session(t->db, 0);
+  th_beat_until(s, t->db, ids[2], JOBQ_STATE_READY, 5000);
+  size_t n = 0;
+  jobq_job *j = th_claim(s, "q", 10, &n);
+  assert_int_equal(n, 3);
+  for (size_t k = 0; k < n; k++) {
+    assert_int_equal(j[k].id, ids[k]);
+    assert_int_equal(j[k].prev_lost, 1);
+  }
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
+/* An unknown failpoint name or action changes nothing. */
+static void test_unknown_failpoint(void **state) {
+  tq *t = *state;
+  setenv("JOBQ_FAILPOINT", "no.such.place=error,ack.after-commit=dance", 1);
+  int64_t id = th_put(t->db, "q", "x");
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  unsetenv("JOBQ_FAILPOINT");
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DONE);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_commit_outcome_unknown),
+      TQ_TEST(test_ack_races_reaper),
+      TQ_TEST(test_claim_outlives_lease),
+      TQ_TEST(test_dies_after_claim),
+      TQ_TEST(test_unknown_failpoint),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
