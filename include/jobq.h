@@ -98,6 +98,7 @@ const char *jobq_err_name(int err);
 
 typedef struct jobq jobq;
 typedef struct jobq_session jobq_session;
+typedef struct jobq_job jobq_job;
 
 /*
  * Opens the queue database named by url:
@@ -219,6 +220,9 @@ int jobq_put_many(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
 typedef struct jobq_session_opts {
   const char *name;   /* shown by `jobq sessions`; default "worker" */
   int64_t lease_ms;   /* default 5000; at least 100 */
+  int track_starts;   /* 1: the worker calls jobq_session_started() for
+                         each job it starts, and jobs it claimed but never
+                         started cost no attempt when it dies */
 } jobq_session_opts;
 
 void jobq_session_opts_init(jobq_session_opts *opts);
@@ -260,6 +264,18 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel);
  * written with the next heartbeat. */
 void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight);
 
+/*
+ * For a session opened with track_starts: tells jobq that the worker has
+ * started job, and every job it claimed before it or in the same claim
+ * (a worker starts a claim's jobs together, so claim only what you will
+ * start).  Jobs a worker claimed but never started (a batch it died right
+ * after claiming) come back without spending an attempt when its lease
+ * runs out; started ones spend theirs.  Written with the session's next
+ * claim, acknowledgement or heartbeat.  Without track_starts, every job
+ * counts as started when it is claimed.
+ */
+void jobq_session_started(jobq_session *s, const jobq_job *job);
+
 /* ---------------------------------------------------------------- claims */
 
 typedef struct jobq_job {
@@ -273,6 +289,7 @@ typedef struct jobq_job {
   char *key;            /* NULL when none */
   int64_t timeout_ms;   /* 0: none */
   int prev_lost;        /* the previous attempt's outcome is unknown */
+  int64_t claimed_at_ms;  /* when it was claimed, on the database clock */
   char claim[JOBQ_CLAIM_LEN + 1];
 } jobq_job;
 

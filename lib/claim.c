@@ -73,6 +73,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     if (nacks > 0) rc = jobq__failpoint(db, "ack.before-fence");
+    if (rc == JOBQ_OK) rc = jobq__session_note_started(db, s);
     if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, nacks);
     if (rc == JOBQ_OK) rc = jobq__claim_batch(db, s, queues, nq, max, jobs, n);
     if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");
@@ -84,6 +85,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
       *n = 0;
     }
   } while (jobq__txn_retry(db, rc, &attempt));
+  if (rc == JOBQ_OK) s->started_dirty = 0;
   jobq__ack_done(s, acks, nacks, rc);
   if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
   if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.after-commit");

@@ -48,6 +48,11 @@ struct jobq_session {
   int64_t in_flight;
   int64_t done;     /* acknowledged by this session: written by heartbeats */
   int64_t failed;
+  /* jobq_session_started(): the claim time up to which every job has
+   * started (-1: not tracked, every claimed job counts as started), and
+   * whether the database has yet to hear of it. */
+  int64_t started_through;
+  int started_dirty;
 };
 
 /* Records err and a printf-style message on db (db may be NULL); returns
@@ -183,6 +188,10 @@ void jobq__wake(jobq *db, const char *queue);
 
 /* ---------------------------------------------------------------- sessions
  * (lib/session.c) */
+
+/* Writes what jobq_session_started() learned, inside the caller's
+ * transaction, when there is anything new. */
+int jobq__session_note_started(jobq *db, jobq_session *s);
 
 /* Ends session sid: its jobs go back to ready (lost: the worker vanished,
  * so the attempt is spent and the job marked prev_lost; else given back),

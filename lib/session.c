@@ -38,7 +38,8 @@ static int session_insert(jobq *db, jobq_session *s) {
   int rc = jobq__sql_run(db, JOBQ_Q_SESSION_INSERT,
                          SQL_ARGS(V_TEXT(s->id), V_INT(s->epoch), V_TEXT(s->name),
                                   V_TEXT(clean ? clean : host), V_INT((int64_t)getpid()),
-                                  V_INT(s->lease_ms)));
+                                  V_INT(s->lease_ms),
+                                  s->started_through < 0 ? V_NULL : V_INT(s->started_through)));
   free(clean);
   return rc;
 }
@@ -69,6 +70,8 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   if (s == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   s->db = db;
   s->lease_ms = opts->lease_ms;
+  /* Tracked: nothing has started yet. */
+  s->started_through = opts->track_starts ? 0 : -1;
   snprintf(s->name, sizeof s->name, "%s", name);
   jobq__random_hex(s->id, JOBQ_SESSION_ID_LEN / 2);
 
@@ -111,6 +114,20 @@ void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
   s->in_flight = in_flight;
 }
 
+void jobq_session_started(jobq_session *s, const jobq_job *job) {
+  if (s == NULL || job == NULL || s->started_through < 0 ||
+      job->claimed_at_ms <= s->started_through)
+    return;
+  s->started_through = job->claimed_at_ms;
+  s->started_dirty = 1;
+}
+
+int jobq__session_note_started(jobq *db, jobq_session *s) {
+  if (!s->started_dirty) return JOBQ_OK;
+  return jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
+                       SQL_ARGS(V_TEXT(s->id), V_INT(s->started_through)));
+}
+
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   int rc = jobq__failpoint(db, "heartbeat.before");
   if (rc == JOBQ_OK) rc = jobq__identity_check(db);
@@ -125,7 +142,8 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
                           SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
-                                   V_INT(s->failed), V_INT(s->epoch)));
+                                   V_INT(s->failed), V_INT(s->epoch),
+                                   s->started_through < 0 ? V_NULL : V_INT(s->started_through)));
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
                     "session '%s' has expired and was reaped: stop its jobs "
@@ -158,6 +176,7 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
     free(ids);
     return rc;
   }
+  s->started_dirty = 0;
   if (cancel != NULL) {
     *cancel = ids;
     *ncancel = n;
@@ -170,6 +189,7 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
     int64_t id;
     int attempts, max_attempts, cancel;
     char queue[JOBQ_QUEUE_MAX + 1];
+    int started;
   } held;
   held *h = NULL;
   size_t n = 0, cap = 0;
@@ -188,7 +208,8 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
       h = v;
     }
     h[n] = (held){jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
-                  (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3), ""};
+                  (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3), "",
+                  (int)jobq__col_int(db, r, 5)};
     size_t len;
     const char *q = db->store->col_bytes(r, 4, &len);
     snprintf(h[n++].queue, sizeof h[0].queue, "%.*s", (int)len, q);
@@ -197,12 +218,14 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   rc = got < 0 ? got : JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     char e[128];
+    /* A job its worker never started is given back, lost or not. */
+    int spent = lost && h[i].started;
     int finish = h[i].cancel ? JOBQ_STATE_CANCELLED
-                 : lost && h[i].attempts >= h[i].max_attempts ? JOBQ_STATE_DEAD
-                                                               : 0;
+                 : spent && h[i].attempts >= h[i].max_attempts ? JOBQ_STATE_DEAD
+                                                                : 0;
     if (finish == 0) {
       jobq__wake(db, h[i].queue);
-      if (lost)
+      if (spent)
         rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
                            SQL_ARGS(V_INT(h[i].id),
                                     V_TEXT("lease expired: the worker was lost")));

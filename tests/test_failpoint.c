@@ -3,7 +3,8 @@
  * (lib/failpoint.c) instead of waited for: an acknowledgement whose commit
  * outcome the caller never heard, an acknowledgement racing the reaper, a
  * claim that commits after its session's lease ran out, and a worker that
- * dies right after a batch claim.  A second process plays the other
+ * dies right after a batch claim (whose unstarted jobs cost no attempt
+ * when it tracks starts).  A second process plays the other
  * workers (heartbeating, so reaping) where the race needs one.
  */
 #include "helpers.h"
@@ -144,9 +145,12 @@ static void test_claim_outlives_lease(void **state) {
 }
 
 /* A worker killed right after its batch claim committed: the jobs come
- * back once its lease has run out, to be claimed by another worker. */
+ * back once its lease has run out, to be claimed by another worker.  A
+ * worker that tracks starts had started none of them: no attempt is
+ * spent.  One that does not has spent one on each. */
 struct claimer {
   const char *url;
+  int track;
 };
 
 static int claim_and_die(void *arg) {
@@ -156,8 +160,19 @@ static int claim_and_die(void *arg) {
   jobq_session_opts so;
   jobq_session_opts_init(&so);
   so.lease_ms = 300;
+  so.track_starts = c->track;
   jobq_session *s = NULL;
   if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  if (c->track) {
+    /* One job started and finished before: the mark moves on. */
+    jobq_job *j = NULL;
+    size_t n = 0;
+    const char *q = "first";
+    if (jobq_claim(s, &q, 1, 1, &j, &n) != JOBQ_OK || n != 1) return 13;
+    jobq_session_started(s, &j[0]);
+    if (jobq_complete(s, &j[0], NULL, 0, NULL) != JOBQ_OK) return 14;
+    jobq_jobs_free(j, n);
+  }
   setenv("JOBQ_FAILPOINT", "claim.after-commit=kill", 1);
   jobq_job *j = NULL;
   size_t n = 0;
@@ -166,11 +181,11 @@ static int claim_and_die(void *arg) {
   return 12; /* not reached: the failpoint kills */
 }
 
-static void test_dies_after_claim(void **state) {
-  tq *t = *state;
+static void dies_after_claim(tq *t, int track) {
   int64_t ids[3];
+  if (track) th_put(t->db, "first", "done before");
   for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
-  struct claimer c = {t->url};
+  struct claimer c = {t->url, track};
   pid_t pid = th_fork(claim_and_die, &c);
   assert_int_equal(th_wait(pid), 128 + SIGKILL);
   for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_RUNNING);
@@ -181,9 +196,57 @@ static void test_dies_after_claim(void **state) {
   assert_int_equal(n, 3);
   for (size_t k = 0; k < n; k++) {
     assert_int_equal(j[k].id, ids[k]);
-    assert_int_equal(j[k].prev_lost, 1);
+    assert_int_equal(j[k].attempt, track ? 1 : 2);
+    assert_int_equal(j[k].prev_lost, !track);
   }
   jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
+static void test_dies_after_claim(void **state) { dies_after_claim(*state, 0); }
+static void test_dies_after_claim_unstarted(void **state) { dies_after_claim(*state, 1); }
+
+/* A tracking worker that claimed two jobs in two batches, started the
+ * first, said so with a heartbeat, and died: the started one spent its
+ * attempt, the other did not. */
+static int start_one_and_die(void *arg) {
+  const char *url = arg;
+  jobq *db = NULL;
+  if (jobq_open(url, &db) != JOBQ_OK) return 10;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = 300;
+  so.track_starts = 1;
+  jobq_session *s = NULL;
+  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  jobq_job *j = NULL, *k = NULL;
+  size_t n = 0;
+  const char *q = "q";
+  if (jobq_claim(s, &q, 1, 1, &j, &n) != JOBQ_OK || n != 1) return 12;
+  th_sleep_ms(5); /* a later claim, on a later millisecond */
+  if (jobq_claim(s, &q, 1, 1, &k, &n) != JOBQ_OK || n != 1) return 13;
+  jobq_session_started(s, &j[0]);
+  if (jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 14;
+  raise(SIGKILL);
+  return 15;
+}
+
+static void test_started_spends_unstarted_does_not(void **state) {
+  tq *t = *state;
+  int64_t x = th_put(t->db, "q", "x");
+  int64_t y = th_put(t->db, "q", "y");
+  pid_t pid = th_fork(start_one_and_die, t->url);
+  assert_int_equal(th_wait(pid), 128 + SIGKILL);
+  jobq_session *s = th_session(t->db, 0);
+  th_beat_until(s, t->db, y, JOBQ_STATE_READY, 5000);
+  jobq_job_info *i = th_show(t->db, x);
+  assert_int_equal(i->attempts, 1);
+  assert_int_equal(i->prev_lost, 1);
+  jobq_info_free(i, 1);
+  i = th_show(t->db, y);
+  assert_int_equal(i->attempts, 0);
+  assert_int_equal(i->prev_lost, 0);
+  jobq_info_free(i, 1);
   jobq_session_close(s);
 }
 
@@ -207,6 +270,8 @@ int main(void) {
       TQ_TEST(test_ack_races_reaper),
       TQ_TEST(test_claim_outlives_lease),
       TQ_TEST(test_dies_after_claim),
+      TQ_TEST(test_dies_after_claim_unstarted),
+      TQ_TEST(test_started_spends_unstarted_does_not),
       TQ_TEST(test_unknown_failpoint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,7 +74,8 @@ static const char *const migrations[] = {
     "  lease_ms bigint NOT NULL,"
     "  in_flight bigint NOT NULL DEFAULT 0,"
     "  done bigint NOT NULL DEFAULT 0,"
-    "  failed bigint NOT NULL DEFAULT 0);"
+    "  failed bigint NOT NULL DEFAULT 0,"
+    "  started_through bigint);"
     "CREATE INDEX jobq_sessions_expires ON jobq_sessions(expires_at);"
     /* The hot table churns (every job is inserted, updated and deleted):
      * vacuum it early and often, so that it and its indexes stay small. */
@@ -239,7 +240,7 @@ static const char *const own_sql[] = {
         "attempts = u.attempts + 1, cancel_requested = 0, deadline_at = CASE WHEN "
         "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.id = c.id "
         "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
-        "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at",
+        "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at",
     [PG_LOCK_SHARED - JOBQ_Q__COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))",
     [PG_LOCK - JOBQ_Q__COUNT] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
@@ -1087,6 +1088,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     j->prev_lost = (int)pg_col_int(r, 8);
     snprintf(j->claim, sizeof j->claim, "%s", (const char *)pg_col_bytes(r, 9, &len));
     cl[k].run_at = pg_col_int(r, 10);
+    j->claimed_at_ms = pg_col_int(r, 11);
     k++;
   }
   pg_done(db, r);

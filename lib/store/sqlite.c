@@ -62,7 +62,8 @@ static const char *const migrations[] = {
     "  lease_ms INTEGER NOT NULL,"
     "  in_flight INTEGER NOT NULL DEFAULT 0,"
     "  done INTEGER NOT NULL DEFAULT 0,"
-    "  failed INTEGER NOT NULL DEFAULT 0"
+    "  failed INTEGER NOT NULL DEFAULT 0,"
+    "  started_through INTEGER"
     ");"
     "CREATE INDEX jobq_sessions_expires ON jobq_sessions(expires_at);"
     "CREATE TABLE jobq_jobs ("
@@ -165,7 +166,7 @@ static const char *const own_sql[] = {
         "deadline_at = CASE WHEN timeout_ms > 0 THEN jobq_now() + timeout_ms END "
         "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready' "
         "RETURNING id, queue, payload, attempts, max_attempts, priority, "
-        "order_key, timeout_ms, prev_lost, claim, run_at",
+        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at",
     /* Completions of plain jobs, many at a time (see sq_ack_plain): ?1
      * is a JSON array of [id, claim] pairs. */
     [SQ_ACK_PLAIN_FIND - JOBQ_Q__COUNT] =
@@ -750,6 +751,7 @@ static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
     c[got].id = j->id;
     c[got].priority = j->priority;
     c[got].run_at = sq_col_int(r, 10);
+    j->claimed_at_ms = sq_col_int(r, 11);
     got++;
   }
   if (rc == JOBQ_OK) sq_done(db, r);
