@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "ndjson.h"
 
 static const char usage[] =
     "usage: jobq put [options] [PAYLOAD | -]\n"
@@ -161,25 +162,11 @@ static int put_one(jobq_put_opts *o, const char *payload_arg) {
 
 /* ---------------------------------------------------------------- NDJSON */
 
-/* The fields of a line. */
-enum field {
-  F_QUEUE, F_PAYLOAD, F_PAYLOAD_BASE64, F_PRIORITY, F_DELAY, F_RUN_AT, F_KEY,
-  F_BARRIER, F_UNIQUE, F_MAX_ATTEMPTS, F_TIMEOUT, F_BACKOFF, NFIELDS
-};
-static const char *const fields[NFIELDS] = {
-    [F_QUEUE] = "queue",     [F_PAYLOAD] = "payload",
-    [F_PAYLOAD_BASE64] = "payload_base64", [F_PRIORITY] = "priority",
-    [F_DELAY] = "delay",     [F_RUN_AT] = "run_at",
-    [F_KEY] = "key",         [F_BARRIER] = "barrier",
-    [F_UNIQUE] = "unique",   [F_MAX_ATTEMPTS] = "max_attempts",
-    [F_TIMEOUT] = "timeout", [F_BACKOFF] = "backoff"};
-
-/* The jobs of one chunk: their options, the JSON that owns their strings,
- * decoded base64 payloads, and the line each came from. */
+/* The jobs of one chunk (cli/ndjson.c parsed them), the line each came
+ * from, and what putting them gave. */
 struct chunk {
+  struct ndjson_job job[CHUNK_JOBS];
   jobq_put_opts opts[CHUNK_JOBS];
-  json_t *json[CHUNK_JOBS];
-  char *decoded[CHUNK_JOBS];
   long line[CHUNK_JOBS];
   int64_t ids[CHUNK_JOBS];
   unsigned char existed[CHUNK_JOBS];
@@ -191,205 +178,27 @@ struct totals {
 };
 
 static void chunk_clear(struct chunk *c) {
-  for (size_t i = 0; i < c->n; i++) {
-    json_decref(c->json[i]);
-    free(c->decoded[i]);
-  }
+  for (size_t i = 0; i < c->n; i++) ndjson_job_release(&c->job[i]);
   c->n = 0;
   c->bytes = 0;
 }
 
-static int line_error(long line, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Prints "jobq put: line N: ..." and returns the usage status. */
-static int line_error(long line, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  cli_error("line %ld: %s", line, msg);
-  return CLI_EXIT_USAGE;
-}
-
-static const char *type_name(const json_t *v) {
-  switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number with a fraction";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-  }
-}
-
-/* A duration field: "5s" or integer milliseconds, at least 0. */
-static int line_duration(long line, const char *name, const json_t *v,
-                         int64_t *ms) {
-  char shown[CLI_QUOTE_BUF];
-  if (json_is_integer(v) && json_integer_value(v) >= 0) {
-    *ms = json_integer_value(v);
-    return 0;
-  }
-  if (json_is_string(v) && jobq_parse_duration(json_string_value(v), ms) == JOBQ_OK)
-    return 0;
-  if (json_is_integer(v))
-    return line_error(line, "invalid %s '%lld': expected zero or more "
-                      "milliseconds",
-                      name, (long long)json_integer_value(v));
-  if (json_is_string(v))
-    return line_error(line, "invalid %s '%s': expected a duration like 30s, "
-                      "5m or 1h30m",
-                      name, cli_quote(shown, json_string_value(v)));
-  return line_error(line, "invalid %s: expected a duration string like \"30s\" "
-                    "or integer milliseconds, not %s",
-                    name, type_name(v));
-}
-
-/* An integer field within [min, max]. */
-static int line_int(long line, const char *name, const json_t *v, int64_t min,
-                    int64_t max, int *out) {
-  if (!json_is_integer(v))
-    return line_error(line, "invalid %s: expected an integer from %lld to %lld, "
-                      "not %s",
-                      name, (long long)min, (long long)max, type_name(v));
-  json_int_t i = json_integer_value(v);
-  if (i < min || i > max)
-    return line_error(line, "invalid %s '%lld': expected an integer from %lld "
-                      "to %lld",
-                      name, (long long)i, (long long)min, (long long)max);
-  *out = (int)i;
-  return 0;
-}
-
-/* Turns one line's object into c->opts[c->n] on top of base. */
+/* Adds one line's job to the chunk; 0, or the usage status after a
+ * message "line N: ...". */
 static int parse_line(struct chunk *c, const char *text, size_t len, long line,
                       const jobq_put_opts *base) {
-  json_error_t err;
-  json_t *obj = json_loadb(text, len,
-                           JSON_DECODE_ANY | JSON_REJECT_DUPLICATES |
-                               JSON_ALLOW_NUL,
-                           &err);
-  if (obj == NULL) {
-    return line_error(line, "invalid JSON: %s (column %d)", err.text,
-                      err.column);
-  }
+  char err[512];
   size_t k = c->n;
-  c->json[k] = obj;
-  c->decoded[k] = NULL;
-  c->line[k] = line;
-  c->n++; /* owned by the chunk from here on */
-  if (!json_is_object(obj))
-    return line_error(line, "expected a JSON object like {\"payload\":\"...\"}, "
-                      "not %s",
-                      type_name(obj));
-  jobq_put_opts *o = &c->opts[k];
-  *o = *base;
-  const char *key;
-  json_t *v;
-  int has_delay = 0, has_run_at = 0, has_payload = 0;
-  char shown[CLI_QUOTE_BUF];
-  json_object_foreach(obj, key, v) {
-    enum field f;
-    for (f = 0; f < NFIELDS; f++)
-      if (strcmp(key, fields[f]) == 0) break;
-    if (f == NFIELDS) {
-      const char *best = cli_suggest(key, fields, NFIELDS);
-      if (best != NULL)
-        return line_error(line, "unknown field '%s': did you mean '%s'?",
-                          cli_quote(shown, key), best);
-      char known[256];
-      size_t used = 0;
-      for (size_t i = 0; i < NFIELDS; i++)
-        used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
-                                 i == 0 ? "" : i + 1 == NFIELDS ? " or " : ", ",
-                                 fields[i]);
-      return line_error(line, "unknown field '%s': expected %s",
-                        cli_quote(shown, key), known);
-    }
-    if (json_is_null(v)) continue; /* the default */
-    int is_text = f == F_QUEUE || f == F_PAYLOAD || f == F_PAYLOAD_BASE64 ||
-                  f == F_KEY || f == F_UNIQUE;
-    if (is_text && !json_is_string(v))
-      return line_error(line, "invalid %s: expected a string, not %s", key,
-                        type_name(v));
-    int64_t ms;
-    switch (f) {
-      case F_QUEUE: o->queue = json_string_value(v); break;
-      case F_PAYLOAD:
-      case F_PAYLOAD_BASE64:
-        if (has_payload)
-          return line_error(line, "payload and payload_base64 were both "
-                            "given: expected one");
-        has_payload = 1;
-        if (f == F_PAYLOAD) {
-          o->payload = json_string_value(v);
-          o->payload_len = json_string_length(v);
-        } else if (cli_base64_decode(json_string_value(v), json_string_length(v),
-                                     &c->decoded[k], &o->payload_len) != 0) {
-          return line_error(line, "invalid payload_base64: expected standard "
-                            "base64");
-        } else {
-          o->payload = c->decoded[k];
-        }
-        break;
-      case F_PRIORITY:
-        if (line_int(line, key, v, JOBQ_PRIORITY_MIN, JOBQ_PRIORITY_MAX,
-                     &o->priority))
-          return CLI_EXIT_USAGE;
-        break;
-      case F_DELAY:
-        if (line_duration(line, key, v, &ms)) return CLI_EXIT_USAGE;
-        o->delay_ms = ms;
-        o->run_at_ms = 0;
-        has_delay = 1;
-        break;
-      case F_RUN_AT:
-        if (json_is_integer(v) && json_integer_value(v) > 0) {
-          o->run_at_ms = json_integer_value(v);
-        } else if (json_is_string(v)) {
-          const char *why;
-          if (cli_time_from_text(json_string_value(v), &o->run_at_ms, &why) != 0)
-            return line_error(line, "invalid run_at '%s': expected %s",
-                              cli_quote(shown, json_string_value(v)), why);
-        } else {
-          return line_error(line, "invalid run_at: expected an RFC 3339 time "
-                            "string or positive Unix milliseconds, not %s",
-                            json_is_integer(v) ? "zero or less" : type_name(v));
-        }
-        o->delay_ms = 0;
-        has_run_at = 1;
-        break;
-      case F_KEY: o->key = json_string_value(v); break;
-      case F_BARRIER:
-        if (!json_is_boolean(v))
-          return line_error(line, "invalid barrier: expected true or false, "
-                            "not %s",
-                            type_name(v));
-        o->barrier = json_is_true(v);
-        break;
-      case F_UNIQUE: o->unique_key = json_string_value(v); break;
-      case F_MAX_ATTEMPTS:
-        if (line_int(line, key, v, 1, JOBQ_ATTEMPTS_MAX, &o->max_attempts))
-          return CLI_EXIT_USAGE;
-        break;
-      case F_TIMEOUT:
-        if (line_duration(line, key, v, &o->timeout_ms)) return CLI_EXIT_USAGE;
-        break;
-      case F_BACKOFF:
-        if (line_duration(line, key, v, &o->backoff_ms)) return CLI_EXIT_USAGE;
-        break;
-      case NFIELDS:
-        break;
-    }
+  int rc = ndjson_parse(text, len, base, &c->job[k], err, sizeof err);
+  if (rc != 0) {
+    ndjson_job_release(&c->job[k]);
+    cli_error("line %ld: %s", line, err);
+    return CLI_EXIT_USAGE;
   }
-  if (has_delay && has_run_at)
-    return line_error(line, "delay and run_at were both given: expected one "
-                      "of them");
-  c->bytes += o->payload_len + len;
+  c->opts[k] = c->job[k].opts;
+  c->line[k] = line;
+  c->bytes += c->opts[k].payload_len + len;
+  c->n++;
   return 0;
 }
 
@@ -493,9 +302,10 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
       cli_error("cannot read '%s': %s", cli_quote(shown, name), cli_strerror(errno));
       rc = CLI_EXIT_ERROR;
     } else if (r == 2) {
-      rc = line_error(lineno, "longer than %zu bytes: expected one job per line "
-                      "within the max payload",
-                      max_line);
+      cli_error("line %ld: longer than %zu bytes: expected one job per line "
+                "within the max payload",
+                lineno, max_line);
+      rc = CLI_EXIT_USAGE;
     } else if (strspn(line, " \t\r") == len) {
       continue; /* blank */
     } else {

@@ -1,0 +1,233 @@
+/*
+ * ndjson.c - one line of `jobq put --ndjson`: a JSON object whose fields
+ * describe a job (queue, payload or payload_base64, priority, delay,
+ * run_at, key, barrier, unique, max_attempts, timeout, backoff), turned
+ * into jobq_put_opts on top of the command's defaults.  Every wrong field
+ * gets a message naming it and what is expected.  Kept apart from the
+ * command so that it can be fuzzed on its own.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndjson.h"
+#include "options.h"
+#include "output.h"
+#include "util.h"
+
+/* The fields of a line. */
+enum field {
+  F_QUEUE, F_PAYLOAD, F_PAYLOAD_BASE64, F_PRIORITY, F_DELAY, F_RUN_AT, F_KEY,
+  F_BARRIER, F_UNIQUE, F_MAX_ATTEMPTS, F_TIMEOUT, F_BACKOFF, NFIELDS
+};
+static const char *const fields[NFIELDS] = {
+    [F_QUEUE] = "queue",     [F_PAYLOAD] = "payload",
+    [F_PAYLOAD_BASE64] = "payload_base64", [F_PRIORITY] = "priority",
+    [F_DELAY] = "delay",     [F_RUN_AT] = "run_at",
+    [F_KEY] = "key",         [F_BARRIER] = "barrier",
+    [F_UNIQUE] = "unique",   [F_MAX_ATTEMPTS] = "max_attempts",
+    [F_TIMEOUT] = "timeout", [F_BACKOFF] = "backoff"};
+
+/* Where a line's message goes. */
+struct err {
+  char *buf;
+  size_t len;
+};
+
+static int line_error(struct err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Keeps the message; returns -1. */
+static int line_error(struct err *e, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->buf, e->len, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static const char *type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number with a fraction";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+  }
+}
+
+/* A duration field: "5s" or integer milliseconds, at least 0. */
+static int line_duration(struct err *line, const char *name, const json_t *v,
+                         int64_t *ms) {
+  char shown[CLI_QUOTE_BUF];
+  if (json_is_integer(v) && json_integer_value(v) >= 0) {
+    *ms = json_integer_value(v);
+    return 0;
+  }
+  if (json_is_string(v) && jobq_parse_duration(json_string_value(v), ms) == JOBQ_OK)
+    return 0;
+  if (json_is_integer(v))
+    return line_error(line, "invalid %s '%lld': expected zero or more "
+                      "milliseconds",
+                      name, (long long)json_integer_value(v));
+  if (json_is_string(v))
+    return line_error(line, "invalid %s '%s': expected a duration like 30s, "
+                      "5m or 1h30m",
+                      name, cli_quote(shown, json_string_value(v)));
+  return line_error(line, "invalid %s: expected a duration string like \"30s\" "
+                    "or integer milliseconds, not %s",
+                    name, type_name(v));
+}
+
+/* An integer field within [min, max]. */
+static int line_int(struct err *line, const char *name, const json_t *v, int64_t min,
+                    int64_t max, int *out) {
+  if (!json_is_integer(v))
+    return line_error(line, "invalid %s: expected an integer from %lld to %lld, "
+                      "not %s",
+                      name, (long long)min, (long long)max, type_name(v));
+  json_int_t i = json_integer_value(v);
+  if (i < min || i > max)
+    return line_error(line, "invalid %s '%lld': expected an integer from %lld "
+                      "to %lld",
+                      name, (long long)i, (long long)min, (long long)max);
+  *out = (int)i;
+  return 0;
+}
+
+int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
+                 struct ndjson_job *job, char *errbuf, size_t errlen) {
+  struct err e = {errbuf, errlen}, *line = &e;
+  job->json = NULL;
+  job->decoded = NULL;
+  json_error_t err;
+  json_t *obj = json_loadb(text, len,
+                           JSON_DECODE_ANY | JSON_REJECT_DUPLICATES |
+                               JSON_ALLOW_NUL,
+                           &err);
+  if (obj == NULL) {
+    return line_error(line, "invalid JSON: %s (column %d)", err.text,
+                      err.column);
+  }
+  job->json = obj; /* owned by the job from here on */
+  if (!json_is_object(obj))
+    return line_error(line, "expected a JSON object like {\"payload\":\"...\"}, "
+                      "not %s",
+                      type_name(obj));
+  jobq_put_opts *o = &job->opts;
+  *o = *base;
+  const char *key;
+  json_t *v;
+  int has_delay = 0, has_run_at = 0, has_payload = 0;
+  char shown[CLI_QUOTE_BUF];
+  json_object_foreach(obj, key, v) {
+    enum field f;
+    for (f = 0; f < NFIELDS; f++)
+      if (strcmp(key, fields[f]) == 0) break;
+    if (f == NFIELDS) {
+      const char *best = cli_suggest(key, fields, NFIELDS);
+      if (best != NULL)
+        return line_error(line, "unknown field '%s': did you mean '%s'?",
+                          cli_quote(shown, key), best);
+      char known[256];
+      size_t used = 0;
+      for (size_t i = 0; i < NFIELDS; i++)
+        used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+                                 i == 0 ? "" : i + 1 == NFIELDS ? " or " : ", ",
+                                 fields[i]);
+      return line_error(line, "unknown field '%s': expected %s",
+                        cli_quote(shown, key), known);
+    }
+    if (json_is_null(v)) continue; /* the default */
+    int is_text = f == F_QUEUE || f == F_PAYLOAD || f == F_PAYLOAD_BASE64 ||
+                  f == F_KEY || f == F_UNIQUE;
+    if (is_text && !json_is_string(v))
+      return line_error(line, "invalid %s: expected a string, not %s", key,
+                        type_name(v));
+    int64_t ms;
+    switch (f) {
+      case F_QUEUE: o->queue = json_string_value(v); break;
+      case F_PAYLOAD:
+      case F_PAYLOAD_BASE64:
+        if (has_payload)
+          return line_error(line, "payload and payload_base64 were both "
+                            "given: expected one");
+        has_payload = 1;
+        if (f == F_PAYLOAD) {
+          o->payload = json_string_value(v);
+          o->payload_len = json_string_length(v);
+        } else if (cli_base64_decode(json_string_value(v), json_string_length(v),
+                                     &job->decoded, &o->payload_len) != 0) {
+          return line_error(line, "invalid payload_base64: expected standard "
+                            "base64");
+        } else {
+          o->payload = job->decoded;
+        }
+        break;
+      case F_PRIORITY:
+        if (line_int(line, key, v, JOBQ_PRIORITY_MIN, JOBQ_PRIORITY_MAX,
+                     &o->priority))
+          return -1;
+        break;
+      case F_DELAY:
+        if (line_duration(line, key, v, &ms)) return -1;
+        o->delay_ms = ms;
+        o->run_at_ms = 0;
+        has_delay = 1;
+        break;
+      case F_RUN_AT:
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+          o->run_at_ms = json_integer_value(v);
+        } else if (json_is_string(v)) {
+          const char *why;
+          if (cli_time_from_text(json_string_value(v), &o->run_at_ms, &why) != 0)
+            return line_error(line, "invalid run_at '%s': expected %s",
+                              cli_quote(shown, json_string_value(v)), why);
+        } else {
+          return line_error(line, "invalid run_at: expected an RFC 3339 time "
+                            "string or positive Unix milliseconds, not %s",
+                            json_is_integer(v) ? "zero or less" : type_name(v));
+        }
+        o->delay_ms = 0;
+        has_run_at = 1;
+        break;
+      case F_KEY: o->key = json_string_value(v); break;
+      case F_BARRIER:
+        if (!json_is_boolean(v))
+          return line_error(line, "invalid barrier: expected true or false, "
+                            "not %s",
+                            type_name(v));
+        o->barrier = json_is_true(v);
+        break;
+      case F_UNIQUE: o->unique_key = json_string_value(v); break;
+      case F_MAX_ATTEMPTS:
+        if (line_int(line, key, v, 1, JOBQ_ATTEMPTS_MAX, &o->max_attempts))
+          return -1;
+        break;
+      case F_TIMEOUT:
+        if (line_duration(line, key, v, &o->timeout_ms)) return -1;
+        break;
+      case F_BACKOFF:
+        if (line_duration(line, key, v, &o->backoff_ms)) return -1;
+        break;
+      case NFIELDS:
+        break;
+    }
+  }
+  if (has_delay && has_run_at)
+    return line_error(line, "delay and run_at were both given: expected one "
+                      "of them");
+  return 0;
+}
+
+void ndjson_job_release(struct ndjson_job *job) {
+  json_decref(job->json);
+  free(job->decoded);
+  job->json = NULL;
+  job->decoded = NULL;
+}
+
