@@ -1,7 +1,9 @@
 # jobq build.  `make` builds libjobq (static and shared), the jobq command,
 # the examples and the tests into build/.  `make check` is the whole test
 # suite: the tests as built, then again under AddressSanitizer and
-# UndefinedBehaviorSanitizer (into build-san/).  `make install PREFIX=...`.
+# UndefinedBehaviorSanitizer (into build-san/), then a short run of each
+# fuzz target (clang's libFuzzer, into build-fuzz/).  `make fuzz` fuzzes
+# longer.  `make install PREFIX=...`.
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -16,7 +18,12 @@ CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 
-ifneq ($(SAN),)
+ifeq ($(SAN),fuzz)
+# libFuzzer (clang): every object instrumented, the targets get its main.
+CFLAGS   += -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+            -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
+else ifneq ($(SAN),)
 CFLAGS   += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
             -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=address,undefined
@@ -34,6 +41,10 @@ TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
 EXAMPLES := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+# The command's objects but its main(), for the fuzz targets.
+CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
 
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(EXAMPLES) $(BENCHES) $(TESTS)
 
@@ -60,6 +71,25 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libjobq.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libjobq.a $(LDLIBS) -lcmocka
 
+$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Icli $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(BUILD)/libjobq.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(BUILD)/libjobq.a $(LDLIBS)
+
+fuzzers: $(FUZZERS)
+
+# The fuzz targets (tests/fuzz/) built with clang into build-fuzz, and run
+# for FUZZ_SECONDS each; `make check` runs a short smoke of each.
+FUZZ_SECONDS ?= 60
+fuzz-build:
+	$(MAKE) BUILD=build-fuzz SAN=fuzz CC=clang fuzzers
+
+fuzz: deps fuzz-build
+	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
 deps:
@@ -70,6 +100,8 @@ check: deps all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
 	JOBQ_BUILD=build-san tests/run.sh
+	$(MAKE) fuzz-build
+	tests/fuzz/run.sh build-fuzz 5
 
 # The plain build only (quick).
 test: all
@@ -91,6 +123,6 @@ install: all
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
-.PHONY: all deps check test demo install clean
+.PHONY: all deps check test demo install clean fuzz fuzz-build fuzzers

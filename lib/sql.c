@@ -40,11 +40,11 @@ typedef struct text {
 } text;
 
 static const text texts[JOBQ_Q__COUNT] = {
-    [JOBQ_Q_NOW] = {"SELECT {now}"},
+    [JOBQ_Q_NOW] = {.common = "SELECT {now}"},
     /* The identity, the clock, and the highest job id ever given (the
      * job sequence), in one round trip. */
     [JOBQ_Q_IDENT] =
-        {NULL,
+        {.common = NULL,
          .sqlite = "SELECT queue_id, epoch, version, {now}, coalesce((SELECT seq "
                    "FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0) FROM "
                    "jobq_meta WHERE id = 1",
@@ -56,47 +56,47 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs') "
                   "FROM jobq_meta WHERE id = 1"},
     [JOBQ_Q_QUEUE_ENSURE] =
-        {"INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
+        {.common = "INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
          "ON CONFLICT (name) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) "
                   "VALUES (?1, {now})"},
-    [JOBQ_Q_UNIQUE_FIND] = {"SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_UNIQUE_FIND] = {.common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                             "unique_key = ?2"},
-    [JOBQ_Q_ANY_IN_QUEUE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 LIMIT 1"},
-    [JOBQ_Q_ANY_BEFORE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_ANY_IN_QUEUE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 LIMIT 1"},
+    [JOBQ_Q_ANY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "id < ?2 LIMIT 1"},
     [JOBQ_Q_BARRIER_FIRST] =
-        {"SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
+        {.common = "SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
          "ORDER BY id LIMIT 1",
          .sqlite = "SELECT id, state FROM jobq_jobs INDEXED BY "
                    "jobq_jobs_barrier WHERE queue = ?1 AND barrier = 1 "
                    "ORDER BY id LIMIT 1"},
     [JOBQ_Q_BARRIER_BEFORE] =
-        {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 AND "
+        {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 AND "
          "id < ?2 LIMIT 1",
          .sqlite = "SELECT 1 FROM jobq_jobs INDEXED BY jobq_jobs_barrier "
                    "WHERE queue = ?1 AND barrier = 1 AND id < ?2 LIMIT 1"},
-    [JOBQ_Q_KEY_ANY] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_KEY_ANY] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                         "order_key = ?2 LIMIT 1"},
-    [JOBQ_Q_KEY_ACTIVE] = {"SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_KEY_ACTIVE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "order_key = ?2 AND state <> 'waiting' LIMIT 1"},
-    [JOBQ_Q_KEY_NEXT] = {"SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_KEY_NEXT] = {.common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                          "order_key = ?2 AND state = 'waiting' ORDER BY id "
                          "LIMIT 1"},
-    [JOBQ_Q_BLOCKED] = {"SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
+    [JOBQ_Q_BLOCKED] = {.common = "SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
                         "order_key = ?2"},
     [JOBQ_Q_BLOCK] =
-        {"INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES "
+        {.common = "INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES "
          "(?1, ?2, ?3) ON CONFLICT (queue, order_key) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_blocked(queue, order_key, job_id) "
                   "VALUES (?1, ?2, ?3)"},
-    [JOBQ_Q_UNBLOCK] = {"DELETE FROM jobq_blocked WHERE job_id = ?1"},
-    [JOBQ_Q_BLOCKED_BY] = {"SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
-    [JOBQ_Q_MAKE_READY] = {"UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},
+    [JOBQ_Q_UNBLOCK] = {.common = "DELETE FROM jobq_blocked WHERE job_id = ?1"},
+    [JOBQ_Q_BLOCKED_BY] = {.common = "SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
+    [JOBQ_Q_MAKE_READY] = {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},
     /* ?3: run_at (0: now + ?4, the delay).  A unique key already taken
      * inserts nothing. */
     [JOBQ_Q_INSERT_JOB] =
-        {"INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
+        {.common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
          "barrier, unique_key, payload, max_attempts, timeout_ms, backoff_ms, "
          "created_at) VALUES (?1, ?2, CASE WHEN CAST(?3 AS {bigint}) > 0 THEN "
          "CAST(?3 AS {bigint}) ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
@@ -116,23 +116,23 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
                   "?9, ?10, ?11, ?12, {now}) ON DUPLICATE KEY UPDATE id = id"},
     [JOBQ_Q_SESSION_INSERT] =
-        {"INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
+        {.common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
          "heartbeat_at, expires_at, lease_ms, started_through) VALUES (?1, ?2, "
          "?3, ?4, ?5, {now}, {now}, {now} + ?6, ?6, ?7)"},
     /* A claim holds its session row so that no reaper deletes the session
      * under it; heartbeats (which change no key) still go through. */
     [JOBQ_Q_SESSION_LOCK] =
-        {"SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END FROM "
+        {.common = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END FROM "
          "jobq_sessions WHERE id = ?1",
          .pg = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END "
                "FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE",
          .mysql = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 "
                   "END FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
-    [JOBQ_Q_SESSION_DELETE] = {"DELETE FROM jobq_sessions WHERE id = ?1"},
+    [JOBQ_Q_SESSION_DELETE] = {.common = "DELETE FROM jobq_sessions WHERE id = ?1"},
     /* A session's jobs, and whether each had started (claimed no later
      * than the session's started_through; all, when it is NULL). */
     [JOBQ_Q_SESSION_JOBS] =
-        {"SELECT j.id, j.attempts, j.max_attempts, j.cancel_requested, j.queue, "
+        {.common = "SELECT j.id, j.attempts, j.max_attempts, j.cancel_requested, j.queue, "
          "CASE WHEN s.started_through IS NULL OR j.claimed_at <= "
          "s.started_through THEN 1 ELSE 0 END FROM jobq_jobs j LEFT JOIN "
          "jobq_sessions s ON s.id = j.session WHERE j.session = ?1 ORDER BY "
@@ -142,65 +142,65 @@ static const text texts[JOBQ_Q__COUNT] = {
                "s.started_through THEN 1 ELSE 0 END FROM jobq_jobs j LEFT JOIN "
                "jobq_sessions s ON s.id = j.session WHERE j.session = $1 ORDER BY "
                "j.id FOR UPDATE OF j"},
-    [JOBQ_Q_SESSION_STARTED] = {"UPDATE jobq_sessions SET started_through = ?2 "
+    [JOBQ_Q_SESSION_STARTED] = {.common = "UPDATE jobq_sessions SET started_through = ?2 "
                                 "WHERE id = ?1"},
     [JOBQ_Q_HEARTBEAT] =
-        {"UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
+        {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
          "lease_ms, in_flight = ?2, done = ?3, failed = ?4, started_through = "
          "?6 WHERE id = ?1 AND epoch = ?5"},
     /* How long since any session heartbeated (NULL: none), and the longest
      * lease. */
-    [JOBQ_Q_STALL] = {"SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
+    [JOBQ_Q_STALL] = {.common = "SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
                       "jobq_sessions"},
     [JOBQ_Q_RENEW_ALL] =
-        {"UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
+        {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
          "{greatest}(expires_at, {now} + lease_ms)"},
-    [JOBQ_Q_EXPIRED] = {"SELECT id FROM jobq_sessions WHERE expires_at < {now} "
+    [JOBQ_Q_EXPIRED] = {.common = "SELECT id FROM jobq_sessions WHERE expires_at < {now} "
                         "ORDER BY expires_at LIMIT ?1{skip_locked}"},
     /* Running jobs whose session is gone (it can only happen through a
      * restore or a hand edit): they are lost like a reaped session's. */
     [JOBQ_Q_ORPHANS] =
-        {"SELECT id FROM jobq_jobs WHERE session IS NOT NULL AND NOT EXISTS "
+        {.common = "SELECT id FROM jobq_jobs WHERE session IS NOT NULL AND NOT EXISTS "
          "(SELECT 1 FROM jobq_sessions s WHERE s.id = jobq_jobs.session) "
          "ORDER BY id LIMIT ?1{skip_locked}"},
     [JOBQ_Q_REQUEUE_LOST] =
-        {"UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, prev_lost = 1, last_error = ?2 WHERE id = ?1"},
     [JOBQ_Q_REQUEUE_GIVEN_BACK] =
-        {"UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, attempts = attempts - 1 WHERE id = ?1"},
-    [JOBQ_Q_CANCEL_LIST] = {"SELECT id FROM jobq_jobs WHERE session = ?1 AND "
+    [JOBQ_Q_CANCEL_LIST] = {.common = "SELECT id FROM jobq_jobs WHERE session = ?1 AND "
                             "cancel_requested = 1 ORDER BY id"},
     /* The fence: the job is still this claim's, locked until commit. */
     [JOBQ_Q_ACK_ROW] =
-        {"SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
+        {.common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
          "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
          "AND claim = ?3 AND state = 'running'{for_update}"},
-    [JOBQ_Q_ACK_DONE_BEFORE] = {"SELECT outcome FROM jobq_done WHERE id = ?1 "
+    [JOBQ_Q_ACK_DONE_BEFORE] = {.common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
                                 "AND claim = ?2"},
-    [JOBQ_Q_ACK_READY_BEFORE] = {"SELECT 1 FROM jobq_jobs WHERE id = ?1 AND "
+    [JOBQ_Q_ACK_READY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE id = ?1 AND "
                                  "claim = ?2 AND session IS NULL"},
     /* ?3: 1 gives the attempt back (release), which also forgets the claim
      * so that a late fail with it is refused. */
     [JOBQ_Q_ACK_REQUEUE] =
-        {"UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = "
+        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = "
          "NULL, run_at = {now} + ?2, attempts = attempts - ?3, claim = CASE "
          "WHEN ?3 = 1 THEN NULL ELSE claim END, last_error = coalesce(?4, "
          "last_error), prev_lost = 0 WHERE id = ?1"},
-    [JOBQ_Q_JOB_ORDER] = {"SELECT queue, order_key, barrier FROM jobq_jobs "
+    [JOBQ_Q_JOB_ORDER] = {.common = "SELECT queue, order_key, barrier FROM jobq_jobs "
                           "WHERE id = ?1"},
     [JOBQ_Q_ARCHIVE] =
-        {"INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, "
+        {.common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, "
          "run_at, ?2, order_key, barrier, unique_key, payload, ?3, attempts, "
          "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
          "claimed_at, {now}, coalesce(?4, last_error), prev_lost FROM "
          "jobq_jobs WHERE id = ?1"},
-    [JOBQ_Q_DELETE_JOB] = {"DELETE FROM jobq_jobs WHERE id = ?1"},
+    [JOBQ_Q_DELETE_JOB] = {.common = "DELETE FROM jobq_jobs WHERE id = ?1"},
     /* The finished-job counters, spread over a few rows per queue (?2 is
      * the row) so that concurrent acknowledgements do not queue up on
      * one. */
     [JOBQ_Q_COUNT_ADD] =
-        {"INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
+        {.common = "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
          "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (queue, shard) DO UPDATE SET "
          "n_done = jobq_counts.n_done + excluded.n_done, n_dead = "
          "jobq_counts.n_dead + excluded.n_dead, n_cancelled = "
@@ -210,87 +210,87 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "UPDATE n_done = n_done + VALUES(n_done), n_dead = n_dead + "
                   "VALUES(n_dead), n_cancelled = n_cancelled + "
                   "VALUES(n_cancelled)"},
-    [JOBQ_Q_POLICY] = {"SELECT key_policy FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_POLICY] = {.common = "SELECT key_policy FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_WAITING_UNKEYED] =
-        {"UPDATE jobq_jobs SET state = 'ready' WHERE queue = ?1 AND state = "
+        {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE queue = ?1 AND state = "
          "'waiting' AND barrier = 0 AND order_key IS NULL AND id < ?2"},
     [JOBQ_Q_WAITING_KEYS] =
-        {"SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 AND state "
+        {.common = "SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 AND state "
          "= 'waiting' AND order_key IS NOT NULL AND id < ?2"},
-    [JOBQ_Q_EXTEND] = {"UPDATE jobq_jobs SET deadline_at = {now} + ?4 WHERE "
+    [JOBQ_Q_EXTEND] = {.common = "UPDATE jobq_jobs SET deadline_at = {now} + ?4 WHERE "
                        "id = ?1 AND session = ?2 AND claim = ?3 AND state = "
                        "'running'"},
-    [JOBQ_Q_EXTEND_CANCEL] = {"SELECT cancel_requested FROM jobq_jobs WHERE "
+    [JOBQ_Q_EXTEND_CANCEL] = {.common = "SELECT cancel_requested FROM jobq_jobs WHERE "
                               "id = ?1"},
-    [JOBQ_Q_SHOW_HOT] = {HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
-    [JOBQ_Q_SHOW_DONE] = {DONE_INFO ", payload, result FROM jobq_done WHERE "
+    [JOBQ_Q_SHOW_HOT] = {.common = HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
+    [JOBQ_Q_SHOW_DONE] = {.common = DONE_INFO ", payload, result FROM jobq_done WHERE "
                           "id = ?1"},
-    [JOBQ_Q_LIST_ALL] = {"SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
+    [JOBQ_Q_LIST_ALL] = {.common = "SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
                          DONE_INFO " FROM jobq_done) AS u WHERE id > ?1 AND "
                          "queue = coalesce(?2, queue) ORDER BY id LIMIT ?3"},
     /* ?5 = 1: only the scheduled ones (run_at still ahead). */
-    [JOBQ_Q_LIST_HOT] = {HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
+    [JOBQ_Q_LIST_HOT] = {.common = HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
                          "coalesce(?2, queue) AND state = ?4 AND (?5 = 0 OR "
                          "run_at > {now}) ORDER BY id LIMIT ?3"},
-    [JOBQ_Q_LIST_DONE] = {DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
+    [JOBQ_Q_LIST_DONE] = {.common = DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
                           "id > ?1 AND queue = coalesce(?2, queue) ORDER BY id "
                           "LIMIT ?3"},
     [JOBQ_Q_STATS_QUEUES] =
-        {"SELECT q.name, q.paused, q.key_policy, "
+        {.common = "SELECT q.name, q.paused, q.key_policy, "
          "CAST(coalesce(sum(c.n_done), 0) AS {bigint}), "
          "CAST(coalesce(sum(c.n_dead), 0) AS {bigint}), "
          "CAST(coalesce(sum(c.n_cancelled), 0) AS {bigint}) "
          "FROM jobq_queues q LEFT JOIN jobq_counts c ON c.queue = q.name "
          "GROUP BY q.name, q.paused, q.key_policy ORDER BY q.name"},
     [JOBQ_Q_STATS_HOT] =
-        {"SELECT queue, state, CASE WHEN run_at <= {now} THEN 1 ELSE 0 END, "
+        {.common = "SELECT queue, state, CASE WHEN run_at <= {now} THEN 1 ELSE 0 END, "
          "count(*), min(run_at), {now} FROM jobq_jobs GROUP BY 1, 2, 3"},
     [JOBQ_Q_SESSIONS] =
-        {"SELECT s.id, s.name, s.host, s.pid, s.epoch, s.started_at, "
+        {.common = "SELECT s.id, s.name, s.host, s.pid, s.epoch, s.started_at, "
          "s.heartbeat_at, s.expires_at, s.lease_ms, s.in_flight, s.done, "
          "s.failed, (SELECT count(*) FROM jobq_jobs j WHERE j.session = s.id), "
          "CASE WHEN s.expires_at < {now} THEN 1 ELSE 0 END FROM jobq_sessions "
          "s ORDER BY s.started_at, s.id"},
-    [JOBQ_Q_DONE_ROW] = {"SELECT outcome, queue, order_key, unique_key, "
+    [JOBQ_Q_DONE_ROW] = {.common = "SELECT outcome, queue, order_key, unique_key, "
                          "barrier FROM jobq_done WHERE id = ?1{for_update}"},
-    [JOBQ_Q_HOT_STATE] = {"SELECT state, queue, order_key, barrier FROM "
+    [JOBQ_Q_HOT_STATE] = {.common = "SELECT state, queue, order_key, barrier FROM "
                           "jobq_jobs WHERE id = ?1{for_update}"},
     [JOBQ_Q_UNARCHIVE] =
-        {"INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "
+        {.common = "INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "
          "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "
          "backoff_ms, created_at, last_error) SELECT id, queue, priority, "
          "{now}, ?2, order_key, barrier, unique_key, payload, 0, max_attempts, "
          "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
          "id = ?1"},
-    [JOBQ_Q_DELETE_DONE] = {"DELETE FROM jobq_done WHERE id = ?1"},
-    [JOBQ_Q_DEAD_IDS] = {"SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
+    [JOBQ_Q_DELETE_DONE] = {.common = "DELETE FROM jobq_done WHERE id = ?1"},
+    [JOBQ_Q_DEAD_IDS] = {.common = "SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
                          "queue = coalesce(?1, queue) ORDER BY id"},
-    [JOBQ_Q_MARK_CANCELLED] = {"UPDATE jobq_done SET outcome = 'cancelled', "
+    [JOBQ_Q_MARK_CANCELLED] = {.common = "UPDATE jobq_done SET outcome = 'cancelled', "
                                "finished_at = {now} WHERE id = ?1"},
-    [JOBQ_Q_REQUEST_CANCEL] = {"UPDATE jobq_jobs SET cancel_requested = 1 "
+    [JOBQ_Q_REQUEST_CANCEL] = {.common = "UPDATE jobq_jobs SET cancel_requested = 1 "
                                "WHERE id = ?1"},
-    [JOBQ_Q_SET_PAUSED] = {"UPDATE jobq_queues SET paused = ?2 WHERE name = ?1"},
-    [JOBQ_Q_SET_POLICY] = {"UPDATE jobq_queues SET key_policy = ?2 WHERE "
+    [JOBQ_Q_SET_PAUSED] = {.common = "UPDATE jobq_queues SET paused = ?2 WHERE name = ?1"},
+    [JOBQ_Q_SET_POLICY] = {.common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
                            "name = ?1"},
     /* ?1: the cut-off in Unix ms.  A dead head that blocks its key stays. */
     [JOBQ_Q_PRUNE_COUNT] =
-        {"SELECT queue, "
+        {.common = "SELECT queue, "
          "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
          "{bigint}) FROM jobq_done WHERE finished_at < ?1 AND id NOT IN "
          "(SELECT job_id FROM jobq_blocked) GROUP BY queue"},
-    [JOBQ_Q_PRUNE] = {"DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
+    [JOBQ_Q_PRUNE] = {.common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
                       "IN (SELECT job_id FROM jobq_blocked)"},
-    [JOBQ_Q_ALL_SESSIONS] = {"SELECT id FROM jobq_sessions ORDER BY id"
+    [JOBQ_Q_ALL_SESSIONS] = {.common = "SELECT id FROM jobq_sessions ORDER BY id"
                              "{for_update}"},
     /* Epochs only rise, even across restores of older backups: the new one
      * is at least ?1, the current Unix time in seconds. */
-    [JOBQ_Q_BUMP] = {"UPDATE jobq_meta SET epoch = {greatest}(epoch + 1, ?1) "
+    [JOBQ_Q_BUMP] = {.common = "UPDATE jobq_meta SET epoch = {greatest}(epoch + 1, ?1) "
                      "WHERE id = 1"},
-    [JOBQ_Q_EPOCH] = {"SELECT epoch FROM jobq_meta WHERE id = 1"},
-    [JOBQ_Q_QUEUE_PAUSED] = {"SELECT paused FROM jobq_queues WHERE name = ?1"},
-    [JOBQ_Q_QUEUES_ACTIVE] = {"SELECT name FROM jobq_queues WHERE paused = 0 "
+    [JOBQ_Q_EPOCH] = {.common = "SELECT epoch FROM jobq_meta WHERE id = 1"},
+    [JOBQ_Q_QUEUE_PAUSED] = {.common = "SELECT paused FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_QUEUES_ACTIVE] = {.common = "SELECT name FROM jobq_queues WHERE paused = 0 "
                               "ORDER BY name"},
 };
 

@@ -46,7 +46,8 @@ char *jobq_url_redact(const char *url) {
   char *sep = strstr(out, "://");
   if (sep != NULL) {
     char *auth = sep + 3;
-    size_t alen = strcspn(auth, "/?#");
+    /* The authority as the parser sees it: up to the path or the query. */
+    size_t alen = strcspn(auth, "/?");
     char *at = NULL;
     for (size_t i = 0; i < alen; i++)
       if (auth[i] == '@') at = auth + i;

@@ -106,6 +106,9 @@ static void test_url_redact(void **state) {
                   "h1:5432,h2:5433/db", NULL);
   /* An '@' left raw in the password: the last '@' ends the user info. */
   expect_redacted("postgres://u:p@ss@h/db", "p@ss", "@h/db", NULL);
+  /* A '#' in the password (found by fuzzing): the parser reads it as part
+   * of the password, and so must the redaction. */
+  expect_redacted("postgres://u:se#r-et@db/q", "se#r-et", "@db/q", NULL);
   expect_redacted("postgres://h/db?sslmode=require&password=secret", "secret",
                   "sslmode=require", NULL);
   expect_unchanged("postgres://u@h/db");
