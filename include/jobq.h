@@ -543,6 +543,31 @@ int jobq_identity_get(jobq *db, jobq_identity *out);
  */
 int jobq_epoch_bump(jobq *db, int64_t *epoch);
 
+/* ---------------------------------------------------------------- doctor */
+
+typedef enum jobq_check_level {
+  JOBQ_CHECK_OK = 0,
+  JOBQ_CHECK_WARN,   /* works, but needs attention */
+  JOBQ_CHECK_FAIL    /* puts the guarantees or the service at risk */
+} jobq_check_level;
+
+typedef struct jobq_check {
+  char *name;        /* "durability", "clock", "vacuum", ... */
+  int level;         /* jobq_check_level */
+  char *detail;      /* what was found */
+  char *advice;      /* what to do about it; NULL when all is well */
+} jobq_check;
+
+/*
+ * Looks the queue database over: its durability settings, the server's
+ * version, the difference between this host's clock and the database's,
+ * transactions that hold back vacuum (naming the oldest), the hot table's
+ * bloat, sessions near expiry or expired without a reaper, and dead jobs.
+ * *out gets *n checks (free with jobq_checks_free()).  Reads only.
+ */
+int jobq_doctor(jobq *db, jobq_check **out, size_t *n);
+void jobq_checks_free(jobq_check *checks, size_t n);
+
 /* ---------------------------------------------------------------- parsing helpers */
 
 /* "250ms", "30s", "5m", "1h", "2d" (and combinations like "1m30s") into

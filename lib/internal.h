@@ -183,6 +183,12 @@ void jobq__job_ref_release(jobq_jobref *ref);
  * lists them): JOBQ_OK to go on, or an error recorded on db. */
 int jobq__failpoint(jobq *db, const char *name);
 
+/* Adds a check to a doctor's list (lib/doctor.c): level, name, what to do
+ * (NULL when all is well), and what was found. */
+int jobq__check_add(jobq__checks *c, int level, const char *name,
+                    const char *advice, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Tells the store that queue has a job ready now (for watchers). */
 void jobq__wake(jobq *db, const char *queue);
 

@@ -162,6 +162,22 @@ t_max_payload_option() {
   expect_err_has "'lots'"
 }
 
+t_doctor() {
+  run put -q d x
+  run doctor
+  expect_rc 0
+  expect_out_has "durability"
+  expect_out_has "WAL"
+  expect_out_has "no dead jobs"
+  expect_out_has "within"
+  run doctor --json
+  expect_rc 0
+  expect_out_has '"worst":"ok"'
+  expect_out_has '"name":"clock","level":"ok"'
+  run doctor extra
+  expect_rc 2
+}
+
 t_help_and_version() {
   run --help
   expect_rc 0

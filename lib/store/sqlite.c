@@ -443,6 +443,11 @@ static int sq_open(jobq *db, const jobq_url *u) {
                       "invalid busy_timeout '%s' in the database url: expected "
                       "a duration like 10s",
                       bt);
+  /* RETURNING and the ->> operator. */
+  if (sqlite3_libversion_number() < 3038000)
+    return jobq__fail(db, JOBQ_ENOTSUP,
+                      "this program runs SQLite %s: expected 3.38 or newer",
+                      sqlite3_libversion());
   int rc = check_path(db, u->path);
   if (rc != JOBQ_OK) return rc;
   sq *c = calloc(1, sizeof *c);
@@ -581,6 +586,72 @@ static int sq_migrate(jobq *db) {
   if (rc == JOBQ_OK) return exec(db, "COMMIT", "initialising the schema");
   sqlite3_exec(conn(db)->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
+}
+
+/* ---------------------------------------------------------------- doctor */
+
+/* The first column of a query of the doctor's as an integer. */
+static int64_t pragma_int(jobq *db, const char *sql) {
+  sqlite3_stmt *st;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(conn(db)->db, sql, -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  return v;
+}
+
+static int sq_doctor(jobq *db, jobq__checks *c) {
+  sq *k = conn(db);
+  jobq__check_add(c, JOBQ_CHECK_OK, "server", NULL, "SQLite %s, file '%s'",
+                  sqlite3_libversion(), k->path);
+  sqlite3_stmt *st;
+  char mode[16] = "?";
+  if (sqlite3_prepare_v2(k->db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW)
+      snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  int64_t sync = pragma_int(db, "PRAGMA synchronous");
+  if (strcmp(mode, "wal") != 0 || sync != 2)
+    jobq__check_add(c, JOBQ_CHECK_FAIL, "durability",
+                    "jobq sets WAL and synchronous=FULL on its own connections; "
+                    "something changed them on this one",
+                    "journal mode %s, synchronous %lld", mode, (long long)sync);
+  else
+    jobq__check_add(c, JOBQ_CHECK_OK, "durability", NULL,
+                    "WAL journal, synchronous=FULL: every commit waits for the disk");
+  int64_t pages = pragma_int(db, "PRAGMA page_count");
+  int64_t size = pragma_int(db, "PRAGMA page_size");
+  int64_t free_pages = pragma_int(db, "PRAGMA freelist_count");
+  size_t len = strlen(k->path) + 5;
+  char *wal = malloc(len);
+  struct stat stt;
+  long long wal_bytes = 0;
+  if (wal != NULL) {
+    snprintf(wal, len, "%s-wal", k->path);
+    if (stat(wal, &stt) == 0) wal_bytes = (long long)stt.st_size;
+    free(wal);
+  }
+  if (wal_bytes > (256LL << 20))
+    jobq__check_add(c, JOBQ_CHECK_WARN, "checkpoint",
+                    "a reader that keeps a transaction open holds the checkpoint "
+                    "back: find it (lsof on the file) and keep read transactions short",
+                    "the write-ahead log is %lld MiB", wal_bytes >> 20);
+  else
+    jobq__check_add(c, JOBQ_CHECK_OK, "checkpoint", NULL, "the write-ahead log is %lld KiB",
+                    wal_bytes >> 10);
+  if (pages > 0 && free_pages * 2 > pages && pages * size > (64LL << 20))
+    jobq__check_add(c, JOBQ_CHECK_WARN, "bloat",
+                    "the file keeps its size after pruning; run 'sqlite3 FILE VACUUM' at "
+                    "a quiet time to give the space back",
+                    "%lld of %lld pages are free (%lld MiB)", (long long)free_pages,
+                    (long long)pages, (long long)(free_pages * size) >> 20);
+  else
+    jobq__check_add(c, JOBQ_CHECK_OK, "bloat", NULL, "%lld MiB, %lld%% of it free",
+                    (long long)(pages * size) >> 20,
+                    pages > 0 ? (long long)(free_pages * 100 / pages) : 0LL);
+  return JOBQ_OK;
 }
 
 /* ---------------------------------------------------------------- transactions */
@@ -955,6 +1026,7 @@ const jobq_store jobq__store_sqlite = {
     .close = sq_close,
     .native = sq_native,
     .migrate = sq_migrate,
+    .doctor = sq_doctor,
     .begin = sq_begin,
     .commit = sq_commit,
     .rollback = sq_rollback,

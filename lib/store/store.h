@@ -57,6 +57,9 @@ typedef struct jobq_val {
   size_t len;
 } jobq_val;
 
+/* The checks jobq_doctor() collects (lib/doctor.c). */
+typedef struct jobq__checks jobq__checks;
+
 /* A store's cursor over the rows of one statement; opaque to the logic. */
 typedef struct jobq_rows jobq_rows;
 
@@ -73,6 +76,9 @@ typedef struct jobq_store {
   int (*migrate)(jobq *db);
   /* SQL for least-privilege roles (jobq_roles_sql); NULL: none. */
   int (*roles)(jobq *db, char **sql);
+  /* The engine's own checks for jobq_doctor(), added with
+   * jobq__check_add() (lib/doctor.c). */
+  int (*doctor)(jobq *db, jobq__checks *checks);
 
   /* depth 0: a real transaction that may write; depth > 0: a savepoint. */
   int (*begin)(jobq *db, int depth);
