@@ -1,12 +1,15 @@
 # jobq build.  `make` builds libjobq (static and shared), the jobq command,
 # the examples and the tests into build/.  `make check` is the whole test
 # suite: the tests as built, then again under AddressSanitizer and
-# UndefinedBehaviorSanitizer (into build-san/).  `make install PREFIX=...`.
+# UndefinedBehaviorSanitizer (into build-san/).  `make tsan` builds into
+# build-tsan/ with ThreadSanitizer and runs the foreman's tests (the
+# foreman is the one part with two threads).  `make install PREFIX=...`.
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
+TSAN     ?=
 
 PKGS     := sqlite3 jansson
 CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
@@ -15,21 +18,30 @@ CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-unused-parameter -fPIC \
             -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+# libuv is the foreman's alone: the library does not link it.
+UV_CFLAGS:= $(shell pkg-config --cflags libuv)
+UV_LIBS  := $(shell pkg-config --libs libuv)
 
 ifneq ($(SAN),)
 CFLAGS   += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
             -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=address,undefined
 endif
+ifneq ($(TSAN),)
+CFLAGS   += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=thread
+endif
 
 LIB_SRC  := $(wildcard lib/*.c lib/store/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
+FM_SRC   := $(wildcard foreman/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
 BENCH_SRC:= $(wildcard bench/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
 EXAMPLES := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -37,9 +49,17 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(EXAMPLES) $(BENCHES) $(TESTS)
 
-$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard foreman/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libforeman.a: $(FM_OBJ)
+	rm -f $@
+	ar rcs $@ $^
 
 $(BUILD)/libjobq.a: $(LIB_OBJ)
 	rm -f $@
@@ -48,8 +68,9 @@ $(BUILD)/libjobq.a: $(LIB_OBJ)
 $(BUILD)/libjobq.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libjobq.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libjobq.a $(LDLIBS)
+$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS)
 
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
@@ -57,8 +78,9 @@ $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libjobq.a $(LDLIBS) -lcmocka
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS) -lcmocka
 
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
@@ -78,6 +100,12 @@ test: all
 demo: deps all
 	examples/demo.sh
 
+# The foreman's tests under ThreadSanitizer (its database thread).
+tsan: deps
+	$(MAKE) BUILD=build-tsan TSAN=1 all
+	JOBQ_BUILD=build-tsan JOBQ_TEST_FILTER=work TSAN_OPTIONS=halt_on_error=1 \
+	  tests/run.sh
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
@@ -91,6 +119,6 @@ install: all
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
-.PHONY: all deps check test demo install clean
+.PHONY: all deps check test demo tsan install clean
