@@ -127,6 +127,9 @@ int fm_b64_decode(const char *in, size_t len, unsigned char *out,
  * new buffer (free()) of *len bytes. */
 char *fm_proto_job(const jobq_job *job, size_t *len);
 
+/* Whether the line (without its newline) is the worker's "ready". */
+int fm_proto_ready(const char *line, size_t len);
+
 enum fm_reply_kind { FM_REPLY_DONE = 1, FM_REPLY_FAIL, FM_REPLY_RETRY };
 struct fm_reply {
   enum fm_reply_kind kind;

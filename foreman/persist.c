@@ -5,8 +5,10 @@
  * time per worker, so that small jobs in any language cost no fork.
  *
  * Each worker runs in its own process group, with the scrubbed
- * environment plus JOBQ_WORKER and JOBQ_PROTOCOL.  The foreman writes one
- * "job" line to an idle worker and waits for one reply line.  A worker
+ * environment plus JOBQ_WORKER and JOBQ_PROTOCOL.  It gets no job before
+ * it has written "ready" (so a worker that cannot start costs no job an
+ * attempt); then the foreman writes one "job" line to an idle worker and
+ * waits for one reply line.  A worker
  * that writes anything else, or a reply for another job, or a line that
  * is too long, is killed at once and its job failed with the reason.  A
  * worker that runs past the job's timeout, or whose job is cancelled, gets
@@ -29,9 +31,10 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
 #define TEXT_MAX (64 * 1024)    /* the longest error or reason read */
+#define READY_WARN_MS 10000     /* when a silent new worker is worth a line */
 
-enum wstate { W_DOWN, W_IDLE, W_BUSY };
-enum timer_use { T_NONE, T_TIMEOUT, T_ESCALATE, T_DRAIN };
+enum wstate { W_DOWN, W_STARTING, W_IDLE, W_BUSY };
+enum timer_use { T_NONE, T_READY, T_TIMEOUT, T_ESCALATE, T_DRAIN };
 
 struct worker {
   struct fm *fm;
@@ -49,6 +52,7 @@ struct worker {
   int64_t status;
   int sig;
   int64_t started_ms;
+  int was_ready;                /* it wrote "ready" */
   struct fm_job *job;
   char *line;                   /* stdout not yet a whole line */
   size_t len, cap;
@@ -94,7 +98,7 @@ static void on_closed(uv_handle_t *h) {
     return;
   }
   int64_t lived = fm_now_ms() - w->started_ms;
-  if (lived < YOUNG_MS)
+  if (!w->was_ready || lived < YOUNG_MS)
     w->backoff_ms = w->backoff_ms == 0 ? BACKOFF_MIN_MS : w->backoff_ms * 2;
   else
     w->backoff_ms = 0;
@@ -157,7 +161,10 @@ static void maybe_end(struct worker *w) {
     size_t len;
     char what[128];
     snprintf(what, sizeof what, "worker %d (pid %d) ended with %s%s", w->index,
-             w->pid, how, job != NULL ? " while running a job" : "");
+             w->pid, how,
+             job != NULL     ? " while running a job"
+             : !w->was_ready ? " before it was ready"
+                             : "");
     char *text = fm_error_text(what, &w->tail, &len);
     fm_log("%s", text);
     free(text);
@@ -212,6 +219,19 @@ static void protocol_error(struct worker *w, const char *fmt, ...) {
 static void handle_line(struct worker *w, const char *line, size_t len) {
   struct fm *fm = w->fm;
   char shown[FM_QUOTE_BUF], why[256];
+  if (w->state == W_STARTING) {
+    if (!fm_proto_ready(line, len)) {
+      protocol_error(w, "expected 'ready' first, got '%s'", fm_quote(shown, line, len));
+      return;
+    }
+    if (w->timer_use != T_NONE) uv_timer_stop(&w->timer);
+    w->timer_use = T_NONE;
+    w->state = W_IDLE;
+    w->was_ready = 1;
+    if (fm->cfg->verbose) fm_log("worker %d (pid %d) is ready", w->index, w->pid);
+    fm_kick(fm);
+    return;
+  }
   if (w->state != W_BUSY || w->job == NULL) {
     protocol_error(w, "a line while it had no job: '%s'",
                    fm_quote(shown, line, len));
@@ -342,6 +362,11 @@ static void on_timer(uv_timer_t *t) {
   w->timer_use = T_NONE;
   char d[FM_DUR_BUF];
   switch (use) {
+    case T_READY:
+      fm_log("worker %d (pid %d) has not written 'ready' after %s: it gets no "
+             "jobs until it does (docs/worker-protocol.md)",
+             w->index, w->pid, fm_fmt_ms(d, READY_WARN_MS));
+      break;
     case T_TIMEOUT:
       fm_log("worker %d (pid %d) ran job %lld past its timeout of %s: "
              "replacing it",
@@ -402,6 +427,7 @@ static void spawn(struct worker *w) {
   w->pid = 0;
   fm_tail_clear(&w->tail);
   w->started_ms = fm_now_ms();
+  w->was_ready = 0;
 
   uv_stdio_container_t stdio[3];
   stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
@@ -435,11 +461,11 @@ static void spawn(struct worker *w) {
   w->pid = w->proc.pid;
   fm_guard_watch(fm, w->pid);
   w->in_open = w->out_open = w->err_open = 1;
-  w->state = W_IDLE;
+  w->state = W_STARTING;
   uv_read_start((uv_stream_t *)&w->out, on_alloc, on_out);
   uv_read_start((uv_stream_t *)&w->err, on_alloc, on_err);
-  if (fm->cfg->verbose) fm_log("worker %d started (pid %d)", w->index, w->pid);
-  fm_kick(fm);
+  w->timer_use = T_READY;
+  uv_timer_start(&w->timer, on_timer, READY_WARN_MS, 0);
 }
 
 int fm_workers_init(struct fm *fm) {
@@ -469,7 +495,9 @@ int fm_workers_up(const struct fm *fm) {
   const struct fm_workers *ws = fm->workers;
   int n = 0;
   for (int i = 0; i < ws->n; i++)
-    if (ws->w[i].state != W_DOWN && !ws->w[i].broken && !ws->w[i].exited) n++;
+    if ((ws->w[i].state == W_IDLE || ws->w[i].state == W_BUSY) &&
+        !ws->w[i].broken && !ws->w[i].exited)
+      n++;
   return n;
 }
 

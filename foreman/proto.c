@@ -2,7 +2,8 @@
  * proto.c - the line protocol between the foreman and its persistent
  * workers (docs/worker-protocol.md): the "job" line the foreman writes and
  * the strict parser of the "done", "fail" and "retry" replies it reads.
- * Every line is printable ASCII: fields are separated by one space, and
+ * A worker first writes "ready" once it can take jobs.  Every line is
+ * printable ASCII: fields are separated by one space, and
  * bytes (keys, payloads, results, error texts) travel as standard base64,
  * so that any payload is safe and a worker needs only a line reader and a
  * base64 decoder, which every language has (a shell has base64(1)).
@@ -105,6 +106,10 @@ char *fm_proto_job(const jobq_job *job, size_t *len) {
 }
 
 /* ---------------------------------------------------------------- replies */
+
+int fm_proto_ready(const char *line, size_t len) {
+  return len == 5 && memcmp(line, "ready", 5) == 0;
+}
 
 size_t fm_proto_max_line(size_t max_data) {
   return 32 + 20 + 20 + fm_b64_len(max_data);
