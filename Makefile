@@ -34,7 +34,7 @@ endif
 
 LIB_SRC  := $(wildcard lib/*.c lib/store/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
-FM_SRC   := $(wildcard foreman/*.c)
+FM_SRC   := $(filter-out foreman/jobq-exec.c,$(wildcard foreman/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
 BENCH_SRC:= $(wildcard bench/*.c)
@@ -47,7 +47,8 @@ TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC))
 EXAMPLES := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(EXAMPLES) $(BENCHES) $(TESTS)
+all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
+     $(EXAMPLES) $(BENCHES) $(TESTS)
 
 $(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h tests/*.h)
 	@mkdir -p $(dir $@)
@@ -71,6 +72,12 @@ $(BUILD)/libjobq.so: $(LIB_OBJ)
 $(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
 	  $(LDLIBS) $(UV_LIBS)
+
+# The foreman's exec helper, once per job: small, libc only, never built
+# with the sanitizers (their start-up would be most of its cost).
+$(BUILD)/jobq-exec: foreman/jobq-exec.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
@@ -110,6 +117,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/jobq $(DESTDIR)$(PREFIX)/bin/jobq
+	install -m 755 $(BUILD)/jobq-exec $(DESTDIR)$(PREFIX)/bin/jobq-exec
 	install -m 644 include/jobq.h $(DESTDIR)$(PREFIX)/include/jobq.h
 	install -m 644 $(BUILD)/libjobq.a $(DESTDIR)$(PREFIX)/lib/libjobq.a
 	install -m 755 $(BUILD)/libjobq.so $(DESTDIR)$(PREFIX)/lib/libjobq.so.0

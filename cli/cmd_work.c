@@ -3,8 +3,8 @@
  * command to run, then hands over to foreman/ (fm_run), which claims jobs
  * and runs them as local processes until a signal stops it.  Options end
  * at the command (or "--"), so that the command's own options are left to
- * it.  `jobq work --internal-guard` and `--internal-exec` are the
- * foreman's guard and exec helper (foreman/guard.c), not for people.
+ * it.  `jobq work --internal-guard` is the foreman's guard process
+ * (foreman/guard.c), not for people.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -118,10 +118,17 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
   if (count("--concurrency", a->concurrency, 1, MAX_CONCURRENCY,
             &cfg->concurrency))
     return CLI_EXIT_USAGE;
+  /* By default the prefetch adapts: a quarter of the concurrency, up to
+   * four times the concurrency (at least 32) while jobs are short. */
   cfg->prefetch = (cfg->concurrency + 3) / 4;
-  if (count("--prefetch", a->prefetch, 0, MAX_BATCH, &cfg->prefetch))
-    return CLI_EXIT_USAGE;
-  cfg->batch = cfg->concurrency + cfg->prefetch;
+  cfg->prefetch_max = cfg->concurrency * 4 < 32 ? 32 : cfg->concurrency * 4;
+  if (cfg->prefetch_max > MAX_BATCH) cfg->prefetch_max = MAX_BATCH;
+  if (a->prefetch != NULL) {
+    if (count("--prefetch", a->prefetch, 0, MAX_BATCH, &cfg->prefetch))
+      return CLI_EXIT_USAGE;
+    cfg->prefetch_max = cfg->prefetch;
+  }
+  cfg->batch = cfg->concurrency + cfg->prefetch_max;
   if (cfg->batch > MAX_BATCH) cfg->batch = MAX_BATCH;
   if (count("--batch", a->batch, 1, MAX_BATCH, &cfg->batch)) return CLI_EXIT_USAGE;
   cfg->lease_ms = JOBQ_DEFAULT_LEASE_MS;
@@ -170,8 +177,6 @@ static void default_name(const struct fm_config *cfg, char *buf, size_t size) {
 static int run(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--internal-guard") == 0)
     return fm_guard_main();
-  if (argc >= 2 && strcmp(argv[1], "--internal-exec") == 0)
-    return fm_exec_main(argc - 2, argv + 2);
   struct work_args a;
   memset(&a, 0, sizeof a);
   const struct cli_option opts[] = {
@@ -181,11 +186,12 @@ static int run(int argc, char **argv) {
                  "jobs (or persistent workers) at once, 1 to 1024 (default: "
                  "the number of CPUs)"),
       CLI_STRING(0, "batch", &a.batch, "N",
-                 "most jobs per claim, 1 to 1000 (default: concurrency + "
-                 "prefetch)"),
+                 "most jobs per claim, 1 to 1000 (default: concurrency + the "
+                 "largest prefetch)"),
       CLI_STRING(0, "prefetch", &a.prefetch, "N",
                  "claimed jobs kept ready for the next free slot, 0 to 1000 "
-                 "(default: a quarter of the concurrency, at least 1)"),
+                 "(default: adapts from a quarter of the concurrency up to 4 "
+                 "times it while jobs are short)"),
       CLI_STRING(0, "lease", &a.lease, "D",
                  "the session's lease, 100ms to 1h (default 5s); heartbeats "
                  "every lease/3"),

@@ -363,7 +363,9 @@ struct fm {
   struct fm_guard guard;
   struct fm_env env;
   struct fm_workers *workers;      /* persistent mode */
-  char **exec_argv;                /* the exec helper, then the command */
+  char **exec_argv;                /* jobq-exec PPID COMMAND ARGS..., or
+                                      COMMAND ARGS... without the helper */
+  int exec_helper;
   struct fm_watch *watch;
 
   uint64_t gen;                    /* the current session's generation */
@@ -376,6 +378,9 @@ struct fm {
   int beat_out, claim_out, stats_out;
   int beat_failing;
   int maybe_work;                  /* a claim may find jobs */
+  int prefetch;                    /* the current prefetch (adapts) */
+  int starved;                     /* a slot was idle for want of a
+                                      claimed job since the last claim */
   int64_t poll_ms;                 /* the current fallback poll interval */
   int64_t hold_until_ms;           /* no claims before (spawn failures) */
   char last_claim_err[512];

@@ -319,6 +319,13 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm_list_push(&fm->waiting, job_new(fm, &op->jobs[i]));
   int short_batch = op->njobs < op->max;
   if (short_batch) fm->maybe_work = 0;
+  const struct fm_config *cfg = fm->cfg;
+  if (short_batch && fm->prefetch > cfg->prefetch)
+    fm->prefetch = fm->prefetch / 2 < cfg->prefetch ? cfg->prefetch : fm->prefetch / 2;
+  else if (!short_batch && fm->starved && fm->prefetch < cfg->prefetch_max)
+    fm->prefetch = fm->prefetch * 2 + 1 > cfg->prefetch_max ? cfg->prefetch_max
+                                                            : fm->prefetch * 2 + 1;
+  fm->starved = 0;
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
   fm_op_free(op);
   watch_arm(fm);
@@ -341,7 +348,9 @@ static void claim(struct fm *fm) {
   if (fm_now_ms() < fm->hold_until_ms) return;
   int cap = capacity(fm);
   if (cap <= 0) return;
-  int64_t want = (int64_t)cap + cfg->prefetch - (int64_t)fm->running.n -
+  /* Refill at half: fewer, bigger claims. */
+  if ((int64_t)fm->waiting.n > fm->prefetch / 2) return;
+  int64_t want = (int64_t)cap + fm->prefetch - (int64_t)fm->running.n -
                  (int64_t)fm->waiting.n;
   if (want > cfg->batch) want = cfg->batch;
   if (want <= 0) return;
@@ -397,6 +406,8 @@ void fm_kick(struct fm *fm) {
     struct fm_job *job = fm_list_pop(&fm->waiting);
     if (start_job(fm, job) != 0) break;
   }
+  if (fm->waiting.n == 0 && fm->maybe_work && fm->connected && free_slot(fm))
+    fm->starved = 1;
   claim(fm);
 }
 
@@ -719,6 +730,54 @@ static void on_signal(uv_signal_t *s, int sig) {
 
 /* ---------------------------------------------------------------- running the foreman */
 
+/*
+ * What jobs and workers are spawned as: "jobq-exec PPID COMMAND ARGS..."
+ * when the helper sits beside the jobq binary (as `make` builds and
+ * installs it), else COMMAND ARGS... directly, with a warning.
+ */
+static void exec_argv_init(struct fm *fm) {
+  const struct fm_config *cfg = fm->cfg;
+  size_t n = 0;
+  while (cfg->argv[n] != NULL) n++;
+  fm->exec_argv = fm_xmalloc((n + 3) * sizeof *fm->exec_argv);
+  char self[4096];
+  size_t len = sizeof self;
+  char *helper = NULL;
+  if (uv_exepath(self, &len) == 0) {
+    char *slash = strrchr(self, '/');
+    if (slash != NULL) {
+      *slash = '\0';
+      size_t size = strlen(self) + sizeof "/jobq-exec";
+      helper = fm_xmalloc(size);
+      snprintf(helper, size, "%s/jobq-exec", self);
+      if (access(helper, X_OK) != 0) {
+        free(helper);
+        helper = NULL;
+      }
+    }
+  }
+  if (helper == NULL) {
+    fm_log("no jobq-exec beside the jobq binary: jobs start without the "
+           "parent-death signal (the guard still stops them)");
+    memcpy(fm->exec_argv, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+    return;
+  }
+  char ppid[32];
+  snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+  fm->exec_argv[0] = helper;
+  fm->exec_argv[1] = fm_xstrdup(ppid);
+  memcpy(fm->exec_argv + 2, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+  fm->exec_helper = 1;
+}
+
+static void exec_argv_release(struct fm *fm) {
+  if (fm->exec_helper) {
+    free(fm->exec_argv[0]);
+    free(fm->exec_argv[1]);
+  }
+  free(fm->exec_argv);
+}
+
 /* Descriptors the foreman inherited must not reach its jobs. */
 static void cloexec_inherited(void) {
   DIR *d = opendir("/proc/self/fd");
@@ -750,18 +809,9 @@ int fm_run(const struct fm_config *cfg) {
   fm->gen = 1;
   fm->started_ms = fm_now_ms();
   fm->poll_ms = POLL_MIN_MS;
+  fm->prefetch = cfg->prefetch;
   fm_env_init(&fm->env, environ, cfg->url);
-  size_t n = 0;
-  while (cfg->argv[n] != NULL) n++;
-  char ppid[32];
-  snprintf(ppid, sizeof ppid, "%d", (int)getpid());
-  fm->exec_argv = fm_xmalloc((n + 5) * sizeof *fm->exec_argv);
-  fm->exec_argv[0] = "jobq";
-  fm->exec_argv[1] = "work";
-  fm->exec_argv[2] = "--internal-exec";
-  fm->exec_argv[3] = fm_xstrdup(ppid);
-  memcpy(fm->exec_argv + 4, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
-
+  exec_argv_init(fm);
   uv_timer_t *timers[] = {&fm->beat_timer,      &fm->lease_timer, &fm->poll_timer,
                           &fm->reconnect_timer, &fm->grace_timer, &fm->hold_timer};
   for (size_t i = 0; i < sizeof timers / sizeof timers[0]; i++) {
@@ -791,8 +841,7 @@ int fm_run(const struct fm_config *cfg) {
   int status = fm->status;
   fm_workers_free(fm);
   fm_env_release(&fm->env);
-  free(fm->exec_argv[3]);
-  free(fm->exec_argv);
+  exec_argv_release(fm);
   if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
   free(fm);
   return status;

@@ -21,7 +21,9 @@ struct fm_config {
   const char *name;            /* the session's name in `jobq sessions` */
   int concurrency;             /* jobs (or persistent workers) at once */
   int batch;                   /* most jobs per claim */
-  int prefetch;                /* claimed jobs kept waiting for a slot */
+  int prefetch;                /* claimed jobs kept waiting for a slot: */
+  int prefetch_max;            /* from prefetch, doubling up to this while
+                                  short jobs leave slots idle */
   int64_t lease_ms;            /* the session's lease */
   int64_t timeout_ms;          /* longest run of a job (0: none) */
   int64_t grace_ms;            /* how long running jobs may finish on stop */
@@ -52,14 +54,5 @@ int fm_run(const struct fm_config *cfg);
  * file and kills those groups.  Returns the exit status.
  */
 int fm_guard_main(void);
-
-/*
- * The exec helper the foreman starts every job and worker through
- * (`jobq work --internal-exec PPID COMMAND [ARGS...]`, argv from PPID
- * on): sets the parent-death signal, checks that the parent is still
- * PPID, and execs COMMAND.  Returns only on error (127 when COMMAND was
- * not found).
- */
-int fm_exec_main(int argc, char **argv);
 
 #endif

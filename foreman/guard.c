@@ -1,55 +1,35 @@
 /*
  * guard.c - what stops a dead foreman's jobs.
  *
- * Two mechanisms, because each covers what the other cannot.
+ * Two mechanisms, because each covers what the other cannot.  First, every
+ * job and worker starts through the exec helper (jobq-exec.c), which sets
+ * the parent-death signal before it execs the command, so a job's first
+ * process dies with the foreman however early.  But that signal reaches
+ * only that process, not the ones it starts.
  *
- * The exec helper.  Every job and worker is started through the foreman's
- * own binary, `jobq work --internal-exec PPID COMMAND ARGS...`, which sets
- * PR_SET_PDEATHSIG (SIGKILL) on itself, checks that its parent is still
- * PPID (the foreman may have died before the prctl), and only then
- * execvp()s the command, keeping its pid, process group and the signal.
- * uv_spawn cannot run code between fork and exec, hence the helper.  So
- * a job's first process dies with the foreman, however early.
+ * So, second, the foreman starts a guard from its own binary: `jobq work
+ * --internal-guard`, in its own session, ignoring SIGINT, SIGTERM and
+ * SIGHUP.  The foreman tells it over a pipe on its stdin which process
+ * groups run jobs ("+PID" once uv_spawn has returned, which is before the
+ * helper has exec'd the command, so before the command can start anything;
+ * "-PID" when the group is gone).  Only the foreman holds the pipe's write
+ * end (every descriptor is close-on-exec), so when the foreman ends in any
+ * way, even by SIGKILL, the guard reads end of file, sends SIGKILL to every
+ * group it still knows, and exits.  Persistent workers also see end of
+ * file on their stdin.  If the guard itself dies, the foreman starts
+ * another and tells it every group again.
  *
- * The guard.  A parent-death signal reaches only that first process, not
- * the processes it starts.  So the foreman also starts, from its own
- * binary, a guard: `jobq work --internal-guard`, in its own session,
- * ignoring SIGINT, SIGTERM and SIGHUP.  The foreman tells it over a pipe on
- * its stdin which process groups run jobs ("+PID" once uv_spawn has
- * returned, before the command itself is running; "-PID" when the group is
- * gone).  Only the foreman holds the pipe's write end (every descriptor is
- * close-on-exec), so when the foreman ends in any way, even by SIGKILL, the
- * guard reads end of file, sends SIGKILL to every group it still knows,
- * and exits.  Persistent workers also see end of file on their stdin.  If
- * the guard itself dies, the foreman starts another and tells it every
- * group again.
+ * Without the helper (jobq-exec missing beside the jobq binary), the guard
+ * alone covers all but the time from fork to exec of each job.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "fm.h"
-
-/* ---------------------------------------------------------------- the exec helper */
-
-int fm_exec_main(int argc, char **argv) {
-  char *end;
-  long ppid = argc >= 2 ? strtol(argv[0], &end, 10) : 0;
-  if (argc < 2 || ppid <= 0 || *end != '\0') {
-    fm_log("--internal-exec: expected PPID COMMAND [ARGS...]");
-    return 2;
-  }
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t)ppid)
-    _exit(1); /* the foreman is already gone */
-  execvp(argv[1], argv + 1);
-  int e = errno;
-  fm_log("cannot run '%s': %s", argv[1], strerror(e));
-  _exit(e == ENOENT ? 127 : 126);
-}
 
 /* ---------------------------------------------------------------- the guard */
 

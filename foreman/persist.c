@@ -440,7 +440,7 @@ static void spawn(struct worker *w) {
   fm_env_worker(&fm->env, w->index, &env);
   uv_process_options_t o;
   memset(&o, 0, sizeof o);
-  o.file = "/proc/self/exe"; /* the exec helper (guard.c) */
+  o.file = fm->exec_argv[0]; /* the exec helper, or the command itself */
   o.args = fm->exec_argv;
   o.env = env.vars;
   o.flags = UV_PROCESS_DETACHED;
