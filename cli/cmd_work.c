@@ -61,15 +61,23 @@ static int runnable(const char *path) {
   return access(path, X_OK) == 0;
 }
 
-/* The command must exist now: a typo would otherwise fail every job. */
-static int check_command(const char *cmd) {
+/*
+ * The command must exist now: a typo would otherwise fail every job.  On
+ * success *file is the file to run (new; free()): cmd itself when it has
+ * a '/', else where PATH has it, found once instead of for every job.
+ */
+static int find_command(const char *cmd, char **file) {
   char shown[CLI_QUOTE_BUF];
+  *file = NULL;
   if (cmd[0] == '\0') {
     cli_error("invalid command '': expected a program name or path");
     return CLI_EXIT_USAGE;
   }
   if (strchr(cmd, '/') != NULL) {
-    if (runnable(cmd)) return 0;
+    if (runnable(cmd)) {
+      *file = cli_xstrdup(cmd);
+      return 0;
+    }
     cli_error("cannot run command '%s': %s: expected an executable file",
               cli_quote(shown, cmd), cli_strerror(errno));
     return CLI_EXIT_USAGE;
@@ -78,12 +86,17 @@ static int check_command(const char *cmd) {
   if (path == NULL || path[0] == '\0') path = "/usr/local/bin:/usr/bin:/bin";
   while (*path != '\0') {
     size_t len = strcspn(path, ":");
-    char full[4096];
+    size_t size = len + strlen(cmd) + 3;
+    char *full = cli_xmalloc(size);
     if (len == 0)
-      snprintf(full, sizeof full, "./%s", cmd);
+      snprintf(full, size, "./%s", cmd);
     else
-      snprintf(full, sizeof full, "%.*s/%s", (int)len, path, cmd);
-    if (runnable(full)) return 0;
+      snprintf(full, size, "%.*s/%s", (int)len, path, cmd);
+    if (runnable(full)) {
+      *file = full;
+      return 0;
+    }
+    free(full);
     path += len;
     if (*path == ':') path++;
   }
@@ -235,7 +248,8 @@ static int run(int argc, char **argv) {
               "COMMAND [ARGS...]");
     rc = CLI_EXIT_USAGE;
   }
-  if (rc == 0) rc = check_command(argv[next]);
+  char *file = NULL;
+  if (rc == 0) rc = find_command(argv[next], &file);
   if (rc != 0) {
     free(a.queues.items);
     return rc;
@@ -245,8 +259,10 @@ static int run(int argc, char **argv) {
   cfg.name = a.name != NULL ? a.name : name;
   cfg.url = cli_db_url();
   cfg.argv = argv + next;
+  cfg.file = file;
   fflush(stdout);
   rc = fm_run(&cfg);
+  free(file);
   free(a.queues.items);
   return rc;
 }

@@ -237,7 +237,7 @@ int fm_child_start(struct fm *fm, struct fm_job *job) {
   fm_env_job(&fm->env, &job->job, &env);
   uv_process_options_t o;
   memset(&o, 0, sizeof o);
-  o.file = fm->exec_argv[0]; /* the exec helper, or the command itself */
+  o.file = fm->exec_file; /* the exec helper, or the command itself */
   o.args = fm->exec_argv;
   o.env = env.vars;
   o.flags = UV_PROCESS_DETACHED; /* setsid(): its own session and group */

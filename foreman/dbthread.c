@@ -106,12 +106,17 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
 
 static void run(struct fm_db *d, struct fm_op *op) {
   int rc;
-  if (op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS &&
-      op->gen != atomic_load(&d->gen)) {
+  int of_session = op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS;
+  if (of_session && op->gen != atomic_load(&d->gen)) {
     op->rc = FM_STALE;
     return;
   }
-  if (op->kind != FM_OP_CONNECT && (d->db == NULL || d->s == NULL)) {
+  if (op->kind != FM_OP_CONNECT && d->db == NULL) {
+    op->rc = JOBQ_ECONN;
+    snprintf(op->errmsg, sizeof op->errmsg, "the database is not open");
+    return;
+  }
+  if (of_session && d->s == NULL) {
     op->rc = JOBQ_EEXPIRED;
     snprintf(op->errmsg, sizeof op->errmsg, "no session is open");
     return;

@@ -363,8 +363,10 @@ struct fm {
   struct fm_guard guard;
   struct fm_env env;
   struct fm_workers *workers;      /* persistent mode */
-  char **exec_argv;                /* jobq-exec PPID COMMAND ARGS..., or
-                                      COMMAND ARGS... without the helper */
+  const char *exec_file;           /* what is spawned: the helper, or the
+                                      command's file without it */
+  char **exec_argv;                /* jobq-exec PPID FILE COMMAND ARGS...,
+                                      or COMMAND ARGS... without it */
   int exec_helper;
   struct fm_watch *watch;
 

@@ -284,6 +284,21 @@ static void check_empty(struct fm *fm) {
   fm_db_submit(fm, fm_op_new(FM_OP_STATS, fm->gen, on_stats), 0);
 }
 
+/* After a claim: the prefetch halves when the queue ran dry, doubles when
+ * slots went idle waiting for this claim and it came back full. */
+static void adapt_prefetch(struct fm *fm, int short_batch) {
+  const struct fm_config *cfg = fm->cfg;
+  int p = fm->prefetch;
+  if (short_batch)
+    p = p / 2;
+  else if (fm->starved)
+    p = p * 2 + 1;
+  if (p < cfg->prefetch) p = cfg->prefetch;
+  if (p > cfg->prefetch_max) p = cfg->prefetch_max;
+  fm->prefetch = p;
+  fm->starved = 0;
+}
+
 static void on_claimed(struct fm *fm, struct fm_op *op) {
   fm->claim_out = 0;
   if (fm->closed) {
@@ -319,13 +334,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm_list_push(&fm->waiting, job_new(fm, &op->jobs[i]));
   int short_batch = op->njobs < op->max;
   if (short_batch) fm->maybe_work = 0;
-  const struct fm_config *cfg = fm->cfg;
-  if (short_batch && fm->prefetch > cfg->prefetch)
-    fm->prefetch = fm->prefetch / 2 < cfg->prefetch ? cfg->prefetch : fm->prefetch / 2;
-  else if (!short_batch && fm->starved && fm->prefetch < cfg->prefetch_max)
-    fm->prefetch = fm->prefetch * 2 + 1 > cfg->prefetch_max ? cfg->prefetch_max
-                                                            : fm->prefetch * 2 + 1;
-  fm->starved = 0;
+  adapt_prefetch(fm, short_batch);
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
   fm_op_free(op);
   watch_arm(fm);
@@ -731,15 +740,16 @@ static void on_signal(uv_signal_t *s, int sig) {
 /* ---------------------------------------------------------------- running the foreman */
 
 /*
- * What jobs and workers are spawned as: "jobq-exec PPID COMMAND ARGS..."
- * when the helper sits beside the jobq binary (as `make` builds and
- * installs it), else COMMAND ARGS... directly, with a warning.
+ * What jobs and workers are spawned as: "jobq-exec PPID FILE COMMAND
+ * ARGS..." when the helper sits beside the jobq binary (as `make` builds
+ * and installs it), else FILE with COMMAND ARGS... directly, with a
+ * warning.  FILE was found in PATH once, at the start, not for each job.
  */
 static void exec_argv_init(struct fm *fm) {
   const struct fm_config *cfg = fm->cfg;
   size_t n = 0;
   while (cfg->argv[n] != NULL) n++;
-  fm->exec_argv = fm_xmalloc((n + 3) * sizeof *fm->exec_argv);
+  fm->exec_argv = fm_xmalloc((n + 4) * sizeof *fm->exec_argv);
   char self[4096];
   size_t len = sizeof self;
   char *helper = NULL;
@@ -759,14 +769,17 @@ static void exec_argv_init(struct fm *fm) {
   if (helper == NULL) {
     fm_log("no jobq-exec beside the jobq binary: jobs start without the "
            "parent-death signal (the guard still stops them)");
+    fm->exec_file = cfg->file;
     memcpy(fm->exec_argv, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
     return;
   }
   char ppid[32];
   snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+  fm->exec_file = helper;
   fm->exec_argv[0] = helper;
   fm->exec_argv[1] = fm_xstrdup(ppid);
-  memcpy(fm->exec_argv + 2, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+  fm->exec_argv[2] = (char *)cfg->file;
+  memcpy(fm->exec_argv + 3, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
   fm->exec_helper = 1;
 }
 

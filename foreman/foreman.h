@@ -36,6 +36,8 @@ struct fm_config {
   int until_empty;             /* stop once the queues have nothing left */
   int verbose;                 /* one line per finished job */
   char *const *argv;           /* COMMAND ARGS..., NULL-terminated */
+  const char *file;            /* COMMAND as found in PATH (or as given
+                                  when it has a '/') */
 };
 
 /*

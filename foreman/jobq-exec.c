@@ -1,6 +1,7 @@
 /*
  * jobq-exec.c - the exec helper every job and persistent worker of
- * `jobq work` starts through: `jobq-exec PPID COMMAND [ARGS...]`.
+ * `jobq work` starts through: `jobq-exec PPID FILE ARG0 [ARGS...]`, FILE
+ * being the command as the foreman found it in PATH once, at its start.
  *
  * uv_spawn cannot run code between fork and exec, and Linux's
  * parent-death signal has to be set in the child.  So the foreman spawns
@@ -26,14 +27,15 @@
 
 int main(int argc, char **argv) {
   char *end;
-  long ppid = argc >= 3 ? strtol(argv[1], &end, 10) : 0;
-  if (argc < 3 || ppid <= 0 || *end != '\0') {
-    fputs("usage: jobq-exec PPID COMMAND [ARGS...] (started by jobq work)\n", stderr);
+  long ppid = argc >= 4 ? strtol(argv[1], &end, 10) : 0;
+  if (argc < 4 || ppid <= 0 || *end != '\0') {
+    fputs("usage: jobq-exec PPID FILE ARG0 [ARGS...] (started by jobq work)\n",
+          stderr);
     return 2;
   }
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t)ppid)
     return 1; /* the foreman is already gone */
-  execvp(argv[2], argv + 2);
+  execv(argv[2], argv + 3);
   int e = errno;
   fprintf(stderr, "jobq work: cannot run '%s': %s\n", argv[2], strerror(e));
   return e == ENOENT ? 127 : 126;

@@ -127,7 +127,7 @@ static void close_stdin(struct worker *w) {
   }
 }
 
-/* ---------------------------------------------------------------- the end of a process */
+/* ---------------------------------------------------------------- a process's end */
 
 static const char *exit_text(char *buf, size_t size, const struct worker *w) {
   char name[FM_SIG_BUF];
@@ -440,7 +440,7 @@ static void spawn(struct worker *w) {
   fm_env_worker(&fm->env, w->index, &env);
   uv_process_options_t o;
   memset(&o, 0, sizeof o);
-  o.file = fm->exec_argv[0]; /* the exec helper, or the command itself */
+  o.file = fm->exec_file; /* the exec helper, or the command itself */
   o.args = fm->exec_argv;
   o.env = env.vars;
   o.flags = UV_PROCESS_DETACHED;

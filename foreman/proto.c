@@ -147,11 +147,16 @@ int fm_proto_reply(const char *line, size_t len, size_t max_data,
   const char *tok[MAX_TOKENS];
   size_t tlen[MAX_TOKENS], nt = 0;
   size_t i = 0;
-  if (len == 0) return refuse(why, whysize, "an empty line: %s", "expected a reply");
+  if (len == 0)
+    return refuse(why, whysize, "an empty line: %s", "expected a reply");
   for (size_t k = 0; k < len; k++) {
     unsigned char c = (unsigned char)line[k];
-    if (c < 0x21 && c != ' ') return refuse(why, whysize, "a control character in the reply: %s", "expected printable ASCII");
-    if (c > 0x7e) return refuse(why, whysize, "a byte over 0x7e in the reply: %s", "expected printable ASCII (bytes go as base64)");
+    if (c < 0x21 && c != ' ')
+      return refuse(why, whysize, "a control character in the reply: %s",
+                    "expected printable ASCII");
+    if (c > 0x7e)
+      return refuse(why, whysize, "a byte over 0x7e in the reply: %s",
+                    "expected printable ASCII (bytes go as base64)");
   }
   while (i <= len) {
     size_t j = i;
