@@ -321,7 +321,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   }
   if (op->rc != JOBQ_OK) {
     if (strcmp(fm->last_claim_err, op->errmsg) != 0)
-      fm_log("cannot claim jobs: %s: trying again", op->errmsg);
+      fm_log("cannot claim jobs: %s", op->errmsg);
     snprintf(fm->last_claim_err, sizeof fm->last_claim_err, "%s", op->errmsg);
     if (op->rc == JOBQ_ECONN) fm->reopen_next = 1;
     fm->maybe_work = 0; /* the poll timer tries again */

@@ -4,7 +4,9 @@
 # limit, timeouts (SIGTERM, then SIGKILL), retries then dead, exit 75,
 # SIGKILL of one of two foremen, SIGTERM draining, a second signal, a
 # foreman stopped past its lease whose late results are not recorded,
-# cancel, the guard killing a dead foreman's jobs, the job's environment
+# a database locked past the lease (the session is given up, its job
+# killed, a new one opened with backoff), cancel, the guard killing a dead
+# foreman's jobs, the job's environment
 # and descriptors, the output limit, --until-empty, wake-ups, an idle
 # foreman's CPU, and the usage errors.  The persistent workers have their
 # own script, cli_work_persistent.sh.
@@ -249,11 +251,46 @@ t_sigstop_past_lease_is_fenced() {
   grep -q ": 0 done" "$D/a.log" || fail "a recorded something: $(tail -1 "$D/a.log")"
 }
 
+t_database_locked_past_the_lease() {
+  if ! command -v sqlite3 >/dev/null; then
+    skip "the sqlite3 shell is not installed (scripts/deps.txt lists it)"
+    return
+  fi
+  run put long
+  work_env DIR="$D"
+  start_work a --db "sqlite:$DB?busy_timeout=100ms" --lease 1s --grace 200ms -- \
+    sh -c 'echo $$ >>"$DIR/pids"; exec sleep 30'
+  wait_until 10 "[[ -s '$D/pids' ]]" || fail "the job did not start"
+  local first
+  first=$(head -1 "$D/pids")
+  # Another process holds the write lock for 3 s: no heartbeat can pass.
+  (echo "BEGIN IMMEDIATE;"; sleep 3; echo "COMMIT;") | sqlite3 "$DB" &
+  local locker=$!
+  wait_until 5 "grep -q 'session lost: no heartbeat succeeded for 1s' '$W_LOG'" ||
+    fail "no session lost: $(cat "$W_LOG")"
+  expect_gone "$first" "the job of the lost session"
+  grep -q "heartbeat failed: .*busy" "$W_LOG" || fail "no failed heartbeat: $(cat "$W_LOG")"
+  wait "$locker"
+  wait_until 10 "grep -q 'new session .*: claiming again' '$W_LOG'" ||
+    fail "no new session after the lock: $(cat "$W_LOG")"
+  grep -q "cannot open a session: .*: trying again in" "$W_LOG" ||
+    fail "no backoff while the database was locked: $(cat "$W_LOG")"
+  # The job went back and runs again under the new session.
+  wait_until 10 "[[ \$(wc -l <'$D/pids') -ge 2 ]]" || fail "the job did not run again"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  [[ $W_RC == 0 ]] || fail "exit status $W_RC"
+  expect_counts ready=1 running=0
+}
+
 t_cancel_a_running_job() {
   run put long
   work_env DIR="$D"
   start_work a --lease 600ms -- sh -c 'echo $$ >"$DIR/pid"; exec sleep 30'
   wait_until 10 "[[ -s '$D/pid' ]]" || fail "the job did not start"
+  # Its session shows the job in flight once a heartbeat has passed.
+  wait_until 5 "JOBQ_DB=sqlite:$DB $JOBQ sessions --json | grep -q '\"in_flight\":1'" ||
+    fail "the session does not show the job in flight"
   run cancel 1
   expect_rc 0
   wait_until 5 "! alive $(cat "$D/pid")" || fail "the cancelled job still runs"
