@@ -211,6 +211,27 @@ static void on_written(uv_write_t *req, int status) {
 
 /* ---------------------------------------------------------------- start and stop */
 
+int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
+             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb) {
+  uv_stdio_container_t stdio[3];
+  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+  stdio[0].data.stream = (uv_stream_t *)in;
+  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[1].data.stream = (uv_stream_t *)out;
+  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[2].data.stream = (uv_stream_t *)err;
+  uv_process_options_t o;
+  memset(&o, 0, sizeof o);
+  o.file = fm->exec_file; /* the exec helper, or the command itself */
+  o.args = fm->exec_argv;
+  o.env = env;
+  o.flags = UV_PROCESS_DETACHED; /* setsid(): its own session and group */
+  o.stdio_count = 3;
+  o.stdio = stdio;
+  o.exit_cb = on_exit_cb;
+  return uv_spawn(fm->loop, proc, &o);
+}
+
 int fm_child_start(struct fm *fm, struct fm_job *job) {
   const struct fm_config *cfg = fm->cfg;
   struct child *c = fm_xmalloc(sizeof *c);
@@ -226,25 +247,10 @@ int fm_child_start(struct fm *fm, struct fm_job *job) {
   c->wreq.data = c;
   c->handles = 5;
 
-  uv_stdio_container_t stdio[3];
-  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  stdio[0].data.stream = (uv_stream_t *)&c->in;
-  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[1].data.stream = (uv_stream_t *)&c->out;
-  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[2].data.stream = (uv_stream_t *)&c->err;
   struct fm_envp env;
   fm_env_job(&fm->env, &job->job, &env);
-  uv_process_options_t o;
-  memset(&o, 0, sizeof o);
-  o.file = fm->exec_file; /* the exec helper, or the command itself */
-  o.args = fm->exec_argv;
-  o.env = env.vars;
-  o.flags = UV_PROCESS_DETACHED; /* setsid(): its own session and group */
-  o.stdio_count = 3;
-  o.stdio = stdio;
-  o.exit_cb = on_child_exit;
-  int rc = uv_spawn(fm->loop, &c->proc, &o);
+  int rc = fm_spawn(fm, &c->proc, &c->in, &c->out, &c->err, env.vars,
+                    on_child_exit);
   fm_envp_release(&env);
   if (rc != 0) {
     c->job = NULL;

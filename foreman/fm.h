@@ -320,6 +320,12 @@ void fm_guard_close(struct fm *fm);
 
 /* ---------------------------------------------------------------- child.c */
 
+/* Spawns the command (through the exec helper) in a new session, with
+ * the environment env and three new pipes on its stdin, stdout and stderr
+ * (initialised by the caller); what uv_spawn returns. */
+int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
+             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb);
+
 /* Runs job as a new process (one per job); 0, or a negative libuv error
  * after a message (the job was not started). */
 int fm_child_start(struct fm *fm, struct fm_job *job);

@@ -429,25 +429,10 @@ static void spawn(struct worker *w) {
   w->started_ms = fm_now_ms();
   w->was_ready = 0;
 
-  uv_stdio_container_t stdio[3];
-  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  stdio[0].data.stream = (uv_stream_t *)&w->in;
-  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[1].data.stream = (uv_stream_t *)&w->out;
-  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[2].data.stream = (uv_stream_t *)&w->err;
   struct fm_envp env;
   fm_env_worker(&fm->env, w->index, &env);
-  uv_process_options_t o;
-  memset(&o, 0, sizeof o);
-  o.file = fm->exec_file; /* the exec helper, or the command itself */
-  o.args = fm->exec_argv;
-  o.env = env.vars;
-  o.flags = UV_PROCESS_DETACHED;
-  o.stdio_count = 3;
-  o.stdio = stdio;
-  o.exit_cb = on_worker_exit;
-  int rc = uv_spawn(fm->loop, &w->proc, &o);
+  int rc = fm_spawn(fm, &w->proc, &w->in, &w->out, &w->err, env.vars,
+                    on_worker_exit);
   fm_envp_release(&env);
   if (rc != 0) {
     fm_log("cannot start worker %d: %s", w->index, uv_strerror(rc));
