@@ -3,12 +3,14 @@
  * workers (docs/worker-protocol.md): the "job" line the foreman writes and
  * the strict parser of the "done", "fail" and "retry" replies it reads.
  * A worker first writes "ready" once it can take jobs.  Every line is
- * printable ASCII: fields are separated by one space, and
- * bytes (keys, payloads, results, error texts) travel as standard base64,
- * so that any payload is safe and a worker needs only a line reader and a
- * base64 decoder, which every language has (a shell has base64(1)).
- * Anything that is not exactly a reply is refused with a reason: the
- * foreman then kills the worker and fails its job.
+ * printable ASCII: fields are separated by one space, and bytes (keys,
+ * payloads, results, error texts) travel as standard base64, so that any
+ * payload is safe and a worker needs only a line reader and a base64
+ * decoder, which every language has (a shell has base64(1)).  Anything
+ * that is not exactly a reply is refused with a reason: the foreman then
+ * kills the worker and fails its job.  The base64 here is stricter than
+ * the command line's (cli/output.c), which forgives missing padding: a
+ * worker's bytes must be exactly right.
  */
 #include <inttypes.h>
 #include <stdio.h>
