@@ -51,6 +51,11 @@ t_usage_errors() {
   expect_err_has "did you mean '--persistent'?"
   # Nothing was opened: no database file appeared.
   [[ -e $DB ]] && fail "a usage error created the database"
+  # A database URL that cannot work: exit 2, and no password shown.
+  T_DBURL='postgres://u:secret@127.0.0.1:1/db' run work -- true
+  expect_rc 2
+  expect_err_has "cannot start: "
+  expect_quiet_about secret
   # Options end at the command: its own options are its own.
   run work --help
   expect_rc 0
