@@ -3,12 +3,15 @@
 # suite: the tests as built, then again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (into build-san/), then a short run of each
 # fuzz target (clang's libFuzzer, into build-fuzz/).  `make fuzz` fuzzes
-# longer.  `make install PREFIX=...`.
+# longer.  `make tsan` builds into build-tsan/ with ThreadSanitizer and
+# runs the foreman's tests (the foreman is the one part with two threads).
+# `make install PREFIX=...`.
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
+TSAN     ?=
 
 PKGS     := sqlite3 libpq jansson
 CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
@@ -17,6 +20,9 @@ CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-unused-parameter -fPIC \
             -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+# libuv is the foreman's alone: the library does not link it.
+UV_CFLAGS:= $(shell pkg-config --cflags libuv)
+UV_LIBS  := $(shell pkg-config --libs libuv)
 
 ifeq ($(SAN),fuzz)
 # libFuzzer (clang): every object instrumented, the targets get its main.
@@ -28,15 +34,21 @@ CFLAGS   += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
             -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=address,undefined
 endif
+ifneq ($(TSAN),)
+CFLAGS   += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=thread
+endif
 
 LIB_SRC  := $(wildcard lib/*.c lib/store/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
+FM_SRC   := $(filter-out foreman/jobq-exec.c,$(wildcard foreman/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
 BENCH_SRC:= $(wildcard bench/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
 EXAMPLES := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -46,11 +58,20 @@ FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 # The command's objects but its main(), for the fuzz targets.
 CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
 
-all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(EXAMPLES) $(BENCHES) $(TESTS)
+all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
+     $(EXAMPLES) $(BENCHES) $(TESTS)
 
-$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard foreman/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libforeman.a: $(FM_OBJ)
+	rm -f $@
+	ar rcs $@ $^
 
 $(BUILD)/libjobq.a: $(LIB_OBJ)
 	rm -f $@
@@ -59,8 +80,15 @@ $(BUILD)/libjobq.a: $(LIB_OBJ)
 $(BUILD)/libjobq.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libjobq.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libjobq.a $(LDLIBS)
+$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS)
+
+# The foreman's exec helper, once per job: small, libc only, never built
+# with the sanitizers (their start-up would be most of its cost).
+$(BUILD)/jobq-exec: foreman/jobq-exec.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
@@ -68,16 +96,18 @@ $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libjobq.a $(LDLIBS) -lcmocka
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS) -lcmocka
 
-$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h cli/*.h)
+$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h cli/*.h foreman/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Icli $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) -Icli -Iforeman $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
 
-$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(BUILD)/libjobq.a
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
 	@mkdir -p $(dir $@)
-	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(BUILD)/libjobq.a $(LDLIBS)
+	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS)
 
 fuzzers: $(FUZZERS)
 
@@ -110,10 +140,17 @@ test: all
 demo: deps all
 	examples/demo.sh
 
+# The foreman's tests under ThreadSanitizer (its database thread).
+tsan: deps
+	$(MAKE) BUILD=build-tsan TSAN=1 all
+	JOBQ_BUILD=build-tsan JOBQ_TEST_FILTER=work TSAN_OPTIONS=halt_on_error=1 \
+	  tests/run.sh
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/jobq $(DESTDIR)$(PREFIX)/bin/jobq
+	install -m 755 $(BUILD)/jobq-exec $(DESTDIR)$(PREFIX)/bin/jobq-exec
 	install -m 644 include/jobq.h $(DESTDIR)$(PREFIX)/include/jobq.h
 	install -m 644 $(BUILD)/libjobq.a $(DESTDIR)$(PREFIX)/lib/libjobq.a
 	install -m 755 $(BUILD)/libjobq.so $(DESTDIR)$(PREFIX)/lib/libjobq.so.0
@@ -123,6 +160,6 @@ install: all
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo install clean fuzz fuzz-build fuzzers
+.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers

@@ -37,6 +37,7 @@ struct cli_command {
 
 extern const struct cli_command cli_cmd_init;
 extern const struct cli_command cli_cmd_put;
+extern const struct cli_command cli_cmd_work;
 extern const struct cli_command cli_cmd_stats;
 extern const struct cli_command cli_cmd_ls;
 extern const struct cli_command cli_cmd_show;

@@ -175,14 +175,25 @@ static int take(const struct cli_option *o, const char *arg, const char *value,
     }
     value = argv[++*i];
   }
+  if (o->type == CLI_OPT_LIST) {
+    struct cli_list *list = o->value;
+    list->items = cli_xrealloc(list->items, (list->n + 1) * sizeof *list->items);
+    list->items[list->n++] = value;
+    return CLI_PARSED;
+  }
   *(const char **)o->value = value;
   return CLI_PARSED;
 }
 
-/* The parser behind both entry points: stop_at_arg is for the program's
- * own options, which end at the command name. */
+/* How far parse() reads: every argument (options anywhere), or up to the
+ * first argument for the program's own options (no --help text of a
+ * command) or a command that runs another command. */
+enum parse_mode { PARSE_ALL, PARSE_GLOBAL, PARSE_HEAD };
+
+/* The parser behind the entry points. */
 static int parse(const char *usage, const struct cli_option *opts, int *argc,
-                 char **argv, int stop_at_arg, int *next) {
+                 char **argv, enum parse_mode mode, int *next) {
+  int stop_at_arg = mode != PARSE_ALL;
   int nargs = 1, dashdash = 0;
   help_flag = version_flag = 0;
   int i;
@@ -224,7 +235,7 @@ static int parse(const char *usage, const struct cli_option *opts, int *argc,
     }
     if (rc != CLI_PARSED) return rc;
   }
-  if (stop_at_arg) {
+  if (mode == PARSE_GLOBAL) {
     *next = i;
     if (version_flag && !help_flag) {
       printf("jobq %s\n", JOBQ_VERSION);
@@ -242,17 +253,25 @@ static int parse(const char *usage, const struct cli_option *opts, int *argc,
     printf("jobq %s\n", JOBQ_VERSION);
     return CLI_EXIT_OK;
   }
-  *argc = nargs;
+  if (mode == PARSE_HEAD)
+    *next = i;
+  else
+    *argc = nargs;
   return CLI_PARSED;
 }
 
 int cli_parse_options(const char *usage, const struct cli_option *opts,
                       int *argc, char **argv) {
-  return parse(usage, opts, argc, argv, 0, NULL);
+  return parse(usage, opts, argc, argv, PARSE_ALL, NULL);
+}
+
+int cli_parse_options_head(const char *usage, const struct cli_option *opts,
+                           int argc, char **argv, int *next) {
+  return parse(usage, opts, &argc, argv, PARSE_HEAD, next);
 }
 
 int cli_parse_global(int argc, char **argv, int *next, int *help) {
-  int rc = parse(NULL, NULL, &argc, argv, 1, next);
+  int rc = parse(NULL, NULL, &argc, argv, PARSE_GLOBAL, next);
   *help = help_flag;
   return rc;
 }

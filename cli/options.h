@@ -13,20 +13,29 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum cli_opt_type { CLI_OPT_END = 0, CLI_OPT_FLAG, CLI_OPT_STRING };
+enum cli_opt_type { CLI_OPT_END = 0, CLI_OPT_FLAG, CLI_OPT_STRING, CLI_OPT_LIST };
+
+/* The values of a repeatable option, in the order given.  items is
+ * allocated by the parser (free() it); the strings are argv's. */
+struct cli_list {
+  const char **items;
+  size_t n;
+};
 
 struct cli_option {
   enum cli_opt_type type;
   char short_name;        /* 'q' for -q, or 0 */
   const char *long_name;  /* "queue" for --queue */
   void *value;            /* FLAG: int *, set to 1; STRING: const char **,
-                             the last one given wins */
+                             the last one given wins; LIST: struct
+                             cli_list *, each one given is appended */
   const char *argh;       /* STRING: the value's name in --help ("QUEUE") */
   const char *help;
 };
 
 #define CLI_FLAG(s, l, v, h) {CLI_OPT_FLAG, (s), (l), (v), NULL, (h)}
 #define CLI_STRING(s, l, v, a, h) {CLI_OPT_STRING, (s), (l), (v), (a), (h)}
+#define CLI_LIST(s, l, v, a, h) {CLI_OPT_LIST, (s), (l), (v), (a), (h)}
 #define CLI_END {CLI_OPT_END, 0, NULL, NULL, NULL, NULL}
 
 /* What cli_parse_options() returns when the command should go on. */
@@ -43,6 +52,16 @@ struct cli_option {
  */
 int cli_parse_options(const char *usage, const struct cli_option *opts,
                       int *argc, char **argv);
+
+/*
+ * For commands that run another command (jobq work): like
+ * cli_parse_options(), but the options end at the first argument that is
+ * not one, or after "--", so that the other command's own options are
+ * left alone.  *next is set to the index of that first argument (argc
+ * when there is none); argv is not reordered.
+ */
+int cli_parse_options_head(const char *usage, const struct cli_option *opts,
+                           int argc, char **argv, int *next);
 
 /*
  * The program's own options, before the command name: parses argv[1..]

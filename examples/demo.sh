@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
-# demo.sh - what `make demo` runs: a few thousand jobs through four worker
-# processes on a fresh SQLite queue file, then checks that every promise
-# held.
+# demo.sh - what `make demo` runs: a few thousand jobs of mixed kinds
+# through four `jobq work` foremen on a fresh SQLite queue file, then
+# checks that every promise held.
 #
 # It makes jobq-demo.db in the current directory (removing an old one),
-# puts about 3000 jobs on three queues in one transaction with
+# puts about 2700 jobs on three queues in one transaction with
 # `jobq put --ndjson` (priorities, delayed jobs, an ordering key with 20
-# jobs, a job that always fails, one that fails once), runs four
-# build/examples/worker processes in parallel until the queues are empty,
-# and checks: every job but the always-failing one is done, that one is dead
-# after exactly 3 attempts, the fail-once job is done on attempt 2, the
-# delayed jobs did not run early, the urgent job was claimed first, and the
-# ordering-key jobs ran one at a time in order.  It exits nonzero when a
-# check fails (or the workers take longer than 45 s).  The database is left
-# in place to look at.
+# jobs, a job that always fails, one that fails once, one that hangs past
+# its timeout), and starts four foremen with --until-empty:
+#
+#   email    persistent Python workers (examples/workers/worker.py), -c 4
+#   images   persistent Node workers (examples/workers/worker.js), -c 4,
+#            or Python ones when there is no node
+#   reports  two foremen running examples/job.sh once per job, -c 4 each
+#
+# Then it checks: every job but two is done; the always-failing job is
+# dead after exactly 3 attempts and the hanging one after 2 timeouts; the
+# fail-once job is done on attempt 2; the delayed jobs did not run early;
+# the urgent job was claimed first; and the ordering-key jobs ran one at a
+# time, in order, across the two report foremen.  It shows the foremen's
+# logs and `jobq stats`, and exits nonzero when a check fails (or the
+# foremen take longer than 60 s).  The database is left in place to look at.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${JOBQ_BUILD:-build}
 [[ $build = /* ]] || build=$root/$build
 jobq=$build/jobq
-worker=$build/examples/worker
-for bin in "$jobq" "$worker"; do
+for bin in "$jobq" "$build/jobq-exec"; do
   if [[ ! -x $bin ]]; then
     echo "demo: $bin is missing: run 'make' first (or 'make demo')" >&2
     exit 1
   fi
 done
+if ! command -v python3 >/dev/null; then
+  echo "demo: python3 is missing: run 'make demo' (it installs scripts/deps.txt)" >&2
+  exit 1
+fi
+images_worker=(python3 "$root/examples/workers/worker.py")
+if command -v node >/dev/null; then images_worker=(node "$root/examples/workers/worker.js"); fi
 
 db=jobq-demo.db
 export JOBQ_DB=sqlite:$db
@@ -55,7 +67,7 @@ say "the queue database: $JOBQ_DB (a new file in $(pwd))"
 
 # ------------------------------------------------------------------ jobs
 # One JSON object a line.  Most jobs are quick; the "images" ones sleep
-# 2 ms each so that the four workers share the work.
+# 2 ms each so that the workers share the work.
 {
   for i in $(seq 1 1500); do
     printf '{"queue":"email","payload":"mail %d","priority":%d}\n' "$i" $((i % 3))
@@ -63,7 +75,7 @@ say "the queue database: $JOBQ_DB (a new file in $(pwd))"
   for i in $(seq 1 1000); do
     printf '{"queue":"images","payload":"sleep:2"}\n'
   done
-  for i in $(seq 1 480); do
+  for i in $(seq 1 180); do
     printf '{"queue":"reports","payload":"report %d"}\n' "$i"
   done
   # An ordering key: 20 jobs that must run one at a time, in this order.
@@ -80,6 +92,8 @@ say "the queue database: $JOBQ_DB (a new file in $(pwd))"
   printf '{"queue":"reports","payload":"fail","max_attempts":3,"backoff":"200ms"}\n'
   # Fails on its first attempt only.
   printf '{"queue":"reports","payload":"fail-once","max_attempts":3,"backoff":"200ms"}\n'
+  # Hangs: stopped by its 500 ms timeout, twice, then dead.
+  printf '{"queue":"reports","payload":"hang","timeout":"500ms","max_attempts":2,"backoff":"100ms"}\n'
 } >"$work/jobs.ndjson"
 total=$(wc -l <"$work/jobs.ndjson")
 
@@ -89,22 +103,33 @@ t0=$(now_ms)
 echo "put $total jobs in $(($(now_ms) - t0)) ms"
 first_id=$(json_num first_id <"$work/put.json")
 
-say "jobq stats   (before the workers start)"
+say "jobq stats   (before the foremen start)"
 "$jobq" stats
 
-# ------------------------------------------------------------------ workers
-say "4 workers: build/examples/worker --batch 10 --idle 1s"
+# ------------------------------------------------------------------ foremen
+say "4 foremen: jobq work --until-empty, persistent workers and one process per job"
 t0=$(now_ms)
 : >"$work/ran.log"
-pids=()
-for n in 1 2 3 4; do
-  timeout 45s "$worker" --name "demo-$n" --batch 10 --idle 1s --log "$work/ran.log" &
-  pids+=($!)
+pids=() names=()
+foreman() { # foreman NAME ARGS...: one jobq work in the background
+  local name=$1
+  shift
+  timeout 60s "$jobq" work --until-empty --poll 100ms --name "demo-$name" "$@" \
+    2>"$work/$name.log" &
+  pids+=($!) names+=("$name")
+}
+foreman email -q email --persistent -c 4 -- python3 "$root/examples/workers/worker.py"
+foreman images -q images --persistent -c 4 -- "${images_worker[@]}"
+DEMO_LOG=$work/ran.log foreman reports-1 -q reports -c 4 -- "$root/examples/job.sh"
+DEMO_LOG=$work/ran.log foreman reports-2 -q reports -c 4 -- "$root/examples/job.sh"
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || fail "foreman ${names[$i]} exited with status $?"
 done
-for pid in "${pids[@]}"; do
-  wait "$pid" || fail "worker $pid exited with status $?"
+echo "all foremen done in $(($(now_ms) - t0)) ms"
+for name in "${names[@]}"; do
+  printf '\n%s:\n' "$name"
+  sed 's/^/  /' "$work/$name.log"
 done
-echo "all workers done in $(($(now_ms) - t0)) ms"
 
 # ------------------------------------------------------------------ checks
 say "jobq ls --state dead"
@@ -127,17 +152,29 @@ for state in ready scheduled running waiting; do
   [[ $n -eq 0 ]] || fail "$n jobs still $state"
 done
 done_n=$(sum done) dead_n=$(sum dead)
-[[ $done_n -eq $((total - 1)) ]] && echo "ok: $done_n of $total jobs done" ||
-  fail "$done_n jobs done, expected $((total - 1))"
+[[ $done_n -eq $((total - 2)) ]] && echo "ok: $done_n of $total jobs done" ||
+  fail "$done_n jobs done, expected $((total - 2))"
+[[ $dead_n -eq 2 ]] || fail "$dead_n jobs dead, expected 2"
 
 # The always-failing job: dead after exactly 3 attempts.
 fail_id=$(id_of fail)
 "$jobq" show "$fail_id" --json >"$work/fail.json"
-if [[ $dead_n -eq 1 ]] && grep -q '"state": *"dead"' "$work/fail.json" &&
+if grep -q '"state": *"dead"' "$work/fail.json" &&
    [[ $(json_num attempts <"$work/fail.json") -eq 3 ]]; then
   echo "ok: job $fail_id (payload \"fail\") is dead after 3 attempts"
 else
-  fail "expected job $fail_id alone dead after 3 attempts ($dead_n dead)"
+  fail "expected job $fail_id dead after 3 attempts"
+fi
+
+# The hanging job: stopped by its timeout twice, then dead.
+hang_id=$(id_of hang)
+"$jobq" show "$hang_id" --json >"$work/hang.json"
+if grep -q '"state": *"dead"' "$work/hang.json" &&
+   [[ $(json_num attempts <"$work/hang.json") -eq 2 ]] &&
+   grep -q 'timed out after 500ms' "$work/hang.json"; then
+  echo "ok: job $hang_id (payload \"hang\") timed out twice and is dead"
+else
+  fail "expected job $hang_id dead after 2 timeouts"
 fi
 
 # The fail-once job: done on its second attempt.
@@ -179,10 +216,10 @@ else
   fail "job $urgent (priority 100) was not claimed before job $plain_mail (priority 0)"
 fi
 
-# The ordering key: the workers logged each run before acknowledging it,
-# so the steps must appear in order (a step may repeat if an attempt was
-# lost, but never after a later one); and in the database each step was
-# claimed no earlier than the step before it finished.
+# The ordering key: job.sh logged each run as it started, from both report
+# foremen, so the steps must appear in order (a step may repeat if an
+# attempt was lost, but never after a later one); and in the database each
+# step was claimed no earlier than the step before it finished.
 awk -F '\t' '$3 == "account-42" { print $NF }' "$work/ran.log" | { grep -o '[0-9]*$' || true; } >"$work/steps"
 key_ok=1
 if [[ $(uniq "$work/steps" | tr '\n' ' ') != "$(seq 1 20 | tr '\n' ' ')" ]]; then
@@ -221,7 +258,7 @@ shown=$build
 [[ $shown == "$PWD"/* ]] && shown=${shown#"$PWD"/}
 echo "The queue is still in $db.  Point jobq at it and look around:"
 echo
-printf '  %-40s # %s\n' \
+printf '  %-54s # %s\n' \
   "export JOBQ_DB=$JOBQ_DB" "or --db $JOBQ_DB on each command" \
   "export PATH=$([[ $shown = /* ]] || printf '$PWD/')$shown:\$PATH" "where the jobq command is" \
   "jobq stats" "per-queue counts" \
@@ -229,6 +266,6 @@ printf '  %-40s # %s\n' \
   "jobq show $fail_id" "one job: payload, attempts, last error" \
   "jobq ls --queue reports --limit 5" "a page of jobs; --after ID for the next" \
   "jobq retry $fail_id" "run the dead job again ..." \
-  "$shown/examples/worker -q reports" "... on a worker (it fails again)"
+  "jobq work -q reports --until-empty -- examples/job.sh" "... on a foreman (it fails again)"
 echo
 echo "The README has a five-minute tour of the jobq command and the C API."

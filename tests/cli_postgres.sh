@@ -218,5 +218,4 @@ t_sql_put_function() {
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
-if [[ -n ${ONLY_CASE:-} ]]; then for f in $(declare -F | awk "{print \$3}" | grep "^t_" | grep -v "^t_$ONLY_CASE\$"); do unset -f "$f"; done; fi
 run_cases

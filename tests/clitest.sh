@@ -7,7 +7,8 @@
 # A script defines functions named t_* and ends with `run_cases`.  Inside a
 # case: $D is the case's directory, $DB a queue file in it (not created),
 # `run ARGS...` runs jobq with JOBQ_DB=sqlite:$DB and sets $rc, $T_OUT and
-# $T_ERR (files); `expect_*` record failures without stopping the case.
+# $T_ERR (files); `expect_*` record failures without stopping the case;
+# `skip REASON` (then return) marks a case that cannot run here, and why.
 
 set -u
 
@@ -18,8 +19,10 @@ T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/jobq-cli.XXXXXX")
 trap '[[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
 T_PASS=0
 T_FAIL=0
+T_SKIP=0
 T_CASE=""
 T_CASE_FAILED=0
+T_CASE_SKIPPED=""
 
 fail() {
   echo "FAIL: $T_CASE: $*"
@@ -27,6 +30,11 @@ fail() {
     echo "#   stderr: $(head -c 400 "$T_ERR" | tr '\n' ' ')"
   fi
   T_CASE_FAILED=1
+}
+
+# skip REASON: this case cannot run here (a missing program); say why.
+skip() {
+  T_CASE_SKIPPED=$*
 }
 
 # run ARGS...: jobq ARGS with stdin from /dev/null (or $T_STDIN when set).
@@ -122,7 +130,10 @@ run_cases() {
   local fn
   for fn in $(declare -F | awk '{ print $3 }' | grep '^t_'); do
     T_CASE=${fn#t_}
+    # JOBQ_TEST_CASE=NAME runs that case alone.
+    [[ -n ${JOBQ_TEST_CASE:-} && $T_CASE != "$JOBQ_TEST_CASE" ]] && continue
     T_CASE_FAILED=0
+    T_CASE_SKIPPED=""
     D=$(mktemp -d "$T_ROOT/$T_CASE.XXXX")
     DB=$D/queue.db
     unset T_STDIN T_DBURL
@@ -130,11 +141,14 @@ run_cases() {
     if ((T_CASE_FAILED)); then
       T_FAIL=$((T_FAIL + 1))
       echo "not ok $T_CASE"
+    elif [[ -n $T_CASE_SKIPPED ]]; then
+      T_SKIP=$((T_SKIP + 1))
+      echo "skip $T_CASE: $T_CASE_SKIPPED"
     else
       T_PASS=$((T_PASS + 1))
       echo "ok $T_CASE"
     fi
   done
-  echo "RESULT: $T_PASS passed, $T_FAIL failed"
+  echo "RESULT: $T_PASS passed, $T_FAIL failed, $T_SKIP skipped"
   ((T_FAIL == 0))
 }

@@ -99,7 +99,7 @@ standby() {
     chmod 700 "$dir"
   fi
   as_owner env PGPASSWORD="$(cat "$primary/password")" "$bin/pg_basebackup" \
-    -D "$dir/data" -R -X stream -h 127.0.0.1 -p "$(cat "$primary/port")" -U jobq \
+    -D "$dir/data" -R -X stream --checkpoint=fast -h 127.0.0.1 -p "$(cat "$primary/port")" -U jobq \
     >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; die "pg_basebackup failed"; }
   serve "$dir" "$bin"
   url "$dir"

@@ -13,13 +13,15 @@
 # status is nonzero when anything failed.
 #
 # cmocka binaries report "[  PASSED  ] N test(s)." and "[  FAILED  ] N
-# test(s)"; the shell scripts end with "RESULT: N passed, N failed".  A file
+# test(s)"; the shell scripts end with "RESULT: N passed, N failed[, N
+# skipped]", and a skipped case's line says why ("skip CASE: REASON").  A file
 # that crashes, times out or exits nonzero after reporting (a sanitizer
 # finding, a leak) counts its unreported cases, and at least one, as failed.
 #
 #   JOBQ_BUILD          build directory (default: build)
 #   JOBQ_TEST_TIMEOUT   seconds per file (default: 300)
 #   JOBQ_TEST_FILTER    only files whose name contains this
+#   JOBQ_TEST_CASE      in the shell scripts, only the case of this name
 #   JOBQ_TEST_VERBOSE   1: print every file's whole output
 #   JOBQ_TEST_STORES    the stores to run the suite on (default
 #                       "sqlite postgres")
@@ -67,7 +69,7 @@ report() {
     if [[ $verbose == 1 ]]; then
       sed 's/^/    /' "$out"
     else
-      grep -E '^\[  (ERROR|FAILED) |^\[   LINE   \]|^(ERROR|FAIL):|ERROR: |SUMMARY: |runtime error|^child |^not ok|^#' "$out" |
+      grep -E '^\[  (ERROR|FAILED) |^\[   LINE   \]|^(ERROR|FAIL):|ERROR: |SUMMARY: |runtime error|^child |^not ok|^skip |^#' "$out" |
         head -n 60 | sed 's/^/    /'
     fi
   fi
@@ -94,7 +96,7 @@ run_cmocka() {
 }
 
 run_script() {
-  local script=$1 name rc start line p f
+  local script=$1 name rc start line p f s
   name=$(basename "$script")
   start=$SECONDS
   timeout -k 10 "$limit" bash "$script" >"$out" 2>&1
@@ -102,11 +104,16 @@ run_script() {
   line=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
   p=$(sed -E 's/^RESULT: ([0-9]+) passed.*/\1/' <<<"$line")
   f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
-  p=${p:-0} f=${f:-0}
+  s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
+  p=${p:-0} f=${f:-0} s=${s:-0}
   if [[ -z $line ]] || ((rc != 0 && f == 0)); then
     f=$((f + 1))
   fi
-  report "$name" "$p" "$f" 0 "$rc" $((SECONDS - start))
+  report "$name" "$p" "$f" "$s" "$rc" $((SECONDS - start))
+  # Why cases were skipped, always (a failure's details include it).
+  if ((s > 0 && f == 0)) && [[ $verbose != 1 ]]; then
+    grep -E '^skip ' "$out" | sed 's/^/    /'
+  fi
 }
 
 # The PostgreSQL server, unless one was given.

@@ -1,0 +1,271 @@
+/*
+ * cmd_work.c - `jobq work`: the foreman.  Checks every option and the
+ * command to run, then hands over to foreman/ (fm_run), which claims jobs
+ * and runs them as local processes until a signal stops it.  Options end
+ * at the command (or "--"), so that the command's own options are left to
+ * it.  `jobq work --internal-guard` is the foreman's guard process
+ * (foreman/guard.c), not for people.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../foreman/foreman.h"
+#include "builtin.h"
+
+static const char usage[] =
+    "usage: jobq work [options] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Claims jobs and runs COMMAND for each one, CONCURRENCY at a time: no\n"
+    "shell, the payload on stdin, and JOBQ_JOB_ID, JOBQ_QUEUE, JOBQ_ATTEMPT,\n"
+    "JOBQ_MAX_ATTEMPTS, JOBQ_KEY, JOBQ_CLAIM and JOBQ_PREV_LOST in the\n"
+    "environment (never the database URL).  Exit status 0: done, stdout is\n"
+    "the result; 75: retry later; anything else, or a signal: failed, the\n"
+    "tail of stderr is the error.  With --persistent, CONCURRENCY long-lived\n"
+    "COMMAND processes are fed jobs over a line protocol on stdin and stdout\n"
+    "instead (docs/worker-protocol.md).\n"
+    "\n"
+    "SIGTERM or SIGINT stops gracefully: claimed jobs go back at once, running\n"
+    "ones get --grace to finish; a second signal stops them at once.  Options\n"
+    "end at COMMAND, so its own options are its own.\n";
+
+#define MAX_CONCURRENCY 1024
+#define MAX_BATCH 1000
+#define HOUR_MS (3600LL * 1000)
+#define DAY_MS (24 * HOUR_MS)
+
+struct work_args {
+  struct cli_list queues;
+  const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
+  const char *kill_after, *poll, *ack_delay, *max_output, *name;
+  int persistent, until_empty, verbose;
+};
+
+/* The number of CPUs, the default concurrency. */
+static int cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > MAX_CONCURRENCY ? MAX_CONCURRENCY : (int)n;
+}
+
+/* Whether path is a regular file we may execute; errno says why not. */
+static int runnable(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return 0;
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    return 0;
+  }
+  return access(path, X_OK) == 0;
+}
+
+/*
+ * The command must exist now: a typo would otherwise fail every job.  On
+ * success *file is the file to run (new; free()): cmd itself when it has
+ * a '/', else where PATH has it, found once instead of for every job.
+ */
+static int find_command(const char *cmd, char **file) {
+  char shown[CLI_QUOTE_BUF];
+  *file = NULL;
+  if (cmd[0] == '\0') {
+    cli_error("invalid command '': expected a program name or path");
+    return CLI_EXIT_USAGE;
+  }
+  if (strchr(cmd, '/') != NULL) {
+    if (runnable(cmd)) {
+      *file = cli_xstrdup(cmd);
+      return 0;
+    }
+    cli_error("cannot run command '%s': %s: expected an executable file",
+              cli_quote(shown, cmd), cli_strerror(errno));
+    return CLI_EXIT_USAGE;
+  }
+  const char *path = getenv("PATH");
+  if (path == NULL || path[0] == '\0') path = "/usr/local/bin:/usr/bin:/bin";
+  while (*path != '\0') {
+    size_t len = strcspn(path, ":");
+    size_t size = len + strlen(cmd) + 3;
+    char *full = cli_xmalloc(size);
+    if (len == 0)
+      snprintf(full, size, "./%s", cmd);
+    else
+      snprintf(full, size, "%.*s/%s", (int)len, path, cmd);
+    if (runnable(full)) {
+      *file = full;
+      return 0;
+    }
+    free(full);
+    path += len;
+    if (*path == ':') path++;
+  }
+  cli_error("command '%s' not found in PATH: expected a program name in PATH "
+            "or a path to an executable",
+            cli_quote(shown, cmd));
+  return CLI_EXIT_USAGE;
+}
+
+static int count(const char *what, const char *text, int64_t min, int64_t max,
+                 int *out) {
+  int64_t v;
+  if (text == NULL) return 0;
+  if (cli_parse_int(what, text, min, max, &v)) return CLI_EXIT_USAGE;
+  *out = (int)v;
+  return 0;
+}
+
+static int duration(const char *what, const char *text, int64_t min,
+                    int64_t max, int64_t *out) {
+  if (text == NULL) return 0;
+  return cli_parse_duration(what, text, min, max, out);
+}
+
+/* Checks every option and fills cfg; 0 or 2 after a message. */
+static int check(const struct work_args *a, struct fm_config *cfg) {
+  for (size_t i = 0; i < a->queues.n; i++)
+    if (cli_check_queue("--queue", a->queues.items[i])) return CLI_EXIT_USAGE;
+  cfg->queues = a->queues.items;
+  cfg->nq = a->queues.n;
+  cfg->concurrency = cpus();
+  if (count("--concurrency", a->concurrency, 1, MAX_CONCURRENCY,
+            &cfg->concurrency))
+    return CLI_EXIT_USAGE;
+  /* By default the prefetch adapts: a quarter of the concurrency, up to
+   * four times the concurrency (at least 32) while jobs are short. */
+  cfg->prefetch = (cfg->concurrency + 3) / 4;
+  cfg->prefetch_max = cfg->concurrency * 4 < 32 ? 32 : cfg->concurrency * 4;
+  if (cfg->prefetch_max > MAX_BATCH) cfg->prefetch_max = MAX_BATCH;
+  if (a->prefetch != NULL) {
+    if (count("--prefetch", a->prefetch, 0, MAX_BATCH, &cfg->prefetch))
+      return CLI_EXIT_USAGE;
+    cfg->prefetch_max = cfg->prefetch;
+  }
+  cfg->batch = cfg->concurrency + cfg->prefetch_max;
+  if (cfg->batch > MAX_BATCH) cfg->batch = MAX_BATCH;
+  if (count("--batch", a->batch, 1, MAX_BATCH, &cfg->batch)) return CLI_EXIT_USAGE;
+  cfg->lease_ms = JOBQ_DEFAULT_LEASE_MS;
+  cfg->grace_ms = 30000;
+  cfg->kill_after_ms = 5000;
+  cfg->poll_ms = 1000;
+  cfg->ack_delay_ms = 2;
+  if (duration("--lease", a->lease, 100, HOUR_MS, &cfg->lease_ms) ||
+      duration("--timeout", a->timeout, 1, 365 * DAY_MS, &cfg->timeout_ms) ||
+      duration("--grace", a->grace, 0, DAY_MS, &cfg->grace_ms) ||
+      duration("--kill-after", a->kill_after, 0, HOUR_MS, &cfg->kill_after_ms) ||
+      duration("--poll", a->poll, 10, HOUR_MS, &cfg->poll_ms) ||
+      duration("--ack-delay", a->ack_delay, 0, 1000, &cfg->ack_delay_ms))
+    return CLI_EXIT_USAGE;
+  if (cli_check_max_payload()) return CLI_EXIT_USAGE;
+  size_t limit = cli_payload_limit();
+  cfg->max_output = limit;
+  if (a->max_output != NULL) {
+    int64_t v;
+    if (cli_parse_size("--max-output", a->max_output, 0, (int64_t)1 << 30, &v))
+      return CLI_EXIT_USAGE;
+    cfg->max_output = (size_t)v;
+  }
+  /* The handle must take results as large as --max-output. */
+  cfg->max_payload = cfg->max_output > limit ? cfg->max_output : limit;
+  if (a->name != NULL && (a->name[0] == '\0' || strlen(a->name) > 127)) {
+    char shown[CLI_QUOTE_BUF];
+    cli_error("invalid --name '%s': expected 1 to 127 bytes",
+              cli_quote(shown, a->name));
+    return CLI_EXIT_USAGE;
+  }
+  cfg->persistent = a->persistent;
+  cfg->until_empty = a->until_empty;
+  cfg->verbose = a->verbose;
+  return 0;
+}
+
+/* "work", or "work:QUEUE,QUEUE" for `jobq sessions`. */
+static void default_name(const struct fm_config *cfg, char *buf, size_t size) {
+  size_t o = (size_t)snprintf(buf, size, "work");
+  for (size_t i = 0; i < cfg->nq && o + 1 < size; i++)
+    o += (size_t)snprintf(buf + o, size - o, "%c%s", i ? ',' : ':', cfg->queues[i]);
+  if (o >= size) buf[size - 1] = '\0';
+}
+
+static int run(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--internal-guard") == 0)
+    return fm_guard_main();
+  struct work_args a;
+  memset(&a, 0, sizeof a);
+  const struct cli_option opts[] = {
+      CLI_LIST('q', "queue", &a.queues, "QUEUE",
+               "claim from QUEUE; repeat for more (default: every queue)"),
+      CLI_STRING('c', "concurrency", &a.concurrency, "N",
+                 "jobs (or persistent workers) at once, 1 to 1024 (default: "
+                 "the number of CPUs)"),
+      CLI_STRING(0, "batch", &a.batch, "N",
+                 "most jobs per claim, 1 to 1000 (default: concurrency + the "
+                 "largest prefetch)"),
+      CLI_STRING(0, "prefetch", &a.prefetch, "N",
+                 "claimed jobs kept ready for the next free slot, 0 to 1000 "
+                 "(default: adapts from a quarter of the concurrency up to 4 "
+                 "times it while jobs are short)"),
+      CLI_STRING(0, "lease", &a.lease, "D",
+                 "the session's lease, 100ms to 1h (default 5s); heartbeats "
+                 "every lease/3"),
+      CLI_STRING(0, "timeout", &a.timeout, "D",
+                 "longest run of a job (default: none; a job's own timeout "
+                 "applies too, the shorter wins)"),
+      CLI_STRING(0, "grace", &a.grace, "D",
+                 "on SIGTERM, how long running jobs may finish (default 30s)"),
+      CLI_STRING(0, "kill-after", &a.kill_after, "D",
+                 "from SIGTERM to SIGKILL when a job is stopped (default 5s)"),
+      CLI_STRING(0, "poll", &a.poll, "D",
+                 "the longest wait between claims when idle, 10ms to 1h "
+                 "(default 1s)"),
+      CLI_STRING(0, "ack-delay", &a.ack_delay, "D",
+                 "how long an outcome may wait to be recorded with others, 0 "
+                 "to 1s (default 2ms)"),
+      CLI_STRING(0, "max-output", &a.max_output, "SIZE",
+                 "the largest result (stdout) of a job, like 64KiB (default: "
+                 "the max payload, 1MiB)"),
+      CLI_STRING(0, "name", &a.name, "NAME",
+                 "the session's name in 'jobq sessions' (default: work and "
+                 "the queues)"),
+      CLI_FLAG(0, "persistent", &a.persistent,
+               "run CONCURRENCY long-lived workers fed over the line protocol"),
+      CLI_FLAG(0, "until-empty", &a.until_empty,
+               "exit 0 once the queues have nothing ready, scheduled, waiting "
+               "or running"),
+      CLI_FLAG('v', "verbose", &a.verbose, "log one line per finished job"),
+      CLI_END};
+  int next;
+  int rc = cli_parse_options_head(usage, opts, argc, argv, &next);
+  if (rc != CLI_PARSED) {
+    free(a.queues.items);
+    return rc;
+  }
+  struct fm_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  rc = check(&a, &cfg);
+  if (rc == 0 && next >= argc) {
+    cli_error("missing the command to run: expected jobq work [options] -- "
+              "COMMAND [ARGS...]");
+    rc = CLI_EXIT_USAGE;
+  }
+  char *file = NULL;
+  if (rc == 0) rc = find_command(argv[next], &file);
+  if (rc != 0) {
+    free(a.queues.items);
+    return rc;
+  }
+  char name[128];
+  default_name(&cfg, name, sizeof name);
+  cfg.name = a.name != NULL ? a.name : name;
+  cfg.url = cli_db_url();
+  cfg.argv = argv + next;
+  cfg.file = file;
+  fflush(stdout);
+  rc = fm_run(&cfg);
+  free(file);
+  free(a.queues.items);
+  return rc;
+}
+
+const struct cli_command cli_cmd_work = {
+    "work", "run jobs as local processes: the foreman", run};

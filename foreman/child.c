@@ -1,0 +1,302 @@
+/*
+ * child.c - one process per job.  The command runs with argv only (no
+ * shell), in a new session and so its own process group, with the
+ * scrubbed environment plus the job's variables (env.c) and no descriptor
+ * but its three pipes.  The payload is written to its stdin, which is then
+ * closed; stdout is kept up to the largest result; the tail of stderr is
+ * kept for the error text.  The run is over when the process has exited
+ * and both pipes are at end of file (or a second after the exit, if some
+ * escaped descendant still holds them); what is left of its process group
+ * is then killed.  The exit decides the outcome: 0 done with stdout as the
+ * result, 75 retry later, anything else or a signal failed.  A timeout, a
+ * cancel or a stop sends SIGTERM to the group, then SIGKILL after the kill
+ * delay, and the reason decides the outcome instead.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fm.h"
+
+#define DRAIN_MS 1000   /* how long pipes may stay open after the exit */
+#define EX_TEMPFAIL 75
+
+enum timer_use { T_NONE, T_TIMEOUT, T_ESCALATE, T_DRAIN };
+
+struct child {
+  struct fm *fm;
+  struct fm_job *job;
+  uv_process_t proc;
+  uv_pipe_t in, out, err;
+  uv_timer_t timer;
+  enum timer_use timer_use;
+  uv_write_t wreq;
+  struct fm_capture result;
+  struct fm_tail tail;
+  int pid;
+  int handles;        /* open libuv handles; freed at 0 */
+  int out_open, err_open, exited, reported, term_sent;
+  int64_t status;
+  int sig;
+};
+
+/* One buffer for every read: libuv reads into it and the callback copies
+ * out before the next read. */
+static char read_buf[64 * 1024];
+
+static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
+  (void)h;
+  (void)size;
+  *buf = uv_buf_init(read_buf, sizeof read_buf);
+}
+
+static void on_closed(uv_handle_t *h) {
+  struct child *c = h->data;
+  if (--c->handles == 0) {
+    fm_capture_release(&c->result);
+    free(c);
+  }
+}
+
+static void close_handle(struct child *c, uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, on_closed);
+  (void)c;
+}
+
+static void kill_group(struct child *c, int sig) {
+  if (c->pid > 0) kill(-c->pid, sig);
+}
+
+/* ---------------------------------------------------------------- the outcome */
+
+static void outcome_of(struct child *c, struct fm_outcome *out) {
+  struct fm *fm = c->fm;
+  char what[128], name[FM_SIG_BUF], size[32];
+  memset(out, 0, sizeof *out);
+  out->retry_in_ms = -1;
+  if (c->sig)
+    snprintf(what, sizeof what, "killed by %s", fm_signame(name, c->sig));
+  else
+    snprintf(what, sizeof what, "exit status %lld", (long long)c->status);
+  if (c->job->kill != FM_KILL_NONE) {
+    fm_killed_outcome(fm, c->job, &c->tail, what, out);
+    return;
+  }
+  if (c->result.over) {
+    snprintf(size, sizeof size, "%zu", fm->cfg->max_output);
+    char over[256];
+    snprintf(over, sizeof over,
+             "output over the limit of %s bytes (--max-output), %s", size, what);
+    out->kind = JOBQ_ACK_FAIL;
+    out->data = fm_error_text(over, &c->tail, &out->len);
+    out->word = "failed";
+    return;
+  }
+  if (!c->sig && c->status == 0) {
+    out->kind = JOBQ_ACK_COMPLETE;
+    out->data = fm_capture_take(&c->result, &out->len);
+    out->word = "done";
+    return;
+  }
+  if (!c->sig && c->status == EX_TEMPFAIL) {
+    out->kind = JOBQ_ACK_RETRY;
+    out->data = fm_error_text("retry requested (exit status 75)", &c->tail,
+                              &out->len);
+    out->word = "retry";
+    return;
+  }
+  out->kind = JOBQ_ACK_FAIL;
+  out->data = fm_error_text(what, &c->tail, &out->len);
+  out->word = "failed";
+}
+
+/* Reports the run once the process is gone and the pipes are read. */
+static void maybe_report(struct child *c) {
+  if (c->reported || !c->exited || c->out_open || c->err_open) return;
+  c->reported = 1;
+  if (c->timer_use != T_NONE) uv_timer_stop(&c->timer);
+  c->timer_use = T_NONE;
+  struct fm_outcome out;
+  outcome_of(c, &out);
+  struct fm *fm = c->fm;
+  struct fm_job *job = c->job;
+  c->job = NULL;
+  job->runner = NULL;
+  /* A payload the job never read: cancel the write before the job (and
+   * its payload) goes. */
+  close_handle(c, (uv_handle_t *)&c->in);
+  close_handle(c, (uv_handle_t *)&c->timer);
+  close_handle(c, (uv_handle_t *)&c->proc);
+  fm_job_finished(fm, job, &out);
+}
+
+/* ---------------------------------------------------------------- events */
+
+static void on_out(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  struct child *c = s->data;
+  if (n > 0) {
+    fm_capture_add(&c->result, buf->base, (size_t)n);
+    return;
+  }
+  if (n == 0) return;
+  c->out_open = 0;
+  close_handle(c, (uv_handle_t *)&c->out);
+  maybe_report(c);
+}
+
+static void on_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  struct child *c = s->data;
+  if (n > 0) {
+    fm_tail_add(&c->tail, buf->base, (size_t)n);
+    return;
+  }
+  if (n == 0) return;
+  c->err_open = 0;
+  close_handle(c, (uv_handle_t *)&c->err);
+  maybe_report(c);
+}
+
+static void on_timer(uv_timer_t *t) {
+  struct child *c = t->data;
+  struct fm *fm = c->fm;
+  enum timer_use use = c->timer_use;
+  c->timer_use = T_NONE;
+  switch (use) {
+    case T_TIMEOUT:
+      fm_child_kill(fm, c->job, FM_KILL_TIMEOUT, 0);
+      break;
+    case T_ESCALATE:
+      kill_group(c, SIGKILL);
+      break;
+    case T_DRAIN:
+      /* Something that escaped the group holds the pipes: stop reading. */
+      if (c->out_open) {
+        c->out_open = 0;
+        close_handle(c, (uv_handle_t *)&c->out);
+      }
+      if (c->err_open) {
+        c->err_open = 0;
+        close_handle(c, (uv_handle_t *)&c->err);
+      }
+      maybe_report(c);
+      break;
+    case T_NONE:
+      break;
+  }
+}
+
+static void on_child_exit(uv_process_t *p, int64_t status, int sig) {
+  struct child *c = p->data;
+  c->exited = 1;
+  c->status = status;
+  c->sig = sig;
+  /* Whatever the job left running in its group goes with it. */
+  kill_group(c, SIGKILL);
+  fm_guard_forget(c->fm, c->pid);
+  if (c->timer_use != T_NONE) uv_timer_stop(&c->timer);
+  c->timer_use = T_NONE;
+  if (c->out_open || c->err_open) {
+    c->timer_use = T_DRAIN;
+    uv_timer_start(&c->timer, on_timer, DRAIN_MS, 0);
+  }
+  maybe_report(c);
+}
+
+static void on_written(uv_write_t *req, int status) {
+  struct child *c = req->data;
+  (void)status; /* a job that does not read its stdin gets EPIPE: fine */
+  close_handle(c, (uv_handle_t *)&c->in);
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
+             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb) {
+  uv_stdio_container_t stdio[3];
+  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+  stdio[0].data.stream = (uv_stream_t *)in;
+  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[1].data.stream = (uv_stream_t *)out;
+  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[2].data.stream = (uv_stream_t *)err;
+  uv_process_options_t o;
+  memset(&o, 0, sizeof o);
+  o.file = fm->exec_file; /* the exec helper, or the command itself */
+  o.args = fm->exec_argv;
+  o.env = env;
+  o.flags = UV_PROCESS_DETACHED; /* setsid(): its own session and group */
+  o.stdio_count = 3;
+  o.stdio = stdio;
+  o.exit_cb = on_exit_cb;
+  return uv_spawn(fm->loop, proc, &o);
+}
+
+int fm_child_start(struct fm *fm, struct fm_job *job) {
+  const struct fm_config *cfg = fm->cfg;
+  struct child *c = fm_xmalloc(sizeof *c);
+  memset(c, 0, sizeof *c);
+  c->fm = fm;
+  c->job = job;
+  fm_capture_init(&c->result, cfg->max_output);
+  uv_pipe_init(fm->loop, &c->in, 0);
+  uv_pipe_init(fm->loop, &c->out, 0);
+  uv_pipe_init(fm->loop, &c->err, 0);
+  uv_timer_init(fm->loop, &c->timer);
+  c->in.data = c->out.data = c->err.data = c->timer.data = c->proc.data = c;
+  c->wreq.data = c;
+  c->handles = 5;
+
+  struct fm_envp env;
+  fm_env_job(&fm->env, &job->job, &env);
+  int rc = fm_spawn(fm, &c->proc, &c->in, &c->out, &c->err, env.vars,
+                    on_child_exit);
+  fm_envp_release(&env);
+  if (rc != 0) {
+    c->job = NULL;
+    close_handle(c, (uv_handle_t *)&c->in);
+    close_handle(c, (uv_handle_t *)&c->out);
+    close_handle(c, (uv_handle_t *)&c->err);
+    close_handle(c, (uv_handle_t *)&c->timer);
+    close_handle(c, (uv_handle_t *)&c->proc);
+    return rc;
+  }
+  c->pid = c->proc.pid;
+  fm_guard_watch(fm, c->pid);
+  job->runner = c;
+  c->out_open = c->err_open = 1;
+  uv_read_start((uv_stream_t *)&c->out, on_alloc, on_out);
+  uv_read_start((uv_stream_t *)&c->err, on_alloc, on_err);
+  if (job->job.payload_len > 0) {
+    uv_buf_t b = uv_buf_init(job->job.payload, (unsigned)job->job.payload_len);
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->in, &b, 1, on_written) != 0)
+      close_handle(c, (uv_handle_t *)&c->in);
+  } else {
+    close_handle(c, (uv_handle_t *)&c->in);
+  }
+  if (job->timeout_ms > 0) {
+    c->timer_use = T_TIMEOUT;
+    uv_timer_start(&c->timer, on_timer, (uint64_t)job->timeout_ms, 0);
+  }
+  return 0;
+}
+
+void fm_child_kill(struct fm *fm, struct fm_job *job, enum fm_kill why,
+                   int hard) {
+  struct child *c = job->runner;
+  if (c == NULL) return;
+  /* The first reason stands, except that a lost session records nothing
+   * whatever the reason was. */
+  if (job->kill == FM_KILL_NONE || why == FM_KILL_LOST) job->kill = why;
+  if (c->exited) return;
+  if (hard) {
+    kill_group(c, SIGKILL);
+    return;
+  }
+  if (c->term_sent) return;
+  c->term_sent = 1;
+  kill_group(c, SIGTERM);
+  if (c->timer_use != T_NONE) uv_timer_stop(&c->timer);
+  c->timer_use = T_ESCALATE;
+  uv_timer_start(&c->timer, on_timer, (uint64_t)fm->cfg->kill_after_ms, 0);
+}

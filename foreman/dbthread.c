@@ -1,0 +1,264 @@
+/*
+ * dbthread.c - the foreman's one database thread.
+ *
+ * Every call into libjobq blocks: a claim or an acknowledgement waits for
+ * a disk flush, and a locked SQLite file or a slow server can hold a call
+ * for seconds (busy_timeout is 10 s by default).  If those calls ran on
+ * the loop thread, a slow database would also stop the foreman from
+ * reaping children, enforcing timeouts, answering signals and noticing
+ * that its lease ran out.  So the jobq handle and the session live on one
+ * dedicated thread, which owns them for their whole life (a handle belongs
+ * to one thread at a time, include/jobq.h), and the loop hands it
+ * operations: connect, claim, ack, heartbeat, stats.  They run one at a
+ * time in order, heartbeats first; each comes back through a uv_async to
+ * the loop thread, which calls its done function.  The two threads share
+ * only the two op lists (under one mutex) and the current session
+ * generation (an atomic): when the loop gives up a session, the ops still
+ * queued for it are not run, so nothing is ever acknowledged under a
+ * session the loop has written off.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fm.h"
+
+struct fm_op *fm_op_new(enum fm_op_kind kind, uint64_t gen,
+                        void (*done)(struct fm *, struct fm_op *)) {
+  struct fm_op *op = fm_xmalloc(sizeof *op);
+  memset(op, 0, sizeof *op);
+  op->kind = kind;
+  op->gen = gen;
+  op->done = done;
+  op->watch_fd = -1;
+  op->submitted_ms = fm_now_ms();
+  return op;
+}
+
+void fm_op_free(struct fm_op *op) {
+  if (op == NULL) return;
+  jobq_jobs_free(op->jobs, op->njobs);
+  free(op->acks);
+  free(op->cancel);
+  jobq_stats_free(op->stats, op->nstats);
+  if (op->watch_fd >= 0) close(op->watch_fd);
+  free(op);
+}
+
+/* ---------------------------------------------------------------- the thread */
+
+static void keep_error(struct fm_op *op, jobq *db, int rc) {
+  op->rc = rc;
+  const char *msg = db != NULL ? jobq_errmsg(db) : "out of memory";
+  snprintf(op->errmsg, sizeof op->errmsg, "%s", msg[0] ? msg : jobq_strerror(rc));
+}
+
+static void run_connect(struct fm_db *d, struct fm_op *op) {
+  const struct fm_config *cfg = d->cfg;
+  jobq_session_close(d->s); /* releases what it held, if it still exists */
+  d->s = NULL;
+  if (op->reopen && d->db != NULL) {
+    jobq_close(d->db);
+    d->db = NULL;
+  }
+  int rc;
+  if (d->db == NULL) {
+    rc = jobq_open(cfg->url, &d->db);
+    if (rc == JOBQ_OK && cfg->max_payload > 0)
+      rc = jobq_set_max_payload(d->db, cfg->max_payload);
+    if (rc != JOBQ_OK) {
+      keep_error(op, d->db, rc);
+      jobq_close(d->db);
+      d->db = NULL;
+      return;
+    }
+  }
+  int fd;
+  op->watch_rc = jobq_watch(d->db, &fd);
+  if (op->watch_rc == JOBQ_OK) {
+    /* The loop polls its own copy, so that the handle's descriptor can be
+     * closed (with the handle) whatever the loop is doing. */
+    op->watch_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (op->watch_fd < 0) {
+      op->watch_rc = JOBQ_EDB;
+      snprintf(op->watch_msg, sizeof op->watch_msg, "cannot copy a descriptor: %s",
+               strerror(errno));
+    }
+  } else {
+    snprintf(op->watch_msg, sizeof op->watch_msg, "%s", jobq_errmsg(d->db));
+  }
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.name = cfg->name;
+  so.lease_ms = cfg->lease_ms;
+  rc = jobq_session_open(d->db, &so, &d->s);
+  if (rc != JOBQ_OK) {
+    keep_error(op, d->db, rc);
+    d->s = NULL;
+    return;
+  }
+  snprintf(op->session_id, sizeof op->session_id, "%s", jobq_session_id(d->s));
+}
+
+static void run(struct fm_db *d, struct fm_op *op) {
+  int rc;
+  int of_session = op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS;
+  if (of_session && op->gen != atomic_load(&d->gen)) {
+    op->rc = FM_STALE;
+    return;
+  }
+  if (op->kind != FM_OP_CONNECT && d->db == NULL) {
+    op->rc = JOBQ_ECONN;
+    snprintf(op->errmsg, sizeof op->errmsg, "the database is not open");
+    return;
+  }
+  if (of_session && d->s == NULL) {
+    op->rc = JOBQ_EEXPIRED;
+    snprintf(op->errmsg, sizeof op->errmsg, "no session is open");
+    return;
+  }
+  switch (op->kind) {
+    case FM_OP_CONNECT:
+      run_connect(d, op);
+      return;
+    case FM_OP_CLAIM:
+      if (op->drain) jobq_changed(d->db);
+      rc = jobq_claim(d->s, d->cfg->queues, d->cfg->nq, op->max, &op->jobs,
+                      &op->njobs);
+      break;
+    case FM_OP_ACK:
+      rc = jobq_ack_many(d->s, op->acks, op->nacks);
+      break;
+    case FM_OP_HEARTBEAT:
+      jobq_session_set_in_flight(d->s, op->in_flight);
+      rc = jobq_heartbeat(d->s, &op->cancel, &op->ncancel);
+      break;
+    case FM_OP_STATS:
+      rc = jobq_stats(d->db, &op->stats, &op->nstats);
+      break;
+    default:
+      rc = JOBQ_EINVAL;
+  }
+  if (rc != JOBQ_OK)
+    keep_error(op, d->db, rc);
+  else
+    op->rc = JOBQ_OK;
+}
+
+static void *thread_main(void *arg) {
+  struct fm_db *d = arg;
+  pthread_mutex_lock(&d->mu);
+  for (;;) {
+    while (d->todo == NULL && !d->quit) pthread_cond_wait(&d->cv, &d->mu);
+    if (d->todo == NULL) break; /* quit, and nothing left to do */
+    struct fm_op *op = d->todo;
+    d->todo = op->next;
+    if (d->todo == NULL) d->todo_tail = NULL;
+    pthread_mutex_unlock(&d->mu);
+
+    run(d, op);
+
+    pthread_mutex_lock(&d->mu);
+    op->next = NULL;
+    if (d->done_tail != NULL)
+      d->done_tail->next = op;
+    else
+      d->done = op;
+    d->done_tail = op;
+    pthread_mutex_unlock(&d->mu);
+    uv_async_send(&d->async);
+    pthread_mutex_lock(&d->mu);
+  }
+  pthread_mutex_unlock(&d->mu);
+  jobq_session_close(d->s); /* hands back whatever it still holds */
+  d->s = NULL;
+  jobq_close(d->db);
+  d->db = NULL;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- the loop's side */
+
+static void on_async(uv_async_t *a) {
+  struct fm *fm = a->data;
+  struct fm_db *d = &fm->db;
+  pthread_mutex_lock(&d->mu);
+  struct fm_op *list = d->done;
+  d->done = d->done_tail = NULL;
+  pthread_mutex_unlock(&d->mu);
+  while (list != NULL) {
+    struct fm_op *op = list;
+    list = op->next;
+    op->next = NULL;
+    op->done(fm, op);
+  }
+}
+
+int fm_db_start(struct fm *fm) {
+  struct fm_db *d = &fm->db;
+  d->cfg = fm->cfg;
+  atomic_init(&d->gen, fm->gen);
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_cond_init(&d->cv, NULL);
+  int rc = uv_async_init(fm->loop, &d->async, on_async);
+  if (rc != 0) return rc;
+  d->async.data = fm;
+  /* The thread starts with every signal blocked: they are the loop's. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  rc = pthread_create(&d->thread, NULL, thread_main, d);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    uv_close((uv_handle_t *)&d->async, NULL);
+    return -rc;
+  }
+  d->started = 1;
+  return 0;
+}
+
+void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
+  struct fm_db *d = &fm->db;
+  op->next = NULL;
+  pthread_mutex_lock(&d->mu);
+  if (urgent || d->todo == NULL) {
+    op->next = d->todo;
+    d->todo = op;
+    if (d->todo_tail == NULL) d->todo_tail = op;
+  } else {
+    d->todo_tail->next = op;
+    d->todo_tail = op;
+  }
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void fm_db_set_gen(struct fm *fm, uint64_t gen) {
+  atomic_store(&fm->db.gen, gen);
+}
+
+void fm_db_stop(struct fm *fm) {
+  struct fm_db *d = &fm->db;
+  if (!d->started) return;
+  pthread_mutex_lock(&d->mu);
+  d->quit = 1;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  pthread_join(d->thread, NULL);
+  d->started = 0;
+  /* Ops that finished after the loop stopped listening. */
+  struct fm_op *list = d->done;
+  d->done = d->done_tail = NULL;
+  while (list != NULL) {
+    struct fm_op *op = list;
+    list = op->next;
+    fm_op_free(op);
+  }
+  pthread_mutex_destroy(&d->mu);
+  pthread_cond_destroy(&d->cv);
+  uv_close((uv_handle_t *)&d->async, NULL);
+}

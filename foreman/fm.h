@@ -1,0 +1,419 @@
+/*
+ * fm.h - what the foreman's files share, and nothing else includes.
+ *
+ * The foreman is one libuv loop on the main thread and one database
+ * thread.  The loop owns every process, pipe, signal and timer and all the
+ * state below; the database thread owns the jobq handle and session and
+ * does nothing but run the operations the loop hands it (dbthread.c).  A
+ * job travels: claimed (dbthread.c) -> waiting for a slot (foreman.c) ->
+ * running as a child (child.c) or on a persistent worker (persist.c) ->
+ * finished with an outcome -> acknowledged in a batch (acker.c).  Every
+ * process the foreman starts is its own process group and is registered
+ * with the guard (guard.c), which kills the groups if the foreman dies.
+ */
+#ifndef JOBQ_FM_H
+#define JOBQ_FM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "foreman.h"
+#include "jobq.h"
+
+struct fm;
+
+/* ---------------------------------------------------------------- util.c */
+
+/* A monotonic clock in milliseconds. */
+int64_t fm_now_ms(void);
+/* ms scaled by a random factor in [1 - pct/100, 1 + pct/100]. */
+int64_t fm_jitter(int64_t ms, int pct);
+/* Prints "jobq work: MESSAGE" and a newline on stderr, in one write. */
+void fm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define FM_DUR_BUF 32
+/* "250ms", "1.5s", "2m30s": a duration for messages. */
+const char *fm_fmt_ms(char *buf, int64_t ms);
+#define FM_SIG_BUF 16
+/* "SIGTERM" (or "signal 42"). */
+const char *fm_signame(char *buf, int sig);
+/* malloc, realloc and strdup that stop the program with a message when
+ * memory runs out. */
+void *fm_xmalloc(size_t n);
+void *fm_xrealloc(void *p, size_t n);
+char *fm_xstrdup(const char *s);
+/* Text for a message: at most 64 bytes of data, control characters and
+ * bytes over 0x7e shown as \xHH.  buf needs FM_QUOTE_BUF bytes. */
+#define FM_QUOTE_BUF 300
+const char *fm_quote(char *buf, const void *data, size_t len);
+
+/* ---------------------------------------------------------------- capture.c */
+
+/* The first max bytes of a stream (a job's stdout); over is set when more
+ * came. */
+struct fm_capture {
+  char *data;
+  size_t len, cap, max;
+  int over;
+};
+void fm_capture_init(struct fm_capture *c, size_t max);
+void fm_capture_add(struct fm_capture *c, const char *p, size_t n);
+/* Hands the bytes to the caller (free()); the capture is empty after. */
+char *fm_capture_take(struct fm_capture *c, size_t *len);
+void fm_capture_release(struct fm_capture *c);
+
+/* The last FM_TAIL_MAX bytes of a stream (a job's stderr). */
+#define FM_TAIL_MAX 4096
+struct fm_tail {
+  char data[FM_TAIL_MAX];
+  size_t end;       /* where the next byte goes */
+  uint64_t total;   /* bytes ever added */
+};
+void fm_tail_add(struct fm_tail *t, const char *p, size_t n);
+void fm_tail_clear(struct fm_tail *t);
+/*
+ * An error text: "WHAT" alone, or "WHAT: TAIL" with the tail's bytes
+ * (trailing white space dropped, "..." in front when earlier bytes were
+ * lost).  Returns a new string (free()) and its length in *len.
+ */
+char *fm_error_text(const char *what, const struct fm_tail *tail, size_t *len);
+
+/* ---------------------------------------------------------------- env.c */
+
+/* The environment every job and worker starts from: the foreman's own,
+ * without anything that names or opens the queue database. */
+struct fm_env {
+  char **vars;
+  size_t n;
+};
+void fm_env_init(struct fm_env *e, char **environ_, const char *url);
+void fm_env_release(struct fm_env *e);
+/* An environment for execve: vars is NULL-terminated; the base's strings
+ * are borrowed, owned[] are this one's own. */
+struct fm_envp {
+  char **vars;
+  char *owned[8];
+  size_t nowned;
+};
+/* The environment of one job: the base plus JOBQ_JOB_ID, JOBQ_QUEUE,
+ * JOBQ_ATTEMPT, JOBQ_MAX_ATTEMPTS, JOBQ_CLAIM, JOBQ_KEY (when the job has
+ * one) and JOBQ_PREV_LOST=1 (when its previous attempt was lost).  Release
+ * with fm_envp_release(); the base must outlive it. */
+void fm_env_job(const struct fm_env *e, const jobq_job *job,
+                struct fm_envp *out);
+/* The environment of persistent worker number index (1-based): the base
+ * plus JOBQ_WORKER and JOBQ_PROTOCOL. */
+void fm_env_worker(const struct fm_env *e, int index, struct fm_envp *out);
+void fm_envp_release(struct fm_envp *p);
+/* Whether the variable NAME=VALUE would let a job reach the queue database
+ * at url (exposed for the tests). */
+int fm_env_is_secret(const char *var, const char *url);
+
+/* ---------------------------------------------------------------- proto.c */
+
+#define FM_PROTOCOL_VERSION 1
+
+/* Standard base64 with padding: fm_b64_len(n) characters for n bytes. */
+size_t fm_b64_len(size_t n);
+void fm_b64_encode(const void *in, size_t n, char *out);
+/* Strict decoding (padding required, nothing outside the alphabet): 0
+ * with *outlen bytes in out (which has room for len / 4 * 3), or -1. */
+int fm_b64_decode(const char *in, size_t len, unsigned char *out,
+                  size_t *outlen);
+
+/* The line that hands job to a persistent worker, "job ...\n".  Returns a
+ * new buffer (free()) of *len bytes. */
+char *fm_proto_job(const jobq_job *job, size_t *len);
+
+/* Whether the line (without its newline) is the worker's "ready". */
+int fm_proto_ready(const char *line, size_t len);
+
+enum fm_reply_kind { FM_REPLY_DONE = 1, FM_REPLY_FAIL, FM_REPLY_RETRY };
+struct fm_reply {
+  enum fm_reply_kind kind;
+  int64_t id;
+  char *data;          /* result, error or reason (free()); NULL when none */
+  size_t len;
+  int64_t delay_ms;    /* retry: -1 for the job's backoff */
+};
+/*
+ * Parses one reply line (without its newline).  Returns 0 with *r filled,
+ * or -1 with why (whysize bytes) saying what is wrong.  A result, error
+ * or reason longer than max_data bytes is refused.
+ */
+int fm_proto_reply(const char *line, size_t len, size_t max_data,
+                   struct fm_reply *r, char *why, size_t whysize);
+/* The longest reply line that can carry max_data bytes. */
+size_t fm_proto_max_line(size_t max_data);
+
+/* ---------------------------------------------------------------- jobs */
+
+/* Why the foreman is stopping a running job; it decides the outcome. */
+enum fm_kill {
+  FM_KILL_NONE = 0,
+  FM_KILL_TIMEOUT,   /* ran too long: failed */
+  FM_KILL_CANCEL,    /* an operator cancelled it: ends cancelled */
+  FM_KILL_STOP,      /* the foreman is stopping: released */
+  FM_KILL_LOST,      /* the session is gone: nothing is recorded */
+  FM_KILL_PROTOCOL   /* its worker broke the protocol: failed */
+};
+
+struct fm_job {
+  jobq_job job;            /* the foreman's own copy (fm_job_free) */
+  uint64_t gen;            /* the session it was claimed under */
+  int64_t timeout_ms;      /* this run's limit, 0: none */
+  int64_t claimed_ms, started_ms;
+  enum fm_kill kill;       /* set once the foreman stops it */
+  char *kill_note;         /* more about why (protocol errors) */
+  struct fm_job *prev, *next;
+  void *runner;            /* its child or worker while running */
+};
+
+struct fm_list {
+  struct fm_job *head, *tail;
+  size_t n;
+};
+void fm_list_push(struct fm_list *l, struct fm_job *j);
+void fm_list_remove(struct fm_list *l, struct fm_job *j);
+struct fm_job *fm_list_pop(struct fm_list *l);
+
+/* What a finished run leaves to record. */
+struct fm_outcome {
+  jobq_ack_kind kind;      /* 0: nothing (the session is gone) */
+  char *data;              /* result or error text, owned (free()) */
+  size_t len;
+  int64_t retry_in_ms;     /* FAIL and RETRY: -1 for the job's backoff */
+  const char *word;        /* for logs: "done", "failed", "timed out", ... */
+};
+
+/* Called by the runners when a job's run is over; takes out->data. */
+void fm_job_finished(struct fm *fm, struct fm_job *job,
+                     struct fm_outcome *out);
+/* The job's outcome when it was killed on purpose (job->kill set), with
+ * the stderr tail; 0 kind when nothing is to be recorded. */
+void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
+                       const struct fm_tail *err, const char *how,
+                       struct fm_outcome *out);
+
+/* ---------------------------------------------------------------- dbthread.c */
+
+#define FM_STALE 1   /* op->rc: the op's session was given up; not run */
+
+enum fm_op_kind {
+  FM_OP_CONNECT = 1,  /* (re)open the handle and a new session */
+  FM_OP_CLAIM,
+  FM_OP_ACK,
+  FM_OP_HEARTBEAT,
+  FM_OP_STATS
+};
+
+struct fm_op {
+  enum fm_op_kind kind;
+  uint64_t gen;                /* the session generation it belongs to */
+  int64_t submitted_ms;
+  /* Runs on the loop thread when the op is over; frees the op. */
+  void (*done)(struct fm *fm, struct fm_op *op);
+  struct fm_op *next;
+  int rc;                      /* JOBQ_OK, a jobq error or FM_STALE */
+  char errmsg[512];
+  /* CONNECT */
+  int reopen;                  /* in: open a new handle first */
+  int watch_fd;                /* out: a descriptor the loop owns, or -1 */
+  int watch_rc;                /* out: why there is none */
+  char watch_msg[256];
+  char session_id[64];
+  /* CLAIM */
+  size_t max;
+  int drain;                   /* call jobq_changed() first */
+  jobq_job *jobs;
+  size_t njobs;
+  /* ACK */
+  jobq_ack *acks;
+  size_t nacks;
+  /* HEARTBEAT */
+  int64_t in_flight;
+  int64_t *cancel;
+  size_t ncancel;
+  /* STATS */
+  jobq_queue_stats *stats;
+  size_t nstats;
+};
+
+struct fm_db {
+  pthread_t thread;
+  int started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uv_async_t async;
+  struct fm_op *todo, *todo_tail;   /* under mu */
+  struct fm_op *done, *done_tail;   /* under mu */
+  int quit;                         /* under mu */
+  atomic_uint_fast64_t gen;         /* the loop's current generation */
+  const struct fm_config *cfg;
+  /* The database thread's alone once started. */
+  jobq *db;
+  jobq_session *s;
+};
+
+struct fm_op *fm_op_new(enum fm_op_kind kind, uint64_t gen,
+                        void (*done)(struct fm *, struct fm_op *));
+/* Frees the op and whatever results it still holds. */
+void fm_op_free(struct fm_op *op);
+/* Starts the database thread; 0 or a negative errno. */
+int fm_db_start(struct fm *fm);
+/* Hands op to the database thread; urgent ones go first (heartbeats). */
+void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent);
+/* Tells the database thread that ops of older generations are stale. */
+void fm_db_set_gen(struct fm *fm, uint64_t gen);
+/* Closes the session (releasing what it holds) and the handle, and ends
+ * the thread.  Blocks until it has. */
+void fm_db_stop(struct fm *fm);
+
+/* ---------------------------------------------------------------- acker.c */
+
+struct fm_pending {
+  jobq_ack ack;
+  char *data;                  /* owned; ack.data points here */
+  uint64_t gen;
+  int64_t job_id;
+};
+
+struct fm_acker {
+  uv_timer_t timer;
+  struct fm_pending *items;
+  size_t n, cap;
+  int inflight;                /* an ACK op is with the database thread */
+  size_t sent;                 /* the first sent items are that op's */
+  int timer_on;
+  int64_t retry_ms;            /* after a failed batch; 0: none failed */
+};
+void fm_acker_init(struct fm *fm);
+/* Queues the outcome of job for the next batch; takes out->data. */
+void fm_acker_add(struct fm *fm, const struct fm_job *job,
+                  struct fm_outcome *out);
+/* Sends what is queued now instead of after the delay. */
+void fm_acker_flush(struct fm *fm);
+/* Drops the queued acks of sessions older than gen (never acknowledged
+ * under a session that was given up).  Returns how many. */
+size_t fm_acker_drop(struct fm *fm, uint64_t gen);
+/* Whether acks are queued or with the database thread. */
+int fm_acker_busy(const struct fm *fm);
+void fm_acker_close(struct fm *fm);
+
+/* ---------------------------------------------------------------- guard.c */
+
+struct fm_guard {
+  uv_process_t proc;
+  uv_pipe_t in;
+  int up;                      /* running, and in is open */
+  int closing;
+  int64_t *pids;               /* the groups it knows */
+  size_t n, cap;
+};
+void fm_guard_start(struct fm *fm);
+/* The process group pid runs a job (or a worker) / no longer does. */
+void fm_guard_watch(struct fm *fm, int pid);
+void fm_guard_forget(struct fm *fm, int pid);
+void fm_guard_close(struct fm *fm);
+
+/* ---------------------------------------------------------------- child.c */
+
+/* Spawns the command (through the exec helper) in a new session, with
+ * the environment env and three new pipes on its stdin, stdout and stderr
+ * (initialised by the caller); what uv_spawn returns. */
+int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
+             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb);
+
+/* Runs job as a new process (one per job); 0, or a negative libuv error
+ * after a message (the job was not started). */
+int fm_child_start(struct fm *fm, struct fm_job *job);
+/* Stops a running job's process group: SIGTERM, then SIGKILL after the
+ * kill delay, or SIGKILL at once when hard. */
+void fm_child_kill(struct fm *fm, struct fm_job *job, enum fm_kill why,
+                   int hard);
+
+/* ---------------------------------------------------------------- persist.c */
+
+struct fm_workers;
+/* Starts cfg->concurrency workers; 0 or a negative libuv error. */
+int fm_workers_init(struct fm *fm);
+/* Workers that are up (idle or busy), and idle ones. */
+int fm_workers_up(const struct fm *fm);
+int fm_workers_idle(const struct fm *fm);
+/* Hands job to an idle worker; 0, or a negative libuv error. */
+int fm_workers_start(struct fm *fm, struct fm_job *job);
+void fm_workers_kill(struct fm *fm, struct fm_job *job, enum fm_kill why,
+                     int hard);
+/* No more jobs: every worker's stdin is closed; none is restarted. */
+void fm_workers_stop(struct fm *fm);
+/* Stops every worker still running (a busy one's job is released):
+ * SIGTERM then SIGKILL after the kill delay, or SIGKILL when hard. */
+void fm_workers_terminate(struct fm *fm, int hard);
+/* Workers whose process or handles are not gone yet. */
+int fm_workers_alive(const struct fm *fm);
+/* Closes the restart timers; fm_workers_free() once the loop is done. */
+void fm_workers_close(struct fm *fm);
+void fm_workers_free(struct fm *fm);
+
+/* ---------------------------------------------------------------- foreman.c */
+
+struct fm_watch;
+
+struct fm {
+  const struct fm_config *cfg;
+  uv_loop_t *loop;
+  struct fm_db db;
+  struct fm_acker acker;
+  struct fm_guard guard;
+  struct fm_env env;
+  struct fm_workers *workers;      /* persistent mode */
+  const char *exec_file;           /* what is spawned: the helper, or the
+                                      command's file without it */
+  char **exec_argv;                /* jobq-exec PPID FILE COMMAND ARGS...,
+                                      or COMMAND ARGS... without it */
+  int exec_helper;
+  struct fm_watch *watch;
+
+  uint64_t gen;                    /* the current session's generation */
+  int connected;                   /* a session is open */
+  int connecting;                  /* a CONNECT op is out */
+  int ever_connected;
+  int reopen_next;                 /* the next CONNECT opens a new handle */
+  int64_t reconnect_ms;            /* the next backoff */
+  int64_t beat_ok_ms;              /* when the last good heartbeat was sent */
+  int beat_out, claim_out, stats_out;
+  int beat_failing;
+  int maybe_work;                  /* a claim may find jobs */
+  int prefetch;                    /* the current prefetch (adapts) */
+  int starved;                     /* a slot was idle for want of a
+                                      claimed job since the last claim */
+  int64_t poll_ms;                 /* the current fallback poll interval */
+  int64_t hold_until_ms;           /* no claims before (spawn failures) */
+  char last_claim_err[512];
+
+  struct fm_list waiting;          /* claimed, not started */
+  struct fm_list running;          /* started, not finished */
+
+  int stopping;                    /* 0, 1 graceful, 2 fast */
+  int status;                      /* the exit status */
+  int closed;                      /* handles are being closed */
+  int64_t started_ms;
+  int64_t done, failed, retried, released, lost, timeouts, cancelled;
+
+  uv_timer_t beat_timer, lease_timer, poll_timer, reconnect_timer;
+  uv_timer_t grace_timer, hold_timer;
+  uv_signal_t sig_term, sig_int, sig_hup;
+};
+
+/* Gives up the session: its running jobs are killed and nothing of it is
+ * acknowledged any more; a new session is opened.  why is for the log. */
+void fm_session_lost(struct fm *fm, const char *why);
+/* Tries to start waiting jobs and to claim more, as the state allows. */
+void fm_kick(struct fm *fm);
+/* Whether the foreman is finished: stopping, nothing running, nothing to
+ * acknowledge; then closes the session and ends the loop. */
+void fm_maybe_finish(struct fm *fm);
+
+#endif

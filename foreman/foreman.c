@@ -1,0 +1,861 @@
+/*
+ * foreman.c - the foreman's loop and state: `jobq work` from start to
+ * stop.
+ *
+ * It opens one session (through the database thread, dbthread.c) and then
+ * reacts to events, never polling in a loop: a claim is made when there
+ * is room (free slots plus a small prefetch) and reason to think there is
+ * work: the database's change descriptor became readable (jobq_watch: on
+ * SQLite, a write to the queue's log by another process), one of our own
+ * acknowledgements committed (it may have made the next job of an
+ * ordering key ready), the last claim came back full, or the fallback
+ * poll timer fired (25 ms after activity, doubling up to --poll, 1 s by
+ * default, with jitter: it also catches retries and delayed jobs coming
+ * due, which write nothing).  Claimed jobs wait in a list until a slot
+ * is free, then run as children (child.c) or on persistent workers
+ * (persist.c); outcomes go to the acker (acker.c).
+ *
+ * The session is heartbeaten every lease/3 with the number of jobs in
+ * flight; the heartbeat brings back cancel requests.  If no heartbeat has
+ * succeeded for a whole lease (measured from when the last good one was
+ * sent), or the database says the session expired, the session is given
+ * up: its running jobs are killed, its claimed jobs and unrecorded
+ * outcomes are dropped (their jobs run again elsewhere, or here), and a
+ * new session is opened, with capped exponential backoff and jitter while
+ * that fails.  SIGTERM, SIGINT and SIGHUP stop it gracefully: no more
+ * claims, claimed jobs released at once, running jobs given --grace to
+ * finish, then stopped and released; a second signal stops at once.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fm.h"
+
+#define POLL_MIN_MS 25
+#define RECONNECT_MIN_MS 250
+#define RECONNECT_MAX_MS 30000
+#define HOLD_MS 1000           /* no claims after a job could not start */
+
+extern char **environ;
+
+struct fm_watch {
+  uv_poll_t poll;
+  int fd;
+  int on;
+  struct fm *fm;
+};
+
+static void begin_stop(struct fm *fm, int fast, const char *why);
+
+/* ---------------------------------------------------------------- jobs and lists */
+
+void fm_list_push(struct fm_list *l, struct fm_job *j) {
+  j->next = NULL;
+  j->prev = l->tail;
+  if (l->tail != NULL)
+    l->tail->next = j;
+  else
+    l->head = j;
+  l->tail = j;
+  l->n++;
+}
+
+void fm_list_remove(struct fm_list *l, struct fm_job *j) {
+  if (j->prev != NULL)
+    j->prev->next = j->next;
+  else
+    l->head = j->next;
+  if (j->next != NULL)
+    j->next->prev = j->prev;
+  else
+    l->tail = j->prev;
+  j->prev = j->next = NULL;
+  l->n--;
+}
+
+struct fm_job *fm_list_pop(struct fm_list *l) {
+  struct fm_job *j = l->head;
+  if (j != NULL) fm_list_remove(l, j);
+  return j;
+}
+
+static struct fm_job *job_new(struct fm *fm, const jobq_job *src) {
+  struct fm_job *j = fm_xmalloc(sizeof *j);
+  memset(j, 0, sizeof *j);
+  j->job = *src;
+  j->job.queue = fm_xstrdup(src->queue);
+  j->job.key = src->key != NULL ? fm_xstrdup(src->key) : NULL;
+  j->job.payload = fm_xmalloc(src->payload_len + 1);
+  if (src->payload_len > 0) memcpy(j->job.payload, src->payload, src->payload_len);
+  ((char *)j->job.payload)[src->payload_len] = '\0';
+  j->gen = fm->gen;
+  j->claimed_ms = fm_now_ms();
+  int64_t mine = src->timeout_ms, theirs = fm->cfg->timeout_ms;
+  j->timeout_ms = mine > 0 && theirs > 0 ? (mine < theirs ? mine : theirs)
+                  : mine > 0             ? mine
+                                         : theirs;
+  return j;
+}
+
+static void job_free(struct fm_job *j) {
+  free(j->job.queue);
+  free(j->job.key);
+  free(j->job.payload);
+  free(j->kill_note);
+  free(j);
+}
+
+static void kill_job(struct fm *fm, struct fm_job *job, enum fm_kill why,
+                     int hard) {
+  if (fm->cfg->persistent)
+    fm_workers_kill(fm, job, why, hard);
+  else
+    fm_child_kill(fm, job, why, hard);
+}
+
+/* Gives a claimed job back at once, its attempt not spent. */
+static void release_job(struct fm *fm, struct fm_job *job) {
+  struct fm_outcome out = {.kind = JOBQ_ACK_RELEASE, .retry_in_ms = -1};
+  fm_acker_add(fm, job, &out);
+  job_free(job);
+}
+
+/* ---------------------------------------------------------------- outcomes */
+
+void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
+                       const struct fm_tail *err, const char *how,
+                       struct fm_outcome *out) {
+  char what[600], d[FM_DUR_BUF];
+  memset(out, 0, sizeof *out);
+  out->retry_in_ms = -1;
+  switch (job->kill) {
+    case FM_KILL_TIMEOUT:
+      fm->timeouts++;
+      snprintf(what, sizeof what, "timed out after %s (%s)",
+               fm_fmt_ms(d, job->timeout_ms), how);
+      out->kind = JOBQ_ACK_FAIL;
+      out->word = "timed out";
+      break;
+    case FM_KILL_CANCEL:
+      snprintf(what, sizeof what, "cancelled by an operator (%s)", how);
+      out->kind = JOBQ_ACK_FAIL;
+      out->word = "cancelled";
+      break;
+    case FM_KILL_PROTOCOL:
+      snprintf(what, sizeof what, "worker protocol error: %s",
+               job->kill_note != NULL ? job->kill_note : "?");
+      out->kind = JOBQ_ACK_FAIL;
+      out->word = "failed";
+      break;
+    case FM_KILL_STOP:
+      out->kind = JOBQ_ACK_RELEASE;
+      out->word = "released";
+      return;
+    case FM_KILL_LOST:
+    case FM_KILL_NONE:
+      out->kind = 0;
+      out->word = "dropped";
+      return;
+  }
+  out->data = fm_error_text(what, err, &out->len);
+}
+
+static void log_job(const struct fm_job *job, const struct fm_outcome *out) {
+  char d[FM_DUR_BUF], shown[FM_QUOTE_BUF];
+  fm_fmt_ms(d, fm_now_ms() - job->started_ms);
+  if (out->kind == JOBQ_ACK_COMPLETE || out->data == NULL || out->len == 0)
+    fm_log("job %lld (%s, attempt %d of %d): %s in %s", (long long)job->job.id,
+           job->job.queue, job->job.attempt, job->job.max_attempts, out->word, d);
+  else
+    fm_log("job %lld (%s, attempt %d of %d): %s in %s: %s",
+           (long long)job->job.id, job->job.queue, job->job.attempt,
+           job->job.max_attempts, out->word, d,
+           fm_quote(shown, out->data, out->len));
+}
+
+void fm_job_finished(struct fm *fm, struct fm_job *job,
+                     struct fm_outcome *out) {
+  fm_list_remove(&fm->running, job);
+  if (fm->cfg->verbose) log_job(job, out);
+  fm_acker_add(fm, job, out);
+  job_free(job);
+  fm_kick(fm);
+  fm_maybe_finish(fm);
+}
+
+/* ---------------------------------------------------------------- the watch */
+
+static void on_watch_closed(uv_handle_t *h) {
+  struct fm_watch *w = h->data;
+  close(w->fd);
+  free(w);
+}
+
+static void watch_close(struct fm *fm) {
+  struct fm_watch *w = fm->watch;
+  if (w == NULL) return;
+  fm->watch = NULL;
+  uv_close((uv_handle_t *)&w->poll, on_watch_closed);
+}
+
+static void on_watch(uv_poll_t *p, int status, int events) {
+  struct fm_watch *w = p->data;
+  (void)status;
+  (void)events;
+  /* Level-triggered: stop until a claim has drained it (jobq_changed). */
+  uv_poll_stop(p);
+  w->on = 0;
+  w->fm->maybe_work = 1;
+  fm_kick(w->fm);
+}
+
+static void watch_arm(struct fm *fm) {
+  struct fm_watch *w = fm->watch;
+  if (w == NULL || w->on || fm->stopping) return;
+  if (uv_poll_start(&w->poll, UV_READABLE, on_watch) == 0) w->on = 1;
+}
+
+static void watch_set(struct fm *fm, int fd) {
+  watch_close(fm);
+  if (fd < 0) return;
+  struct fm_watch *w = fm_xmalloc(sizeof *w);
+  memset(w, 0, sizeof *w);
+  w->fd = fd;
+  w->fm = fm;
+  if (uv_poll_init(fm->loop, &w->poll, fd) != 0) {
+    close(fd);
+    free(w);
+    return;
+  }
+  w->poll.data = w;
+  fm->watch = w;
+  watch_arm(fm);
+}
+
+/* ---------------------------------------------------------------- claims */
+
+static int capacity(const struct fm *fm) {
+  return fm->cfg->persistent ? fm_workers_up(fm) : fm->cfg->concurrency;
+}
+
+static int free_slot(const struct fm *fm) {
+  if (fm->cfg->persistent) return fm_workers_idle(fm) > 0;
+  return (int)fm->running.n < fm->cfg->concurrency;
+}
+
+static void poll_restart(struct fm *fm, int64_t ms);
+
+static void on_stats(struct fm *fm, struct fm_op *op) {
+  fm->stats_out = 0;
+  if (fm->closed || op->rc != JOBQ_OK) {
+    if (!fm->closed && op->rc != JOBQ_OK)
+      fm_log("cannot read the queues' counts: %s", op->errmsg);
+    fm_op_free(op);
+    return;
+  }
+  const struct fm_config *cfg = fm->cfg;
+  int64_t left = 0;
+  for (size_t i = 0; i < op->nstats; i++) {
+    const jobq_queue_stats *st = &op->stats[i];
+    int mine = cfg->nq == 0;
+    for (size_t k = 0; k < cfg->nq && !mine; k++)
+      mine = strcmp(cfg->queues[k], st->name) == 0;
+    /* A paused queue's jobs cannot be claimed until it is resumed. */
+    if (mine && !st->paused)
+      left += st->ready + st->scheduled + st->waiting + st->running;
+  }
+  fm_op_free(op);
+  if (left == 0 && fm->running.n == 0 && fm->waiting.n == 0 &&
+      !fm_acker_busy(fm) && !fm->stopping)
+    begin_stop(fm, 0, "the queues are empty");
+}
+
+/* --until-empty: asks for the counts when this foreman has nothing. */
+static void check_empty(struct fm *fm) {
+  if (!fm->cfg->until_empty || fm->stats_out || fm->stopping ||
+      fm->running.n > 0 || fm->waiting.n > 0)
+    return;
+  fm->stats_out = 1;
+  fm_db_submit(fm, fm_op_new(FM_OP_STATS, fm->gen, on_stats), 0);
+}
+
+/* After a claim: the prefetch halves when the queue ran dry, doubles when
+ * slots went idle waiting for this claim and it came back full. */
+static void adapt_prefetch(struct fm *fm, int short_batch) {
+  const struct fm_config *cfg = fm->cfg;
+  int p = fm->prefetch;
+  if (short_batch)
+    p = p / 2;
+  else if (fm->starved)
+    p = p * 2 + 1;
+  if (p < cfg->prefetch) p = cfg->prefetch;
+  if (p > cfg->prefetch_max) p = cfg->prefetch_max;
+  fm->prefetch = p;
+  fm->starved = 0;
+}
+
+static void on_claimed(struct fm *fm, struct fm_op *op) {
+  fm->claim_out = 0;
+  if (fm->closed) {
+    fm_op_free(op);
+    return;
+  }
+  if (op->rc == FM_STALE || op->gen != fm->gen) {
+    /* Claimed under a session that was given up: never run. */
+    fm->lost += (int64_t)op->njobs;
+    fm_op_free(op);
+    fm_kick(fm);
+    return;
+  }
+  if (op->rc == JOBQ_EEXPIRED) {
+    char why[600];
+    snprintf(why, sizeof why, "%s", op->errmsg);
+    fm_op_free(op);
+    fm_session_lost(fm, why);
+    return;
+  }
+  if (op->rc != JOBQ_OK) {
+    if (strcmp(fm->last_claim_err, op->errmsg) != 0)
+      fm_log("cannot claim jobs: %s", op->errmsg);
+    snprintf(fm->last_claim_err, sizeof fm->last_claim_err, "%s", op->errmsg);
+    if (op->rc == JOBQ_ECONN) fm->reopen_next = 1;
+    fm->maybe_work = 0; /* the poll timer tries again */
+    fm_op_free(op);
+    return;
+  }
+  if (fm->last_claim_err[0] != '\0') fm_log("claiming again");
+  fm->last_claim_err[0] = '\0';
+  for (size_t i = 0; i < op->njobs; i++)
+    fm_list_push(&fm->waiting, job_new(fm, &op->jobs[i]));
+  int short_batch = op->njobs < op->max;
+  if (short_batch) fm->maybe_work = 0;
+  adapt_prefetch(fm, short_batch);
+  if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
+  fm_op_free(op);
+  watch_arm(fm);
+  if (fm->stopping) {
+    /* The stop came while the claim was out: hand them back. */
+    struct fm_job *j;
+    while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
+    fm_acker_flush(fm);
+    fm_maybe_finish(fm);
+    return;
+  }
+  fm_kick(fm);
+  if (short_batch) check_empty(fm);
+}
+
+static void claim(struct fm *fm) {
+  const struct fm_config *cfg = fm->cfg;
+  if (!fm->connected || fm->stopping || fm->claim_out || !fm->maybe_work)
+    return;
+  if (fm_now_ms() < fm->hold_until_ms) return;
+  int cap = capacity(fm);
+  if (cap <= 0) return;
+  /* Refill at half: fewer, bigger claims. */
+  if ((int64_t)fm->waiting.n > fm->prefetch / 2) return;
+  int64_t want = (int64_t)cap + fm->prefetch - (int64_t)fm->running.n -
+                 (int64_t)fm->waiting.n;
+  if (want > cfg->batch) want = cfg->batch;
+  if (want <= 0) return;
+  struct fm_op *op = fm_op_new(FM_OP_CLAIM, fm->gen, on_claimed);
+  op->max = (size_t)want;
+  op->drain = fm->watch != NULL;
+  fm->claim_out = 1;
+  fm_db_submit(fm, op, 0);
+}
+
+static void on_poll(uv_timer_t *t) {
+  struct fm *fm = t->data;
+  int64_t next = fm->poll_ms;
+  fm->poll_ms = fm->poll_ms * 2 > fm->cfg->poll_ms ? fm->cfg->poll_ms : fm->poll_ms * 2;
+  uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(next, 20), 0);
+  fm->maybe_work = 1;
+  watch_arm(fm);
+  fm_kick(fm);
+  if (fm->running.n == 0 && fm->waiting.n == 0 && fm->claim_out == 0) check_empty(fm);
+}
+
+static void poll_restart(struct fm *fm, int64_t ms) {
+  if (fm->stopping || fm->closed) return;
+  if (ms > fm->cfg->poll_ms) ms = fm->cfg->poll_ms;
+  fm->poll_ms = ms;
+  uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(ms, 20), 0);
+}
+
+static void on_hold(uv_timer_t *t) { fm_kick(t->data); }
+
+/* ---------------------------------------------------------------- running */
+
+/* Starts job in a free slot; -1 when it could not (it is released). */
+static int start_job(struct fm *fm, struct fm_job *job) {
+  job->started_ms = fm_now_ms();
+  fm_list_push(&fm->running, job);
+  int rc = fm->cfg->persistent ? fm_workers_start(fm, job)
+                               : fm_child_start(fm, job);
+  if (rc == 0) return 0;
+  fm_list_remove(&fm->running, job);
+  fm_log("cannot start '%s' for job %lld: %s: releasing it and claiming "
+         "nothing for 1s",
+         fm->cfg->argv[0], (long long)job->job.id, uv_strerror(rc));
+  release_job(fm, job);
+  fm->hold_until_ms = fm_now_ms() + HOLD_MS;
+  uv_timer_start(&fm->hold_timer, on_hold, HOLD_MS, 0);
+  return -1;
+}
+
+void fm_kick(struct fm *fm) {
+  if (fm->closed) return;
+  while (!fm->stopping && fm->waiting.n > 0 && free_slot(fm)) {
+    struct fm_job *job = fm_list_pop(&fm->waiting);
+    if (start_job(fm, job) != 0) break;
+  }
+  if (fm->waiting.n == 0 && fm->maybe_work && fm->connected && free_slot(fm))
+    fm->starved = 1;
+  claim(fm);
+}
+
+static void handle_cancels(struct fm *fm, const int64_t *ids, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    struct fm_job *j;
+    for (j = fm->running.head; j != NULL; j = j->next)
+      if (j->job.id == ids[i] && j->gen == fm->gen) break;
+    if (j != NULL) {
+      if (j->kill == FM_KILL_NONE) {
+        if (fm->cfg->verbose)
+          fm_log("job %lld: cancel requested: stopping it", (long long)ids[i]);
+        kill_job(fm, j, FM_KILL_CANCEL, 0);
+      }
+      continue;
+    }
+    for (j = fm->waiting.head; j != NULL; j = j->next)
+      if (j->job.id == ids[i]) break;
+    if (j != NULL) {
+      /* Not started: released, it ends as cancelled. */
+      fm_list_remove(&fm->waiting, j);
+      release_job(fm, j);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- the session */
+
+static void connect_db(struct fm *fm);
+
+static void on_reconnect(uv_timer_t *t) { connect_db(t->data); }
+
+static void on_lease(uv_timer_t *t);
+
+static void lease_arm(struct fm *fm) {
+  int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
+  uv_timer_start(&fm->lease_timer, on_lease, (uint64_t)(left < 0 ? 0 : left), 0);
+}
+
+static void on_lease(uv_timer_t *t) {
+  struct fm *fm = t->data;
+  if (!fm->connected) return;
+  if (fm_now_ms() - fm->beat_ok_ms < fm->cfg->lease_ms) {
+    lease_arm(fm);
+    return;
+  }
+  char why[128], d[FM_DUR_BUF];
+  snprintf(why, sizeof why, "no heartbeat succeeded for %s (the lease)",
+           fm_fmt_ms(d, fm->cfg->lease_ms));
+  fm_session_lost(fm, why);
+}
+
+static void on_beat(uv_timer_t *t);
+
+static void on_beat_done(struct fm *fm, struct fm_op *op) {
+  fm->beat_out = 0;
+  if (fm->closed || op->rc == FM_STALE || op->gen != fm->gen) {
+    fm_op_free(op);
+    return;
+  }
+  int64_t third = fm->cfg->lease_ms / 3;
+  if (op->rc == JOBQ_OK) {
+    fm->beat_ok_ms = op->submitted_ms;
+    lease_arm(fm);
+    if (fm->beat_failing) {
+      fm_log("heartbeats succeed again");
+      fm->beat_failing = 0;
+      uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
+    }
+    handle_cancels(fm, op->cancel, op->ncancel);
+    fm_op_free(op);
+    fm_acker_flush(fm);
+    return;
+  }
+  if (op->rc == JOBQ_EEXPIRED) {
+    char why[600];
+    snprintf(why, sizeof why, "%s", op->errmsg);
+    fm_op_free(op);
+    fm_session_lost(fm, why);
+    return;
+  }
+  if (!fm->beat_failing) {
+    char d[FM_DUR_BUF];
+    int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
+    fm_log("heartbeat failed: %s: the session is given up if none succeeds "
+           "within %s",
+           op->errmsg, fm_fmt_ms(d, left < 0 ? 0 : left));
+  }
+  fm->beat_failing = 1;
+  if (op->rc == JOBQ_ECONN) fm->reopen_next = 1;
+  fm_op_free(op);
+  int64_t soon = fm->cfg->lease_ms / 10;
+  uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)soon, (uint64_t)third);
+}
+
+static void on_beat(uv_timer_t *t) {
+  struct fm *fm = t->data;
+  if (!fm->connected || fm->beat_out) return;
+  struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_beat_done);
+  op->in_flight = (int64_t)fm->running.n;
+  fm->beat_out = 1;
+  fm_db_submit(fm, op, 1);
+}
+
+void fm_session_lost(struct fm *fm, const char *why) {
+  if (!fm->connected) return;
+  fm->connected = 0;
+  fm->gen++;
+  fm_db_set_gen(fm, fm->gen);
+  uv_timer_stop(&fm->beat_timer);
+  uv_timer_stop(&fm->lease_timer);
+  watch_close(fm);
+  size_t running = 0, waiting = 0;
+  for (struct fm_job *j = fm->running.head; j != NULL; j = j->next) {
+    if (j->gen >= fm->gen) continue;
+    /* At once: another worker may already be running it. */
+    kill_job(fm, j, FM_KILL_LOST, 1);
+    running++;
+  }
+  struct fm_job *j;
+  while ((j = fm_list_pop(&fm->waiting)) != NULL) {
+    job_free(j);
+    waiting++;
+  }
+  size_t dropped = fm_acker_drop(fm, fm->gen);
+  fm->lost += (int64_t)(running + waiting + dropped);
+  fm_log("session lost: %s: killed %zu running jobs, dropped %zu claimed jobs "
+         "and %zu outcomes not yet recorded (those jobs run again)%s",
+         why, running, waiting, dropped,
+         fm->stopping ? "" : "; opening a new session");
+  if (fm->stopping) {
+    fm_maybe_finish(fm);
+    return;
+  }
+  connect_db(fm);
+}
+
+static void describe_start(struct fm *fm, const struct fm_op *op) {
+  const struct fm_config *cfg = fm->cfg;
+  char queues[256], command[256], lease[FM_DUR_BUF];
+  size_t o = 0;
+  queues[0] = '\0';
+  for (size_t i = 0; i < cfg->nq && o < sizeof queues; i++)
+    o += (size_t)snprintf(queues + o, sizeof queues - o, "%s%s", i ? ", " : "",
+                          cfg->queues[i]);
+  o = 0;
+  command[0] = '\0';
+  for (size_t i = 0; cfg->argv[i] != NULL && o < sizeof command; i++)
+    o += (size_t)snprintf(command + o, sizeof command - o, "%s%s", i ? " " : "",
+                          cfg->argv[i]);
+  char note[300] = "";
+  if (op->watch_fd < 0)
+    snprintf(note, sizeof note, "; no wake-ups from the database (%s): polling",
+             op->watch_msg);
+  char *url = jobq_url_redact(cfg->url);
+  fm_log("started: session %s on %s, %s%s%s, %d %s '%s', lease %s%s",
+         op->session_id, url != NULL ? url : "?",
+         cfg->nq == 0 ? "every queue" : cfg->nq == 1 ? "queue" : "queues",
+         cfg->nq == 0 ? "" : " ", queues, cfg->concurrency,
+         cfg->persistent ? "persistent workers of" : "jobs at once of", command,
+         fm_fmt_ms(lease, cfg->lease_ms), note);
+  free(url);
+}
+
+static void on_connected(struct fm *fm, struct fm_op *op) {
+  const struct fm_config *cfg = fm->cfg;
+  fm->connecting = 0;
+  if (fm->closed) {
+    fm_op_free(op);
+    return;
+  }
+  if (op->rc != JOBQ_OK) {
+    int rc = op->rc;
+    int permanent = rc == JOBQ_EINVAL || rc == JOBQ_EURL || rc == JOBQ_ESCHEMA ||
+                    rc == JOBQ_ENOTSUP || rc == JOBQ_EREADONLY;
+    if (!fm->ever_connected && permanent) {
+      fm_log("cannot start: %s", op->errmsg);
+      fm->status = rc == JOBQ_EREADONLY || rc == JOBQ_ENOTSUP ? 1 : 2;
+      fm_op_free(op);
+      begin_stop(fm, 1, NULL);
+      return;
+    }
+    if (rc == JOBQ_ECONN) fm->reopen_next = 1;
+    fm->reconnect_ms = fm->reconnect_ms == 0 ? RECONNECT_MIN_MS : fm->reconnect_ms * 2;
+    if (fm->reconnect_ms > RECONNECT_MAX_MS) fm->reconnect_ms = RECONNECT_MAX_MS;
+    int64_t wait = fm_jitter(fm->reconnect_ms, 50);
+    char d[FM_DUR_BUF];
+    fm_log("cannot open a session: %s: trying again in %s", op->errmsg,
+           fm_fmt_ms(d, wait));
+    fm_op_free(op);
+    if (fm->stopping)
+      fm_maybe_finish(fm);
+    else
+      uv_timer_start(&fm->reconnect_timer, on_reconnect, (uint64_t)wait, 0);
+    return;
+  }
+  if (!fm->ever_connected)
+    describe_start(fm, op);
+  else
+    fm_log("new session %s: claiming again", op->session_id);
+  fm->connected = 1;
+  fm->ever_connected = 1;
+  fm->reconnect_ms = 0;
+  fm->beat_ok_ms = op->submitted_ms;
+  fm->beat_failing = 0;
+  watch_set(fm, op->watch_fd);
+  op->watch_fd = -1; /* the watch owns it now */
+  fm_op_free(op);
+  int64_t third = cfg->lease_ms / 3;
+  uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
+  lease_arm(fm);
+  fm->maybe_work = 1;
+  if (fm->stopping) {
+    fm_maybe_finish(fm);
+    return;
+  }
+  poll_restart(fm, POLL_MIN_MS);
+  fm_kick(fm);
+}
+
+static void connect_db(struct fm *fm) {
+  if (fm->connecting || fm->connected || fm->closed || fm->stopping) return;
+  struct fm_op *op = fm_op_new(FM_OP_CONNECT, fm->gen, on_connected);
+  op->reopen = fm->reopen_next;
+  fm->reopen_next = 0;
+  fm->connecting = 1;
+  fm_db_submit(fm, op, 0);
+}
+
+/* ---------------------------------------------------------------- stopping */
+
+static void finish(struct fm *fm) {
+  fm->closed = 1;
+  uv_timer_t *timers[] = {&fm->beat_timer,      &fm->lease_timer, &fm->poll_timer,
+                          &fm->reconnect_timer, &fm->grace_timer, &fm->hold_timer};
+  for (size_t i = 0; i < sizeof timers / sizeof timers[0]; i++)
+    uv_close((uv_handle_t *)timers[i], NULL);
+  uv_close((uv_handle_t *)&fm->sig_term, NULL);
+  uv_close((uv_handle_t *)&fm->sig_int, NULL);
+  uv_close((uv_handle_t *)&fm->sig_hup, NULL);
+  watch_close(fm);
+  fm_acker_close(fm);
+  fm_workers_close(fm);
+  fm_guard_close(fm);
+  /* Closes the session: whatever it still holds goes back to ready. */
+  fm_db_stop(fm);
+  if (fm->ever_connected) {
+    char d[FM_DUR_BUF];
+    fm_log("stopped after %s: %lld done, %lld failed, %lld retried later, "
+           "%lld released, %lld cancelled, %lld lost; session closed",
+           fm_fmt_ms(d, fm_now_ms() - fm->started_ms), (long long)fm->done,
+           (long long)fm->failed, (long long)fm->retried, (long long)fm->released,
+           (long long)fm->cancelled, (long long)fm->lost);
+  }
+}
+
+void fm_maybe_finish(struct fm *fm) {
+  if (!fm->stopping || fm->closed) return;
+  if (fm->running.n > 0) return;
+  if (fm->workers != NULL && fm_workers_alive(fm) > 0) return;
+  if (fm->connected && fm_acker_busy(fm)) {
+    fm_acker_flush(fm);
+    return;
+  }
+  finish(fm);
+}
+
+static void on_grace(uv_timer_t *t) {
+  struct fm *fm = t->data;
+  char d[FM_DUR_BUF];
+  if (fm->running.n > 0)
+    fm_log("the grace of %s is over: stopping %zu running jobs (they go back "
+           "to the queue)",
+           fm_fmt_ms(d, fm->cfg->grace_ms), fm->running.n);
+  for (struct fm_job *j = fm->running.head; j != NULL; j = j->next)
+    kill_job(fm, j, FM_KILL_STOP, 0);
+  if (fm->workers != NULL) fm_workers_terminate(fm, 0);
+}
+
+static void begin_stop(struct fm *fm, int fast, const char *why) {
+  if (fm->closed) return;
+  if (!fm->stopping) {
+    fm->stopping = 1;
+    size_t released = fm->waiting.n;
+    uv_timer_stop(&fm->poll_timer);
+    uv_timer_stop(&fm->reconnect_timer);
+    uv_timer_stop(&fm->hold_timer);
+    watch_close(fm);
+    struct fm_job *j;
+    while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
+    fm_acker_flush(fm);
+    if (fm->workers != NULL) fm_workers_stop(fm);
+    if (why != NULL && !fast) {
+      char d[FM_DUR_BUF];
+      fm_log("stopping (%s): %zu running jobs may finish within %s, %zu "
+             "claimed jobs released%s",
+             why, fm->running.n, fm_fmt_ms(d, fm->cfg->grace_ms), released,
+             strncmp(why, "SIG", 3) == 0 ? "; a second signal stops them now" : "");
+    }
+    uv_timer_start(&fm->grace_timer, on_grace, (uint64_t)fm->cfg->grace_ms, 0);
+  }
+  if (fast && fm->stopping < 2) {
+    fm->stopping = 2;
+    if (why != NULL)
+      fm_log("stopping now (%s): killing %zu running jobs (they go back to the "
+             "queue)",
+             why, fm->running.n);
+    for (struct fm_job *j = fm->running.head; j != NULL; j = j->next)
+      kill_job(fm, j, FM_KILL_STOP, 1);
+    if (fm->workers != NULL) fm_workers_terminate(fm, 1);
+  }
+  fm_maybe_finish(fm);
+}
+
+static void on_signal(uv_signal_t *s, int sig) {
+  struct fm *fm = s->data;
+  char name[FM_SIG_BUF];
+  begin_stop(fm, fm->stopping != 0, fm_signame(name, sig));
+}
+
+/* ---------------------------------------------------------------- running the foreman */
+
+/*
+ * What jobs and workers are spawned as: "jobq-exec PPID FILE COMMAND
+ * ARGS..." when the helper sits beside the jobq binary (as `make` builds
+ * and installs it), else FILE with COMMAND ARGS... directly, with a
+ * warning.  FILE was found in PATH once, at the start, not for each job.
+ */
+static void exec_argv_init(struct fm *fm) {
+  const struct fm_config *cfg = fm->cfg;
+  size_t n = 0;
+  while (cfg->argv[n] != NULL) n++;
+  fm->exec_argv = fm_xmalloc((n + 4) * sizeof *fm->exec_argv);
+  char self[4096];
+  size_t len = sizeof self;
+  char *helper = NULL;
+  if (uv_exepath(self, &len) == 0) {
+    char *slash = strrchr(self, '/');
+    if (slash != NULL) {
+      *slash = '\0';
+      size_t size = strlen(self) + sizeof "/jobq-exec";
+      helper = fm_xmalloc(size);
+      snprintf(helper, size, "%s/jobq-exec", self);
+      if (access(helper, X_OK) != 0) {
+        free(helper);
+        helper = NULL;
+      }
+    }
+  }
+  if (helper == NULL) {
+    fm_log("no jobq-exec beside the jobq binary: jobs start without the "
+           "parent-death signal (the guard still stops them)");
+    fm->exec_file = cfg->file;
+    memcpy(fm->exec_argv, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+    return;
+  }
+  char ppid[32];
+  snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+  fm->exec_file = helper;
+  fm->exec_argv[0] = helper;
+  fm->exec_argv[1] = fm_xstrdup(ppid);
+  fm->exec_argv[2] = (char *)cfg->file;
+  memcpy(fm->exec_argv + 3, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+  fm->exec_helper = 1;
+}
+
+static void exec_argv_release(struct fm *fm) {
+  if (fm->exec_helper) {
+    free(fm->exec_argv[0]);
+    free(fm->exec_argv[1]);
+  }
+  free(fm->exec_argv);
+}
+
+/* Descriptors the foreman inherited must not reach its jobs. */
+static void cloexec_inherited(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || fd < 3 || fd == dirfd(d)) continue;
+    int flags = fcntl((int)fd, F_GETFD);
+    if (flags >= 0) fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+  closedir(d);
+}
+
+int fm_run(const struct fm_config *cfg) {
+  struct fm *fm = fm_xmalloc(sizeof *fm);
+  memset(fm, 0, sizeof *fm);
+  uv_loop_t loop;
+  cloexec_inherited();
+  signal(SIGPIPE, SIG_IGN);
+  if (uv_loop_init(&loop) != 0) {
+    fm_log("cannot start the event loop");
+    free(fm);
+    return 1;
+  }
+  fm->cfg = cfg;
+  fm->loop = &loop;
+  fm->gen = 1;
+  fm->started_ms = fm_now_ms();
+  fm->poll_ms = POLL_MIN_MS;
+  fm->prefetch = cfg->prefetch;
+  fm_env_init(&fm->env, environ, cfg->url);
+  exec_argv_init(fm);
+  uv_timer_t *timers[] = {&fm->beat_timer,      &fm->lease_timer, &fm->poll_timer,
+                          &fm->reconnect_timer, &fm->grace_timer, &fm->hold_timer};
+  for (size_t i = 0; i < sizeof timers / sizeof timers[0]; i++) {
+    uv_timer_init(&loop, timers[i]);
+    timers[i]->data = fm;
+  }
+  uv_signal_t *sigs[] = {&fm->sig_term, &fm->sig_int, &fm->sig_hup};
+  int signums[] = {SIGTERM, SIGINT, SIGHUP};
+  for (size_t i = 0; i < 3; i++) {
+    uv_signal_init(&loop, sigs[i]);
+    sigs[i]->data = fm;
+    uv_signal_start(sigs[i], on_signal, signums[i]);
+  }
+  fm_acker_init(fm);
+  fm_guard_start(fm);
+  int rc = fm_db_start(fm);
+  if (rc != 0) {
+    fm_log("cannot start the database thread: %s", uv_strerror(rc));
+    fm->status = 1;
+    fm->stopping = 2;
+    finish(fm);
+  } else {
+    if (cfg->persistent) fm_workers_init(fm);
+    connect_db(fm);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  int status = fm->status;
+  fm_workers_free(fm);
+  fm_env_release(&fm->env);
+  exec_argv_release(fm);
+  if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
+  free(fm);
+  return status;
+}

@@ -1,0 +1,117 @@
+# worktest.sh - what the foreman's test scripts (tests/cli_work*.sh) share,
+# on top of clitest.sh: running `jobq work` in the foreground with a time
+# limit or in the background, waiting for conditions and for processes,
+# and checks of job counts, single jobs, sessions and processes.  Every
+# background foreman is killed when the script ends, whatever happened.
+
+W_ENV=()
+W_PIDS=()
+trap 'for p in "${W_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+      [[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
+
+# work_env VAR=VALUE...: more environment for the next run_work/start_work.
+work_env() { W_ENV=("$@"); }
+
+# run_work SECONDS ARGS...: `jobq work ARGS` in the foreground, killed after
+# SECONDS; sets $rc, and $W_LOG (= $T_ERR) to its stderr.
+run_work() {
+  local limit=$1
+  shift
+  W_LOG=$D/work.$RANDOM.log
+  T_ERR=$W_LOG
+  T_OUT=$D/work.out
+  T_LAST="work $*"
+  env JOBQ_DB="sqlite:$DB" "${W_ENV[@]}" timeout -k 5 "$limit" "$JOBQ" work "$@" \
+    </dev/null >"$T_OUT" 2>"$W_LOG"
+  rc=$?
+  W_ENV=()
+}
+
+# start_work NAME ARGS...: `jobq work ARGS` in the background; sets $W_PID,
+# and $W_LOG to its stderr ($D/NAME.log).
+start_work() {
+  local name=$1
+  shift
+  W_LOG=$D/$name.log
+  env JOBQ_DB="sqlite:$DB" "${W_ENV[@]}" "$JOBQ" work "$@" </dev/null \
+    >"$D/$name.out" 2>"$W_LOG" &
+  W_PID=$!
+  W_PIDS+=("$W_PID")
+  W_ENV=()
+}
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+  local state
+  state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
+}
+
+# wait_until SECONDS 'CONDITION': evaluates CONDITION every 50 ms until it
+# holds (0) or SECONDS pass (1).
+wait_until() {
+  local end=$((SECONDS + $1))
+  while ((SECONDS <= end)); do
+    eval "$2" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# wait_exit PID SECONDS: waits for a background foreman to exit and sets
+# $W_RC to its status; 1 (after SIGKILL) when it did not in time.
+wait_exit() {
+  if ! wait_until "$2" "! alive $1"; then
+    kill -9 "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    W_RC=killed
+    return 1
+  fi
+  wait "$1"
+  W_RC=$?
+  return 0
+}
+
+# expect_gone PID WHAT: the process is gone, or goes within 2 seconds.
+expect_gone() {
+  [[ -n $1 ]] || { fail "no pid recorded for $2"; return; }
+  wait_until 2 "! alive $1" || fail "$2 (pid $1) is still running"
+}
+
+# expect_counts STATE=N...: jobq stats adds up to these over the queues.
+expect_counts() {
+  local pair
+  run stats --json
+  for pair in "$@"; do
+    local got
+    got=$(json_sum "${pair%%=*}")
+    [[ $got == "${pair#*=}" ]] || fail "${pair%%=*}: $got, expected ${pair#*=} ($(cat "$T_OUT"))"
+  done
+}
+
+# expect_job ID STATE ERROR: the job's state, and its last error contains
+# ERROR (when not empty).
+expect_job() {
+  run show "$1" --json
+  grep -qF "\"state\":\"$2\"" "$T_OUT" || fail "job $1: not $2: $(head -c 400 "$T_OUT")"
+  if [[ -n $3 ]]; then
+    grep -qF -- "$3" "$T_OUT" || fail "job $1: last error lacks '$3': $(head -c 400 "$T_OUT")"
+  fi
+}
+
+expect_no_sessions() {
+  run sessions --json
+  grep -qF '"sessions":[]' "$T_OUT" || fail "sessions are left: $(cat "$T_OUT")"
+}
+
+# json_ms FIELD < JSON: the time value of FIELD in Unix ms.
+json_ms() {
+  local t
+  t=$(grep -o "\"$1\": *\"[^\"]*\"" | head -1 | cut -d'"' -f4)
+  [[ -n $t ]] && date -d "$t" +%s%3N
+}
+
+# cpu_ticks PID: user + system CPU time of the process, in clock ticks.
+cpu_ticks() {
+  awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
