@@ -334,6 +334,13 @@ static char *own_text(int id) {
   return b.p;
 }
 
+char *jobq__mysql_claim_sql(void) {
+  char *common = own_text(MY_PICK);
+  char *text = common ? jobq__sql_spell(JOBQ_DIALECT_MYSQL, common, NULL, NULL) : NULL;
+  free(common);
+  return text;
+}
+
 /* ---------------------------------------------------------------- state */
 
 typedef struct stmt {
@@ -625,17 +632,22 @@ static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
   MYSQL_STMT *st = s->st;
   if (rc == JOBQ_OK && s->norder > 0 && mysql_stmt_bind_param(st, bind) != 0)
     rc = stmt_fail(db, st, stmt_name(id));
-  if (rc == JOBQ_OK && mysql_stmt_execute(st) != 0) rc = stmt_fail(db, st, stmt_name(id));
+  int dup = 0;
+  if (rc == JOBQ_OK && mysql_stmt_execute(st) != 0) {
+    /* A job whose unique key is taken inserts nothing: the server undid
+     * just this statement, and the transaction goes on. */
+    if (id == JOBQ_Q_INSERT_JOB && mysql_stmt_errno(st) == ER_DUP_ENTRY)
+      dup = 1;
+    else
+      rc = stmt_fail(db, st, stmt_name(id));
+  }
   if (bind != inline_bind) free(bind);
   if (rc != JOBQ_OK) {
     stmt_release(&own);
     return rc;
   }
-  c->changes = (int64_t)mysql_stmt_affected_rows(st);
-  c->insert_id = (int64_t)mysql_stmt_insert_id(st);
-  /* With CLIENT_FOUND_ROWS, an upsert that found its unique key counts the
-   * row it found; it gave no new id, though. */
-  if (id == JOBQ_Q_INSERT_JOB && c->insert_id == 0) c->changes = 0;
+  c->changes = dup ? 0 : (int64_t)mysql_stmt_affected_rows(st);
+  c->insert_id = dup ? 0 : (int64_t)mysql_stmt_insert_id(st);
   if (mysql_stmt_field_count(st) > 0 && mysql_stmt_store_result(st) != 0) {
     rc = stmt_fail(db, st, stmt_name(id));
     stmt_release(&own);

@@ -145,5 +145,9 @@ extern const jobq_store jobq__store_mysql;
  * refused in why, otherwise. */
 int jobq__mysql_version_check(const char *info, int *mariadb, long *version,
                               char *why, size_t len);
+/* MariaDB / MySQL: the text of the statement that picks a queue's jobs to
+ * claim (parameters: the queue, how many), for a test to EXPLAIN it.  A
+ * new string (free with free()), or NULL when out of memory. */
+char *jobq__mysql_claim_sql(void);
 
 #endif
