@@ -875,7 +875,6 @@ static MYSQL *connect_host(jobq *db, const char *host, unsigned port) {
   mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io);
   mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &io);
   mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-  mysql_options(m, MYSQL_READ_DEFAULT_GROUP, "jobq");
   if (c->sslmode > 0) mysql_options(m, MYSQL_OPT_SSL_ENFORCE, &on);
   if (c->sslmode > 1) mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
   if (c->sslca) mysql_options(m, MYSQL_OPT_SSL_CA, c->sslca);
@@ -969,7 +968,9 @@ static int my_open(jobq *db, const jobq_url *u) {
   db->conn = c;
   c->redacted = db->url_redacted;
   c->connect_timeout_s = 10;
-  c->lock_wait_s = 30;
+  /* A lock wait times out (and the transaction runs again) before the
+   * statement does. */
+  c->lock_wait_s = 20;
   c->statement_timeout_ms = 30000;
   int rc = JOBQ_OK;
   for (size_t i = 0; i < u->nopts && rc == JOBQ_OK; i++) {
