@@ -43,16 +43,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
 # fresh ENGINE: prints the URL of a new, initialised queue database.
 fresh() {
-  local url
-  n=$((n + 1))
+  local url name=bench_$RANDOM$RANDOM
   case $1 in
-    postgres) url="$PG?schema=bench$n" ;;
+    postgres) url="$PG?schema=$name" ;;
     mysql)
-      "$root/tests/mysqlserver.sh" sql "$mydir" -e "CREATE DATABASE bench$n"
-      url="${MY%/*}/bench$n"
+      "$root/tests/mysqlserver.sh" sql "$mydir" -e "CREATE DATABASE $name"
+      url="${MY%/*}/$name"
       ;;
   esac
   "$build/jobq" --db "$url" init >/dev/null
