@@ -13,7 +13,7 @@ CC       ?= cc
 SAN      ?=
 TSAN     ?=
 
-PKGS     := sqlite3 libpq jansson
+PKGS     := sqlite3 libpq libmariadb jansson
 CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \

@@ -39,6 +39,8 @@ static int run(int argc, char **argv) {
     jobq_close(db);
     return rc;
   }
+  /* The database works, but not as durably as jobq promises. */
+  if (jobq_warning(db) != NULL) fprintf(stderr, "warning: %s\n", jobq_warning(db));
   jobq_identity id;
   rc = jobq_init(db);
   if (rc == JOBQ_OK) rc = jobq_identity_get(db, &id);

@@ -120,6 +120,12 @@ void jobq_close(jobq *db);
  * Valid until the next call on db.  jobq_errmsg(NULL) returns "out of
  * memory", the only way jobq_open() fails without a handle. */
 const char *jobq_errmsg(const jobq *db);
+/* A warning about the database found when db was opened (or last
+ * reconnected): a setting that weakens jobq's durability promise, such as
+ * a MariaDB/MySQL server whose innodb_flush_log_at_trx_commit is not 1.
+ * NULL when there is none.  The handle works all the same; `jobq init`
+ * prints it.  Valid until the next call on db. */
+const char *jobq_warning(const jobq *db);
 /* The url with any password replaced by "***".  Caller frees with free().
  * Returns NULL only when out of memory. */
 char *jobq_url_redact(const char *url);

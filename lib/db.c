@@ -19,12 +19,13 @@ static const struct {
 } schemes[] = {
     {"sqlite", &jobq__store_sqlite},     {"sqlite3", &jobq__store_sqlite},
     {"postgres", &jobq__store_postgres}, {"postgresql", &jobq__store_postgres},
-    {"mysql", NULL},                     {"mariadb", NULL},
+    {"mysql", &jobq__store_mysql},       {"mariadb", &jobq__store_mysql},
 };
 #define NSCHEMES (sizeof schemes / sizeof schemes[0])
 
 static const char expected[] =
-    "expected sqlite:PATH or postgres://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE";
+    "expected sqlite:PATH, postgres://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE or "
+    "mysql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE";
 
 int jobq_open(const char *url, jobq **out) {
   jobq *db = calloc(1, sizeof *db);
@@ -80,6 +81,10 @@ void jobq_close(jobq *db) {
   if (db->store != NULL && db->conn != NULL) db->store->close(db);
   free(db->url_redacted);
   free(db);
+}
+
+const char *jobq_warning(const jobq *db) {
+  return db != NULL && db->warning[0] != '\0' ? db->warning : NULL;
 }
 
 int jobq__usable(jobq *db) {

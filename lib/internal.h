@@ -37,6 +37,9 @@ struct jobq {
   int retry;
   int err;
   char errmsg[JOBQ_ERRMSG_MAX];
+  /* Set by a store when it connects: a setting of the database that
+   * weakens jobq's promises ("" when none); see jobq_warning(). */
+  char warning[JOBQ_ERRMSG_MAX];
 };
 
 struct jobq_session {

@@ -94,7 +94,8 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_BLOCKED_BY] = {.common = "SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
     [JOBQ_Q_MAKE_READY] = {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},
     /* ?3: run_at (0: now + ?4, the delay).  A unique key already taken
-     * inserts nothing. */
+     * inserts nothing (MySQL: the store counts its duplicate-key error as
+     * no row, which needs no UPDATE right and locks no existing row). */
     [JOBQ_Q_INSERT_JOB] =
         {.common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
          "barrier, unique_key, payload, max_attempts, timeout_ms, backoff_ms, "
@@ -114,7 +115,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "order_key, barrier, unique_key, payload, max_attempts, "
                   "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
-                  "?9, ?10, ?11, ?12, {now}) ON DUPLICATE KEY UPDATE id = id"},
+                  "?9, ?10, ?11, ?12, {now})"},
     [JOBQ_Q_SESSION_INSERT] =
         {.common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
          "heartbeat_at, expires_at, lease_ms, started_through) VALUES (?1, ?2, "

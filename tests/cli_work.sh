@@ -52,10 +52,21 @@ t_usage_errors() {
   # Nothing was opened: no database file appeared.
   [[ -e $DB ]] && fail "a usage error created the database"
   # A database URL that cannot work: exit 2, and no password shown.
-  T_DBURL='postgres://u:secret@127.0.0.1:1/db' run work -- true
+  T_DBURL='postgres://u:secret@127.0.0.1:99999/db' run work -- true
   expect_rc 2
   expect_err_has "cannot start: "
   expect_quiet_about secret
+  # One that is right but does not answer (yet): the foreman keeps trying,
+  # says so without the password, and stops on SIGTERM.
+  JOBQ_DB='postgres://u:secret@127.0.0.1:1/db' "$JOBQ" work -- true 2>"$D/unreachable" &
+  local pid=$!
+  sleep 1.5
+  kill -TERM "$pid"
+  wait "$pid"
+  local st=$?
+  [[ $st == 0 ]] || fail "the foreman that could not connect stopped with $st on SIGTERM"
+  grep -q "trying again" "$D/unreachable" || fail "no retry: $(head -c 300 "$D/unreachable")"
+  grep -q secret "$D/unreachable" && fail "the password was shown"
   # Options end at the command: its own options are its own.
   run work --help
   expect_rc 0

@@ -1,7 +1,8 @@
 /*
  * helpers.c - the shared test fixture (a temp directory, and a real queue
- * database per test: an SQLite file in it, or a fresh schema on the
- * PostgreSQL server that tests/run.sh started) and the small helpers that keep the tests short:
+ * database per test: an SQLite file in it, a fresh schema on the
+ * PostgreSQL server or a fresh database on the MariaDB server that
+ * tests/run.sh started) and the small helpers that keep the tests short:
  * quick puts and claims that assert success, clocks and sleeps in
  * milliseconds, raw SQL on the handle's connection, file and process
  * helpers.  See helpers.h.
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,43 @@ const char *th_store(void) {
 }
 
 int th_is_sqlite(void) { return strcmp(th_store(), "sqlite") == 0; }
+int th_is_mysql(void) { return strcmp(th_store(), "mysql") == 0; }
+
+/* The database of a MariaDB test URL (the path after the host), into out. */
+static void url_dbname(const char *url, char *out, size_t size) {
+  const char *p = strstr(url, "://");
+  assert_non_null(p);
+  p = strchr(p + 3, '/');
+  assert_non_null(p);
+  snprintf(out, size, "%.*s", (int)strcspn(p + 1, "?"), p + 1);
+}
+
+/* Client options for the MariaDB test URL (user, host, port) into out, and
+ * its password into MYSQL_PWD, where the client programs look for it. */
+static void mysql_client_opts(const char *url, char *out, size_t size) {
+  char user[64] = "", pass[128] = "", host[64] = "", port[16] = "";
+  const char *p = strstr(url, "://");
+  assert_non_null(p);
+  p += 3;
+  size_t n = strcspn(p, ":@");
+  snprintf(user, sizeof user, "%.*s", (int)n, p);
+  p += n;
+  if (*p == ':') {
+    p++;
+    n = strcspn(p, "@");
+    snprintf(pass, sizeof pass, "%.*s", (int)n, p);
+    p += n;
+  }
+  assert_true(*p == '@');
+  p++;
+  n = strcspn(p, ":/");
+  snprintf(host, sizeof host, "%.*s", (int)n, p);
+  p += n;
+  if (*p == ':') snprintf(port, sizeof port, "%.*s", (int)strcspn(p + 1, "/"), p + 1);
+  setenv("MYSQL_PWD", pass, 1);
+  snprintf(out, size, "--no-defaults -u '%s' -h %s -P %s", user, host,
+           *port ? port : "3306");
+}
 
 /* A schema name no other test (of this run or of others on the same
  * server) uses. */
@@ -92,8 +131,24 @@ void th_new_db(const char *dir, const char *name, char *url, size_t size) {
     char schema[64];
     fresh_schema(schema, sizeof schema);
     len = snprintf(url, size, "%s%sschema=%s", base, strchr(base, '?') ? "&" : "?", schema);
+  } else if (th_is_mysql()) {
+    /* A database of its own, made on the server's "jobq" database. */
+    const char *base = getenv("JOBQ_TEST_MYSQL_URL");
+    if (base == NULL || *base == '\0') fail_msg("JOBQ_TEST_MYSQL_URL is not set");
+    char dbname[64], sql[128];
+    fresh_schema(dbname, sizeof dbname);
+    jobq *adm = th_open(base);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", dbname);
+    assert_int_equal(th_sql(adm, sql), 0);
+    jobq_close(adm);
+    const char *slash = strchr(strstr(base, "://") + 3, '/');
+    assert_non_null(slash);
+    const char *query = strchr(slash, '?');
+    len = snprintf(url, size, "%.*s/%s%s", (int)(slash - base), base, dbname,
+                   query ? query : "");
   } else {
-    fail_msg("unknown JOBQ_TEST_STORE '%s': expected sqlite or postgres", th_store());
+    fail_msg("unknown JOBQ_TEST_STORE '%s': expected sqlite, postgres or mysql",
+             th_store());
     return;
   }
   assert_true(len > 0 && (size_t)len < size);
@@ -110,6 +165,15 @@ void th_new_db(const char *dir, const char *name, char *url, size_t size) {
 
 void th_drop_db(const char *url) {
   if (th_is_sqlite() || getenv("JOBQ_TEST_KEEP") != NULL) return;
+  if (th_is_mysql()) {
+    char name[64], sql[128];
+    url_dbname(url, name, sizeof name);
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
+    jobq *db = NULL;
+    if (jobq_open(getenv("JOBQ_TEST_MYSQL_URL"), &db) == JOBQ_OK) th_sql(db, sql);
+    jobq_close(db);
+    return;
+  }
   const char *schema = strstr(url, "schema=");
   if (schema == NULL) return;
   char sql[128];
@@ -148,6 +212,15 @@ void th_backup(tq *t, const char *name) {
     return;
   }
   char schema[64], cmd[PATH_MAX * 2 + 512];
+  if (th_is_mysql()) {
+    char opts[256];
+    url_dbname(t->url, schema, sizeof schema);
+    mysql_client_opts(t->url, opts, sizeof opts);
+    snprintf(cmd, sizeof cmd, "mariadb-dump %s --single-transaction %s > '%s'", opts,
+             schema, path);
+    run_cmd(cmd);
+    return;
+  }
   url_schema(t->url, schema, sizeof schema);
   snprintf(cmd, sizeof cmd, "pg_dump --dbname='%.*s' --schema=%s --no-owner -f '%s'",
            (int)strcspn(t->url, "?"), t->url, schema, path);
@@ -169,6 +242,15 @@ void th_restore(tq *t, const char *name) {
     return;
   }
   char schema[64], sql[128], cmd[PATH_MAX * 2 + 512];
+  if (th_is_mysql()) {
+    /* The dump drops and makes again each of its tables. */
+    char opts[256];
+    url_dbname(t->url, schema, sizeof schema);
+    mysql_client_opts(t->url, opts, sizeof opts);
+    snprintf(cmd, sizeof cmd, "mariadb %s %s < '%s'", opts, schema, path);
+    run_cmd(cmd);
+    return;
+  }
   url_schema(t->url, schema, sizeof schema);
   snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
   assert_int_equal(th_sql(t->db, sql), 0);
@@ -188,6 +270,22 @@ void th_swap_in(tq *t, jobq *other, const char *other_url) {
     return;
   }
   char mine[64], theirs[64], sql[256];
+  if (th_is_mysql()) {
+    /* Every table of the other database moves over this one's. */
+    url_dbname(t->url, mine, sizeof mine);
+    url_dbname(other_url, theirs, sizeof theirs);
+    static const char *const tables[] = {"jobq_meta",  "jobq_queues",  "jobq_counts",
+                                         "jobq_sessions", "jobq_jobs", "jobq_done",
+                                         "jobq_blocked", "jobq_locks"};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+      snprintf(sql, sizeof sql, "DROP TABLE %s.%s", mine, tables[i]);
+      assert_int_equal(th_sql(t->db, sql), 0);
+      snprintf(sql, sizeof sql, "RENAME TABLE %s.%s TO %s.%s", theirs, tables[i], mine,
+               tables[i]);
+      assert_int_equal(th_sql(t->db, sql), 0);
+    }
+    return;
+  }
   url_schema(t->url, mine, sizeof mine);
   url_schema(other_url, theirs, sizeof theirs);
   snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE; ALTER SCHEMA %s RENAME TO %s", mine,
@@ -351,6 +449,15 @@ int th_sql(jobq *db, const char *sql) {
   void *h = jobq_native(db);
   assert_non_null(h);
   if (th_is_sqlite()) return sqlite3_exec(h, sql, NULL, NULL, NULL);
+  if (th_is_mysql()) {
+    if (mysql_query(h, sql) != 0) {
+      print_message("%s: %s\n", sql, mysql_error(h));
+      return 1;
+    }
+    MYSQL_RES *res = mysql_store_result(h);
+    if (res != NULL) mysql_free_result(res);
+    return 0;
+  }
   PGresult *res = PQexec(h, sql);
   ExecStatusType st = PQresultStatus(res);
   int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : 1;
@@ -362,6 +469,18 @@ int th_sql(jobq *db, const char *sql) {
 int64_t th_sql_int(jobq *db, const char *sql) {
   void *h = jobq_native(db);
   assert_non_null(h);
+  if (th_is_mysql()) {
+    if (mysql_query(h, sql) != 0) fail_msg("%s: %s", sql, mysql_error(h));
+    MYSQL_RES *res = mysql_store_result(h);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    if (row == NULL || row[0] == NULL) {
+      if (res) mysql_free_result(res);
+      fail_msg("%s: no row", sql);
+    }
+    int64_t v = strtoll(row[0], NULL, 10);
+    mysql_free_result(res);
+    return v;
+  }
   if (!th_is_sqlite()) {
     PGresult *res = PQexec(h, sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1) {

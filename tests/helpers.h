@@ -23,8 +23,9 @@
 
 /* One test's world: a temp directory, a fresh queue database and an open
  * handle on it.  The store is JOBQ_TEST_STORE: "sqlite" (the default: a
- * file in dir) or "postgres" (a new schema on the server whose URL is
- * JOBQ_TEST_PG_URL, dropped at the end). */
+ * file in dir), "postgres" (a new schema on the server whose URL is
+ * JOBQ_TEST_PG_URL, dropped at the end) or "mysql" (a new database on the
+ * MariaDB server whose URL is JOBQ_TEST_MYSQL_URL, dropped at the end). */
 typedef struct tq {
   char dir[PATH_MAX];
   char path[PATH_MAX];       /* dir/queue.db (SQLite) */
@@ -32,16 +33,19 @@ typedef struct tq {
   jobq *db;
 } tq;
 
-/* The store under test ("sqlite", "postgres"), and whether it is SQLite. */
+/* The store under test ("sqlite", "postgres", "mysql"), and whether it is
+ * SQLite or MariaDB/MySQL. */
 const char *th_store(void);
 int th_is_sqlite(void);
+int th_is_mysql(void);
 /* Makes another fresh queue database of the store under test, initialised,
  * named name (SQLite: dir/name.db); its URL goes to url. */
 void th_new_db(const char *dir, const char *name, char *url, size_t size);
 /* Drops a database made by th_new_db (SQLite: nothing; the folder goes). */
 void th_drop_db(const char *url);
 /* Keeps a copy of t's database as name (SQLite: a file in t->dir made
- * by the backup API; PostgreSQL: pg_dump of its schema). */
+ * by the backup API; PostgreSQL: pg_dump of its schema; MariaDB:
+ * mariadb-dump of its database). */
 void th_backup(tq *t, const char *name);
 /* Puts copy name back in place of t's database, under its live handle, as
  * an operator restoring a backup would. */

@@ -2,12 +2,14 @@
 # run.sh - runs the whole test suite against one build and adds it up.
 #
 # Every $JOBQ_BUILD/tests/test_* binary (cmocka) runs once per store: the
-# conformance suite is the same binaries against SQLite and against a
-# throwaway PostgreSQL server that this script starts first
-# (tests/pgserver.sh: a fresh cluster on a free port of 127.0.0.1) and
-# stops at the end; test_parse, which tests no store, runs once.  Then
-# every tests/cli_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, and
-# JOBQ_TEST_PG_URL).  Each file runs under a per-file timeout.  One line
+# conformance suite is the same binaries against SQLite, against a
+# throwaway PostgreSQL server and against a throwaway MariaDB server that
+# this script starts first (tests/pgserver.sh, tests/mysqlserver.sh: a
+# fresh data folder on a free port of 127.0.0.1) and stops at the end;
+# test_parse, which tests no store, runs once, and test_mysql, the MariaDB
+# store's own tests, runs on MariaDB only.  Then every tests/cli_*.sh
+# script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL and
+# JOBQ_TEST_MYSQL_URL).  Each file runs under a per-file timeout.  One line
 # per file says how it went; a failing file's details follow it.  The last
 # line is always "N passed, N failed", counting test cases, and the exit
 # status is nonzero when anything failed.
@@ -24,8 +26,9 @@
 #   JOBQ_TEST_CASE      in the shell scripts, only the case of this name
 #   JOBQ_TEST_VERBOSE   1: print every file's whole output
 #   JOBQ_TEST_STORES    the stores to run the suite on (default
-#                       "sqlite postgres")
+#                       "sqlite postgres mysql")
 #   JOBQ_TEST_PG_URL    a PostgreSQL server to use instead of starting one
+#   JOBQ_TEST_MYSQL_URL a MariaDB server to use instead of starting one
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,15 +46,17 @@ verbose=${JOBQ_TEST_VERBOSE:-0}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-stores=${JOBQ_TEST_STORES:-sqlite postgres}
+stores=${JOBQ_TEST_STORES:-sqlite postgres mysql}
 
 total_pass=0
 total_fail=0
 out=$(mktemp "${TMPDIR:-/tmp}/jobq-run.XXXXXX")
 pgdir=""
+mydir=""
 cleanup() {
   rm -f "$out"
   if [[ -n $pgdir ]]; then "$here/pgserver.sh" stop "$pgdir"; fi
+  if [[ -n $mydir ]]; then "$here/mysqlserver.sh" stop "$mydir"; fi
 }
 trap cleanup EXIT
 
@@ -130,6 +135,27 @@ if [[ " $stores " == *" postgres "* && -z ${JOBQ_TEST_PG_URL:-} ]]; then
   [[ -n $pgdir ]] && export JOBQ_TEST_PG_DIR=$pgdir
 fi
 
+# The MariaDB server, unless one was given.  Not installed: the store's
+# tests are skipped, and say so.
+if [[ " $stores " == *" mysql "* && -z ${JOBQ_TEST_MYSQL_URL:-} ]]; then
+  mydir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-my.XXXXXX")
+  JOBQ_TEST_MYSQL_URL=$("$here/mysqlserver.sh" start "$mydir" 2>"$out")
+  status=$?
+  if ((status == 77)); then
+    echo "skip mysql server            $(cat "$out")"
+    mydir=""
+    stores=${stores/mysql/}
+  elif ((status != 0)); then
+    echo "FAIL mysql server            could not start:"
+    sed 's/^/    /' "$out"
+    total_fail=$((total_fail + 1))
+    mydir=""
+    stores=${stores/mysql/}
+  fi
+  export JOBQ_TEST_MYSQL_URL
+  [[ -n $mydir ]] && export JOBQ_TEST_MYSQL_DIR=$mydir
+fi
+
 found=0
 for bin in "$build"/tests/test_*; do
   [[ -f $bin && -x $bin ]] || continue
@@ -137,6 +163,12 @@ for bin in "$build"/tests/test_*; do
   found=1
   if [[ $(basename "$bin") == test_parse ]]; then
     JOBQ_TEST_STORE=sqlite run_cmocka "$bin" "$(basename "$bin")"
+    continue
+  fi
+  if [[ $(basename "$bin") == test_mysql ]]; then
+    if [[ " $stores " == *" mysql "* ]]; then
+      JOBQ_TEST_STORE=mysql run_cmocka "$bin" "$(basename "$bin")"
+    fi
     continue
   fi
   for store in $stores; do

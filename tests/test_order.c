@@ -463,6 +463,35 @@ static void test_barrier_after_waiting_keys(void **state) {
   jobq_session_close(s);
 }
 
+/* Keys are compared byte for byte on every store: case, trailing spaces
+ * and the two spellings of an accented letter make different keys, so
+ * each first job runs at once; only the exact same bytes wait. */
+static void test_keys_compare_bytes(void **state) {
+  tq *t = *state;
+  static const char *const keys[] = {"k", "K", "k ", "\xc3\xa9", "e\xcc\x81"};
+  int64_t ids[5];
+  for (int i = 0; i < 5; i++) ids[i] = th_put_key(t->db, "bytes", keys[i]);
+  for (int i = 0; i < 5; i++) assert_int_equal(th_state(t->db, ids[i]), JOBQ_STATE_READY);
+  int64_t again = th_put_key(t->db, "bytes", "k ");
+  assert_int_equal(th_state(t->db, again), JOBQ_STATE_WAITING);
+  /* Unique keys too: "u" and "u " are two jobs. */
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "bytes";
+  o.unique_key = "u";
+  int64_t u1 = 0, u2 = 0;
+  int existed = -1;
+  assert_rc(jobq_put(t->db, &o, &u1, &existed), JOBQ_OK);
+  assert_int_equal(existed, 0);
+  o.unique_key = "u ";
+  assert_rc(jobq_put(t->db, &o, &u2, &existed), JOBQ_OK);
+  assert_int_equal(existed, 0);
+  assert_true(u1 != u2);
+  o.unique_key = "U";
+  assert_rc(jobq_put(t->db, &o, &u2, &existed), JOBQ_OK);
+  assert_int_equal(existed, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_key_one_at_a_time),
@@ -479,6 +508,7 @@ int main(void) {
       TQ_TEST(test_retry_into_busy_key),
       TQ_TEST(test_key_waits_for_delayed_head),
       TQ_TEST(test_barrier_after_waiting_keys),
+      TQ_TEST(test_keys_compare_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

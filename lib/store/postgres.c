@@ -1200,7 +1200,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
   if (k && out == NULL) failed = 1;
   if (!failed) {
     /* The statement hands rows back in no order: claim order it is. */
-    qsort(cl, k, sizeof *cl, claimed_cmp);
+    if (k > 1) qsort(cl, k, sizeof *cl, claimed_cmp);
     for (size_t i = 0; i < k; i++) out[i] = cl[i].job;
   } else {
     for (size_t i = 0; i < k; i++) {

@@ -142,5 +142,18 @@ typedef struct jobq_store {
 
 extern const jobq_store jobq__store_sqlite;
 extern const jobq_store jobq__store_postgres;
+extern const jobq_store jobq__store_mysql;
+
+/* MariaDB / MySQL: reads the server's version string (info, as
+ * mysql_get_server_info() gives it) into *mariadb (1 for MariaDB) and
+ * *version (major * 10000 + minor * 100 + patch).  0 when the server has
+ * SKIP LOCKED (MariaDB 10.6, MySQL 8.0.1 or newer); -1, with why it is
+ * refused in why, otherwise. */
+int jobq__mysql_version_check(const char *info, int *mariadb, long *version,
+                              char *why, size_t len);
+/* MariaDB / MySQL: the text of the statement that picks a queue's jobs to
+ * claim (parameters: the queue, how many), for a test to EXPLAIN it.  A
+ * new string (free with free()), or NULL when out of memory. */
+char *jobq__mysql_claim_sql(void);
 
 #endif

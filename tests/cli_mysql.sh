@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# cli_mysql.sh - the jobq command against the MariaDB server that
+# tests/run.sh started (JOBQ_TEST_MYSQL_URL): init and its identity, both
+# schemes, a database without the schema, bad URLs, passwords kept out of
+# every message, a read-only server refused, the warning about
+# innodb_flush_log_at_trx_commit, a max_payload the server cannot carry,
+# and least-privilege roles that cannot drop or alter jobq's tables.  Each
+# case works in a database of its own.  The server's version check is
+# unit-tested in test_mysql.c (no old server runs here).
+. "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+
+MY=${JOBQ_TEST_MYSQL_URL:-}
+if [[ -z $MY ]]; then
+  echo "skipped: JOBQ_TEST_MYSQL_URL is not set (tests/run.sh starts a server)"
+  echo "RESULT: 0 passed, 0 failed"
+  exit 0
+fi
+MY_PASSWORD=$(sed -E 's|^[a-z]+://[^:]+:([^@]+)@.*|\1|' <<<"$MY")
+MY_PORT=$(sed -E 's|.*@127\.0\.0\.1:([0-9]+)/.*|\1|' <<<"$MY")
+MY_BASE=${MY%/*}
+
+# my_do ARGS...: the mariadb client as the server's jobq user (-e "SQL").
+my_do() {
+  MYSQL_PWD=$MY_PASSWORD mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u jobq \
+    -N -B "$@"
+}
+
+# A database of the case's own: $S and the URL $U.
+new_db() {
+  S=c$$_$RANDOM$RANDOM
+  my_do -e "CREATE DATABASE $S"
+  U="$MY_BASE/$S"
+  T_DBURL=$U
+}
+
+t_init_and_identity() {
+  new_db
+  run stats
+  expect_rc 2
+  expect_err_has "jobq init"
+  expect_quiet_about "$MY_PASSWORD"
+  run init
+  expect_rc 0
+  expect_out_has "queue id"
+  expect_out_has "mysql://jobq:***@"
+  expect_quiet_about "$MY_PASSWORD"
+  [[ -s $T_ERR ]] && fail "init warned: $(cat "$T_ERR")"
+  run init --json
+  expect_rc 0
+  expect_out_has '"schema_version":1'
+  run put -q email hello
+  expect_rc 0
+  run stats --json
+  expect_rc 0
+  expect_out_has '"name":"email"'
+  # The same database through the other scheme.
+  T_DBURL=mariadb://${U#mysql://} run stats --json
+  expect_rc 0
+  expect_out_has '"name":"email"'
+  my_do -e "DROP DATABASE $S"
+}
+
+t_bad_urls() {
+  run --db "$MY_BASE/jobq?sslmode=maybe" stats
+  expect_rc 2
+  expect_err_has "sslmode"
+  expect_err_style
+  expect_quiet_about "$MY_PASSWORD"
+  run --db "$MY_BASE/jobq?colour=blue" stats
+  expect_rc 2
+  expect_err_has "colour"
+  run --db "$MY_BASE/jobq?lock_wait_timeout=soon" stats
+  expect_rc 2
+  expect_err_has "lock_wait_timeout"
+  run --db "$MY_BASE" stats
+  expect_rc 2
+  expect_err_has "names no database"
+  expect_quiet_about "$MY_PASSWORD"
+  run --db "mysql://jobq:$MY_PASSWORD@127.0.0.1:99999/jobq" stats
+  expect_rc 2
+  expect_err_has "port"
+  expect_quiet_about "$MY_PASSWORD"
+  run --db "mysql://jobq:$MY_PASSWORD@127.0.0.1:$MY_PORT/jobq%zz" stats
+  expect_rc 2
+  expect_err_has "percent"
+  expect_quiet_about "$MY_PASSWORD"
+}
+
+t_unreachable_and_wrong_password() {
+  # Nothing listens on port 1: a temporary failure, without the password.
+  run --db "mysql://jobq:s3cr3t-word@127.0.0.1:1/jobq?connect_timeout=2s" stats
+  expect_rc 75
+  expect_err_has "127.0.0.1"
+  expect_quiet_about "s3cr3t-word"
+  run --db "mysql://jobq:not-the-password@127.0.0.1:$MY_PORT/jobq" stats
+  expect_rc_in 1 75
+  expect_err_has "***"
+  expect_err_has "Access denied"
+  expect_quiet_about "not-the-password"
+  # A database that does not exist.
+  run --db "$MY_BASE/no_such_db_$$" stats
+  expect_rc 1
+  expect_err_has "no_such_db_$$"
+  expect_quiet_about "$MY_PASSWORD"
+}
+
+t_failover_host_list() {
+  new_db
+  run init
+  expect_rc 0
+  # The first host does not answer; the next one does.
+  run --db "mysql://jobq:$MY_PASSWORD@127.0.0.1:1,127.0.0.1:$MY_PORT/$S?connect_timeout=2s" put -q mh x
+  expect_rc 0
+  run stats --json
+  expect_out_has '"name":"mh"'
+  my_do -e "DROP DATABASE $S"
+}
+
+t_read_only_refused() {
+  new_db
+  run init
+  expect_rc 0
+  my_do -e "SET GLOBAL read_only = 1"
+  run put x
+  local put_rc=$rc
+  cp "$T_ERR" "$D/put.err"
+  run stats
+  my_do -e "SET GLOBAL read_only = 0"
+  rc=$put_rc T_ERR=$D/put.err expect_rc 1
+  T_ERR=$D/put.err expect_err_has "read-only"
+  T_ERR=$D/put.err expect_err_has "expected a primary"
+  expect_rc 1
+  expect_quiet_about "$MY_PASSWORD"
+  run put x
+  expect_rc 0
+  my_do -e "DROP DATABASE $S"
+}
+
+t_durability_warning() {
+  new_db
+  my_do -e "SET GLOBAL innodb_flush_log_at_trx_commit = 2"
+  run init
+  local init_rc=$rc
+  cp "$T_ERR" "$D/init.err"
+  my_do -e "SET GLOBAL innodb_flush_log_at_trx_commit = 1"
+  rc=$init_rc expect_rc 0
+  T_ERR=$D/init.err expect_err_has "warning: "
+  T_ERR=$D/init.err expect_err_has "innodb_flush_log_at_trx_commit = 2"
+  T_ERR=$D/init.err expect_err_has "expected 1"
+  T_ERR=$D/init.err expect_quiet_about "$MY_PASSWORD"
+  # Durable again: no warning.
+  run init
+  expect_rc 0
+  [[ -s $T_ERR ]] && fail "warned with innodb_flush_log_at_trx_commit = 1: $(cat "$T_ERR")"
+  my_do -e "DROP DATABASE $S"
+}
+
+t_payload_larger_than_packets() {
+  new_db
+  run --db "$U?max_payload=1GiB" init
+  expect_rc 2
+  expect_err_has "max_allowed_packet"
+  expect_err_style
+  run --db "$U?max_payload=16MiB" init
+  expect_rc 0
+  my_do -e "DROP DATABASE $S"
+}
+
+t_newer_schema_refused() {
+  new_db
+  run init
+  my_do -e "UPDATE $S.jobq_meta SET version = 99"
+  run stats
+  expect_rc 2
+  expect_err_has "99"
+  run init
+  expect_rc 2
+  my_do -e "DROP DATABASE $S"
+}
+
+t_roles() {
+  new_db
+  run init
+  expect_rc 0
+  run init --print-roles
+  expect_rc 0
+  expect_out_has "jobq_${S}_worker"
+  expect_out_has "SET DEFAULT ROLE"
+  cp "$T_OUT" "$D/roles.sql"
+  my_do <"$D/roles.sql" || fail "the roles SQL did not run"
+  my_do -e "CREATE USER 'w_$S'@'127.0.0.1' IDENTIFIED BY 'w-pass';
+            GRANT jobq_${S}_worker TO 'w_$S'@'127.0.0.1';
+            SET DEFAULT ROLE jobq_${S}_worker FOR 'w_$S'@'127.0.0.1';
+            CREATE USER 'p_$S'@'127.0.0.1' IDENTIFIED BY 'p-pass';
+            GRANT jobq_${S}_producer TO 'p_$S'@'127.0.0.1';
+            SET DEFAULT ROLE jobq_${S}_producer FOR 'p_$S'@'127.0.0.1';"
+  local W="mysql://w_$S:w-pass@127.0.0.1:$MY_PORT/$S"
+  local P="mysql://p_$S:p-pass@127.0.0.1:$MY_PORT/$S"
+  # The producer puts (plain, keyed, many), and can do nothing a worker does.
+  run --db "$P" put -q r one
+  expect_rc 0
+  run --db "$P" put -q r --key k two
+  expect_rc 0
+  run --db "$P" cancel 1
+  expect_rc 1
+  expect_err_has "denied"
+  expect_quiet_about "p-pass"
+  # The worker reads and reaps, but cannot drop or alter the tables.
+  run --db "$W" stats --json
+  expect_rc 0
+  expect_out_has '"ready":2'
+  run --db "$W" reap
+  expect_rc 0
+  # ... and works: the example worker claims and completes both jobs.
+  local worker
+  worker=$(dirname "$JOBQ")/examples/worker
+  if [[ -x $worker ]]; then
+    "$worker" --db "$W" -q r --batch 2 --idle 500ms >"$D/worker.out" 2>&1 ||
+      fail "the worker failed: $(tail -n 3 "$D/worker.out")"
+    run --db "$W" stats --json
+    expect_out_has '"done":2'
+  else
+    fail "no example worker at $worker"
+  fi
+  local out
+  out=$(MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
+    -e "DROP TABLE jobq_jobs" 2>&1) && fail "the worker dropped a table"
+  [[ $out == *"denied"* ]] || fail "drop: $out"
+  out=$(MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
+    -e "ALTER TABLE jobq_jobs ADD COLUMN x INT" 2>&1) && fail "the worker altered a table"
+  [[ $out == *"denied"* ]] || fail "alter: $out"
+  local r
+  my_do -e "DROP USER 'w_$S'@'127.0.0.1'; DROP USER 'p_$S'@'127.0.0.1'"
+  for r in reader producer worker admin; do my_do -e "DROP ROLE jobq_${S}_$r"; done
+  my_do -e "DROP DATABASE $S"
+}
+
+if [[ -n ${ONLY_CASE:-} ]]; then for f in $(declare -F | awk "{print \$3}" | grep "^t_" | grep -v "^t_$ONLY_CASE\$"); do unset -f "$f"; done; fi
+run_cases
