@@ -226,9 +226,6 @@ int jobq_put_many(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
 typedef struct jobq_session_opts {
   const char *name;   /* shown by `jobq sessions`; default "worker" */
   int64_t lease_ms;   /* default 5000; at least 100 */
-  int track_starts;   /* 1: the worker calls jobq_session_started() for
-                         each job it starts, and jobs it claimed but never
-                         started cost no attempt when it dies */
 } jobq_session_opts;
 
 void jobq_session_opts_init(jobq_session_opts *opts);
@@ -271,15 +268,17 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel);
 void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight);
 
 /*
- * For a session opened with track_starts: tells jobq that the worker has
- * started job, and every job it claimed before it or in the same claim
- * (a worker starts a claim's jobs together, so claim only what you will
- * start).  Jobs a worker claimed but never started (a batch it died right
- * after claiming) come back without spending an attempt when its lease
- * runs out; started ones spend theirs.  Written with the session's next
- * claim, acknowledgement or heartbeat.  Without track_starts, every job
- * counts as started when it is claimed.
+ * A worker that claims more than it starts at once (a prefetch) says so:
+ * of the session's next claim, only the first n jobs (in claim order)
+ * start at once; the others wait in its hands until it starts them and
+ * tells jobq_session_started().  When a worker dies, a job it had started
+ * spends its attempt (its outcome is unknown); a job it never started
+ * comes back without spending one.  Without this call, every claimed job
+ * counts as started.  Applies to one claim.
  */
+void jobq_session_start_now(jobq_session *s, size_t n);
+/* A held-back job has started; recorded with the session's next claim,
+ * acknowledgement or heartbeat. */
 void jobq_session_started(jobq_session *s, const jobq_job *job);
 
 /* ---------------------------------------------------------------- claims */

@@ -202,12 +202,12 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     rc = jobq__failpoint(db, "ack.before-fence");
-    if (rc == JOBQ_OK) rc = jobq__session_note_started(db, s);
+    if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, 0);
     if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, n);
     if (rc == JOBQ_OK) rc = jobq__failpoint(db, "ack.before-commit");
     rc = jobq__txn_end(db, rc);
   } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK) s->started_dirty = 0;
+  if (rc == JOBQ_OK) jobq__session_noted(s);
   jobq__ack_done(s, acks, n, rc);
   if (rc == JOBQ_OK && (rc = jobq__failpoint(db, "ack.after-commit")) != JOBQ_OK)
     for (size_t i = 0; i < n; i++) acks[i].status = rc, acks[i].already = 0;

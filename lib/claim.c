@@ -10,32 +10,6 @@
 
 #define CLAIM_MAX 10000
 
-/* The session must be alive and of the database's epoch, and stays so
- * (its row held) until the claim commits. */
-int jobq__claim_batch(jobq *db, jobq_session *s, const char *const *queues,
-                      size_t nq, size_t max, jobq_job **jobs, size_t *n) {
-  *jobs = NULL;
-  *n = 0;
-  if (max == 0) return JOBQ_OK;
-  int rc = jobq__identity_check(db);
-  if (rc == JOBQ_OK && db->epoch != s->epoch)
-    return jobq__fail(db, JOBQ_EEXPIRED,
-                      "session '%s' belongs to epoch %lld, the database is at "
-                      "epoch %lld: open a new session",
-                      s->id, (long long)s->epoch, (long long)db->epoch);
-  if (rc != JOBQ_OK) return rc;
-  jobq_rows *r;
-  int got = jobq__sql_row(db, JOBQ_Q_SESSION_LOCK, &r, SQL_ARGS(V_TEXT(s->id)));
-  if (got < 0) return got;
-  int alive = got == 1 && jobq__col_int(db, r, 0) == s->epoch && jobq__col_int(db, r, 1);
-  jobq__rows_done(db, r);
-  if (!alive)
-    return jobq__fail(db, JOBQ_EEXPIRED,
-                      "session '%s' has expired: stop its jobs and open a new session",
-                      s->id);
-  return db->store->claim(db, s, queues, nq, max, jobs, n);
-}
-
 int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max) {
   if (db->txn_depth > 0)
     return jobq__fail(db, JOBQ_ESTATE,
@@ -73,9 +47,9 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     if (nacks > 0) rc = jobq__failpoint(db, "ack.before-fence");
-    if (rc == JOBQ_OK) rc = jobq__session_note_started(db, s);
+    if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, max > 0);
     if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, nacks);
-    if (rc == JOBQ_OK) rc = jobq__claim_batch(db, s, queues, nq, max, jobs, n);
+    if (rc == JOBQ_OK && max > 0) rc = db->store->claim(db, s, queues, nq, max, jobs, n);
     if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
     rc = jobq__txn_end(db, rc);
@@ -85,7 +59,8 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
       *n = 0;
     }
   } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK) s->started_dirty = 0;
+  if (rc == JOBQ_OK) jobq__session_noted(s);
+  s->start_now = SIZE_MAX;
   jobq__ack_done(s, acks, nacks, rc);
   if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
   if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.after-commit");

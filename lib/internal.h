@@ -51,11 +51,12 @@ struct jobq_session {
   int64_t in_flight;
   int64_t done;     /* acknowledged by this session: written by heartbeats */
   int64_t failed;
-  /* jobq_session_started(): the claim time up to which every job has
-   * started (-1: not tracked, every claimed job counts as started), and
-   * whether the database has yet to hear of it. */
-  int64_t started_through;
-  int started_dirty;
+  /* jobq_session_start_now(): how many jobs of the next claim start at
+   * once (SIZE_MAX: all); jobq_session_started(): held-back jobs started
+   * since the last transaction. */
+  size_t start_now;
+  int64_t *started;
+  size_t nstarted, capstarted;
 };
 
 /* Records err and a printf-style message on db (db may be NULL); returns
@@ -136,8 +137,6 @@ int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n);
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
 int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max);
-int jobq__claim_batch(jobq *db, jobq_session *s, const char *const *queues,
-                      size_t nq, size_t max, jobq_job **jobs, size_t *n);
 
 /* The status of an ack that nobody has taken yet (a store's ack_plain
  * leaves it on the acks it does not take). */
@@ -198,9 +197,16 @@ void jobq__wake(jobq *db, const char *queue);
 /* ---------------------------------------------------------------- sessions
  * (lib/session.c) */
 
-/* Writes what jobq_session_started() learned, inside the caller's
- * transaction, when there is anything new. */
+/* The start of every claim and acknowledgement transaction of s: holds
+ * the session's row (shared) until commit, so that reapers, which skip
+ * held rows, neither take the session nor wait on its jobs while its
+ * worker is inside a transaction (a worker stopped there would stop them
+ * too); for a claim, checks that the database is the same and the session
+ * alive and of its epoch; and writes what jobq_session_started() learned
+ * (jobq__session_noted() forgets it once the transaction committed). */
+int jobq__session_enter(jobq *db, jobq_session *s, int claim);
 int jobq__session_note_started(jobq *db, jobq_session *s);
+void jobq__session_noted(jobq_session *s);
 
 /* Ends session sid: its jobs go back to ready (lost: the worker vanished,
  * so the attempt is spent and the job marked prev_lost; else given back),

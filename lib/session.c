@@ -38,8 +38,7 @@ static int session_insert(jobq *db, jobq_session *s) {
   int rc = jobq__sql_run(db, JOBQ_Q_SESSION_INSERT,
                          SQL_ARGS(V_TEXT(s->id), V_INT(s->epoch), V_TEXT(s->name),
                                   V_TEXT(clean ? clean : host), V_INT((int64_t)getpid()),
-                                  V_INT(s->lease_ms),
-                                  s->started_through < 0 ? V_NULL : V_INT(s->started_through)));
+                                  V_INT(s->lease_ms)));
   free(clean);
   return rc;
 }
@@ -70,8 +69,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   if (s == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   s->db = db;
   s->lease_ms = opts->lease_ms;
-  /* Tracked: nothing has started yet. */
-  s->started_through = opts->track_starts ? 0 : -1;
+  s->start_now = SIZE_MAX;
   snprintf(s->name, sizeof s->name, "%s", name);
   jobq__random_hex(s->id, JOBQ_SESSION_ID_LEN / 2);
 
@@ -104,6 +102,7 @@ void jobq_session_close(jobq_session *s) {
       rc = jobq__txn_end(db, jobq__end_session(db, s->id, 0));
     } while (jobq__txn_retry(db, rc, &attempt));
   }
+  free(s->started);
   free(s);
 }
 
@@ -114,19 +113,54 @@ void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
   s->in_flight = in_flight;
 }
 
+void jobq_session_start_now(jobq_session *s, size_t n) {
+  if (s != NULL) s->start_now = n;
+}
+
 void jobq_session_started(jobq_session *s, const jobq_job *job) {
-  if (s == NULL || job == NULL || s->started_through < 0 ||
-      job->claimed_at_ms <= s->started_through)
-    return;
-  s->started_through = job->claimed_at_ms;
-  s->started_dirty = 1;
+  if (s == NULL || job == NULL) return;
+  if (s->nstarted == s->capstarted) {
+    size_t cap = s->capstarted ? s->capstarted * 2 : 16;
+    int64_t *v = realloc(s->started, cap * sizeof *v);
+    /* Out of memory: the job counts as not started, as if it were lost
+     * before its start was recorded. */
+    if (v == NULL) return;
+    s->started = v;
+    s->capstarted = cap;
+  }
+  s->started[s->nstarted++] = job->id;
+}
+
+int jobq__session_enter(jobq *db, jobq_session *s, int claim) {
+  int rc = claim ? jobq__identity_check(db) : JOBQ_OK;
+  if (rc == JOBQ_OK && claim && db->epoch != s->epoch)
+    return jobq__fail(db, JOBQ_EEXPIRED,
+                      "session '%s' belongs to epoch %lld, the database is at "
+                      "epoch %lld: open a new session",
+                      s->id, (long long)s->epoch, (long long)db->epoch);
+  if (rc != JOBQ_OK) return rc;
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_SESSION_LOCK, &r, SQL_ARGS(V_TEXT(s->id)));
+  if (got < 0) return got;
+  int alive = got == 1 && jobq__col_int(db, r, 0) == s->epoch && jobq__col_int(db, r, 1);
+  if (got == 1) jobq__rows_done(db, r);
+  /* An acknowledgement goes on: its claim tokens are its fence. */
+  if (claim && !alive)
+    return jobq__fail(db, JOBQ_EEXPIRED,
+                      "session '%s' has expired: stop its jobs and open a new session",
+                      s->id);
+  return jobq__session_note_started(db, s);
 }
 
 int jobq__session_note_started(jobq *db, jobq_session *s) {
-  if (!s->started_dirty) return JOBQ_OK;
-  return jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
-                       SQL_ARGS(V_TEXT(s->id), V_INT(s->started_through)));
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < s->nstarted && rc == JOBQ_OK; i++)
+    rc = jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
+                       SQL_ARGS(V_INT(s->started[i]), V_TEXT(s->id)));
+  return rc;
 }
+
+void jobq__session_noted(jobq_session *s) { s->nstarted = 0; }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   int rc = jobq__failpoint(db, "heartbeat.before");
@@ -142,8 +176,8 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
                           SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
-                                   V_INT(s->failed), V_INT(s->epoch),
-                                   s->started_through < 0 ? V_NULL : V_INT(s->started_through)));
+                                   V_INT(s->failed), V_INT(s->epoch)));
+  if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
                     "session '%s' has expired and was reaped: stop its jobs "
@@ -176,7 +210,7 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
     free(ids);
     return rc;
   }
-  s->started_dirty = 0;
+  jobq__session_noted(s);
   if (cancel != NULL) {
     *cancel = ids;
     *ncancel = n;

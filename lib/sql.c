@@ -118,10 +118,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "?9, ?10, ?11, ?12, {now})"},
     [JOBQ_Q_SESSION_INSERT] =
         {.common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
-         "heartbeat_at, expires_at, lease_ms, started_through) VALUES (?1, ?2, "
-         "?3, ?4, ?5, {now}, {now}, {now} + ?6, ?6, ?7)"},
-    /* A claim holds its session row so that no reaper deletes the session
-     * under it; heartbeats (which change no key) still go through. */
+         "heartbeat_at, expires_at, lease_ms) VALUES (?1, ?2, ?3, ?4, ?5, "
+         "{now}, {now}, {now} + ?6, ?6)"},
+    /* A claim or an acknowledgement holds its session row: reapers pass
+     * the session by until it commits (jobq__session_enter); heartbeats
+     * (which change no key) still go through. */
     [JOBQ_Q_SESSION_LOCK] =
         {.common = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END FROM "
          "jobq_sessions WHERE id = ?1",
@@ -130,25 +131,15 @@ static const text texts[JOBQ_Q__COUNT] = {
          .mysql = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 "
                   "END FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
     [JOBQ_Q_SESSION_DELETE] = {.common = "DELETE FROM jobq_sessions WHERE id = ?1"},
-    /* A session's jobs, and whether each had started (claimed no later
-     * than the session's started_through; all, when it is NULL). */
-    [JOBQ_Q_SESSION_JOBS] =
-        {.common = "SELECT j.id, j.attempts, j.max_attempts, j.cancel_requested, j.queue, "
-         "CASE WHEN s.started_through IS NULL OR j.claimed_at <= "
-         "s.started_through THEN 1 ELSE 0 END FROM jobq_jobs j LEFT JOIN "
-         "jobq_sessions s ON s.id = j.session WHERE j.session = ?1 ORDER BY "
-         "j.id{for_update}",
-         .pg = "SELECT j.id, j.attempts, j.max_attempts, j.cancel_requested, "
-               "j.queue, CASE WHEN s.started_through IS NULL OR j.claimed_at <= "
-               "s.started_through THEN 1 ELSE 0 END FROM jobq_jobs j LEFT JOIN "
-               "jobq_sessions s ON s.id = j.session WHERE j.session = $1 ORDER BY "
-               "j.id FOR UPDATE OF j"},
-    [JOBQ_Q_SESSION_STARTED] = {.common = "UPDATE jobq_sessions SET started_through = ?2 "
-                                "WHERE id = ?1"},
+    [JOBQ_Q_SESSION_JOBS] = {.common = "SELECT id, attempts, max_attempts, "
+                             "cancel_requested, queue, started FROM jobq_jobs "
+                             "WHERE session = ?1 ORDER BY id{for_update}"},
+    [JOBQ_Q_SESSION_STARTED] = {.common = "UPDATE jobq_jobs SET started = 1 WHERE id = "
+                                "?1 AND session = ?2"},
     [JOBQ_Q_HEARTBEAT] =
         {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
-         "lease_ms, in_flight = ?2, done = ?3, failed = ?4, started_through = "
-         "?6 WHERE id = ?1 AND epoch = ?5"},
+         "lease_ms, in_flight = ?2, done = ?3, failed = ?4 WHERE id = ?1 AND "
+         "epoch = ?5"},
     /* How long since any session heartbeated (NULL: none), and the longest
      * lease. */
     [JOBQ_Q_STALL] = {.common = "SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "

@@ -63,6 +63,16 @@ void th_swap_in(tq *t, jobq *other, const char *other_url);
     }                                                                      \
   } while (0)
 
+/* For tests of the server stores only: skips the test on SQLite, saying
+ * why. */
+#define TH_SERVER_ONLY(why)                                                \
+  do {                                                                     \
+    if (th_is_sqlite()) {                                                  \
+      print_message("skipped on %s: %s\n", th_store(), (why));             \
+      skip();                                                              \
+    }                                                                      \
+  } while (0)
+
 /* cmocka setup/teardown: *state becomes a tq with an open handle. */
 int tq_setup(void **state);
 int tq_teardown(void **state);

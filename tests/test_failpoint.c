@@ -3,8 +3,8 @@
  * (lib/failpoint.c) instead of waited for: an acknowledgement whose commit
  * outcome the caller never heard, an acknowledgement racing the reaper, a
  * claim that commits after its session's lease ran out, and a worker that
- * dies right after a batch claim (whose unstarted jobs cost no attempt
- * when it tracks starts).  A second process plays the other
+ * dies right after a batch claim (whose held-back jobs cost no attempt).
+ * A second process plays the other
  * workers (heartbeating, so reaping) where the race needs one.
  */
 #include "helpers.h"
@@ -115,11 +115,12 @@ static void test_claim_outlives_lease(void **state) {
   tq *t = *state;
   int64_t x = th_put(t->db, "q", "x");
   int64_t y = th_put(t->db, "q", "y");
-  jobq_session *a = session_with_lease(t->db, 200);
-  struct beater b = {t->url, 2000};
+  jobq_session *a = session_with_lease(t->db, 400);
+  struct beater b = {t->url, 3000};
   pid_t pid = th_fork(beat_for, &b);
-  th_sleep_ms(100);
-  setenv("JOBQ_FAILPOINT", "claim.before-commit=sleep:700", 1);
+  /* Alive when the claim starts, however long the fork took. */
+  assert_rc(jobq_heartbeat(a, NULL, NULL), JOBQ_OK);
+  setenv("JOBQ_FAILPOINT", "claim.before-commit=sleep:1200", 1);
   size_t n = 0;
   jobq_job *j = th_claim(a, "q", 2, &n);
   unsetenv("JOBQ_FAILPOINT");
@@ -145,109 +146,143 @@ static void test_claim_outlives_lease(void **state) {
 }
 
 /* A worker killed right after its batch claim committed: the jobs come
- * back once its lease has run out, to be claimed by another worker.  A
- * worker that tracks starts had started none of them: no attempt is
- * spent.  One that does not has spent one on each. */
-struct claimer {
-  const char *url;
-  int track;
-};
-
+ * back once its lease has run out, to be claimed by another worker.  Each
+ * job it started spent an attempt; the ones it held back (a prefetch,
+ * jobq_session_start_now) did not. */
 static int claim_and_die(void *arg) {
-  struct claimer *c = arg;
+  const char *url = arg;
   jobq *db = NULL;
-  if (jobq_open(c->url, &db) != JOBQ_OK) return 10;
+  if (jobq_open(url, &db) != JOBQ_OK) return 10;
   jobq_session_opts so;
   jobq_session_opts_init(&so);
-  so.lease_ms = 300;
-  so.track_starts = c->track;
+  so.lease_ms = 1000;
   jobq_session *s = NULL;
   if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
-  if (c->track) {
-    /* One job started and finished before: the mark moves on. */
-    jobq_job *j = NULL;
-    size_t n = 0;
-    const char *q = "first";
-    if (jobq_claim(s, &q, 1, 1, &j, &n) != JOBQ_OK || n != 1) return 13;
-    jobq_session_started(s, &j[0]);
-    if (jobq_complete(s, &j[0], NULL, 0, NULL) != JOBQ_OK) return 14;
-    jobq_jobs_free(j, n);
-  }
   setenv("JOBQ_FAILPOINT", "claim.after-commit=kill", 1);
   jobq_job *j = NULL;
   size_t n = 0;
   const char *q = "q";
-  jobq_claim(s, &q, 1, 10, &j, &n);
+  jobq_session_start_now(s, 1);
+  jobq_claim(s, &q, 1, 3, &j, &n);
   return 12; /* not reached: the failpoint kills */
 }
 
-static void dies_after_claim(tq *t, int track) {
+static void test_dies_after_claim(void **state) {
+  tq *t = *state;
   int64_t ids[3];
-  if (track) th_put(t->db, "first", "done before");
   for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
-  struct claimer c = {t->url, track};
-  pid_t pid = th_fork(claim_and_die, &c);
+  pid_t pid = th_fork(claim_and_die, (void *)t->url);
   assert_int_equal(th_wait(pid), 128 + SIGKILL);
   for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_RUNNING);
   jobq_session *s = th_session(t->db, 0);
-  th_beat_until(s, t->db, ids[2], JOBQ_STATE_READY, 5000);
+  th_beat_until(s, t->db, ids[2], JOBQ_STATE_READY, 8000);
   size_t n = 0;
   jobq_job *j = th_claim(s, "q", 10, &n);
   assert_int_equal(n, 3);
   for (size_t k = 0; k < n; k++) {
     assert_int_equal(j[k].id, ids[k]);
-    assert_int_equal(j[k].attempt, track ? 1 : 2);
-    assert_int_equal(j[k].prev_lost, !track);
+    /* The first started at once; the other two were held back. */
+    assert_int_equal(j[k].attempt, k == 0 ? 2 : 1);
+    assert_int_equal(j[k].prev_lost, k == 0);
   }
   jobq_jobs_free(j, n);
   jobq_session_close(s);
 }
 
-static void test_dies_after_claim(void **state) { dies_after_claim(*state, 0); }
-static void test_dies_after_claim_unstarted(void **state) { dies_after_claim(*state, 1); }
-
-/* A tracking worker that claimed two jobs in two batches, started the
- * first, said so with a heartbeat, and died: the started one spent its
- * attempt, the other did not. */
+/* A worker that held back both jobs of a claim, started the first, said
+ * so with a heartbeat, claimed a third (without holding it back), and
+ * died: the started ones spent their attempts, the other did not. */
 static int start_one_and_die(void *arg) {
   const char *url = arg;
   jobq *db = NULL;
   if (jobq_open(url, &db) != JOBQ_OK) return 10;
   jobq_session_opts so;
   jobq_session_opts_init(&so);
-  so.lease_ms = 300;
-  so.track_starts = 1;
+  so.lease_ms = 1000;
   jobq_session *s = NULL;
   if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
   jobq_job *j = NULL, *k = NULL;
   size_t n = 0;
   const char *q = "q";
-  if (jobq_claim(s, &q, 1, 1, &j, &n) != JOBQ_OK || n != 1) return 12;
-  th_sleep_ms(5); /* a later claim, on a later millisecond */
-  if (jobq_claim(s, &q, 1, 1, &k, &n) != JOBQ_OK || n != 1) return 13;
+  jobq_session_start_now(s, 0);
+  if (jobq_claim(s, &q, 1, 2, &j, &n) != JOBQ_OK || n != 2) return 12;
   jobq_session_started(s, &j[0]);
-  if (jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 14;
+  if (jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 13;
+  if (jobq_claim(s, &q, 1, 1, &k, &n) != JOBQ_OK || n != 1) return 14;
   raise(SIGKILL);
   return 15;
 }
 
-static void test_started_spends_unstarted_does_not(void **state) {
+static void test_started_spends_held_does_not(void **state) {
   tq *t = *state;
   int64_t x = th_put(t->db, "q", "x");
   int64_t y = th_put(t->db, "q", "y");
-  pid_t pid = th_fork(start_one_and_die, t->url);
+  int64_t z = th_put(t->db, "q", "z");
+  pid_t pid = th_fork(start_one_and_die, (void *)t->url);
   assert_int_equal(th_wait(pid), 128 + SIGKILL);
   jobq_session *s = th_session(t->db, 0);
-  th_beat_until(s, t->db, y, JOBQ_STATE_READY, 5000);
-  jobq_job_info *i = th_show(t->db, x);
-  assert_int_equal(i->attempts, 1);
-  assert_int_equal(i->prev_lost, 1);
-  jobq_info_free(i, 1);
-  i = th_show(t->db, y);
-  assert_int_equal(i->attempts, 0);
-  assert_int_equal(i->prev_lost, 0);
-  jobq_info_free(i, 1);
+  th_beat_until(s, t->db, z, JOBQ_STATE_READY, 8000);
+  int64_t ids[] = {x, y, z};
+  int spent[] = {1, 0, 1};
+  for (int k = 0; k < 3; k++) {
+    jobq_job_info *i = th_show(t->db, ids[k]);
+    assert_int_equal(i->state, JOBQ_STATE_READY);
+    assert_int_equal(i->attempts, spent[k]);
+    assert_int_equal(i->prev_lost, spent[k]);
+    jobq_info_free(i, 1);
+  }
   jobq_session_close(s);
+}
+
+/* A reaper whose heartbeats must each come back well within limit_ms. */
+struct quick_beater {
+  const char *url;
+  int64_t ms, limit_ms;
+};
+
+static int beat_quickly(void *arg) {
+  struct quick_beater *b = arg;
+  jobq *db = NULL;
+  if (jobq_open(b->url, &db) != JOBQ_OK) return 10;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = 5000;
+  jobq_session *s = NULL;
+  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  int64_t end = th_mono_ms() + b->ms;
+  while (th_mono_ms() < end) {
+    int64_t t0 = th_mono_ms();
+    if (jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 12;
+    if (th_mono_ms() - t0 > b->limit_ms) return 13;
+    th_sleep_ms(50);
+  }
+  jobq_session_close(s);
+  jobq_close(db);
+  return 0;
+}
+
+/* A worker stopped inside its acknowledgement's transaction past its
+ * lease (a pause, a stopped process) holds its rows: the other workers'
+ * heartbeats pass its session by instead of waiting on them, so one stuck
+ * worker does not cost the others their leases.  Its acknowledgement
+ * commits when it wakes up (nobody took the job meanwhile). */
+static void test_stalled_worker_does_not_block_reapers(void **state) {
+  tq *t = *state;
+  TH_SERVER_ONLY("SQLite has one writer at a time: a stalled writer stops everyone "
+                 "until its busy timeout");
+  int64_t id = th_put(t->db, "q", "x");
+  jobq_session *a = session_with_lease(t->db, 300);
+  jobq_job *j = th_claim_one(a, "q");
+  struct quick_beater b = {t->url, 2500, 1000};
+  pid_t pid = th_fork(beat_quickly, &b);
+  setenv("JOBQ_FAILPOINT", "ack.before-commit=sleep:2000", 1);
+  int rc = jobq_complete(a, j, "late", 4, NULL);
+  unsetenv("JOBQ_FAILPOINT");
+  assert_int_equal(th_wait(pid), 0);
+  assert_rc(rc, JOBQ_OK);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DONE);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(a);
 }
 
 /* An unknown failpoint name or action changes nothing. */
@@ -270,8 +305,8 @@ int main(void) {
       TQ_TEST(test_ack_races_reaper),
       TQ_TEST(test_claim_outlives_lease),
       TQ_TEST(test_dies_after_claim),
-      TQ_TEST(test_dies_after_claim_unstarted),
-      TQ_TEST(test_started_spends_unstarted_does_not),
+      TQ_TEST(test_started_spends_held_does_not),
+      TQ_TEST(test_stalled_worker_does_not_block_reapers),
       TQ_TEST(test_unknown_failpoint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

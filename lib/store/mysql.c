@@ -98,7 +98,6 @@ static const char *const schema_v1[] = {
     "  in_flight BIGINT NOT NULL DEFAULT 0,"
     "  done BIGINT NOT NULL DEFAULT 0,"
     "  failed BIGINT NOT NULL DEFAULT 0,"
-    "  started_through BIGINT,"
     "  INDEX jobq_sessions_expires (expires_at)"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
     /* The claim index: the claim's WHERE (queue, state) and its ORDER BY. */
@@ -124,6 +123,7 @@ static const char *const schema_v1[] = {
     "  last_error MEDIUMTEXT,"
     "  cancel_requested SMALLINT NOT NULL DEFAULT 0,"
     "  prev_lost SMALLINT NOT NULL DEFAULT 0,"
+    "  started SMALLINT NOT NULL DEFAULT 1,"
     "  INDEX jobq_jobs_claim (queue, state, priority DESC, run_at, id),"
     "  INDEX jobq_jobs_session (session),"
     "  INDEX jobq_jobs_key (queue, order_key, state, id),"
@@ -247,11 +247,11 @@ static void sb_params(sbuf *b, int from, int count) {
   "session, claim, created_at, claimed_at, finished_at, last_error, "         \
   "prev_lost"
 
-/* The claim time T is read once per claim (one value for every job of
- * it, as jobq_session_started() needs) and bound. */
-#define MARK_SET(T)                                                           \
-  "UPDATE jobq_jobs SET state = 'running', session = ?1, claimed_at = " T     \
-  ", attempts = attempts + 1, cancel_requested = 0, deadline_at = CASE "      \
+/* The claim time T is read once per claim and bound, as is whether the
+ * jobs start at once or are held back (S). */
+#define MARK_SET(T, S)                                                        \
+  "UPDATE jobq_jobs SET state = 'running', session = ?1, started = " S       \
+  ", claimed_at = " T ", attempts = attempts + 1, cancel_requested = 0, deadline_at = CASE "      \
   "WHEN timeout_ms > 0 THEN " T " + timeout_ms END, "
 
 /* The text of own statement id in the common notation of lib/sql.h: a
@@ -277,12 +277,12 @@ static char *own_text(int id) {
              "{now} ORDER BY priority DESC, run_at, id LIMIT ?2{skip_locked}");
       break;
     case MY_MARK_1:
-      sb_add(&b, MARK_SET("?4") "claim = ?3 WHERE id = ?2");
+      sb_add(&b, MARK_SET("?4", "?5") "claim = ?3 WHERE id = ?2");
       break;
     case MY_MARK_N:
       /* ?1 the session, ?2..?33 the ids, ?34..?65 their claims, ?66 the
-       * claim time. */
-      sb_add(&b, MARK_SET("?66") "claim = ELT(FIELD(id, ");
+       * claim time, ?67 started. */
+      sb_add(&b, MARK_SET("?66", "?67") "claim = ELT(FIELD(id, ");
       sb_params(&b, 2, CHUNK);
       sb_add(&b, "), ");
       sb_params(&b, 2 + CHUNK, CHUNK);
@@ -1535,9 +1535,10 @@ static int pick(jobq *db, const char *queue, size_t max, claimed **cl, size_t *n
   return JOBQ_OK;
 }
 
-/* Marks cl[0..n) running for session sid, each with its new claim, at
- * one claim time on the database clock. */
-static int mark(jobq *db, const char *sid, claimed *cl, size_t n) {
+/* Marks cl[0..n) running for session s, each with its new claim, at one
+ * claim time on the database clock; the first s->start_now start at once,
+ * the others are held back. */
+static int mark(jobq *db, jobq_session *s, claimed *cl, size_t n) {
   int64_t now = 0;
   int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
   if (rc != JOBQ_OK) return rc;
@@ -1547,22 +1548,26 @@ static int mark(jobq *db, const char *sid, claimed *cl, size_t n) {
   }
   size_t done = 0;
   while (done < n) {
-    size_t k = n - done > CHUNK ? CHUNK : n - done;
+    /* A chunk never straddles the start_now line. */
+    int started = done < s->start_now;
+    size_t end = started && s->start_now < n ? s->start_now : n;
+    size_t k = end - done > CHUNK ? CHUNK : end - done;
     int64_t changed = 0;
     if (k == 1) {
       rc = jobq__sql_change(db, MY_MARK_1, &changed,
-                            SQL_ARGS(V_TEXT(sid), V_INT(cl[done].job.id),
-                                     V_TEXT(cl[done].job.claim), V_INT(now)));
+                            SQL_ARGS(V_TEXT(s->id), V_INT(cl[done].job.id),
+                                     V_TEXT(cl[done].job.claim), V_INT(now), V_INT(started)));
     } else {
-      jobq_val v[2 + 2 * CHUNK];
-      v[0] = V_TEXT(sid);
+      jobq_val v[3 + 2 * CHUNK];
+      v[0] = V_TEXT(s->id);
       for (size_t i = 0; i < CHUNK; i++) {
         /* Unused places name job 0, which does not exist. */
         v[1 + i] = V_INT(i < k ? cl[done + i].job.id : 0);
         v[1 + CHUNK + i] = V_TEXT(i < k ? cl[done + i].job.claim : "");
       }
       v[1 + 2 * CHUNK] = V_INT(now);
-      rc = jobq__sql_change(db, MY_MARK_N, &changed, v, 2 + 2 * CHUNK);
+      v[2 + 2 * CHUNK] = V_INT(started);
+      rc = jobq__sql_change(db, MY_MARK_N, &changed, v, 3 + 2 * CHUNK);
     }
     if (rc != JOBQ_OK) return rc;
     if (changed != (int64_t)k)
@@ -1595,7 +1600,7 @@ static int my_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
       }
       k = max;
     }
-    rc = mark(db, s->id, cl, k);
+    rc = mark(db, s, cl, k);
   }
   jobq_job *out = rc == JOBQ_OK && k ? calloc(k, sizeof *out) : NULL;
   if (rc == JOBQ_OK && k && out == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");

@@ -74,8 +74,7 @@ static const char *const migrations[] = {
     "  lease_ms bigint NOT NULL,"
     "  in_flight bigint NOT NULL DEFAULT 0,"
     "  done bigint NOT NULL DEFAULT 0,"
-    "  failed bigint NOT NULL DEFAULT 0,"
-    "  started_through bigint);"
+    "  failed bigint NOT NULL DEFAULT 0);"
     "CREATE INDEX jobq_sessions_expires ON jobq_sessions(expires_at);"
     /* The hot table churns (every job is inserted, updated and deleted):
      * vacuum it early and often, so that it and its indexes stay small. */
@@ -100,7 +99,8 @@ static const char *const migrations[] = {
     "  created_at bigint NOT NULL,"
     "  last_error text,"
     "  cancel_requested smallint NOT NULL DEFAULT 0,"
-    "  prev_lost smallint NOT NULL DEFAULT 0"
+    "  prev_lost smallint NOT NULL DEFAULT 0,"
+    "  started smallint NOT NULL DEFAULT 1"
     ") WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,"
     "  autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.05,"
     "  autovacuum_vacuum_cost_delay = 0);"
@@ -226,16 +226,19 @@ enum {
 };
 
 static const char *const own_sql[] = {
-    /* $1 the queues (NULL: every queue), $2 how many, $3 the session.  The
+    /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
+     * how many of them start at once (the rest are held back).  The
      * lateral join walks the claim index of each queue in order. */
     [PG_CLAIM - JOBQ_Q__COUNT] =
         "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND "
         "($1::text[] IS NULL OR name = ANY($1::text[]))), "
-        "c AS (SELECT j.id FROM q CROSS JOIN LATERAL (SELECT id, priority, run_at "
+        "c AS (SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, "
+        "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT id, priority, run_at "
         "FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= {now} "
         "ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) j "
         "ORDER BY j.priority DESC, j.run_at, j.id LIMIT $2) "
         "UPDATE jobq_jobs u SET state = 'running', session = $3, "
+        "started = CASE WHEN c.rn <= $4 THEN 1 ELSE 0 END, "
         "claim = replace(gen_random_uuid()::text, '-', ''), claimed_at = {now}, "
         "attempts = u.attempts + 1, cancel_requested = 0, deadline_at = CASE WHEN "
         "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.id = c.id "
@@ -1172,7 +1175,9 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     qv = arr_val(&a);
   }
   jobq_rows *r;
-  int rc = pg_query(db, PG_CLAIM, SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id)), &r);
+  size_t now = s->start_now < max ? s->start_now : max;
+  int rc = pg_query(db, PG_CLAIM,
+                    SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now)), &r);
   free(a.p);
   if (rc != JOBQ_OK) return rc;
   size_t got = (size_t)r->nrows, k = 0;

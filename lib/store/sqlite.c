@@ -62,8 +62,7 @@ static const char *const migrations[] = {
     "  lease_ms INTEGER NOT NULL,"
     "  in_flight INTEGER NOT NULL DEFAULT 0,"
     "  done INTEGER NOT NULL DEFAULT 0,"
-    "  failed INTEGER NOT NULL DEFAULT 0,"
-    "  started_through INTEGER"
+    "  failed INTEGER NOT NULL DEFAULT 0"
     ");"
     "CREATE INDEX jobq_sessions_expires ON jobq_sessions(expires_at);"
     "CREATE TABLE jobq_jobs ("
@@ -87,7 +86,8 @@ static const char *const migrations[] = {
     "  created_at INTEGER NOT NULL,"
     "  last_error TEXT,"
     "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
-    "  prev_lost INTEGER NOT NULL DEFAULT 0"
+    "  prev_lost INTEGER NOT NULL DEFAULT 0,"
+    "  started INTEGER NOT NULL DEFAULT 1"
     ");"
     /* The claim index: exactly the claim query's WHERE and ORDER BY. */
     "CREATE INDEX jobq_jobs_claim ON jobq_jobs(queue, priority DESC, run_at, id)"
@@ -158,9 +158,10 @@ static const char *const own_sql[] = {
         "AND state = 'ready' AND run_at <= jobq_now() "
         "ORDER BY priority DESC, run_at, id LIMIT ?2",
     /* The chosen jobs (?1, a JSON array of ids) marked running in one
-     * statement; each gets its own claim token. */
+     * statement, started at once or held back (?3); each gets its own
+     * claim token. */
     [SQ_CLAIM - JOBQ_Q__COUNT] =
-        "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, "
+        "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, started = ?3, "
         "claim = lower(hex(randomblob(16))), claimed_at = jobq_now(), "
         "attempts = attempts + 1, cancel_requested = 0, "
         "deadline_at = CASE WHEN timeout_ms > 0 THEN jobq_now() + timeout_ms END "
@@ -764,6 +765,48 @@ static int claim_queues(jobq *db, const char *const *queues, size_t nq,
   return rc;
 }
 
+/* Marks c[from..to) running for session s (started or held back), and
+ * appends them to out[*got..], with c[*got..] rewritten to match. */
+static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
+                int started, jobq_job *out, size_t *got) {
+  /* The ids as a JSON array: "[1,2,3]". */
+  char *list = malloc((to - from) * 21 + 3);
+  if (list == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  size_t len = 0;
+  list[len++] = '[';
+  for (size_t i = from; i < to; i++)
+    len += (size_t)snprintf(list + len, 22, "%s%lld", i > from ? "," : "", (long long)c[i].id);
+  list[len++] = ']';
+  list[len] = '\0';
+  jobq_rows *r;
+  int rc = sq_query(db, SQ_CLAIM, SQL_ARGS(V_TEXT(list), V_TEXT(s->id), V_INT(started)), &r);
+  int failed = 0, row = 0;
+  while (rc == JOBQ_OK && *got < to && (row = sq_next(db, r)) == 1) {
+    jobq_job *j = &out[*got];
+    j->id = sq_col_int(r, 0);
+    j->queue = jobq__col_text(db, r, 1, &failed);
+    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
+    j->attempt = (int)sq_col_int(r, 3);
+    j->max_attempts = (int)sq_col_int(r, 4);
+    j->priority = (int)sq_col_int(r, 5);
+    j->key = jobq__col_text(db, r, 6, &failed);
+    j->timeout_ms = sq_col_int(r, 7);
+    j->prev_lost = (int)sq_col_int(r, 8);
+    size_t tl;
+    snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 9, &tl));
+    c[*got].id = j->id;
+    c[*got].priority = j->priority;
+    c[*got].run_at = sq_col_int(r, 10);
+    j->claimed_at_ms = sq_col_int(r, 11);
+    (*got)++;
+  }
+  if (rc == JOBQ_OK) sq_done(db, r);
+  if (row < 0) rc = row;
+  free(list);
+  if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  return rc;
+}
+
 static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
                     size_t nq, size_t max, jobq_job **jobs, size_t *n) {
   char **names;
@@ -785,50 +828,15 @@ static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
     free(c);
     return JOBQ_OK;
   }
-  /* The ids as a JSON array: "[1,2,3]". */
-  char *list = malloc(nc * 21 + 3);
-  size_t len = 0;
-  if (list != NULL) {
-    list[len++] = '[';
-    for (size_t i = 0; i < nc; i++)
-      len += (size_t)snprintf(list + len, 22, "%s%lld", i ? "," : "", (long long)c[i].id);
-    list[len++] = ']';
-    list[len] = '\0';
-  }
   jobq_job *out = calloc(nc, sizeof *out);
-  if (list == NULL || out == NULL) {
+  if (out == NULL) {
     free(c);
-    free(list);
-    free(out);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
-  jobq_rows *r;
-  rc = sq_query(db, SQ_CLAIM, SQL_ARGS(V_TEXT(list), V_TEXT(s->id)), &r);
-  size_t got = 0;
-  int failed = 0, row = 0;
-  while (rc == JOBQ_OK && got < nc && (row = sq_next(db, r)) == 1) {
-    jobq_job *j = &out[got];
-    j->id = sq_col_int(r, 0);
-    j->queue = jobq__col_text(db, r, 1, &failed);
-    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
-    j->attempt = (int)sq_col_int(r, 3);
-    j->max_attempts = (int)sq_col_int(r, 4);
-    j->priority = (int)sq_col_int(r, 5);
-    j->key = jobq__col_text(db, r, 6, &failed);
-    j->timeout_ms = sq_col_int(r, 7);
-    j->prev_lost = (int)sq_col_int(r, 8);
-    size_t tl;
-    snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 9, &tl));
-    c[got].id = j->id;
-    c[got].priority = j->priority;
-    c[got].run_at = sq_col_int(r, 10);
-    j->claimed_at_ms = sq_col_int(r, 11);
-    got++;
-  }
-  if (rc == JOBQ_OK) sq_done(db, r);
-  if (row < 0) rc = row;
-  free(list);
-  if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  /* The first start_now jobs start at once, the others are held back. */
+  size_t now = s->start_now < nc ? s->start_now : nc, got = 0;
+  if (now > 0) rc = mark(db, s, c, 0, now, 1, out, &got);
+  if (rc == JOBQ_OK && now < nc) rc = mark(db, s, c, now, nc, 0, out, &got);
   if (rc != JOBQ_OK) {
     free(c);
     jobq_jobs_free(out, got);
