@@ -41,7 +41,7 @@ struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
   const char *kill_after, *poll, *ack_delay, *max_output, *name;
-  int persistent, until_empty, verbose;
+  int persistent, until_empty, verbose, log_times;
 };
 
 /* The number of CPUs, the default concurrency. */
@@ -176,6 +176,7 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
   cfg->persistent = a->persistent;
   cfg->until_empty = a->until_empty;
   cfg->verbose = a->verbose;
+  cfg->log_times = a->log_times;
   return 0;
 }
 
@@ -233,6 +234,8 @@ static int run(int argc, char **argv) {
                "exit 0 once the queues have nothing ready, scheduled, waiting "
                "or running"),
       CLI_FLAG('v', "verbose", &a.verbose, "log one line per finished job"),
+      CLI_FLAG(0, "log-times", &a.log_times,
+               "start each log line with the time (UTC) and the pid"),
       CLI_END};
   int next;
   int rc = cli_parse_options_head(usage, opts, argc, argv, &next);

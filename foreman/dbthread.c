@@ -10,8 +10,9 @@
  * dedicated thread, which owns them for their whole life (a handle belongs
  * to one thread at a time, include/jobq.h), and the loop hands it
  * operations: connect, claim, ack, heartbeat, stats.  They run one at a
- * time in order, heartbeats first; each comes back through a uv_async to
- * the loop thread, which calls its done function.  The two threads share
+ * time in order, heartbeats first (an ack followed by a claim run as one
+ * transaction); each comes back through a uv_async to the loop thread,
+ * which calls its done function.  The two threads share
  * only the two op lists (under one mutex) and the current session
  * generation (an atomic): when the loop gives up a session, the ops still
  * queued for it are not run, so nothing is ever acknowledged under a
@@ -44,6 +45,7 @@ void fm_op_free(struct fm_op *op) {
   jobq_jobs_free(op->jobs, op->njobs);
   free(op->acks);
   free(op->cancel);
+  free(op->started);
   jobq_stats_free(op->stats, op->nstats);
   if (op->watch_fd >= 0) close(op->watch_fd);
   free(op);
@@ -104,6 +106,18 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   snprintf(op->session_id, sizeof op->session_id, "%s", jobq_session_id(d->s));
 }
 
+/* Tells the session which held-back jobs the loop has started, so that
+ * only jobs it never started cost no attempt if the foreman dies. */
+static void note_started(struct fm_db *d, const struct fm_op *op) {
+  if (d->s == NULL) return;
+  for (size_t i = 0; i < op->nstarted; i++) {
+    jobq_job job;
+    memset(&job, 0, sizeof job);
+    job.id = op->started[i];
+    jobq_session_started(d->s, &job);
+  }
+}
+
 static void run(struct fm_db *d, struct fm_op *op) {
   int rc;
   int of_session = op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS;
@@ -121,12 +135,14 @@ static void run(struct fm_db *d, struct fm_op *op) {
     snprintf(op->errmsg, sizeof op->errmsg, "no session is open");
     return;
   }
+  if (of_session) note_started(d, op);
   switch (op->kind) {
     case FM_OP_CONNECT:
       run_connect(d, op);
       return;
     case FM_OP_CLAIM:
       if (op->drain) jobq_changed(d->db);
+      jobq_session_start_now(d->s, op->start_now);
       rc = jobq_claim(d->s, d->cfg->queues, d->cfg->nq, op->max, &op->jobs,
                       &op->njobs);
       break;
@@ -149,26 +165,58 @@ static void run(struct fm_db *d, struct fm_op *op) {
     op->rc = JOBQ_OK;
 }
 
+/* An acknowledgement followed by a claim of the same session: both in one
+ * transaction (jobq_ack_claim), half the commits of doing them apart.
+ * Either way the loop gets both ops back with their outcome. */
+static void run_pair(struct fm_db *d, struct fm_op *ack, struct fm_op *claim) {
+  if (ack->gen != atomic_load(&d->gen) || d->db == NULL || d->s == NULL) {
+    run(d, ack);
+    run(d, claim);
+    return;
+  }
+  note_started(d, ack);
+  note_started(d, claim);
+  if (claim->drain) jobq_changed(d->db);
+  jobq_session_start_now(d->s, claim->start_now);
+  int rc = jobq_ack_claim(d->s, ack->acks, ack->nacks, d->cfg->queues, d->cfg->nq,
+                          claim->max, &claim->jobs, &claim->njobs);
+  if (rc != JOBQ_OK) {
+    keep_error(ack, d->db, rc);
+    keep_error(claim, d->db, rc);
+  } else {
+    ack->rc = claim->rc = JOBQ_OK;
+  }
+}
+
 static void *thread_main(void *arg) {
   struct fm_db *d = arg;
   pthread_mutex_lock(&d->mu);
   for (;;) {
     while (d->todo == NULL && !d->quit) pthread_cond_wait(&d->cv, &d->mu);
     if (d->todo == NULL) break; /* quit, and nothing left to do */
-    struct fm_op *op = d->todo;
+    struct fm_op *op = d->todo, *pair = NULL;
     d->todo = op->next;
+    if (op->kind == FM_OP_ACK && d->todo != NULL && d->todo->kind == FM_OP_CLAIM &&
+        d->todo->gen == op->gen) {
+      pair = d->todo;
+      d->todo = pair->next;
+    }
     if (d->todo == NULL) d->todo_tail = NULL;
     pthread_mutex_unlock(&d->mu);
 
-    run(d, op);
+    if (pair != NULL)
+      run_pair(d, op, pair);
+    else
+      run(d, op);
 
     pthread_mutex_lock(&d->mu);
-    op->next = NULL;
+    op->next = pair;
+    if (pair != NULL) pair->next = NULL;
     if (d->done_tail != NULL)
       d->done_tail->next = op;
     else
       d->done = op;
-    d->done_tail = op;
+    d->done_tail = pair != NULL ? pair : op;
     pthread_mutex_unlock(&d->mu);
     uv_async_send(&d->async);
     pthread_mutex_lock(&d->mu);
@@ -224,6 +272,12 @@ int fm_db_start(struct fm *fm) {
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
   struct fm_db *d = &fm->db;
   op->next = NULL;
+  if (op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS && fm->nstarted > 0) {
+    op->started = fm->started;
+    op->nstarted = fm->nstarted;
+    fm->started = NULL;
+    fm->nstarted = fm->capstarted = 0;
+  }
   pthread_mutex_lock(&d->mu);
   if (urgent || d->todo == NULL) {
     op->next = d->todo;
@@ -237,8 +291,18 @@ void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
   pthread_mutex_unlock(&d->mu);
 }
 
+void fm_db_note_started(struct fm *fm, int64_t id) {
+  if (fm->nstarted == fm->capstarted) {
+    fm->capstarted = fm->capstarted ? fm->capstarted * 2 : 16;
+    fm->started = fm_xrealloc(fm->started, fm->capstarted * sizeof *fm->started);
+  }
+  fm->started[fm->nstarted++] = id;
+}
+
 void fm_db_set_gen(struct fm *fm, uint64_t gen) {
   atomic_store(&fm->db.gen, gen);
+  /* What was started under the old session is no news to the next one. */
+  fm->nstarted = 0;
 }
 
 void fm_db_stop(struct fm *fm) {

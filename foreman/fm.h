@@ -33,6 +33,9 @@ int64_t fm_now_ms(void);
 int64_t fm_jitter(int64_t ms, int pct);
 /* Prints "jobq work: MESSAGE" and a newline on stderr, in one write. */
 void fm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether log lines start with the time (UTC, milliseconds) and the pid
+ * (--log-times); set before anything is logged. */
+void fm_log_times(int on);
 #define FM_DUR_BUF 32
 /* "250ms", "1.5s", "2m30s": a duration for messages. */
 const char *fm_fmt_ms(char *buf, int64_t ms);
@@ -165,6 +168,8 @@ struct fm_job {
   uint64_t gen;            /* the session it was claimed under */
   int64_t timeout_ms;      /* this run's limit, 0: none */
   int64_t claimed_ms, started_ms;
+  int held;                /* claimed as a prefetch: its start is to be
+                              told (jobq_session_started) */
   enum fm_kill kill;       /* set once the foreman stops it */
   char *kill_note;         /* more about why (protocol errors) */
   struct fm_job *prev, *next;
@@ -226,12 +231,17 @@ struct fm_op {
   char session_id[64];
   /* CLAIM */
   size_t max;
+  size_t start_now;            /* how many start at once (the rest are held) */
   int drain;                   /* call jobq_changed() first */
   jobq_job *jobs;
   size_t njobs;
   /* ACK */
   jobq_ack *acks;
   size_t nacks;
+  /* every op of a session: held-back jobs the loop has started since
+   * the last op (jobq_session_started) */
+  int64_t *started;
+  size_t nstarted;
   /* HEARTBEAT */
   int64_t in_flight;
   int64_t *cancel;
@@ -265,6 +275,9 @@ void fm_op_free(struct fm_op *op);
 int fm_db_start(struct fm *fm);
 /* Hands op to the database thread; urgent ones go first (heartbeats). */
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent);
+/* Tells the session, with the next op of it, that the loop has started
+ * held-back job id. */
+void fm_db_note_started(struct fm *fm, int64_t id);
 /* Tells the database thread that ops of older generations are stale. */
 void fm_db_set_gen(struct fm *fm, uint64_t gen);
 /* Closes the session (releasing what it holds) and the handle, and ends
@@ -387,6 +400,9 @@ struct fm {
   int beat_failing;
   int maybe_work;                  /* a claim may find jobs */
   int prefetch;                    /* the current prefetch (adapts) */
+  double job_ms;                   /* how long jobs run, on average (EWMA) */
+  int64_t *started;                /* held-back jobs started, for the next op */
+  size_t nstarted, capstarted;
   int starved;                     /* a slot was idle for want of a
                                       claimed job since the last claim */
   int64_t poll_ms;                 /* the current fallback poll interval */

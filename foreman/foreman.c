@@ -181,6 +181,8 @@ static void log_job(const struct fm_job *job, const struct fm_outcome *out) {
 void fm_job_finished(struct fm *fm, struct fm_job *job,
                      struct fm_outcome *out) {
   fm_list_remove(&fm->running, job);
+  double ms = (double)(fm_now_ms() - job->started_ms);
+  fm->job_ms = fm->job_ms > 0 ? fm->job_ms * 0.8 + ms * 0.2 : ms;
   if (fm->cfg->verbose) log_job(job, out);
   fm_acker_add(fm, job, out);
   job_free(job);
@@ -243,10 +245,13 @@ static int capacity(const struct fm *fm) {
   return fm->cfg->persistent ? fm_workers_up(fm) : fm->cfg->concurrency;
 }
 
-static int free_slot(const struct fm *fm) {
-  if (fm->cfg->persistent) return fm_workers_idle(fm) > 0;
-  return (int)fm->running.n < fm->cfg->concurrency;
+/* How many jobs could start now. */
+static int free_slots(const struct fm *fm) {
+  if (fm->cfg->persistent) return fm_workers_idle(fm);
+  return fm->cfg->concurrency - (int)fm->running.n;
 }
+
+static int free_slot(const struct fm *fm) { return free_slots(fm) > 0; }
 
 static void poll_restart(struct fm *fm, int64_t ms);
 
@@ -293,6 +298,11 @@ static void adapt_prefetch(struct fm *fm, int short_batch) {
     p = p / 2;
   else if (fm->starved)
     p = p * 2 + 1;
+  /* Never hold back more than the slots get through in about 50 ms: a
+   * job waiting here is one that another foreman could be running, and
+   * one that waits a whole lease when this foreman dies. */
+  double room = cfg->concurrency * 50.0 / (fm->job_ms > 1 ? fm->job_ms : 1);
+  if (p > room) p = (int)room;
   if (p < cfg->prefetch) p = cfg->prefetch;
   if (p > cfg->prefetch_max) p = cfg->prefetch_max;
   fm->prefetch = p;
@@ -330,8 +340,11 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   }
   if (fm->last_claim_err[0] != '\0') fm_log("claiming again");
   fm->last_claim_err[0] = '\0';
-  for (size_t i = 0; i < op->njobs; i++)
-    fm_list_push(&fm->waiting, job_new(fm, &op->jobs[i]));
+  for (size_t i = 0; i < op->njobs; i++) {
+    struct fm_job *job = job_new(fm, &op->jobs[i]);
+    job->held = i >= op->start_now;
+    fm_list_push(&fm->waiting, job);
+  }
   int short_batch = op->njobs < op->max;
   if (short_batch) fm->maybe_work = 0;
   adapt_prefetch(fm, short_batch);
@@ -365,6 +378,10 @@ static void claim(struct fm *fm) {
   if (want <= 0) return;
   struct fm_op *op = fm_op_new(FM_OP_CLAIM, fm->gen, on_claimed);
   op->max = (size_t)want;
+  /* The rest is a prefetch: held back until a slot frees, and costing
+   * no attempt if this foreman dies before it starts them. */
+  int now = free_slots(fm) - (int)fm->waiting.n;
+  op->start_now = now > 0 ? (size_t)now : 0;
   op->drain = fm->watch != NULL;
   fm->claim_out = 1;
   fm_db_submit(fm, op, 0);
@@ -395,6 +412,7 @@ static void on_hold(uv_timer_t *t) { fm_kick(t->data); }
 /* Starts job in a free slot; -1 when it could not (it is released). */
 static int start_job(struct fm *fm, struct fm_job *job) {
   job->started_ms = fm_now_ms();
+  if (job->held) fm_db_note_started(fm, job->job.id);
   fm_list_push(&fm->running, job);
   int rc = fm->cfg->persistent ? fm_workers_start(fm, job)
                                : fm_child_start(fm, job);
@@ -807,6 +825,7 @@ static void cloexec_inherited(void) {
 }
 
 int fm_run(const struct fm_config *cfg) {
+  fm_log_times(cfg->log_times);
   struct fm *fm = fm_xmalloc(sizeof *fm);
   memset(fm, 0, sizeof *fm);
   uv_loop_t loop;
@@ -855,6 +874,7 @@ int fm_run(const struct fm_config *cfg) {
   fm_workers_free(fm);
   fm_env_release(&fm->env);
   exec_argv_release(fm);
+  free(fm->started);
   if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
   free(fm);
   return status;

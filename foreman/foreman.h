@@ -35,6 +35,8 @@ struct fm_config {
   int persistent;              /* feed long-lived workers */
   int until_empty;             /* stop once the queues have nothing left */
   int verbose;                 /* one line per finished job */
+  int log_times;               /* each log line starts with the time and
+                                  the pid */
   char *const *argv;           /* COMMAND ARGS..., NULL-terminated */
   const char *file;            /* COMMAND as found in PATH (or as given
                                   when it has a '/') */

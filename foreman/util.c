@@ -43,9 +43,25 @@ int64_t fm_jitter(int64_t ms, int pct) {
   return v < 1 ? 1 : v;
 }
 
+/* Set once at start (fm_log_times), read by every log line. */
+static int log_times;
+
+void fm_log_times(int on) { log_times = on; }
+
 void fm_log(const char *fmt, ...) {
   char line[1200];
-  int n = snprintf(line, sizeof line, "jobq work: ");
+  int n;
+  if (log_times) {
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ jobq work[%d]: ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec, ts.tv_nsec / 1000000, (int)getpid());
+  } else {
+    n = snprintf(line, sizeof line, "jobq work: ");
+  }
   va_list ap;
   va_start(ap, fmt);
   int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

@@ -187,6 +187,28 @@ t_sigkill_one_of_two_loses_nothing() {
   expect_no_sessions
 }
 
+# A foreman killed with one job running and four prefetched: the running
+# one spent its attempt (its outcome is unknown), the prefetched ones come
+# back as they were.
+t_sigkill_gives_the_prefetch_back() {
+  for i in 1 2 3 4 5; do run put "j$i"; done
+  work_env DIR="$D"
+  start_work a -c 1 --prefetch 4 --lease 1s -- sh -c 'p=$(cat); echo "$p" >>"$DIR/started"; exec sleep 30'
+  wait_until 10 "[[ -s '$D/started' ]]" || fail "no job started"
+  expect_counts running=5
+  kill -9 "$W_PID"
+  wait "$W_PID" 2>/dev/null
+  # Another foreman (of another queue) heartbeats, and so reaps.
+  start_work b -q other --lease 1s -- true
+  wait_until 10 "$JOBQ stats --db 'sqlite:$DB' --json | grep -q '\"ready\":5'" ||
+    fail "the killed foreman's jobs did not come back: $($JOBQ stats --db "sqlite:$DB")"
+  kill -TERM "$W_PID"
+  run ls --json --state ready
+  [[ $(grep -o '"attempts":1' "$T_OUT" | wc -l) == 1 ]] || fail "not one spent attempt: $(cat "$T_OUT")"
+  [[ $(grep -o '"attempts":0' "$T_OUT" | wc -l) == 4 ]] || fail "not four held back: $(cat "$T_OUT")"
+  [[ $(grep -o '"prev_lost":true' "$T_OUT" | wc -l) == 1 ]] || fail "not one lost: $(cat "$T_OUT")"
+}
+
 t_sigterm_drains() {
   for i in 1 2 3 4 5 6; do run put "j$i"; done
   work_env DIR="$D"
