@@ -120,6 +120,11 @@ fuzz-build:
 fuzz: deps fuzz-build
 	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
+# The long chaos run (tests/chaos/): CHAOS_SECONDS of faults on each store
+# (a short one runs in `make check`, tests/cli_chaos.sh).
+chaos: deps all
+	tests/chaos/run.sh $(BUILD)
+
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
 deps:
@@ -162,4 +167,4 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers
+.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers chaos

@@ -9,6 +9,7 @@
 #                                  postgres://jobq:PASSWORD@127.0.0.1:PORT/jobq
 #   tests/pgserver.sh stop DIR     stops it (fast shutdown) and removes DIR
 #   tests/pgserver.sh url DIR      prints the URL again
+#   tests/pgserver.sh restart DIR  restarts it (fast shutdown), same port
 #   tests/pgserver.sh standby PRIMARY DIR
 #                                  makes a streaming standby of the server in
 #                                  PRIMARY (pg_basebackup) in DIR, starts it
@@ -66,6 +67,13 @@ start() {
   url "$dir"
 }
 
+# options DIR PORT: the server's settings: loopback only, durable commits.
+options() {
+  echo "-c listen_addresses=127.0.0.1 -p $2 -c unix_socket_directories=$1" \
+    "-c fsync=on -c synchronous_commit=on -c max_connections=200" \
+    "-c shared_buffers=128MB"
+}
+
 # serve DIR BIN: starts the cluster in DIR/data on a free port (tries a few
 # random ones; the server says when one is taken) and notes it in DIR/port.
 serve() {
@@ -73,9 +81,7 @@ serve() {
   while :; do
     port=$((20000 + RANDOM % 40000))
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir \
-          -c fsync=on -c synchronous_commit=on -c max_connections=200 \
-          -c shared_buffers=128MB" start >/dev/null 2>&1; then
+      -o "$(options "$dir" "$port")" start >/dev/null 2>&1; then
       break
     fi
     tries=$((tries + 1))
@@ -85,6 +91,14 @@ serve() {
     fi
   done
   echo "$port" >"$dir/port"
+}
+
+restart() {
+  local dir=$1 bin port
+  bin=$(bindir)
+  port=$(cat "$dir/port")
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 \
+    -o "$(options "$dir" "$port")" restart >/dev/null
 }
 
 standby() {
@@ -124,6 +138,7 @@ case ${1:-} in
   start) start "${2:?usage: pgserver.sh start DIR}" ;;
   stop) stop "${2:?usage: pgserver.sh stop DIR}" ;;
   url) url "${2:?usage: pgserver.sh url DIR}" ;;
+  restart) restart "${2:?usage: pgserver.sh restart DIR}" ;;
   standby) standby "${2:?usage: pgserver.sh standby PRIMARY DIR}" "${3:?usage: pgserver.sh standby PRIMARY DIR}" ;;
-  *) echo "usage: pgserver.sh start|stop|url DIR | standby PRIMARY DIR" >&2; exit 2 ;;
+  *) echo "usage: pgserver.sh start|stop|url|restart DIR | standby PRIMARY DIR" >&2; exit 2 ;;
 esac

@@ -1,0 +1,656 @@
+#!/usr/bin/env python3
+"""chaos.py - a chaos run in the style of Jepsen against one queue database.
+
+Producers put jobs with `jobq put --ndjson` while several `jobq work`
+foremen run them (tests/chaos/job.sh), and a fault thread hurts them:
+SIGKILL of foremen, of job processes and of producers mid-put; SIGSTOP of a
+foreman for longer than its lease, then SIGCONT; on PostgreSQL, restarts of
+the server, SIGSTOP of every server process for two leases, and connections
+dropped under the foremen (possibly while a COMMIT is in flight); on
+MariaDB, dropped connections; and on the server stores, foremen whose clock
+is five minutes off (faketime), which must change nothing, since every
+decision uses the database's clock.
+
+Everything is recorded: each put batch with its payloads and its outcome
+(ok, or unknown when the command failed or was killed), each run of a job
+(tests/chaos/job.sh logs its start and end, its attempt, its claim token
+and its foreman), each fault with its time.  When the faults stop, the
+foremen drain the queue, and the checker reads the archive with the
+store's own SQL client and verifies:
+
+  - every acknowledged put ended once: done (its result the claim token of
+    a run that finished), or dead for the jobs meant to fail; a batch of
+    unknown outcome is there whole or not at all (nothing lost, nothing
+    half-written);
+  - nothing is there that no producer put, and every payload is byte for
+    byte what was put;
+  - one completion per job, and the one recorded is a finished run's; the
+    stale acknowledgements refused are counted from the foremen's logs;
+  - no two runs of a job overlapped unless a fault (a killed or stopped
+    foreman, a restarted or stopped server) ended the first one's claim;
+  - attempts never went down, and no job ran again after it finished;
+  - after the last fault (a foreman killed on a quiet queue while it runs
+    long jobs), its jobs were claimed again within the lease, a heartbeat,
+    the poll interval and a small margin.
+
+It prints one summary line and exits 0 when every check held, 1 otherwise
+(the first violations are listed), 2 on bad usage.
+
+  chaos.py --jobq BUILD/jobq --store sqlite|postgres|mysql --url URL
+           [--seconds N] [--foremen N] [--producers N] [--jobs N]
+           [--pg-dir DIR] [--mysql-dir DIR] [--keep]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+LEASE_S = 1.0
+POLL_S = 0.2
+
+
+def now_ns():
+    return time.time_ns()
+
+
+class Chaos:
+    def __init__(self, a):
+        self.a = a
+        self.dir = tempfile.mkdtemp(prefix="jobq-chaos-")
+        self.exec_log = os.path.join(self.dir, "exec.log")
+        open(self.exec_log, "w").close()
+        self.lock = threading.Lock()
+        self.batches = []          # {"payloads": [...], "outcome": ...}
+        self.events = []           # (t_ns, kind, detail)
+        self.foremen = {}          # slot -> Popen
+        self.stop = threading.Event()
+        self.counts = {"foreman kills": 0, "job kills": 0, "pauses": 0,
+                       "producer kills": 0, "restarts": 0, "stalls": 0,
+                       "dropped connections": 0}
+        self.put_target = a.jobs
+        self.put_count = 0
+        self.producers = {}        # index -> Popen of the put under way
+        # libfaketime preloaded by hand rather than through the faketime
+        # program: that one forks (the pid would not be the foreman's) and
+        # shares a semaphore among all its processes, which deadlocks them
+        # once one is killed while it holds it.
+        self.faketime = None
+        if a.store != "sqlite":
+            for lib in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                        "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"):
+                if os.path.exists(lib):
+                    self.faketime = lib
+
+    # ------------------------------------------------------------ processes
+
+    def env(self, offset=None):
+        e = dict(os.environ)
+        e["CHAOS_LOG"] = self.exec_log
+        e.pop("JOBQ_DB", None)
+        if offset is not None:
+            e["LD_PRELOAD"] = self.faketime
+            e["FAKETIME"] = offset
+            e["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+        return e
+
+    def start_foreman(self, slot):
+        cmd = [self.a.jobq, "--db", self.a.url, "work", "--log-times", "-q", "chaos", "-c", "4",
+               "--lease", "%dms" % int(LEASE_S * 1000), "--poll", "%dms" % int(POLL_S * 1000),
+               "--grace", "2s", "--", os.path.join(HERE, "job.sh")]
+        # Two foremen of the server stores live five minutes off.
+        offset = None
+        if self.faketime and slot in (1, 2):
+            offset = "+300s" if slot == 1 else "-300s"
+        err = open(os.path.join(self.dir, "foreman-%d.log" % slot), "a")
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=err, env=self.env(offset), start_new_session=True)
+        err.close()
+        self.foremen[slot] = p
+        return p
+
+    def children(self, pid):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def event(self, kind, detail):
+        t = now_ns()
+        with self.lock:
+            self.events.append((t, kind, detail))
+            with open(os.path.join(self.dir, "events.log"), "a") as f:
+                f.write("%d %s %s\n" % (t, kind, detail))
+
+    # ------------------------------------------------------------ producers
+
+    def producer(self, index):
+        """Puts batches of 20 at the run's rate: below what the foremen can
+        do even with one of them down, so that how fast a job runs again
+        after a fault is not hidden behind a backlog."""
+        rnd = random.Random(index)
+        n = 0
+        pause = 20.0 * self.a.producers / self.a.rate
+        while not self.stop.is_set():
+            began = time.time()
+            with self.lock:
+                if self.put_count >= self.put_target:
+                    break
+                self.put_count += 20
+            payloads = []
+            lines = []
+            for _ in range(20):
+                n += 1
+                r = rnd.random()
+                kind = "fail" if r < 0.03 else "slow" if r < 0.13 else "ok"
+                pl = "%s-%d-%d" % (kind, index, n)
+                payloads.append(pl)
+                job = {"queue": "chaos", "payload": pl, "backoff": "100ms",
+                       "max_attempts": 2 if kind == "fail" else 50}
+                lines.append(json.dumps(job))
+            batch = {"payloads": payloads, "outcome": "unknown"}
+            with self.lock:
+                self.batches.append(batch)
+            p = subprocess.Popen([self.a.jobq, "--db", self.a.url, "put", "--ndjson", "-"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, env=self.env())
+            with self.lock:
+                self.producers[index] = p
+            try:
+                p.communicate(("\n".join(lines) + "\n").encode(), timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            with self.lock:
+                self.producers.pop(index, None)
+            if p.returncode == 0:
+                batch["outcome"] = "ok"
+            self.stop.wait(max(0.0, began + rnd.uniform(0.5, 1.5) * pause - time.time()))
+
+    # ------------------------------------------------------------ faults
+
+    def pg_pids(self):
+        pidfile = os.path.join(self.a.pg_dir, "data", "postmaster.pid")
+        try:
+            with open(pidfile) as f:
+                root = int(f.readline())
+        except (OSError, ValueError):
+            return []
+        out, todo = [], [root]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(self.children(pid))
+        return out
+
+    def sql(self, query):
+        """Runs query as the server's superuser (for faults and checks)."""
+        if self.a.store == "postgres":
+            return subprocess.run(["psql", "-X", "-q", "-At", "-F", "|", self.a.url.split("?")[0],
+                                   "-c", query], capture_output=True, text=True, timeout=60)
+        return subprocess.run([os.path.join(TESTS, "mysqlserver.sh"), "sql", self.a.mysql_dir,
+                               "-N", "-B", "-e", query], capture_output=True, text=True,
+                              timeout=60)
+
+    def fault(self, rnd):
+        kinds = [("kill_foreman", 3), ("kill_job", 4), ("pause_foreman", 2),
+                 ("kill_producer", 1)]
+        if self.a.store in ("postgres", "mysql"):
+            kinds.append(("drop_connection", 2))
+        if self.a.store == "postgres" and self.a.pg_dir:
+            if self.counts["restarts"] < self.a.restarts:
+                kinds.append(("restart_db", 1))
+            if self.counts["stalls"] < self.a.restarts:
+                kinds.append(("stall_db", 1))
+        # Every kind of fault once, in a random order, then by weight.
+        if not hasattr(self, "first_kinds"):
+            self.first_kinds = [k for k, _ in kinds]
+            rnd.shuffle(self.first_kinds)
+        kind = (self.first_kinds.pop() if self.first_kinds else
+                rnd.choices([k for k, _ in kinds], [w for _, w in kinds])[0])
+        slot = rnd.choice(sorted(self.foremen))
+        p = self.foremen[slot]
+        if kind == "kill_foreman":
+            self.event("kill_foreman", p.pid)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            self.counts["foreman kills"] += 1
+            self.start_foreman(slot)
+        elif kind == "kill_job":
+            kids = [c for c in self.children(p.pid) if self.is_job(c)]
+            if kids:
+                victim = rnd.choice(kids)
+                self.event("kill_job", victim)
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                    self.counts["job kills"] += 1
+                except ProcessLookupError:
+                    pass
+        elif kind == "pause_foreman":
+            self.event("pause_foreman", p.pid)
+            p.send_signal(signal.SIGSTOP)
+            time.sleep(rnd.uniform(1.5, 2.0) * LEASE_S)
+            p.send_signal(signal.SIGCONT)
+            self.counts["pauses"] += 1
+        elif kind == "kill_producer":
+            with self.lock:
+                busy = list(self.producers.values())
+            if busy:
+                victim = rnd.choice(busy)
+                try:
+                    victim.send_signal(signal.SIGKILL)
+                    self.counts["producer kills"] += 1
+                except ProcessLookupError:
+                    pass
+        elif kind == "drop_connection":
+            if self.a.store == "postgres":
+                r = self.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                             "application_name = 'jobq' AND pid <> pg_backend_pid() "
+                             "ORDER BY random() LIMIT 1")
+            else:
+                r = self.sql("SELECT id FROM information_schema.PROCESSLIST WHERE user = "
+                             "'jobq' AND command <> 'Daemon' ORDER BY RAND() LIMIT 1")
+                ids = r.stdout.split()
+                if ids:
+                    r = self.sql("KILL CONNECTION %s" % ids[0])
+            self.event("drop_connection", None)
+            self.counts["dropped connections"] += 1
+        elif kind == "restart_db":
+            self.event("restart_db", None)
+            subprocess.run([os.path.join(TESTS, "pgserver.sh"), "restart", self.a.pg_dir],
+                           capture_output=True, timeout=120)
+            self.counts["restarts"] += 1
+            self.event("restart_db_done", None)
+        elif kind == "stall_db":
+            pids = self.pg_pids()
+            self.event("stall_db", None)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    pass
+            time.sleep(2 * LEASE_S)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            self.counts["stalls"] += 1
+            self.event("stall_db_done", None)
+
+    def is_job(self, pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return b"job.sh" in f.read()
+        except OSError:
+            return False
+
+    def faults(self):
+        rnd = random.Random(self.a.seed)
+        while not self.stop.is_set():
+            time.sleep(rnd.uniform(0.3, 1.0) * self.a.fault_interval)
+            if self.stop.is_set():
+                break
+            self.fault(rnd)
+
+    # ------------------------------------------------------------ the run
+
+    def stats(self):
+        r = subprocess.run([self.a.jobq, "--db", self.a.url, "stats", "--json"],
+                           capture_output=True, text=True, timeout=30, env=self.env())
+        if r.returncode != 0:
+            return None
+        for q in json.loads(r.stdout)["queues"]:
+            if q["name"] == "chaos":
+                return q
+        return {"ready": 0, "scheduled": 0, "waiting": 0, "running": 0}
+
+    def run(self):
+        r = subprocess.run([self.a.jobq, "--db", self.a.url, "init"], capture_output=True,
+                           env=self.env())
+        if r.returncode != 0:
+            raise SystemExit("chaos: jobq init: " + r.stderr.decode(errors="replace").strip())
+        for slot in range(self.a.foremen):
+            self.start_foreman(slot)
+        prods = [threading.Thread(target=self.producer, args=(i,))
+                 for i in range(self.a.producers)]
+        for t in prods:
+            t.start()
+        faults = threading.Thread(target=self.faults)
+        faults.start()
+        deadline = time.time() + self.a.seconds
+        while time.time() < deadline and any(t.is_alive() for t in prods):
+            time.sleep(0.2)
+        self.stop.set()
+        for t in prods:
+            t.join()
+        faults.join()
+        # Every foreman runs again, and they drain the queue.
+        for slot, p in list(self.foremen.items()):
+            if p.poll() is not None:
+                self.start_foreman(slot)
+            else:
+                p.send_signal(signal.SIGCONT)
+        self.drain(120)
+        self.last_fault()
+        left = self.drain(120)
+        self.stop_foremen()
+        return left
+
+    def drain(self, seconds):
+        """Waits until the queue has nothing left to run; its stats."""
+        drained_by = time.time() + seconds
+        q = None
+        while time.time() < drained_by:
+            q = self.stats()
+            if q is not None and q["ready"] + q["scheduled"] + q["waiting"] + q["running"] == 0:
+                break
+            time.sleep(0.3)
+        return q
+
+    def last_fault(self):
+        """The last fault, on a quiet queue: a foreman running long jobs is
+        killed, and the checker times how soon they start again elsewhere
+        (nothing else is in their way)."""
+        batch = {"payloads": ["long-last-%d" % i for i in range(2 * self.a.foremen)],
+                 "outcome": "unknown"}
+        self.batches.append(batch)
+        lines = "".join(json.dumps({"queue": "chaos", "payload": pl, "backoff": "100ms"}) + "\n"
+                        for pl in batch["payloads"])
+        r = subprocess.run([self.a.jobq, "--db", self.a.url, "put", "--ndjson", "-"],
+                           input=lines.encode(), capture_output=True, env=self.env())
+        if r.returncode == 0:
+            batch["outcome"] = "ok"
+        until = time.time() + 30
+        while time.time() < until:
+            with open(self.exec_log) as f:
+                running = [int(line.split()[5]) for line in f
+                           if line.startswith("S ") and line.split()[-1] == "long"]
+            for slot, p in self.foremen.items():
+                if p.pid in running:
+                    self.event("last_fault", p.pid)
+                    p.send_signal(signal.SIGKILL)
+                    p.wait()
+                    self.counts["foreman kills"] += 1
+                    self.start_foreman(slot)
+                    return
+            time.sleep(0.05)
+        raise SystemExit("chaos: the long jobs of the last fault never started")
+
+    def stop_foremen(self):
+        for p in self.foremen.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.send_signal(signal.SIGTERM)
+        for p in self.foremen.values():
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def kill_all(self):
+        """Whatever is still running when the run ends early."""
+        self.stop.set()
+        for p in list(self.foremen.values()) + list(self.producers.values()):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+    # ------------------------------------------------------------ checks
+
+    def archive(self):
+        """(id, outcome, claim, result, payload, attempts, finished_at,
+        claimed_at) rows: claimed_at is when the claim that counted was made."""
+        q = ("SELECT id, outcome, claim, %s, %s, attempts, finished_at, claimed_at "
+             "FROM %sjobq_done")
+        if self.a.store == "sqlite":
+            path = self.a.url.split(":", 1)[1].split("?")[0]
+            if path.startswith("//"):
+                path = path[2:]
+            r = subprocess.run(["sqlite3", "-separator", "|", path,
+                                q % ("hex(result)", "hex(payload)", "")],
+                               capture_output=True, text=True)
+            hot = subprocess.run(["sqlite3", path, "SELECT count(*) FROM jobq_jobs"],
+                                 capture_output=True, text=True)
+        elif self.a.store == "postgres":
+            schema = self.a.url.split("schema=")[1].split("&")[0] + "." if "schema=" in self.a.url else ""
+            r = self.sql(q % ("encode(result, 'hex')", "encode(payload, 'hex')", schema))
+            hot = self.sql("SELECT count(*) FROM %sjobq_jobs" % schema)
+        else:
+            db = self.a.url.split("/")[-1].split("?")[0]
+            r = self.sql(q % ("IFNULL(HEX(result), '')", "HEX(payload)", db + "."))
+            hot = self.sql("SELECT count(*) FROM %s.jobq_jobs" % db)
+        if r.returncode != 0:
+            raise SystemExit("chaos: cannot read the archive: " + r.stderr.strip())
+        rows = []
+        for line in r.stdout.splitlines():
+            f = line.split("\t" if self.a.store == "mysql" else "|")
+            rows.append((int(f[0]), f[1], f[2], bytes.fromhex(f[3]).decode("latin-1"),
+                         bytes.fromhex(f[4]).decode("latin-1"), int(f[5]), int(f[6]),
+                         int(f[7])))
+        return rows, int(hot.stdout.strip() or "0")
+
+    def sessions_lost(self):
+        """pid -> times (ns) its foreman gave up its session, killing its
+        jobs at once (from the foremen's --log-times logs)."""
+        out = {}
+        for name in os.listdir(self.dir):
+            if not name.startswith("foreman-"):
+                continue
+            with open(os.path.join(self.dir, name), errors="replace") as f:
+                for line in f:
+                    if "session lost" not in line or not line[:4].isdigit():
+                        continue
+                    stamp, rest = line.split(" ", 1)
+                    pid = int(rest.split("[", 1)[1].split("]", 1)[0])
+                    t = time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+                    t_ns = int((t - time.timezone) * 1e9) + int(stamp[20:23]) * 10**6
+                    out.setdefault(pid, []).append(t_ns)
+        return out
+
+    def runs(self):
+        """Per job: the runs, each {attempt, claim, start, end, foreman}."""
+        lost = self.sessions_lost()
+        out = {}
+        open_runs = {}
+        with open(self.exec_log) as f:
+            for line in f:
+                f_ = line.split()
+                if len(f_) < 5:
+                    continue
+                jid, attempt, claim, t = int(f_[1]), int(f_[2]), f_[3], int(f_[4])
+                if f_[0] == "S":
+                    r = {"attempt": attempt, "claim": claim, "start": t, "end": None,
+                         "foreman": int(f_[5]) if len(f_) > 5 else 0,
+                         "pid": int(f_[6]) if len(f_) > 6 else 0}
+                    out.setdefault(jid, []).append(r)
+                    open_runs[(jid, claim)] = r
+                elif f_[0] == "E" and (jid, claim) in open_runs:
+                    open_runs[(jid, claim)]["end"] = t
+        # A run that never logged its end was killed: with its process, or
+        # with its foreman (whose guard kills its jobs at once).
+        for rs in out.values():
+            rs.sort(key=lambda r: r["start"])
+            for r in rs:
+                if r["end"] is not None:
+                    continue
+                ends = [t for t, k, d in self.events if t > r["start"] and
+                        ((k == "kill_job" and d == r["pid"]) or
+                         (k in ("kill_foreman", "last_fault") and d == r["foreman"]))]
+                ends += [t for t in lost.get(r["foreman"], []) if t > r["start"]]
+                if ends:
+                    r["killed"] = min(ends) + 500 * 10**6
+        return out
+
+    def check(self, left):
+        bad = []
+        rows, hot = self.archive()
+        runs = self.runs()
+        by_payload = {}
+        for row in rows:
+            by_payload.setdefault(row[4], []).append(row)
+        intended = {}
+        for b in self.batches:
+            for pl in b["payloads"]:
+                intended[pl] = b
+        # Puts: nothing lost, nothing half-written, nothing from nowhere.
+        acked = 0
+        for b in self.batches:
+            there = [pl for pl in b["payloads"] if pl in by_payload]
+            if b["outcome"] == "ok":
+                acked += len(b["payloads"])
+                for pl in b["payloads"]:
+                    if pl not in by_payload:
+                        bad.append("lost: job '%s' was put (acknowledged) but never finished" % pl)
+            elif there and len(there) != len(b["payloads"]):
+                bad.append("half a batch: %d of %d jobs of a put of unknown outcome are there"
+                           % (len(there), len(b["payloads"])))
+        for pl, rs in by_payload.items():
+            if pl not in intended:
+                bad.append("job %d has payload %r that no producer put" % (rs[0][0], pl[:40]))
+            if len(rs) > 1:
+                bad.append("payload %r finished %d times" % (pl[:40], len(rs)))
+        if hot != 0 or left is None or left["ready"] + left["scheduled"] + left["waiting"] + left["running"] != 0:
+            bad.append("the queue did not drain: %d unfinished jobs" % hot)
+        # Outcomes: the completion that counted is a finished run's.
+        lost_runs = 0
+        for row in rows:
+            jid, outcome, claim, result, pl, attempts, finished, _ = row
+            want = "dead" if pl.startswith("fail-") else "done"
+            if outcome != want:
+                bad.append("job %d (%s) ended %s, expected %s" % (jid, pl, outcome, want))
+                continue
+            rs = runs.get(jid, [])
+            if outcome == "done":
+                if result != claim:
+                    bad.append("job %d: result %r is not its claim %s" % (jid, result[:40], claim))
+                if not any(r["claim"] == claim and r["end"] is not None for r in rs):
+                    bad.append("job %d: done by claim %s, which no finished run had" % (jid, claim))
+            # Attempts never go down; nothing runs after the job finished.
+            for x, y in zip(rs, rs[1:]):
+                if y["attempt"] < x["attempt"]:
+                    bad.append("job %d: attempt %d ran after attempt %d"
+                               % (jid, y["attempt"], x["attempt"]))
+            for r in rs:
+                if r["start"] > finished * 1000000 + 100000000:
+                    bad.append("job %d ran again %.3fs after it finished"
+                               % (jid, (r["start"] - finished * 1000000) / 1e9))
+            lost_runs += sum(1 for r in rs if r["claim"] != claim)
+        # Overlaps: only where a fault ended the first run's claim.
+        faults = [(t, k, d) for t, k, d in self.events
+                  if k in ("kill_foreman", "pause_foreman", "restart_db", "stall_db",
+                           "drop_connection", "last_fault")]
+        overlaps = 0
+        for jid, rs in runs.items():
+            for i, x in enumerate(rs):
+                for y in rs[i + 1:]:
+                    x_end = x["end"] or x.get("killed") or x["start"] + 10 * 10**9
+                    if y["start"] >= x_end or y["claim"] == x["claim"]:
+                        continue
+                    overlaps += 1
+                    explained = any(
+                        x["start"] - LEASE_S * 1e9 <= t <= y["start"]
+                        and (d == x["foreman"] or k in ("restart_db", "stall_db",
+                                                        "drop_connection"))
+                        for t, k, d in faults)
+                    if not explained:
+                        bad.append("job %d: runs with claims %s and %s overlapped with no "
+                                   "fault to explain it" % (jid, x["claim"], y["claim"]))
+        # Recovery after the last fault: how soon the jobs it cut off were
+        # claimed again (on the database clock; when they then started
+        # depends on whether a slot was free).
+        worst, worst_at = 0.0, None
+        done_claims = {row[0]: row[2] for row in rows}
+        claimed_ns = {row[0]: row[7] * 10**6 for row in rows}
+        for t, k, pid in self.events:
+            if k != "last_fault":
+                continue
+            for jid, rs in runs.items():
+                for r in rs:
+                    # A run the fault cut off, whose claim did not count.
+                    if (r["foreman"] == pid and r["start"] < t and
+                            (r["end"] is None or r["end"] > t) and
+                            r["claim"] != done_claims.get(jid) and jid in claimed_ns):
+                        took = (claimed_ns[jid] - t) / 1e9
+                        if took > worst:
+                            worst, worst_at = took, (jid, k, pid)
+        limit = LEASE_S + LEASE_S / 3 + POLL_S + 1.5
+        if worst > limit:
+            bad.append("job %d was claimed again %.2fs after the last fault killed its foreman "
+                       "(pid %d): expected within %.2fs (lease, a heartbeat, the poll, a "
+                       "margin)" % (worst_at[0], worst, worst_at[2], limit))
+        stale = 0
+        for name in os.listdir(self.dir):
+            if name.startswith("foreman-"):
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    stale += sum(1 for line in f if "claim was lost" in line)
+        summary = ("chaos %s: %d jobs put in %d batches (%d acknowledged), %d finished; "
+                   "%s; %d lost, %d double completions, %d stale acks refused, "
+                   "%d runs that did not count, %d overlaps explained by faults, "
+                   "worst recovery %.2fs"
+                   % (self.a.store, sum(len(b["payloads"]) for b in self.batches),
+                      len(self.batches), acked, len(rows),
+                      ", ".join("%d %s" % (v, k) for k, v in self.counts.items()),
+                      sum(1 for x in bad if x.startswith("lost")),
+                      sum(1 for x in bad if "finished" in x and "times" in x),
+                      stale, lost_runs, overlaps, worst))
+        return summary, bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobq", required=True)
+    ap.add_argument("--store", required=True, choices=["sqlite", "postgres", "mysql"])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--jobs", type=int, default=3000)
+    ap.add_argument("--foremen", type=int, default=3)
+    ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--rate", type=float, default=40, help="jobs put per second, in all")
+    ap.add_argument("--fault-interval", type=float, default=1.0,
+                    help="mean seconds between faults")
+    ap.add_argument("--restarts", type=int, default=1,
+                    help="server restarts (and stalls) at most, PostgreSQL")
+    ap.add_argument("--pg-dir")
+    ap.add_argument("--mysql-dir")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the logs")
+    a = ap.parse_args()
+    if a.seed is None:
+        a.seed = int(time.time())
+    if a.foremen < 2:
+        ap.error("--foremen: expected at least 2, so that one can take over")
+    c = Chaos(a)
+    try:
+        left = c.run()
+    except SystemExit as e:
+        print(e)
+        print("logs in " + c.dir)
+        return 1
+    finally:
+        c.kill_all()
+    summary, bad = c.check(left)
+    print(summary + " (seed %d)" % a.seed)
+    for b in bad[:20]:
+        print("  " + b)
+    if bad and len(bad) > 20:
+        print("  ... and %d more" % (len(bad) - 20))
+    if bad or a.keep:
+        print("logs in " + c.dir)
+    else:
+        shutil.rmtree(c.dir, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

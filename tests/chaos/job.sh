@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# job.sh - the job of the chaos runs (tests/chaos/chaos.py): it appends
+# "S ID ATTEMPT CLAIM START_NS FOREMAN_PID" to $CHAOS_LOG when it starts and
+# "E ID ATTEMPT CLAIM END_NS" when it ends, and completes with its claim
+# token as the result, so that the checker can tell which run's completion
+# counted.  The payload says how to behave: "ok-..." ends at once,
+# "slow-..." runs 0.2 to 1 s (so that kills catch it running), "long-..."
+# 3 s (the last fault's), "fail-..." exits 3 (it ends dead).  Lines are appended in one write each (O_APPEND),
+# so runs on many machines' processes never tear each other's lines.
+# A foreman may run under faketime: the log takes the true time.
+unset LD_PRELOAD FAKETIME
+payload=$(cat)
+printf 'S %s %s %s %s %s %s %s\n' "$JOBQ_JOB_ID" "$JOBQ_ATTEMPT" "$JOBQ_CLAIM" \
+  "$(date +%s%N)" "$PPID" "$$" "${payload%%-*}" >>"$CHAOS_LOG"
+case $payload in
+  slow-*) sleep "0.$((2 + RANDOM % 8))" ;;
+  long-*) sleep 3 ;;
+esac
+printf 'E %s %s %s %s\n' "$JOBQ_JOB_ID" "$JOBQ_ATTEMPT" "$JOBQ_CLAIM" \
+  "$(date +%s%N)" >>"$CHAOS_LOG"
+case $payload in
+  fail-*) exit 3 ;;
+esac
+printf '%s' "$JOBQ_CLAIM"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# run.sh - the long chaos run (`make chaos`): chaos.py on SQLite, then on a
+# throwaway PostgreSQL server and a throwaway MariaDB server that it starts
+# (tests/pgserver.sh, tests/mysqlserver.sh) and stops at the end.  Each
+# store gets CHAOS_SECONDS of faults (default 900) at CHAOS_RATE jobs a
+# second (default 60), and on PostgreSQL CHAOS_RESTARTS server restarts and
+# as many stalls (default 5).  One verdict line per store; the exit status
+# is nonzero when any store's checks failed.
+#
+#   tests/chaos/run.sh BUILD [STORE...]    (stores: sqlite postgres mysql)
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tests=$(dirname "$here")
+build=${1:?usage: tests/chaos/run.sh BUILD [STORE...]}
+shift
+stores=${*:-sqlite postgres mysql}
+seconds=${CHAOS_SECONDS:-900}
+rate=${CHAOS_RATE:-60}
+restarts=${CHAOS_RESTARTS:-5}
+jobs=$(python3 -c "print(int($seconds * $rate * 1.2))")
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/jobq-chaos-run.XXXXXX")
+pgdir="" mydir=""
+cleanup() {
+  [[ -n $pgdir ]] && "$tests/pgserver.sh" stop "$pgdir"
+  [[ -n $mydir ]] && "$tests/mysqlserver.sh" stop "$mydir"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+failed=0
+chaos() {
+  python3 "$here/chaos.py" --jobq "$build/jobq" --seconds "$seconds" --rate "$rate" \
+    --jobs "$jobs" "$@" || failed=1
+}
+
+for store in $stores; do
+  case $store in
+    sqlite)
+      chaos --store sqlite --url "sqlite:$work/chaos.db"
+      ;;
+    postgres)
+      pgdir=$work/pg
+      url=$("$tests/pgserver.sh" start "$pgdir") || { echo "chaos postgres: no server"; failed=1; continue; }
+      chaos --store postgres --url "$url" --pg-dir "$pgdir" --restarts "$restarts"
+      ;;
+    mysql)
+      mydir=$work/my
+      url=$("$tests/mysqlserver.sh" start "$mydir") || { echo "chaos mysql: no server"; failed=1; continue; }
+      chaos --store mysql --url "$url" --mysql-dir "$mydir"
+      ;;
+    *)
+      echo "usage: tests/chaos/run.sh BUILD [sqlite|postgres|mysql...]" >&2
+      exit 2
+      ;;
+  esac
+done
+exit $failed
