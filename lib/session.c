@@ -252,7 +252,9 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   rc = got < 0 ? got : JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     char e[128];
-    /* A job its worker never started is given back, lost or not. */
+    /* A job its worker held back is given back, lost or not: when lost,
+     * marked prev_lost all the same, since the worker may have started it
+     * in the moment before it could say so. */
     int spent = lost && h[i].started;
     int finish = h[i].cancel ? JOBQ_STATE_CANCELLED
                  : spent && h[i].attempts >= h[i].max_attempts ? JOBQ_STATE_DEAD
@@ -262,7 +264,13 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
       if (spent)
         rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
                            SQL_ARGS(V_INT(h[i].id),
-                                    V_TEXT("lease expired: the worker was lost")));
+                                    V_TEXT("lease expired: the worker was lost"), V_INT(0)));
+      else if (lost)
+        rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                           SQL_ARGS(V_INT(h[i].id),
+                                    V_TEXT("lease expired: the worker was lost before it "
+                                           "started the job (attempt not counted)"),
+                                    V_INT(1)));
       else
         rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_GIVEN_BACK, SQL_ARGS(V_INT(h[i].id)));
       continue;
@@ -330,7 +338,7 @@ int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
     rc = jobq__sql_ids(db, JOBQ_Q_ORPHANS, REAP_BATCH, &ids, &n, SQL_ARGS(V_INT(REAP_BATCH)));
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
     rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
-                       SQL_ARGS(V_INT(ids[i]), V_TEXT("the job's session vanished")));
+                       SQL_ARGS(V_INT(ids[i]), V_TEXT("the job's session vanished"), V_INT(0)));
   free(ids);
   return rc;
 }

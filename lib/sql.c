@@ -155,9 +155,11 @@ static const text texts[JOBQ_Q__COUNT] = {
         {.common = "SELECT id FROM jobq_jobs WHERE session IS NOT NULL AND NOT EXISTS "
          "(SELECT 1 FROM jobq_sessions s WHERE s.id = jobq_jobs.session) "
          "ORDER BY id LIMIT ?1{skip_locked}"},
+    /* ?3: 1 gives the attempt back (a job its worker held back). */
     [JOBQ_Q_REQUEUE_LOST] =
         {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
-         "deadline_at = NULL, prev_lost = 1, last_error = ?2 WHERE id = ?1"},
+         "deadline_at = NULL, prev_lost = 1, last_error = ?2, attempts = attempts - ?3 "
+         "WHERE id = ?1"},
     [JOBQ_Q_REQUEUE_GIVEN_BACK] =
         {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, attempts = attempts - 1 WHERE id = ?1"},

@@ -181,9 +181,11 @@ static void test_dies_after_claim(void **state) {
   assert_int_equal(n, 3);
   for (size_t k = 0; k < n; k++) {
     assert_int_equal(j[k].id, ids[k]);
-    /* The first started at once; the other two were held back. */
+    /* The first started at once; the other two were held back, so
+     * their attempts are given back, but the worker may have started
+     * them in the moment before it could say so. */
     assert_int_equal(j[k].attempt, k == 0 ? 2 : 1);
-    assert_int_equal(j[k].prev_lost, k == 0);
+    assert_true(j[k].prev_lost);
   }
   jobq_jobs_free(j, n);
   jobq_session_close(s);
@@ -191,7 +193,8 @@ static void test_dies_after_claim(void **state) {
 
 /* A worker that held back both jobs of a claim, started the first, said
  * so with a heartbeat, claimed a third (without holding it back), and
- * died: the started ones spent their attempts, the other did not. */
+ * died: the started ones spent their attempts, the other did not; all
+ * three are marked as possibly run. */
 static int start_one_and_die(void *arg) {
   const char *url = arg;
   jobq *db = NULL;
@@ -228,7 +231,7 @@ static void test_started_spends_held_does_not(void **state) {
     jobq_job_info *i = th_show(t->db, ids[k]);
     assert_int_equal(i->state, JOBQ_STATE_READY);
     assert_int_equal(i->attempts, spent[k]);
-    assert_int_equal(i->prev_lost, spent[k]);
+    assert_true(i->prev_lost);
     jobq_info_free(i, 1);
   }
   jobq_session_close(s);
