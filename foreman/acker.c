@@ -79,7 +79,7 @@ void fm_acker_flush(struct fm *fm) {
   if (a->inflight || a->n == 0 || !fm->connected) return;
   /* Never acknowledge under a session whose lease may have run out: the
    * lease timer is about to give it up. */
-  if (fm_now_ms() - fm->beat_ok_ms >= fm->cfg->lease_ms) return;
+  if (fm_lease_out(fm)) return;
   if (a->timer_on) {
     uv_timer_stop(&a->timer);
     a->timer_on = 0;

@@ -426,6 +426,9 @@ struct fm {
 /* Gives up the session: its running jobs are killed and nothing of it is
  * acknowledged any more; a new session is opened.  why is for the log. */
 void fm_session_lost(struct fm *fm, const char *why);
+/* 1 when no heartbeat has succeeded for a lease (on this host's monotonic
+ * clock, from when the last good one was sent): the session may be gone. */
+int fm_lease_out(const struct fm *fm);
 /* Tries to start waiting jobs and to claim more, as the state allows. */
 void fm_kick(struct fm *fm);
 /* Whether the foreman is finished: stopping, nothing running, nothing to

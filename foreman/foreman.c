@@ -51,6 +51,7 @@ struct fm_watch {
 };
 
 static void begin_stop(struct fm *fm, int fast, const char *why);
+static int lease_check(struct fm *fm);
 
 /* ---------------------------------------------------------------- jobs and lists */
 
@@ -429,6 +430,9 @@ static int start_job(struct fm *fm, struct fm_job *job) {
 
 void fm_kick(struct fm *fm) {
   if (fm->closed) return;
+  /* A foreman resumed after a pause handles its children's exits before
+   * its lease timer: it must not start a job under a lost session. */
+  if (lease_check(fm)) return;
   while (!fm->stopping && fm->waiting.n > 0 && free_slot(fm)) {
     struct fm_job *job = fm_list_pop(&fm->waiting);
     if (start_job(fm, job) != 0) break;
@@ -474,17 +478,23 @@ static void lease_arm(struct fm *fm) {
   uv_timer_start(&fm->lease_timer, on_lease, (uint64_t)(left < 0 ? 0 : left), 0);
 }
 
-static void on_lease(uv_timer_t *t) {
-  struct fm *fm = t->data;
-  if (!fm->connected) return;
-  if (fm_now_ms() - fm->beat_ok_ms < fm->cfg->lease_ms) {
-    lease_arm(fm);
-    return;
-  }
+int fm_lease_out(const struct fm *fm) {
+  return fm_now_ms() - fm->beat_ok_ms >= fm->cfg->lease_ms;
+}
+
+/* Gives the session up when its lease may have run out: 1 if it did. */
+static int lease_check(struct fm *fm) {
+  if (!fm->connected || !fm_lease_out(fm)) return 0;
   char why[128], d[FM_DUR_BUF];
   snprintf(why, sizeof why, "no heartbeat succeeded for %s (the lease)",
            fm_fmt_ms(d, fm->cfg->lease_ms));
   fm_session_lost(fm, why);
+  return 1;
+}
+
+static void on_lease(uv_timer_t *t) {
+  struct fm *fm = t->data;
+  if (fm->connected && !lease_check(fm)) lease_arm(fm);
 }
 
 static void on_beat(uv_timer_t *t);
