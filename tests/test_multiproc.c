@@ -1,7 +1,7 @@
 /*
  * test_multiproc.c - the guarantees under real concurrency and real
  * crashes.  Sixteen processes share one queue database (of the store
- * under test) for 15 seconds
+ * under test) for 30 seconds
  * (JOBQ_MULTIPROC_SECONDS to change): a few put jobs, the rest claim and
  * complete, fail or release them with short leases, and the parent
  * SIGKILLs a random child every 0.5-1 s and starts a replacement.  Every
@@ -439,7 +439,7 @@ static size_t drain(jobq *db) {
 
 static void test_chaos(void **state) {
   (void)state;
-  int seconds = 15;
+  int seconds = 30;
   const char *env = getenv("JOBQ_MULTIPROC_SECONDS");
   if (env != NULL && *env != '\0') {
     char *end;

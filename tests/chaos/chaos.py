@@ -489,7 +489,7 @@ class Chaos:
                          (k in ("kill_foreman", "last_fault") and d == r["foreman"]))]
                 ends += [t for t in lost.get(r["foreman"], []) if t > r["start"]]
                 if ends:
-                    r["killed"] = min(ends) + 500 * 10**6
+                    r["killed"] = min(ends) + 100 * 10**6
         return out
 
     def check(self, left):
