@@ -106,7 +106,8 @@ typedef struct jobq_job jobq_job;
  *   sqlite:///ABS/PATH     missing); "sqlite:jobq.db" is the default
  * Query options: ?busy_timeout=10s (how long to wait for a locked SQLite
  * file, default 10s), ?max_payload=1MiB (the largest payload and result,
- * default 1 MiB).
+ * default 1 MiB), ?max_size=SIZE (SQLite: the file never grows past SIZE;
+ * a write that would need more fails with JOBQ_EDB, as on a full disk).
  *
  * *out always receives a handle, even on error (then jobq_errmsg(*out)
  * explains); free it with jobq_close().  *out is NULL only when memory ran

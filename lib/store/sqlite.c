@@ -199,6 +199,7 @@ typedef struct sq {
   int64_t busy_timeout_ms;
   int64_t busy_start_ms;
   char *path;
+  int64_t max_size;      /* the url's max_size in bytes, or 0 */
   int watch_fd;          /* inotify on the write-ahead log, or -1 */
   int64_t data_version;  /* PRAGMA data_version at the last changed() */
 } sq;
@@ -241,8 +242,16 @@ static int sq_fail(jobq *db, int rc, const char *what) {
     case SQLITE_CANTOPEN:
       return jobq__fail(db, JOBQ_EURL, "cannot open '%s': %s", c->path, msg);
     case SQLITE_FULL:
-      return jobq__fail(db, JOBQ_EDB, "%s: the disk holding '%s' is full", what,
-                        c->path);
+      if (c->max_size > 0)
+        return jobq__fail(db, JOBQ_EDB,
+                          "%s: '%s' is full: it reached the url's max_size of "
+                          "%lld bytes, or its disk is full; nothing of this "
+                          "call was written (raise max_size or free space)",
+                          what, c->path, (long long)c->max_size);
+      return jobq__fail(db, JOBQ_EDB,
+                        "%s: the disk holding '%s' is full; nothing of this "
+                        "call was written (free space)",
+                        what, c->path);
     default:
       return jobq__fail(db, JOBQ_EDB, "%s: %s", what, msg);
   }
@@ -428,15 +437,43 @@ static int check_path(jobq *db, const char *path) {
 
 static int sq_migrate(jobq *db);
 
+/* The smallest max_size: a schema and a few jobs. */
+#define MIN_SIZE (64 * 1024)
+
+/* Caps the file at bytes (whole pages; never below what it holds now). */
+static int limit_size(jobq *db, int64_t bytes) {
+  sqlite3_stmt *st;
+  int src = sqlite3_prepare_v2(conn(db)->db, "PRAGMA page_size", -1, &st, NULL);
+  if (src != SQLITE_OK) return sq_fail(db, src, "reading the page size");
+  src = sqlite3_step(st);
+  int64_t page = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (page <= 0) return sq_fail(db, src == SQLITE_ROW ? SQLITE_ERROR : src,
+                                "reading the page size");
+  /* A pragma takes no parameters; the count is a number formatted here. */
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)(bytes / page));
+  return exec(db, sql, "setting max_size");
+}
+
 static int sq_open(jobq *db, const jobq_url *u) {
   for (size_t i = 0; i < u->nopts; i++) {
     if (strcmp(u->keys[i], "busy_timeout") != 0 &&
-        strcmp(u->keys[i], "max_payload") != 0)
+        strcmp(u->keys[i], "max_payload") != 0 &&
+        strcmp(u->keys[i], "max_size") != 0)
       return jobq__fail(db, JOBQ_EURL,
                         "unknown option '%s' in the database url: expected "
-                        "busy_timeout or max_payload",
+                        "busy_timeout, max_payload or max_size",
                         u->keys[i]);
   }
+  /* A cap on the file, as a full disk would set one. */
+  int64_t max_size = 0;
+  const char *ms = jobq__url_opt(u, "max_size");
+  if (ms != NULL && (jobq_parse_size(ms, &max_size) != JOBQ_OK || max_size < MIN_SIZE))
+    return jobq__fail(db, JOBQ_EURL,
+                      "invalid max_size '%s' in the database url: expected a "
+                      "size of at least 64KiB, like 1GiB",
+                      ms);
   int64_t busy = 10000;
   const char *bt = jobq__url_opt(u, "busy_timeout");
   if (bt != NULL && jobq_parse_duration(bt, &busy) != JOBQ_OK)
@@ -455,6 +492,7 @@ static int sq_open(jobq *db, const jobq_url *u) {
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
   c->busy_timeout_ms = busy;
+  c->max_size = max_size;
   c->watch_fd = -1;
   c->path = strdup(u->path);
   if (c->path == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -492,6 +530,10 @@ static int sq_open(jobq *db, const jobq_url *u) {
             "PRAGMA temp_store = MEMORY;",
             "setting durability");
   if (rc != JOBQ_OK) return rc;
+  if (max_size > 0) {
+    rc = limit_size(db, max_size);
+    if (rc != JOBQ_OK) return rc;
+  }
   return sq_migrate(db);
 }
 

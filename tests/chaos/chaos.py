@@ -7,7 +7,10 @@ SIGKILL of foremen, of job processes and of producers mid-put; SIGSTOP of a
 foreman for longer than its lease, then SIGCONT; on PostgreSQL, restarts of
 the server, SIGSTOP of every server process for two leases, and connections
 dropped under the foremen (possibly while a COMMIT is in flight); on
-MariaDB, dropped connections; and on the server stores, foremen whose clock
+MariaDB, dropped connections; on SQLite, a full disk under the producers
+for a second or two (the url's max_size caps the file where it stands, so
+every put that needs a new page is refused); and on the server stores,
+foremen whose clock
 is five minutes off (faketime), which must change nothing, since every
 decision uses the database's clock.
 
@@ -20,8 +23,8 @@ store's own SQL client and verifies:
 
   - every acknowledged put ended once: done (its result the claim token of
     a run that finished), or dead for the jobs meant to fail; a batch of
-    unknown outcome is there whole or not at all (nothing lost, nothing
-    half-written);
+    unknown outcome (killed, or refused by a full disk) is there whole or
+    not at all (nothing lost, nothing half-written);
   - nothing is there that no producer put, and every payload is byte for
     byte what was put;
   - one completion per job, and the one recorded is a finished run's; the
@@ -75,7 +78,9 @@ class Chaos:
         self.stop = threading.Event()
         self.counts = {"foreman kills": 0, "job kills": 0, "pauses": 0,
                        "producer kills": 0, "restarts": 0, "stalls": 0,
-                       "dropped connections": 0}
+                       "dropped connections": 0, "full disks": 0,
+                       "puts refused as full": 0}
+        self.full_until = 0.0      # time.time() until which the disk is full
         self.put_target = a.jobs
         self.put_count = 0
         self.producers = {}        # index -> Popen of the put under way
@@ -160,18 +165,25 @@ class Chaos:
             batch = {"payloads": payloads, "outcome": "unknown"}
             with self.lock:
                 self.batches.append(batch)
-            p = subprocess.Popen([self.a.jobq, "--db", self.a.url, "put", "--ndjson", "-"],
+            url = self.a.url
+            if time.time() < self.full_until:
+                # The smallest cap: the file cannot grow from where it is.
+                url += ("&" if "?" in url else "?") + "max_size=64KiB"
+            p = subprocess.Popen([self.a.jobq, "--db", url, "put", "--ndjson", "-"],
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, env=self.env())
+                                 stderr=subprocess.PIPE, env=self.env())
             with self.lock:
                 self.producers[index] = p
+            err = b""
             try:
-                p.communicate(("\n".join(lines) + "\n").encode(), timeout=60)
+                _, err = p.communicate(("\n".join(lines) + "\n").encode(), timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
             with self.lock:
                 self.producers.pop(index, None)
+                if p.returncode != 0 and b"is full" in (err or b""):
+                    self.counts["puts refused as full"] += 1
             if p.returncode == 0:
                 batch["outcome"] = "ok"
             self.stop.wait(max(0.0, began + rnd.uniform(0.5, 1.5) * pause - time.time()))
@@ -206,6 +218,8 @@ class Chaos:
                  ("kill_producer", 1)]
         if self.a.store in ("postgres", "mysql"):
             kinds.append(("drop_connection", 2))
+        else:
+            kinds.append(("full_disk", 1))
         if self.a.store == "postgres" and self.a.pg_dir:
             if self.counts["restarts"] < self.a.restarts:
                 kinds.append(("restart_db", 1))
@@ -251,6 +265,10 @@ class Chaos:
                     self.counts["producer kills"] += 1
                 except ProcessLookupError:
                     pass
+        elif kind == "full_disk":
+            self.event("full_disk", None)
+            self.full_until = time.time() + rnd.uniform(1.0, 2.0)
+            self.counts["full disks"] += 1
         elif kind == "drop_connection":
             if self.a.store == "postgres":
                 r = self.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
