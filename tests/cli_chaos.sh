@@ -22,7 +22,7 @@ chaos() {
   rc=$?
   cat "$T_OUT"
   if [[ $rc != 0 ]]; then
-    fail "chaos.py $* exited $rc"
+    fail "chaos.py --store $2 exited $rc"
     cat "$T_OUT" "$T_ERR" | head -40 | sed 's/^/# /'
   fi
 }

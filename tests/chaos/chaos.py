@@ -44,6 +44,7 @@ It prints one summary line and exits 0 when every check held, 1 otherwise
            [--pg-dir DIR] [--mysql-dir DIR] [--keep]
 """
 import argparse
+import calendar
 import json
 import os
 import random
@@ -111,16 +112,21 @@ class Chaos:
         cmd = [self.a.jobq, "--db", self.a.url, "work", "--log-times", "-q", "chaos", "-c", "4",
                "--lease", "%dms" % int(LEASE_S * 1000), "--poll", "%dms" % int(POLL_S * 1000),
                "--grace", "2s", "--", os.path.join(HERE, "job.sh")]
-        # Two foremen of the server stores live five minutes off.
-        offset = None
-        if self.faketime and slot in (1, 2):
-            offset = "+300s" if slot == 1 else "-300s"
+        offset = self.clock_offset(slot)
+        offset = None if offset == 0 else "%+ds" % offset
         err = open(os.path.join(self.dir, "foreman-%d.log" % slot), "a")
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=err, env=self.env(offset), start_new_session=True)
         err.close()
         self.foremen[slot] = p
         return p
+
+    def clock_offset(self, slot):
+        """Seconds the clock of the foreman in slot is off: two foremen of
+        the server stores live five minutes off."""
+        if self.faketime and slot in (1, 2):
+            return 300 if slot == 1 else -300
+        return 0
 
     def children(self, pid):
         try:
@@ -460,19 +466,21 @@ class Chaos:
 
     def sessions_lost(self):
         """pid -> times (ns) its foreman gave up its session, killing its
-        jobs at once (from the foremen's --log-times logs)."""
+        jobs at once (from the foremen's --log-times logs, whose times are
+        on their own clocks)."""
         out = {}
         for name in os.listdir(self.dir):
             if not name.startswith("foreman-"):
                 continue
+            offset_ns = self.clock_offset(int(name[len("foreman-"):-len(".log")])) * 10**9
             with open(os.path.join(self.dir, name), errors="replace") as f:
                 for line in f:
                     if "session lost" not in line or not line[:4].isdigit():
                         continue
                     stamp, rest = line.split(" ", 1)
                     pid = int(rest.split("[", 1)[1].split("]", 1)[0])
-                    t = time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
-                    t_ns = int((t - time.timezone) * 1e9) + int(stamp[20:23]) * 10**6
+                    t = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+                    t_ns = t * 10**9 + int(stamp[20:23]) * 10**6 - offset_ns
                     out.setdefault(pid, []).append(t_ns)
         return out
 
