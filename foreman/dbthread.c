@@ -120,6 +120,7 @@ static void note_started(struct fm_db *d, const struct fm_op *op) {
 
 static void run(struct fm_db *d, struct fm_op *op) {
   int rc;
+  op->began_ms = fm_now_ms();
   int of_session = op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS;
   if (of_session && op->gen != atomic_load(&d->gen)) {
     op->rc = FM_STALE;

@@ -218,6 +218,10 @@ struct fm_op {
   enum fm_op_kind kind;
   uint64_t gen;                /* the session generation it belongs to */
   int64_t submitted_ms;
+  /* When the database thread began to run it: a session's lease is
+   * counted from here (the database's "now" in its statements is later),
+   * so an op that queued behind a slow one does not shorten it. */
+  int64_t began_ms;
   /* Runs on the loop thread when the op is over; frees the op. */
   void (*done)(struct fm *fm, struct fm_op *op);
   struct fm_op *next;
@@ -395,7 +399,7 @@ struct fm {
   int ever_connected;
   int reopen_next;                 /* the next CONNECT opens a new handle */
   int64_t reconnect_ms;            /* the next backoff */
-  int64_t beat_ok_ms;              /* when the last good heartbeat was sent */
+  int64_t beat_ok_ms;              /* when the last good heartbeat began */
   int beat_out, claim_out, stats_out;
   int beat_failing;
   int maybe_work;                  /* a claim may find jobs */

@@ -507,7 +507,7 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
   }
   int64_t third = fm->cfg->lease_ms / 3;
   if (op->rc == JOBQ_OK) {
-    fm->beat_ok_ms = op->submitted_ms;
+    fm->beat_ok_ms = op->began_ms;
     lease_arm(fm);
     if (fm->beat_failing) {
       fm_log("heartbeats succeed again");
@@ -648,7 +648,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
   fm->connected = 1;
   fm->ever_connected = 1;
   fm->reconnect_ms = 0;
-  fm->beat_ok_ms = op->submitted_ms;
+  fm->beat_ok_ms = op->began_ms;
   fm->beat_failing = 0;
   watch_set(fm, op->watch_fd);
   op->watch_fd = -1; /* the watch owns it now */
