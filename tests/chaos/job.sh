@@ -8,16 +8,20 @@
 # 3 s (the last fault's), "fail-..." exits 3 (it ends dead).  Lines are appended in one write each (O_APPEND),
 # so runs on many machines' processes never tear each other's lines.
 # A foreman may run under faketime: the log takes the true time.
+# Builtins only (no date, no cat): a job costs one process.
 unset LD_PRELOAD FAKETIME
-payload=$(cat)
+now_ns() { local t=${EPOCHREALTIME/[.,]/}; REPLY=${t}000; }
+IFS= read -r -d '' payload || true
+now_ns
 printf 'S %s %s %s %s %s %s %s\n' "$JOBQ_JOB_ID" "$JOBQ_ATTEMPT" "$JOBQ_CLAIM" \
-  "$(date +%s%N)" "$PPID" "$$" "${payload%%-*}" >>"$CHAOS_LOG"
+  "$REPLY" "$PPID" "$$" "${payload%%-*}" >>"$CHAOS_LOG"
 case $payload in
   slow-*) sleep "0.$((2 + RANDOM % 8))" ;;
   long-*) sleep 3 ;;
 esac
+now_ns
 printf 'E %s %s %s %s\n' "$JOBQ_JOB_ID" "$JOBQ_ATTEMPT" "$JOBQ_CLAIM" \
-  "$(date +%s%N)" >>"$CHAOS_LOG"
+  "$REPLY" >>"$CHAOS_LOG"
 case $payload in
   fail-*) exit 3 ;;
 esac

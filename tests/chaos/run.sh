@@ -41,12 +41,14 @@ for store in $stores; do
       chaos --store sqlite --url "sqlite:$work/chaos.db"
       ;;
     postgres)
-      pgdir=$work/pg
+      # Beside $work, not in it: the server runs as another user when we
+      # are root, and $work is ours alone.
+      pgdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-chaos-pg.XXXXXX")
       url=$("$tests/pgserver.sh" start "$pgdir") || { echo "chaos postgres: no server"; failed=1; continue; }
       chaos --store postgres --url "$url" --pg-dir "$pgdir" --restarts "$restarts"
       ;;
     mysql)
-      mydir=$work/my
+      mydir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-chaos-my.XXXXXX")
       url=$("$tests/mysqlserver.sh" start "$mydir") || { echo "chaos mysql: no server"; failed=1; continue; }
       chaos --store mysql --url "$url" --mysql-dir "$mydir"
       ;;
