@@ -528,6 +528,18 @@ int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
  * key. */
 int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
 
+/*
+ * Deletes every job of queue that is not running: ready, scheduled and
+ * waiting jobs, and the queue's archived (done, dead, cancelled) jobs,
+ * with its finished-job counters, in one transaction.  *count (may be
+ * NULL) gets how many jobs went.  The queue itself stays, with its pause
+ * state and key policy.  Refuses with JOBQ_EBUSY, deleting nothing, while
+ * a job of the queue is running: purge it once its workers are done.
+ * For tools that make queues of their own and clean them away (jobq
+ * bench); the jobs are gone for good.
+ */
+int jobq_purge(jobq *db, const char *queue, int64_t *count);
+
 /* Deletes expired sessions now (with the stall guard); *count gets how
  * many.  Their jobs go back to ready. */
 int jobq_reap(jobq *db, int64_t *count);

@@ -1,6 +1,7 @@
 /*
  * admin.c - the calls behind the operator's commands that change things:
- * retry, cancel, pause, resume, the key policy, prune and the epoch bump.
+ * retry, cancel, pause, resume, the key policy, prune, purge and the epoch
+ * bump.
  * Each validates its input and runs in one transaction of its own.
  */
 #include <stdint.h>
@@ -273,6 +274,45 @@ int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     rc = jobq__txn_end(db, prune(db, older_than_ms, &c));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  if (rc == JOBQ_OK && count != NULL) *count = c;
+  return rc;
+}
+
+/* ---------------------------------------------------------------- purge */
+
+static int purge(jobq *db, const char *queue, int64_t *count) {
+  /* Exclusive on the queue: puts to it wait until the purge is over. */
+  jobq_jobref ref = {0, queue, NULL, 1};
+  int rc = jobq__order_lock(db, &ref, 0);
+  int running = 0;
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_exists(db, JOBQ_Q_PURGE_RUNNING, &running, SQL_ARGS(V_TEXT(queue)));
+  if (rc == JOBQ_OK && running)
+    rc = jobq__fail(db, JOBQ_EBUSY,
+                    "queue '%s' has running jobs: purge it once they have finished",
+                    queue);
+  int64_t jobs = 0, done = 0;
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_change(db, JOBQ_Q_PURGE_JOBS, &jobs, SQL_ARGS(V_TEXT(queue)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PURGE_BLOCKED, SQL_ARGS(V_TEXT(queue)));
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_change(db, JOBQ_Q_PURGE_DONE, &done, SQL_ARGS(V_TEXT(queue)));
+  /* The archive of the queue is empty: so are its counters. */
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PURGE_COUNTS, SQL_ARGS(V_TEXT(queue)));
+  *count = jobs + done;
+  return rc;
+}
+
+int jobq_purge(jobq *db, const char *queue, int64_t *count) {
+  if (count != NULL) *count = 0;
+  if (db == NULL) return JOBQ_EINVAL;
+  if (jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
+  int64_t c = 0;
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    rc = jobq__txn_end(db, purge(db, queue, &c));
   } while (jobq__txn_retry(db, rc, &attempt));
   if (rc == JOBQ_OK && count != NULL) *count = c;
   return rc;

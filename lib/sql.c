@@ -276,6 +276,15 @@ static const text texts[JOBQ_Q__COUNT] = {
          "(SELECT job_id FROM jobq_blocked) GROUP BY queue"},
     [JOBQ_Q_PRUNE] = {.common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
                       "IN (SELECT job_id FROM jobq_blocked)"},
+    /* ?1: the queue whose jobs go (jobq_purge); a running job stays and
+     * makes the purge refuse. */
+    [JOBQ_Q_PURGE_RUNNING] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+                              "state = 'running' LIMIT 1"},
+    [JOBQ_Q_PURGE_JOBS] = {.common = "DELETE FROM jobq_jobs WHERE queue = ?1 AND "
+                           "state <> 'running'"},
+    [JOBQ_Q_PURGE_DONE] = {.common = "DELETE FROM jobq_done WHERE queue = ?1"},
+    [JOBQ_Q_PURGE_BLOCKED] = {.common = "DELETE FROM jobq_blocked WHERE queue = ?1"},
+    [JOBQ_Q_PURGE_COUNTS] = {.common = "DELETE FROM jobq_counts WHERE queue = ?1"},
     [JOBQ_Q_ALL_SESSIONS] = {.common = "SELECT id FROM jobq_sessions ORDER BY id"
                              "{for_update}"},
     /* Epochs only rise, even across restores of older backups: the new one

@@ -1,7 +1,8 @@
 /*
  * test_admin.c - the operator's calls and the database's identity: cancel,
  * retry and retry of every dead job, pause and resume, stats for every
- * state, list with filters and paging, show, prune, the identity triple
+ * state, list with filters and paging, show, prune, purge of a queue, the
+ * identity triple
  * (queue_id, epoch, seq) and epoch bumps, refusal to claim from a database
  * restored from an older backup, refusal of a newer schema, and
  * transactions that put or acknowledge together with the caller's own
@@ -471,6 +472,73 @@ static void test_prune(void **state) {
   jobq_session_close(s);
 }
 
+static void test_purge(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t done = make_done(t->db, s, "p");
+  int64_t dead = make_dead(t->db, s, "p");
+  int64_t ready = th_put(t->db, "p", NULL);
+  int64_t head = th_put_key(t->db, "p", "k");
+  int64_t waiting = th_put_key(t->db, "p", "k");
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "p";
+  o.delay_ms = 60000;
+  int64_t scheduled = th_put_opts(t->db, &o);
+  int64_t other_done = make_done(t->db, s, "other");
+  int64_t other = th_put(t->db, "other", NULL);
+  assert_int_equal(th_state(t->db, waiting), JOBQ_STATE_WAITING);
+
+  /* A running job of the queue: refused, nothing deleted. */
+  jobq_job *running = th_claim_one(s, "p");
+  int64_t count = -1;
+  assert_rc(jobq_purge(t->db, "p", &count), JOBQ_EBUSY);
+  th_assert_msg(t->db, "running");
+  assert_int_equal(count, 0);
+  assert_int_equal(th_state(t->db, done), JOBQ_STATE_DONE);
+  assert_int_equal(th_state(t->db, scheduled), JOBQ_STATE_READY);
+  assert_rc(jobq_complete(s, running, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(running, 1);
+
+  /* 6 jobs of p: done, dead and the claimed one archived, the key's head,
+   * the job waiting behind it and the scheduled one. */
+  assert_rc(jobq_purge(t->db, "p", &count), JOBQ_OK);
+  assert_int_equal(count, 6);
+  int64_t gone[] = {done, dead, ready, head, waiting, scheduled};
+  for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+    jobq_job_info *info = NULL;
+    assert_rc(jobq_show(t->db, gone[i], &info), JOBQ_ENOTFOUND);
+  }
+  /* Other queues are untouched, and the counters agree. */
+  assert_int_equal(th_state(t->db, other), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, other_done), JOBQ_STATE_DONE);
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(st[i].name, "p") == 0) {
+      assert_int_equal(st[i].ready + st[i].scheduled + st[i].waiting + st[i].running, 0);
+      assert_int_equal(st[i].done + st[i].dead + st[i].cancelled, 0);
+    } else {
+      assert_string_equal(st[i].name, "other");
+      assert_int_equal(st[i].ready, 1);
+      assert_int_equal(st[i].done, 1);
+    }
+  }
+  jobq_stats_free(st, n);
+  assert_counts_agree(t->db);
+
+  /* The queue still works: the key is free again. */
+  int64_t again = th_put_key(t->db, "p", "k");
+  assert_int_equal(th_state(t->db, again), JOBQ_STATE_READY);
+  assert_rc(jobq_purge(t->db, "p", NULL), JOBQ_OK);
+  assert_rc(jobq_purge(t->db, "p", &count), JOBQ_OK);
+  assert_int_equal(count, 0);
+  assert_rc(jobq_purge(t->db, "Bad Name", &count), JOBQ_EINVAL);
+  th_assert_msg(t->db, "invalid queue name");
+  jobq_session_close(s);
+}
+
 static void test_identity_and_epoch(void **state) {
   tq *t = *state;
   jobq_identity a, b;
@@ -723,6 +791,7 @@ int main(void) {
       TQ_TEST(test_list),
       TQ_TEST(test_show),
       TQ_TEST(test_prune),
+      TQ_TEST(test_purge),
       TQ_TEST(test_identity_and_epoch),
       TQ_TEST(test_restore_from_backup),
       TQ_TEST(test_other_database_refused),
