@@ -51,6 +51,7 @@ extern const struct cli_command cli_cmd_prune;
 extern const struct cli_command cli_cmd_reap;
 extern const struct cli_command cli_cmd_epoch;
 extern const struct cli_command cli_cmd_doctor;
+extern const struct cli_command cli_cmd_bench;
 
 /* The command named name, or NULL (cli/jobq.c). */
 const struct cli_command *cli_find_command(const char *name);

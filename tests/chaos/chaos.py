@@ -364,20 +364,27 @@ class Chaos:
                 self.start_foreman(slot)
             else:
                 p.send_signal(signal.SIGCONT)
-        self.drain(120)
+        self.drain(60)
         self.last_fault()
-        left = self.drain(120)
+        left = self.drain(60)
         self.stop_foremen()
         return left
 
-    def drain(self, seconds):
-        """Waits until the queue has nothing left to run; its stats."""
-        drained_by = time.time() + seconds
+    def drain(self, stall_s):
+        """Waits until the queue has nothing left to run, for as long as it
+        keeps shrinking (a run that fell behind its rate has a backlog to
+        work off), giving up after stall_s seconds without progress; its
+        stats."""
         q = None
-        while time.time() < drained_by:
+        best, best_at = None, time.time()
+        while time.time() < best_at + stall_s:
             q = self.stats()
-            if q is not None and q["ready"] + q["scheduled"] + q["waiting"] + q["running"] == 0:
-                break
+            if q is not None:
+                left = q["ready"] + q["scheduled"] + q["waiting"] + q["running"]
+                if left == 0:
+                    break
+                if best is None or left < best:
+                    best, best_at = left, time.time()
             time.sleep(0.3)
         return q
 

@@ -1,0 +1,398 @@
+/*
+ * bench_ceiling.c - the `ceiling` workload of `jobq bench`: how fast the
+ * bare SQL of a claim goes on this server with no jobq logic at all, so
+ * that the drain figures can be read as a share of it.  A table of its
+ * own (jobq_bench_ceiling_PID: an id and a payload) is filled with N rows,
+ * then --concurrency processes, each on its own connection (jobq_open,
+ * then jobq_native: the PGconn or MYSQL the store uses), loop: begin,
+ * select a batch of ids ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED,
+ * delete them, commit, until the table is empty.  The table is dropped at
+ * the end.  Every value is bound; only the pid's digits are in the text.
+ * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
+ * no row locks, so there is no such ceiling to measure.
+ */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "output.h"
+#include "util.h"
+
+#define DEFAULT_CONCURRENCY 4
+#define FILL_ROWS 100  /* rows per insert on MariaDB */
+
+struct ceiling {
+  const struct bench_config *cfg;
+  char table[64];
+  size_t batch;
+  struct bench_shared *shared;
+};
+
+/* ---------------------------------------------------------------- PostgreSQL */
+
+static int pg_ok(PGresult *res, char *err, size_t size) {
+  ExecStatusType st = PQresultStatus(res);
+  int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+  if (!ok && err != NULL) snprintf(err, size, "%s", PQresultErrorMessage(res));
+  PQclear(res);
+  return ok;
+}
+
+static int pg_exec(PGconn *pc, const char *sql, char *err, size_t size) {
+  return pg_ok(PQexec(pc, sql), err, size);
+}
+
+static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
+                     size_t size) {
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "CREATE TABLE %s (id bigserial PRIMARY KEY, payload bytea NOT NULL)",
+           c->table);
+  if (!pg_exec(pc, sql, err, size)) return -1;
+  snprintf(sql, sizeof sql,
+           "INSERT INTO %s(payload) SELECT $1::bytea FROM generate_series(1, $2::int)",
+           c->table);
+  struct cli_progress bar;
+  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
+  int ok = 1;
+  for (int64_t done = 0; done < n && ok && !bench_stop;) {
+    int64_t k = n - done < 10000 ? n - done : 10000;
+    char count[24];
+    snprintf(count, sizeof count, "%lld", (long long)k);
+    const char *values[] = {"x", count};
+    ok = pg_ok(PQexecParams(pc, sql, 2, NULL, values, NULL, NULL, 0), err, size);
+    done += k;
+    cli_progress_update(&bar, done, done);
+  }
+  cli_progress_end(&bar);
+  return ok ? 0 : -1;
+}
+
+static int pg_claimer(PGconn *pc, const struct ceiling *c) {
+  char sel[256], del[256], limit[24];
+  snprintf(sel, sizeof sel,
+           "SELECT id FROM %s ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED", c->table);
+  snprintf(del, sizeof del, "DELETE FROM %s WHERE id = ANY($1::bigint[])", c->table);
+  snprintf(limit, sizeof limit, "%zu", c->batch);
+  char err[512] = "";
+  size_t cap = c->batch * 24 + 3;
+  char *ids = cli_xmalloc(cap);
+  int status = 0;
+  while (!bench_stop) {
+    if (!pg_exec(pc, "BEGIN", err, sizeof err)) goto fail;
+    const char *v1[] = {limit};
+    PGresult *res = PQexecParams(pc, sel, 1, NULL, v1, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+      pg_ok(res, err, sizeof err);
+      goto fail;
+    }
+    int n = PQntuples(res);
+    size_t o = 0;
+    ids[o++] = '{';
+    for (int i = 0; i < n; i++)
+      o += (size_t)snprintf(ids + o, cap - o, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
+    snprintf(ids + o, cap - o, "}");
+    PQclear(res);
+    if (n > 0) {
+      const char *v2[] = {ids};
+      if (!pg_ok(PQexecParams(pc, del, 1, NULL, v2, NULL, NULL, 0), err, sizeof err))
+        goto fail;
+    }
+    if (!pg_exec(pc, "COMMIT", err, sizeof err)) goto fail;
+    if (n == 0) break;
+    atomic_fetch_add(&c->shared->claimed, n);
+  }
+  free(ids);
+  return status;
+fail:
+  cli_error("ceiling: %s", err);
+  free(ids);
+  return 1;
+}
+
+/* ---------------------------------------------------------------- MariaDB */
+
+static int my_exec(MYSQL *my, const char *sql, char *err, size_t size) {
+  if (mysql_query(my, sql) == 0) {
+    MYSQL_RES *r = mysql_store_result(my);
+    if (r != NULL) mysql_free_result(r);
+    return 1;
+  }
+  snprintf(err, size, "%s", mysql_error(my));
+  return 0;
+}
+
+static int stmt_fail(MYSQL_STMT *st, char *err, size_t size) {
+  snprintf(err, size, "%s", mysql_stmt_error(st));
+  return 0;
+}
+
+/* "INSERT ... VALUES (?),(?),..." or "DELETE ... IN (?,?,...)": k
+ * placeholders, no values. */
+static char *placeholders(const char *head, const char *one, const char *sep,
+                          const char *tail, size_t k) {
+  size_t size = strlen(head) + k * (strlen(one) + strlen(sep)) + strlen(tail) + 1;
+  char *sql = cli_xmalloc(size);
+  size_t o = (size_t)snprintf(sql, size, "%s", head);
+  for (size_t i = 0; i < k; i++)
+    o += (size_t)snprintf(sql + o, size - o, "%s%s", i ? sep : "", one);
+  snprintf(sql + o, size - o, "%s", tail);
+  return sql;
+}
+
+/* The INSERT of k rows of payload "x", prepared and bound. */
+static MYSQL_STMT *my_insert(MYSQL *my, const struct ceiling *c, size_t k,
+                             MYSQL_BIND *b, char *err, size_t size) {
+  char head[128];
+  snprintf(head, sizeof head, "INSERT INTO %s(payload) VALUES ", c->table);
+  char *text = placeholders(head, "(?)", ",", "", k);
+  static char payload[] = "x";
+  static unsigned long len = 1;
+  memset(b, 0, k * sizeof *b);
+  for (size_t i = 0; i < k; i++) {
+    b[i].buffer_type = MYSQL_TYPE_BLOB;
+    b[i].buffer = payload;
+    b[i].buffer_length = 1;
+    b[i].length = &len;
+  }
+  MYSQL_STMT *st = mysql_stmt_init(my);
+  if (st == NULL) {
+    snprintf(err, size, "out of memory");
+  } else if (mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
+             mysql_stmt_bind_param(st, b) != 0) {
+    stmt_fail(st, err, size);
+    mysql_stmt_close(st);
+    st = NULL;
+  }
+  free(text);
+  return st;
+}
+
+static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
+                     size_t size) {
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "CREATE TABLE %s (id BIGINT AUTO_INCREMENT PRIMARY KEY, payload BLOB NOT "
+           "NULL) ENGINE=InnoDB",
+           c->table);
+  if (!my_exec(my, sql, err, size)) return -1;
+  MYSQL_BIND b[FILL_ROWS];
+  MYSQL_STMT *full = my_insert(my, c, FILL_ROWS, b, err, size);
+  int ok = full != NULL;
+  struct cli_progress bar;
+  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
+  int64_t done = 0;
+  for (; ok && done + FILL_ROWS <= n && !bench_stop; done += FILL_ROWS) {
+    if (mysql_stmt_execute(full) != 0) ok = stmt_fail(full, err, size);
+    cli_progress_update(&bar, done, done);
+  }
+  if (ok && done < n && !bench_stop) {
+    MYSQL_BIND rest_b[FILL_ROWS];
+    MYSQL_STMT *rest = my_insert(my, c, (size_t)(n - done), rest_b, err, size);
+    ok = rest != NULL && mysql_stmt_execute(rest) == 0;
+    if (!ok && rest != NULL) stmt_fail(rest, err, size);
+    if (rest != NULL) mysql_stmt_close(rest);
+  }
+  cli_progress_end(&bar);
+  if (full != NULL) mysql_stmt_close(full);
+  return ok ? 0 : -1;
+}
+
+/* The DELETE of k ids, prepared and bound to ids[]. */
+static MYSQL_STMT *my_delete(MYSQL *my, const struct ceiling *c, size_t k,
+                             long long *ids, char *err, size_t size) {
+  char head[128];
+  snprintf(head, sizeof head, "DELETE FROM %s WHERE id IN (", c->table);
+  char *text = placeholders(head, "?", ",", ")", k);
+  MYSQL_STMT *st = mysql_stmt_init(my);
+  MYSQL_BIND *b = cli_xmalloc(k * sizeof *b);
+  memset(b, 0, k * sizeof *b);
+  for (size_t i = 0; i < k; i++) {
+    b[i].buffer_type = MYSQL_TYPE_LONGLONG;
+    b[i].buffer = &ids[i];
+  }
+  if (st == NULL || mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
+      mysql_stmt_bind_param(st, b) != 0) {
+    if (st != NULL) {
+      stmt_fail(st, err, size);
+      mysql_stmt_close(st);
+    }
+    st = NULL;
+  }
+  free(b);
+  free(text);
+  return st;
+}
+
+static int my_claimer(MYSQL *my, const struct ceiling *c) {
+  char err[512] = "out of memory", sql[256];
+  snprintf(sql, sizeof sql, "SELECT id FROM %s ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+           c->table);
+  long long *ids = cli_xmalloc(c->batch * sizeof *ids);
+  long long limit = (long long)c->batch, id = 0;
+  MYSQL_STMT *sel = mysql_stmt_init(my);
+  MYSQL_STMT *del_full = my_delete(my, c, c->batch, ids, err, sizeof err);
+  MYSQL_BIND pb, rb;
+  memset(&pb, 0, sizeof pb);
+  memset(&rb, 0, sizeof rb);
+  pb.buffer_type = MYSQL_TYPE_LONGLONG;
+  pb.buffer = &limit;
+  rb.buffer_type = MYSQL_TYPE_LONGLONG;
+  rb.buffer = &id;
+  int ok = sel != NULL && del_full != NULL;
+  if (ok && (mysql_stmt_prepare(sel, sql, strlen(sql)) != 0 ||
+             mysql_stmt_bind_param(sel, &pb) != 0 || mysql_stmt_bind_result(sel, &rb) != 0))
+    ok = stmt_fail(sel, err, sizeof err);
+  while (ok && !bench_stop) {
+    if (!(ok = my_exec(my, "START TRANSACTION", err, sizeof err))) break;
+    unsigned code = 0;
+    size_t n = 0;
+    if (mysql_stmt_execute(sel) != 0 || mysql_stmt_store_result(sel) != 0) {
+      code = mysql_stmt_errno(sel);
+      ok = stmt_fail(sel, err, sizeof err);
+    } else {
+      while (n < c->batch && mysql_stmt_fetch(sel) == 0) ids[n++] = id;
+      mysql_stmt_free_result(sel);
+    }
+    if (ok && n == c->batch) {
+      if (mysql_stmt_execute(del_full) != 0) {
+        code = mysql_stmt_errno(del_full);
+        ok = stmt_fail(del_full, err, sizeof err);
+      }
+    } else if (ok && n > 0) {
+      MYSQL_STMT *d = my_delete(my, c, n, ids, err, sizeof err);
+      if (d == NULL) {
+        code = mysql_errno(my);
+        ok = 0;
+      } else if (mysql_stmt_execute(d) != 0) {
+        code = mysql_stmt_errno(d);
+        ok = stmt_fail(d, err, sizeof err);
+      }
+      if (d != NULL) mysql_stmt_close(d);
+    }
+    if (ok && !(ok = my_exec(my, "COMMIT", err, sizeof err))) code = mysql_errno(my);
+    /* InnoDB picks deadlock victims among lockers of neighbouring rows:
+     * as any client of this protocol would, roll back and go again. */
+    if (!ok && (code == 1213 || code == 1205)) {
+      ok = my_exec(my, "ROLLBACK", err, sizeof err);
+      continue;
+    }
+    if (!ok || n == 0) break;
+    atomic_fetch_add(&c->shared->claimed, (long long)n);
+  }
+  if (!ok) cli_error("ceiling: %s", err);
+  if (sel != NULL) mysql_stmt_close(sel);
+  if (del_full != NULL) mysql_stmt_close(del_full);
+  free(ids);
+  return ok ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- the workload */
+
+static int child(const struct ceiling *c) {
+  jobq *db;
+  int rc = jobq_open(c->cfg->url, &db);
+  void *native = rc == JOBQ_OK ? jobq_native(db) : NULL;
+  if (native == NULL) {
+    cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
+    atomic_fetch_add(&c->shared->ready, 1);
+    jobq_close(db);
+    return 1;
+  }
+  atomic_fetch_add(&c->shared->ready, 1);
+  while (!atomic_load(&c->shared->go) && !bench_stop) usleep(200);
+  int status = c->cfg->store == BENCH_POSTGRES ? pg_claimer(native, c)
+                                                : my_claimer(native, c);
+  jobq_close(db);
+  return status;
+}
+
+/* Forks n children and times them from when all are connected. */
+static int run_children(const struct ceiling *c, int n, double *seconds) {
+  pid_t *pids = cli_xmalloc((size_t)n * sizeof *pids);
+  fflush(stdout);
+  fflush(stderr);
+  int started = 0, bad = 0;
+  for (; started < n; started++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      bad = 1;
+      break;
+    }
+    if (pid == 0) _exit(child(c));
+    pids[started] = pid;
+  }
+  double t0 = 0;
+  while (t0 == 0) {
+    if (atomic_load(&c->shared->ready) >= started || bench_stop) {
+      t0 = bench_now();
+      atomic_store(&c->shared->go, 1);
+    } else {
+      usleep(500);
+    }
+  }
+  for (int i = 0; i < started; i++) {
+    int st = bench_wait(pids[i], 0);
+    if (st != 0) bad = 1;
+  }
+  *seconds = bench_now() - t0;
+  free(pids);
+  return bad ? -1 : 0;
+}
+
+int bench_ceiling(const struct bench_config *cfg, jobq *db,
+                  struct bench_report *rep, struct bench_run *run) {
+  if (cfg->store == BENCH_SQLITE) {
+    snprintf(run->why, sizeof run->why,
+             "measured on PostgreSQL and MariaDB/MySQL only: SQLite has no row locks "
+             "to skip");
+    return BENCH_NA;
+  }
+  void *native = jobq_native(db);
+  if (native == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
+  struct ceiling c = {cfg, "", cfg->batch > 0 ? (size_t)cfg->batch : 100, NULL};
+  snprintf(c.table, sizeof c.table, "jobq_bench_ceiling_%ld", cfg->pid);
+  char err[512] = "";
+  int created = cfg->store == BENCH_POSTGRES
+                    ? pg_create(native, &c, cfg->jobs, err, sizeof err)
+                    : my_create(native, &c, cfg->jobs, err, sizeof err);
+  int status = BENCH_OK;
+  if (created != 0) {
+    status = bench_fail(run, "creating table '%s': %s", c.table, err);
+  } else if (bench_stop) {
+    status = bench_fail(run, "interrupted");
+  } else {
+    c.shared = bench_shared_new();
+    int n = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
+    double secs;
+    int bad = run_children(&c, n, &secs);
+    long long claimed = atomic_load(&c.shared->claimed);
+    bench_shared_free(c.shared);
+    if (bench_stop)
+      status = bench_fail(run, "interrupted");
+    else if (bad)
+      status = bench_fail(run, "a claimer process failed");
+    else if (claimed != cfg->jobs)
+      status = bench_fail(run, "%lld of %lld rows were claimed", claimed,
+                          (long long)cfg->jobs);
+    else
+      bench_add(rep, "ceiling", "bare sql", "throughput", (double)cfg->jobs / secs,
+                "jobs/s");
+  }
+  /* The table goes, whatever happened. */
+  char sql[128];
+  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", c.table);
+  int dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
+                                              : my_exec(native, sql, err, sizeof err);
+  if (!dropped) {
+    cli_error("could not drop table '%s': %s", c.table, err);
+    if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", c.table, err);
+  }
+  return status;
+}

@@ -1,0 +1,379 @@
+/*
+ * bench_run.c - the machinery the workloads of `jobq bench` share: clocks,
+ * the run's own queues and their purge at the end (even after a failure
+ * or an interrupt), filling a queue in large transactions, forked claimer
+ * processes that count in shared memory, and `jobq work` children with
+ * their log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "output.h"
+#include "util.h"
+
+volatile sig_atomic_t bench_stop;
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int64_t bench_wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !bench_stop) {
+  }
+}
+
+/* ---------------------------------------------------------------- failures */
+
+int bench_fail(struct bench_run *run, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(run->why, sizeof run->why, fmt, ap);
+  va_end(ap);
+  run->status = BENCH_FAILED;
+  return BENCH_FAILED;
+}
+
+int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what) {
+  const char *msg = jobq_errmsg(db);
+  return bench_fail(run, "%s: %s", what, msg[0] != '\0' ? msg : jobq_strerror(rc));
+}
+
+/* ---------------------------------------------------------------- queues */
+
+#define MAX_QUEUES 32
+static char queues[MAX_QUEUES][BENCH_QUEUE_BUF];
+static size_t nqueues;
+
+const char *bench_queue(const struct bench_config *cfg, const char *name,
+                        char *buf) {
+  snprintf(buf, BENCH_QUEUE_BUF, "bench.%ld.%s", cfg->pid, name);
+  for (size_t i = 0; i < nqueues; i++)
+    if (strcmp(queues[i], buf) == 0) return buf;
+  if (nqueues < MAX_QUEUES) snprintf(queues[nqueues++], BENCH_QUEUE_BUF, "%s", buf);
+  return buf;
+}
+
+int bench_cleanup(jobq *db) {
+  int status = 0;
+  for (size_t i = 0; i < nqueues; i++) {
+    /* A child that died holding jobs leaves them running until its
+     * session's lease runs out and it is reaped: wait for that. */
+    double until = bench_now() + BENCH_LEASE_MS / 1000.0 + 5;
+    int rc;
+    while ((rc = jobq_purge(db, queues[i], NULL)) == JOBQ_EBUSY && bench_now() < until) {
+      int64_t n;
+      jobq_reap(db, &n);
+      struct timespec ts = {0, 200 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    if (rc != JOBQ_OK) {
+      cli_lib_error(db, rc);
+      cli_error("could not remove the jobs of queue '%s'", queues[i]);
+      status = -1;
+    }
+  }
+  nqueues = 0;
+  return status;
+}
+
+int bench_queue_stats(jobq *db, const char *queue, jobq_queue_stats *out) {
+  jobq_queue_stats *st;
+  size_t n;
+  int rc = jobq_stats(db, &st, &n);
+  if (rc != JOBQ_OK) return rc;
+  int found = 0;
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < n && !found; i++) {
+    if (strcmp(st[i].name, queue) != 0) continue;
+    *out = st[i];
+    out->name = NULL;
+    out->key_policy = NULL;
+    found = 1;
+  }
+  jobq_stats_free(st, n);
+  return found;
+}
+
+/* ---------------------------------------------------------------- filling */
+
+int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
+               const char *label) {
+  enum { CHUNK = 1000 };
+  static jobq_put_opts opts[CHUNK];
+  static int64_t ids[CHUNK];
+  for (size_t i = 0; i < CHUNK; i++) {
+    jobq_put_opts_init(&opts[i]);
+    opts[i].queue = queue;
+    opts[i].payload = payload;
+    opts[i].payload_len = strlen(payload);
+  }
+  struct cli_progress bar;
+  cli_progress_start(&bar, label, "jobs", n);
+  int rc = JOBQ_OK;
+  for (int64_t done = 0; done < n && rc == JOBQ_OK && !bench_stop;) {
+    size_t k = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
+    rc = jobq_put_many(db, opts, k, ids, NULL);
+    done += (int64_t)k;
+    cli_progress_update(&bar, done, done);
+  }
+  cli_progress_end(&bar);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- claimers */
+
+struct bench_shared *bench_shared_new(void) {
+  void *p = mmap(NULL, sizeof(struct bench_shared), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) cli_oom();
+  struct bench_shared *s = p;
+  atomic_init(&s->claimed, 0);
+  atomic_init(&s->claims, 0);
+  atomic_init(&s->empty_ready, 0);
+  atomic_init(&s->failed, 0);
+  atomic_init(&s->ready, 0);
+  atomic_init(&s->go, 0);
+  return s;
+}
+
+void bench_shared_free(struct bench_shared *s) {
+  if (s != NULL) munmap(s, sizeof *s);
+}
+
+/* One claimer process: its own handle and session.  Returns its exit
+ * status (0: all claimed jobs completed). */
+static int claimer(const struct bench_claimer *c) {
+  jobq *db;
+  int rc = jobq_open(c->url, &db);
+  jobq_session *s = NULL;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.name = "bench";
+  so.lease_ms = BENCH_LEASE_MS;
+  if (rc == JOBQ_OK) rc = jobq_session_open(db, &so, &s);
+  atomic_fetch_add(&c->shared->ready, 1);
+  /* Waiting for the others to connect: the session stays alive. */
+  double beat = bench_now();
+  while (rc == JOBQ_OK && !atomic_load(&c->shared->go) && !bench_stop) {
+    struct timespec ts = {0, 200000L};
+    nanosleep(&ts, NULL);
+    if (bench_now() - beat > BENCH_LEASE_MS / 3000.0) {
+      rc = jobq_heartbeat(s, NULL, NULL);
+      beat = bench_now();
+    }
+  }
+  const char *const qs[] = {c->queue};
+  jobq_ack *acks = cli_xmalloc(c->batch * sizeof *acks);
+  /* A worker's rhythm: the last batch's completions go with the next
+   * claim, one transaction for both. */
+  size_t pending = 0;
+  /* With no progress at all for this long, something is wrong. */
+  double stuck = bench_now() + 60;
+  while (rc == JOBQ_OK && !bench_stop) {
+    if (bench_now() - beat > BENCH_LEASE_MS / 3000.0) {
+      if ((rc = jobq_heartbeat(s, NULL, NULL)) != JOBQ_OK) break;
+      beat = bench_now();
+    }
+    jobq_job *jobs;
+    size_t n;
+    rc = jobq_ack_claim(s, acks, pending, qs, 1, c->batch, &jobs, &n);
+    /* Busy is temporary (SQLite's one writer among many): go again, as a
+     * worker would, while there is progress. */
+    if (rc == JOBQ_EBUSY && bench_now() < stuck) {
+      rc = JOBQ_OK;
+      continue;
+    }
+    for (size_t i = 0; i < pending && rc == JOBQ_OK; i++)
+      if (acks[i].status != JOBQ_OK) rc = acks[i].status;
+    if (rc != JOBQ_OK) break;
+    pending = 0;
+    atomic_fetch_add(&c->shared->claims, 1);
+    if (n == 0) {
+      jobq_jobs_free(jobs, n);
+      if (!c->count_empty || atomic_load(&c->shared->claimed) >= c->total) break;
+      atomic_fetch_add(&c->shared->empty_ready, 1);
+      if (bench_now() > stuck) {
+        rc = JOBQ_EBUSY;
+        break;
+      }
+      continue;
+    }
+    atomic_fetch_add(&c->shared->claimed, (long long)n);
+    stuck = bench_now() + 60;
+    for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+    pending = n;
+    jobq_jobs_free(jobs, n);
+  }
+  if (rc != JOBQ_OK && !bench_stop) cli_lib_error(db, rc);
+  free(acks);
+  jobq_session_close(s);
+  jobq_close(db);
+  return rc == JOBQ_OK ? 0 : 1;
+}
+
+static void child_signal(int sig) {
+  (void)sig;
+  bench_stop = 1;
+}
+
+int bench_claimers(const struct bench_claimer *c, int n, const char *label,
+                   double *seconds) {
+  pid_t *pids = cli_xmalloc((size_t)n * sizeof *pids);
+  fflush(stdout);
+  fflush(stderr);
+  int started = 0, bad = 0;
+  for (; started < n; started++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      cli_error("cannot start a claimer process: %s", cli_strerror(errno));
+      bench_stop = 1;
+      bad = 1;
+      break;
+    }
+    if (pid == 0) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = child_signal;
+      sigaction(SIGINT, &sa, NULL);
+      sigaction(SIGTERM, &sa, NULL);
+      _exit(claimer(c));
+    }
+    pids[started] = pid;
+  }
+  struct cli_progress bar;
+  cli_progress_start(&bar, label, "jobs", c->total);
+  int left = started, sent = 0;
+  double t0 = 0;
+  while (left > 0) {
+    if (t0 == 0 && (atomic_load(&c->shared->ready) >= started || left < started)) {
+      /* All connected (or one already gave up): the clock starts. */
+      t0 = bench_now();
+      atomic_store(&c->shared->go, 1);
+    }
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (int i = 0; i < started; i++) {
+        if (pids[i] != pid) continue;
+        pids[i] = 0;
+        left--;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) bad = 1;
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR) break;
+    if (bench_stop && !sent) {
+      for (int i = 0; i < started; i++)
+        if (pids[i] > 0) kill(pids[i], SIGTERM);
+      sent = 1;
+    }
+    long long done = atomic_load(&c->shared->claimed);
+    cli_progress_update(&bar, done, done);
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  *seconds = bench_now() - (t0 > 0 ? t0 : bench_now());
+  cli_progress_end(&bar);
+  free(pids);
+  if (bad) atomic_fetch_add(&c->shared->failed, 1);
+  return bad || bench_stop ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- foremen */
+
+static void log_path(const struct bench_config *cfg, char *buf, size_t size) {
+  snprintf(buf, size, "%s/work.log", cfg->dir);
+}
+
+pid_t bench_foreman(const struct bench_config *cfg, const char *const *args) {
+  const char *argv[64];
+  size_t n = 0;
+  argv[n++] = cfg->self;
+  if (cfg->child_db != NULL) {
+    argv[n++] = "--db";
+    argv[n++] = cfg->child_db;
+  }
+  argv[n++] = "work";
+  for (size_t i = 0; args[i] != NULL && n + 1 < sizeof argv / sizeof argv[0]; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  char log[PATH_MAX + 16];
+  log_path(cfg, log, sizeof log);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    cli_error("cannot start 'jobq work': %s", cli_strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+    }
+    if (fd >= 0) dup2(fd, 2);
+    execv(cfg->self, (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+int bench_wait(pid_t pid, double timeout_s) {
+  double until = timeout_s > 0 ? bench_now() + timeout_s : 0;
+  int sent = 0;
+  for (;;) {
+    int status;
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+    }
+    if (got < 0 && errno != EINTR) return -1;
+    if (!sent && (bench_stop || (until > 0 && bench_now() > until))) {
+      kill(pid, SIGTERM);
+      sent = 1;
+    }
+    sleep_s(0.01);
+  }
+}
+
+void bench_log_tail(const struct bench_config *cfg, char *buf, size_t size) {
+  char log[PATH_MAX + 16];
+  log_path(cfg, log, sizeof log);
+  FILE *f = fopen(log, "r");
+  if (f == NULL) return;
+  char tail[256];
+  long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+  fseek(f, end > (long)sizeof tail - 1 ? end - (long)sizeof tail + 1 : 0, SEEK_SET);
+  size_t got = fread(tail, 1, sizeof tail - 1, f);
+  fclose(f);
+  tail[got] = '\0';
+  while (got > 0 && (tail[got - 1] == '\n' || tail[got - 1] == '\r')) tail[--got] = '\0';
+  const char *last = strrchr(tail, '\n');
+  last = last ? last + 1 : tail;
+  if (last[0] == '\0') return;
+  char *esc = cli_escape(last, strlen(last));
+  size_t o = strlen(buf);
+  if (o < size) snprintf(buf + o, size - o, " (its log: %s)", esc);
+  free(esc);
+}

@@ -1,0 +1,580 @@
+/*
+ * bench_workloads.c - the standard workloads of `jobq bench`, each on
+ * queues of its own: enqueue (single and batched puts), drain (library
+ * claimers, a persistent foreman, a fork-per-job foreman, each verified
+ * exactly once), latency (put to start on an idle foreman), scale (claimer
+ * processes from 1 to 64) and backlog (the claim rate beside a large ready
+ * backlog or a large archive).  Also the hidden worker modes that the
+ * `jobq work` children run.  The bare-SQL ceiling is in bench_ceiling.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "output.h"
+#include "util.h"
+
+#define DEFAULT_CONCURRENCY 4
+
+static int64_t concurrency(const struct bench_config *cfg) {
+  return cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY;
+}
+
+static void pause_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !bench_stop) {
+  }
+}
+
+static int interrupted(struct bench_run *run) {
+  return bench_fail(run, "interrupted");
+}
+
+/* ---------------------------------------------------------------- enqueue */
+
+int bench_enqueue(const struct bench_config *cfg, jobq *db,
+                  struct bench_report *rep, struct bench_run *run) {
+  char q[BENCH_QUEUE_BUF];
+  bench_queue(cfg, "enqueue", q);
+  /* One transaction per put costs a commit each: a tenth as many. */
+  int64_t single = cfg->jobs / 10 < 100 ? 100 : cfg->jobs / 10;
+  if (single > cfg->jobs) single = cfg->jobs;
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = q;
+  o.payload = "x";
+  o.payload_len = 1;
+  struct cli_progress bar;
+  cli_progress_start(&bar, "enqueue (single):", "jobs", single);
+  double t0 = bench_now();
+  for (int64_t i = 0; i < single && !bench_stop; i++) {
+    int64_t id;
+    int rc = jobq_put(db, &o, &id, NULL);
+    if (rc != JOBQ_OK) {
+      cli_progress_end(&bar);
+      return bench_lib_fail(run, db, rc, "single put");
+    }
+    cli_progress_update(&bar, i + 1, i + 1);
+  }
+  double t1 = bench_now();
+  cli_progress_end(&bar);
+  if (bench_stop) return interrupted(run);
+  bench_add(rep, "enqueue", "single", "throughput", (double)single / (t1 - t0), "jobs/s");
+
+  size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 1000;
+  jobq_put_opts *opts = cli_xmalloc(batch * sizeof *opts);
+  int64_t *ids = cli_xmalloc(batch * sizeof *ids);
+  for (size_t i = 0; i < batch; i++) opts[i] = o;
+  cli_progress_start(&bar, "enqueue (batched):", "jobs", cfg->jobs);
+  int rc = JOBQ_OK;
+  t0 = bench_now();
+  for (int64_t done = 0; done < cfg->jobs && rc == JOBQ_OK && !bench_stop;) {
+    size_t k = cfg->jobs - done < (int64_t)batch ? (size_t)(cfg->jobs - done) : batch;
+    rc = jobq_put_many(db, opts, k, ids, NULL);
+    done += (int64_t)k;
+    cli_progress_update(&bar, done, done);
+  }
+  t1 = bench_now();
+  cli_progress_end(&bar);
+  free(opts);
+  free(ids);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "batched put");
+  if (bench_stop) return interrupted(run);
+  char variant[48];
+  snprintf(variant, sizeof variant, "batched (%zu)", batch);
+  bench_add(rep, "enqueue", variant, "throughput", (double)cfg->jobs / (t1 - t0), "jobs/s");
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- drain */
+
+/* Every job of queue ended done exactly once: n archived as done, none
+ * left unfinished, none dead or cancelled. */
+static int verify(jobq *db, const char *queue, int64_t n, const char *variant,
+                  struct bench_run *run) {
+  jobq_queue_stats st;
+  int got = bench_queue_stats(db, queue, &st);
+  if (got < 0) return bench_lib_fail(run, db, got, "reading the stats");
+  if (got == 0) return bench_fail(run, "%s: queue '%s' is missing", variant, queue);
+  int64_t left = st.ready + st.scheduled + st.waiting + st.running;
+  if (st.done != n || left != 0 || st.dead != 0 || st.cancelled != 0)
+    return bench_fail(run,
+                      "%s: not every job ended done exactly once: %lld of %lld done, "
+                      "%lld unfinished, %lld dead, %lld cancelled",
+                      variant, (long long)st.done, (long long)n, (long long)left,
+                      (long long)st.dead, (long long)st.cancelled);
+  return BENCH_OK;
+}
+
+static int drain_library(const struct bench_config *cfg, jobq *db,
+                         struct bench_report *rep, struct bench_run *run) {
+  char q[BENCH_QUEUE_BUF];
+  bench_queue(cfg, "drain-library", q);
+  int rc = bench_fill(db, q, cfg->jobs, "x", "drain (filling):");
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+  if (bench_stop) return interrupted(run);
+  struct bench_claimer c = {cfg->url, q, cfg->batch > 0 ? (size_t)cfg->batch : 100,
+                            cfg->jobs, 0, bench_shared_new()};
+  double secs;
+  int bad = bench_claimers(&c, (int)concurrency(cfg), "drain (library):", &secs);
+  bench_shared_free(c.shared);
+  if (bench_stop) return interrupted(run);
+  if (bad) return bench_fail(run, "library: a claimer process failed");
+  if (verify(db, q, cfg->jobs, "library", run) != BENCH_OK) return BENCH_FAILED;
+  bench_add(rep, "drain", "library", "throughput", (double)cfg->jobs / secs, "jobs/s");
+  return BENCH_OK;
+}
+
+/* Drains n jobs of queue with `jobq work ARGS`; variant names it. */
+static int drain_foreman(const struct bench_config *cfg, jobq *db,
+                         struct bench_report *rep, struct bench_run *run,
+                         const char *variant, int64_t n,
+                         const char *const *args) {
+  char q[BENCH_QUEUE_BUF], label[64];
+  char name[32];
+  snprintf(name, sizeof name, "drain-%s", variant);
+  bench_queue(cfg, name, q);
+  int rc = bench_fill(db, q, n, "x", "drain (filling):");
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+  if (bench_stop) return interrupted(run);
+  const char *argv[32];
+  size_t k = 0;
+  argv[k++] = "--until-empty";
+  argv[k++] = "-q";
+  argv[k++] = q;
+  for (size_t i = 0; args[i] != NULL; i++) argv[k++] = args[i];
+  argv[k] = NULL;
+  snprintf(label, sizeof label, "drain (%s):", variant);
+  double t0 = bench_now();
+  pid_t pid = bench_foreman(cfg, argv);
+  if (pid < 0) return bench_fail(run, "%s: cannot start 'jobq work'", variant);
+  /* Progress from the queue's stats, while the foreman works. */
+  struct cli_progress bar;
+  cli_progress_start(&bar, label, "jobs", n);
+  int status = -1;
+  for (;;) {
+    int st;
+    pid_t got = waitpid(pid, &st, WNOHANG);
+    if (got == pid) {
+      status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+    if (bench_stop) {
+      status = bench_wait(pid, 0);
+      break;
+    }
+    if (bar.on) {
+      jobq_queue_stats s;
+      if (bench_queue_stats(db, q, &s) == 1) cli_progress_update(&bar, s.done, s.done);
+    }
+    pause_s(0.01);
+  }
+  double t1 = bench_now();
+  cli_progress_end(&bar);
+  if (bench_stop) return interrupted(run);
+  if (status != 0) {
+    bench_fail(run, "%s: 'jobq work' ended with exit status %d", variant, status);
+    bench_log_tail(cfg, run->why, sizeof run->why);
+    return BENCH_FAILED;
+  }
+  if (verify(db, q, n, variant, run) != BENCH_OK) return BENCH_FAILED;
+  bench_add(rep, "drain", variant, "throughput", (double)n / (t1 - t0), "jobs/s");
+  return BENCH_OK;
+}
+
+int bench_drain(const struct bench_config *cfg, jobq *db,
+                struct bench_report *rep, struct bench_run *run) {
+  run->verified = 0;
+  if (drain_library(cfg, db, rep, run) != BENCH_OK) return BENCH_FAILED;
+  char c[24];
+  snprintf(c, sizeof c, "%lld", (long long)concurrency(cfg));
+  const char *persistent[] = {"--persistent", "-c", c, "--", cfg->self, "bench",
+                              "--internal-worker", NULL};
+  if (drain_foreman(cfg, db, rep, run, "persistent", cfg->jobs, persistent) != BENCH_OK)
+    return BENCH_FAILED;
+  int64_t few = cfg->jobs / 20 < 200 ? 200 : cfg->jobs / 20;
+  const char *fork_args[] = {"-c", c, "--", "/bin/true", NULL};
+  if (drain_foreman(cfg, db, rep, run, "fork", few, fork_args) != BENCH_OK)
+    return BENCH_FAILED;
+  run->verified = 1;
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- latency */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The percentile p (0..100) of n sorted values. */
+static double percentile(const double *v, size_t n, double p) {
+  if (n == 0) return 0;
+  size_t i = (size_t)(p / 100 * (double)(n - 1) + 0.5);
+  return v[i < n ? i : n - 1];
+}
+
+/* Waits until queue has want jobs done (or the time is up). */
+static int wait_done(jobq *db, const char *queue, int64_t want, double timeout,
+                     struct bench_run *run, const char *variant) {
+  double until = bench_now() + timeout;
+  while (!bench_stop) {
+    jobq_queue_stats st;
+    int got = bench_queue_stats(db, queue, &st);
+    if (got < 0) return bench_lib_fail(run, db, got, "reading the stats");
+    if (got == 1 && st.done + st.dead >= want) {
+      if (st.dead > 0)
+        return bench_fail(run, "%s: %lld jobs failed", variant, (long long)st.dead);
+      return BENCH_OK;
+    }
+    if (bench_now() > until)
+      return bench_fail(run, "%s: only %lld of %lld jobs were done after %.0f s",
+                        variant, (long long)(got == 1 ? st.done : 0),
+                        (long long)want, timeout);
+    pause_s(0.02);
+  }
+  return interrupted(run);
+}
+
+static int parse_ns(const void *p, size_t len, int64_t *out) {
+  char text[32];
+  if (p == NULL || len == 0 || len >= sizeof text) return -1;
+  memcpy(text, p, len);
+  text[len] = '\0';
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v <= 0) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Reads every done job of queue: put time (payload) to start (result). */
+static int collect(jobq *db, const char *queue, double **out, size_t *nout,
+                   struct bench_run *run) {
+  size_t n = 0, alloc = 0;
+  double *v = NULL;
+  jobq_list_opts lo = {queue, JOBQ_STATE_DONE, 0, 500, 0};
+  for (;;) {
+    jobq_job_info *list;
+    size_t k;
+    int rc = jobq_list(db, &lo, &list, &k);
+    if (rc != JOBQ_OK) {
+      free(v);
+      return bench_lib_fail(run, db, rc, "listing the jobs");
+    }
+    for (size_t i = 0; i < k; i++) {
+      lo.after_id = list[i].id;
+      jobq_job_info *j;
+      if ((rc = jobq_show(db, list[i].id, &j)) != JOBQ_OK) {
+        jobq_info_free(list, k);
+        free(v);
+        return bench_lib_fail(run, db, rc, "reading a job");
+      }
+      int64_t put, start;
+      if (parse_ns(j->payload, j->payload_len, &put) == 0 &&
+          parse_ns(j->result, j->result_len, &start) == 0) {
+        if (n == alloc) {
+          alloc = alloc ? 2 * alloc : 256;
+          v = cli_xrealloc(v, alloc * sizeof *v);
+        }
+        v[n++] = (double)(start - put) / 1e6;
+      }
+      jobq_info_free(j, 1);
+    }
+    jobq_info_free(list, k);
+    if (k < lo.limit) break;
+  }
+  *out = v;
+  *nout = n;
+  return BENCH_OK;
+}
+
+/* Puts n stamped jobs at rate per second to an idle foreman started with
+ * args, then reports the percentiles of put to start. */
+static int latency_run(const struct bench_config *cfg, jobq *db,
+                       struct bench_report *rep, struct bench_run *run,
+                       const char *variant, int64_t n, double rate,
+                       const char *const *args) {
+  char q[BENCH_QUEUE_BUF], name[32], label[64];
+  snprintf(name, sizeof name, "latency-%s", variant);
+  bench_queue(cfg, name, q);
+  const char *argv[32];
+  size_t k = 0;
+  argv[k++] = "-q";
+  argv[k++] = q;
+  for (size_t i = 0; args[i] != NULL; i++) argv[k++] = args[i];
+  argv[k] = NULL;
+  pid_t pid = bench_foreman(cfg, argv);
+  if (pid < 0) return bench_fail(run, "%s: cannot start 'jobq work'", variant);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = q;
+  /* A first job that is not measured: the foreman and its worker are up
+   * and idle once it is done. */
+  o.payload = "warm-up";
+  o.payload_len = 7;
+  int64_t id;
+  int rc = jobq_put(db, &o, &id, NULL);
+  int status = rc != JOBQ_OK ? bench_lib_fail(run, db, rc, "put")
+                             : wait_done(db, q, 1, 30, run, variant);
+  if (status == BENCH_OK) pause_s(0.2);
+  snprintf(label, sizeof label, "latency (%s):", variant);
+  struct cli_progress bar;
+  cli_progress_start(&bar, label, "jobs", n);
+  double t0 = bench_now();
+  for (int64_t i = 0; i < n && status == BENCH_OK && !bench_stop; i++) {
+    double at = t0 + (double)i / rate;
+    double now = bench_now();
+    if (at > now) pause_s(at - now);
+    char text[32];
+    snprintf(text, sizeof text, "%lld", (long long)bench_wall_ns());
+    o.payload = text;
+    o.payload_len = strlen(text);
+    if ((rc = jobq_put(db, &o, &id, NULL)) != JOBQ_OK)
+      status = bench_lib_fail(run, db, rc, "put");
+    cli_progress_update(&bar, i + 1, i + 1);
+  }
+  cli_progress_end(&bar);
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status == BENCH_OK) status = wait_done(db, q, n + 1, 30, run, variant);
+  kill(pid, SIGTERM);
+  int st = bench_wait(pid, 0);
+  if (status != BENCH_OK) return status;
+  if (st != 0) {
+    bench_fail(run, "%s: 'jobq work' ended with exit status %d", variant, st);
+    bench_log_tail(cfg, run->why, sizeof run->why);
+    return BENCH_FAILED;
+  }
+  double *v = NULL;
+  size_t nv = 0;
+  if (collect(db, q, &v, &nv, run) != BENCH_OK) return BENCH_FAILED;
+  if (nv != (size_t)n) {
+    free(v);
+    return bench_fail(run, "%s: %zu of %lld jobs have a start time", variant, nv,
+                      (long long)n);
+  }
+  qsort(v, nv, sizeof *v, cmp_double);
+  bench_add(rep, "latency", variant, "p50", percentile(v, nv, 50), "ms");
+  bench_add(rep, "latency", variant, "p99", percentile(v, nv, 99), "ms");
+  bench_add(rep, "latency", variant, "max", v[nv - 1], "ms");
+  free(v);
+  return BENCH_OK;
+}
+
+int bench_latency(const struct bench_config *cfg, jobq *db,
+                  struct bench_report *rep, struct bench_run *run) {
+  const double rate = 50;
+  int64_t n = cfg->seconds > 0 ? (int64_t)(rate * (double)cfg->seconds)
+                               : cfg->jobs / 10 > 500 ? 500
+                               : cfg->jobs / 10 < 20  ? 20
+                                                      : cfg->jobs / 10;
+  const char *persistent[] = {"--persistent", "-c", "1", "--", cfg->self, "bench",
+                              "--internal-worker-stamp", NULL};
+  if (latency_run(cfg, db, rep, run, "persistent", n, rate, persistent) != BENCH_OK)
+    return BENCH_FAILED;
+  int64_t few = n / 5 < 10 ? 10 : n / 5;
+  const char *fork_args[] = {"-c", "1", "--", cfg->self, "bench", "--internal-stamp",
+                             NULL};
+  return latency_run(cfg, db, rep, run, "fork", few, rate, fork_args);
+}
+
+/* ---------------------------------------------------------------- scale */
+
+int bench_scale(const struct bench_config *cfg, jobq *db,
+                struct bench_report *rep, struct bench_run *run) {
+  int64_t per = cfg->jobs / 5 < 200 ? 200 : cfg->jobs / 5;
+  size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 10;
+  for (int procs = 1; procs <= 64; procs *= 2) {
+    if (cfg->concurrency > 0 && procs > cfg->concurrency) break;
+    char q[BENCH_QUEUE_BUF], name[32], label[64];
+    snprintf(name, sizeof name, "scale-%d", procs);
+    bench_queue(cfg, name, q);
+    int rc = bench_fill(db, q, per, "x", "scale (filling):");
+    if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+    if (bench_stop) return interrupted(run);
+    struct bench_claimer c = {cfg->url, q, batch, per, 1, bench_shared_new()};
+    snprintf(label, sizeof label, "scale (%d):", procs);
+    double secs;
+    int bad = bench_claimers(&c, procs, label, &secs);
+    long long claims = atomic_load(&c.shared->claims);
+    long long empty = atomic_load(&c.shared->empty_ready);
+    bench_shared_free(c.shared);
+    if (bench_stop) return interrupted(run);
+    char variant[48];
+    snprintf(variant, sizeof variant, "%d claimer%s", procs, procs > 1 ? "s" : "");
+    if (bad) return bench_fail(run, "%s: a claimer process failed", variant);
+    if (verify(db, q, per, variant, run) != BENCH_OK) return BENCH_FAILED;
+    bench_add(rep, "scale", variant, "throughput", (double)per / secs, "jobs/s");
+    bench_add(rep, "scale", variant, "empty claims",
+              claims > 0 ? 100.0 * (double)empty / (double)claims : 0, "%");
+    /* Each level on its own queue, the one before gone. */
+    if ((rc = jobq_purge(db, q, NULL)) != JOBQ_OK)
+      return bench_lib_fail(run, db, rc, "removing the jobs");
+  }
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- backlog */
+
+/* Opens a session named bench on db; JOBQ_OK or the error. */
+static int session(jobq *db, jobq_session **s) {
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.name = "bench";
+  so.lease_ms = BENCH_LEASE_MS;
+  return jobq_session_open(db, &so, s);
+}
+
+/* Claims and completes want jobs of queue in batches of 10 on a session
+ * of its own; *rate gets jobs per second. */
+static int claim_rate(jobq *db, const char *queue, int64_t want, double *rate,
+                      struct bench_run *run) {
+  const char *const qs[] = {queue};
+  jobq_ack acks[10];
+  jobq_session *s;
+  int rc = session(db, &s);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
+  int64_t done = 0;
+  int status = BENCH_OK;
+  double t0 = bench_now();
+  while (done < want && !bench_stop && status == BENCH_OK) {
+    jobq_job *jobs;
+    size_t n;
+    size_t max = want - done < 10 ? (size_t)(want - done) : 10;
+    if ((rc = jobq_claim(s, qs, 1, max, &jobs, &n)) != JOBQ_OK) {
+      status = bench_lib_fail(run, db, rc, "claim");
+      break;
+    }
+    if (n == 0)
+      status = bench_fail(run, "the queue ran out of jobs after %lld", (long long)done);
+    for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+    if (n > 0 && (rc = jobq_ack_many(s, acks, n)) != JOBQ_OK)
+      status = bench_lib_fail(run, db, rc, "complete");
+    jobq_jobs_free(jobs, n);
+    done += (int64_t)n;
+  }
+  double t1 = bench_now();
+  jobq_session_close(s);
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status == BENCH_OK) *rate = (double)done / (t1 - t0);
+  return status;
+}
+
+/* Archives every ready job of queue as done, 1000 at a time, as fast as
+ * the library goes: one claim and one acknowledgement per 1000. */
+static int archive_all(jobq *db, const char *queue, int64_t total,
+                       struct bench_run *run) {
+  const char *const qs[] = {queue};
+  jobq_session *s;
+  int rc = session(db, &s);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
+  jobq_ack *acks = cli_xmalloc(1000 * sizeof *acks);
+  struct cli_progress bar;
+  cli_progress_start(&bar, "backlog (archiving):", "jobs", total);
+  int64_t done = 0;
+  int status = BENCH_OK;
+  double beat = bench_now();
+  while (!bench_stop && status == BENCH_OK) {
+    if (bench_now() - beat > BENCH_LEASE_MS / 3000.0) {
+      if ((rc = jobq_heartbeat(s, NULL, NULL)) != JOBQ_OK) {
+        status = bench_lib_fail(run, db, rc, "heartbeat");
+        break;
+      }
+      beat = bench_now();
+    }
+    jobq_job *jobs;
+    size_t n;
+    if ((rc = jobq_claim(s, qs, 1, 1000, &jobs, &n)) != JOBQ_OK) {
+      status = bench_lib_fail(run, db, rc, "claim");
+      break;
+    }
+    for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+    if (n > 0 && (rc = jobq_ack_many(s, acks, n)) != JOBQ_OK)
+      status = bench_lib_fail(run, db, rc, "complete");
+    jobq_jobs_free(jobs, n);
+    if (n == 0) break;
+    done += (int64_t)n;
+    cli_progress_update(&bar, done, done);
+  }
+  cli_progress_end(&bar);
+  free(acks);
+  jobq_session_close(s);
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  return status;
+}
+
+int bench_backlog(const struct bench_config *cfg, jobq *db,
+                  struct bench_report *rep, struct bench_run *run) {
+  char q[BENCH_QUEUE_BUF];
+  bench_queue(cfg, "backlog", q);
+  const int64_t base = 1000, measure = 500;
+  double r_base = 0, r_ready = 0, r_archived = 0;
+  int status = BENCH_OK;
+  int rc = bench_fill(db, q, base, "x", "backlog (filling):");
+  if (rc != JOBQ_OK) status = bench_lib_fail(run, db, rc, "filling the queue");
+  if (status == BENCH_OK) status = claim_rate(db, q, measure, &r_base, run);
+  /* Back to 1000 ready, then the backlog on top. */
+  if (status == BENCH_OK &&
+      (rc = bench_fill(db, q, measure + cfg->backlog, "x", "backlog (filling):")) != JOBQ_OK)
+    status = bench_lib_fail(run, db, rc, "filling the queue");
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status == BENCH_OK) status = claim_rate(db, q, measure, &r_ready, run);
+  /* Everything archived, then 1000 ready beside the archive. */
+  if (status == BENCH_OK) status = archive_all(db, q, base + cfg->backlog - measure, run);
+  if (status == BENCH_OK && (rc = bench_fill(db, q, base, "x", "backlog (filling):")) != JOBQ_OK)
+    status = bench_lib_fail(run, db, rc, "filling the queue");
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status == BENCH_OK) status = claim_rate(db, q, measure, &r_archived, run);
+  if (status != BENCH_OK) return status;
+  char ready[48], archived[48];
+  snprintf(ready, sizeof ready, "%lld ready", (long long)cfg->backlog);
+  snprintf(archived, sizeof archived, "%lld archived", (long long)cfg->backlog);
+  bench_add(rep, "backlog", "1000 ready", "throughput", r_base, "jobs/s");
+  bench_add(rep, "backlog", ready, "throughput", r_ready, "jobs/s");
+  bench_add(rep, "backlog", ready, "ratio", r_ready / r_base, "x");
+  bench_add(rep, "backlog", archived, "throughput", r_archived, "jobs/s");
+  bench_add(rep, "backlog", archived, "ratio", r_archived / r_base, "x");
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- workers */
+
+/* Standard base64 of a short text into out (4/3 of it, plus a NUL). */
+static void base64(const char *in, char *out) {
+  char *b = cli_base64(in, strlen(in));
+  snprintf(out, 64, "%s", b);
+  free(b);
+}
+
+int bench_internal_worker(int stamp) {
+  static char line[1 << 20];
+  setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+  fputs("ready\n", stdout);
+  fflush(stdout);
+  while (fgets(line, sizeof line, stdin) != NULL) {
+    int64_t t = bench_wall_ns();
+    long long id;
+    if (sscanf(line, "job %lld ", &id) != 1) return 1;
+    if (stamp) {
+      char text[32], enc[64];
+      snprintf(text, sizeof text, "%lld", (long long)t);
+      base64(text, enc);
+      printf("done %lld %s\n", id, enc);
+    } else {
+      printf("done %lld\n", id);
+    }
+    fflush(stdout);
+  }
+  return 0;
+}
+
+int bench_internal_stamp(void) {
+  printf("%lld", (long long)bench_wall_ns());
+  return 0;
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# cli_bench.sh - `jobq bench`: every workload in a small run on SQLite
+# whose JSON is checked field by field (each workload present, rates above
+# zero, the drains verified exactly once), the CSV and SVG files it writes,
+# a bare run on a temporary database that leaves the working folder alone,
+# nothing left behind after a run or an interrupt, the usage errors, and
+# small runs on PostgreSQL and MariaDB with the bare-SQL ceiling (when
+# tests/run.sh gives their URLs; skipped otherwise).
+. "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+
+# check_json FILE STORE: the document of a --workload all run on STORE.
+check_json() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+store = sys.argv[2]
+errors = []
+if doc.get("store") != store:
+    errors.append("store is %r, expected %r" % (doc.get("store"), store))
+names = [w["name"] for w in doc["workloads"]]
+want = ["enqueue", "drain", "latency", "scale", "backlog", "ceiling"]
+if names != want:
+    errors.append("workloads %s, expected %s" % (names, want))
+for w in doc["workloads"]:
+    if w["name"] == "ceiling" and store == "sqlite":
+        if w["status"] != "not_applicable" or w["results"]:
+            errors.append("ceiling on sqlite: %s" % w)
+        continue
+    if w["status"] != "ok":
+        errors.append("%s: status %s: %s" % (w["name"], w["status"], w["error"]))
+        continue
+    if not w["results"]:
+        errors.append("%s: no results" % w["name"])
+    for r in w["results"]:
+        for k in ("variant", "metric", "value", "unit"):
+            if k not in r:
+                errors.append("%s: a result without %s" % (w["name"], k))
+        if r["unit"] == "jobs/s" and not r["value"] > 0:
+            errors.append("%s %s: rate %s" % (w["name"], r["variant"], r["value"]))
+        if r["unit"] == "ms" and not r["value"] >= 0:
+            errors.append("%s %s: latency %s" % (w["name"], r["variant"], r["value"]))
+def variants(name, unit="jobs/s"):
+    w = [x for x in doc["workloads"] if x["name"] == name][0]
+    return [r["variant"] for r in w["results"] if r["unit"] == unit]
+drain = [x for x in doc["workloads"] if x["name"] == "drain"][0]
+if drain.get("verified") is not True:
+    errors.append("drain not verified: %s" % drain)
+for v in ("library", "persistent", "fork"):
+    if v not in variants("drain"):
+        errors.append("drain has no %s throughput" % v)
+if sorted(set(variants("latency", "ms"))) != ["fork", "persistent"]:
+    errors.append("latency variants %s" % variants("latency", "ms"))
+if len(variants("scale")) < 2:
+    errors.append("scale levels %s" % variants("scale"))
+if len(variants("backlog")) != 3:
+    errors.append("backlog phases %s" % variants("backlog"))
+if store != "sqlite":
+    if variants("ceiling") != ["bare sql"]:
+        errors.append("ceiling results %s" % variants("ceiling"))
+    if "library" not in variants("drain", "%"):
+        errors.append("drain library is not shown as a share of the ceiling")
+for e in errors:
+    print("FAIL: json: " + e)
+sys.exit(1 if errors else 0)
+EOF
+}
+
+t_all_sqlite_json_csv_plot() {
+  local start=$SECONDS
+  run bench --workload all --jobs 300 --backlog 3000 --json --csv "$D/b.csv" \
+    --plot "$D/b.svg"
+  expect_rc 0
+  expect_err_has "using the database sqlite:$DB"
+  ((SECONDS - start < 60)) || fail "the small run took $((SECONDS - start)) s"
+  check_json "$T_OUT" sqlite || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
+  # The CSV: a header and one row of five fields per measurement.
+  head -n 1 "$D/b.csv" | grep -qx 'workload,variant,metric,value,unit' ||
+    fail "csv header: $(head -n 1 "$D/b.csv")"
+  python3 - "$D/b.csv" "$T_OUT" <<'EOF' || fail "the csv does not match the json"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+doc = json.load(open(sys.argv[2]))
+n = sum(len(w["results"]) for w in doc["workloads"])
+assert len(rows) == n, (len(rows), n)
+for r in rows:
+    float(r["value"])
+    assert r["workload"] and r["metric"] and r["unit"], r
+assert any(r["workload"] == "drain" and r["variant"] == "fork" for r in rows)
+EOF
+  # The SVG parses and has bars for the throughputs and the latencies.
+  python3 - "$D/b.svg" <<'EOF' || fail "the svg is not well formed or has no bars"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+rects = root.findall("{http://www.w3.org/2000/svg}rect")
+texts = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+assert len(rects) > 10, len(rects)
+assert "Throughput" in texts and "Latency" in texts and "p99" in texts, texts
+EOF
+  # Nothing is left of the run's jobs.
+  expect_no_jobs
+  run ls --json
+  expect_rc 0
+  grep -q '"id"' "$T_OUT" && fail "jobs were left: $(head -c 300 "$T_OUT")"
+  # The table, for people.
+  run bench --workload enqueue,ceiling --jobs 200
+  expect_rc 0
+  expect_out_has "WORKLOAD"
+  expect_out_has "batched (1000)"
+  expect_out_has "not applicable"
+  expect_err_has "ceiling: not applicable"
+}
+
+t_temporary_database() {
+  # No --db and no JOBQ_DB: a temporary file, not ./jobq.db.
+  (cd "$D" && env -u JOBQ_DB "$JOBQ" bench --workload drain --jobs 200 >"$D/out" 2>"$D/err")
+  local st=$?
+  T_ERR=$D/err
+  [[ $st == 0 ]] || fail "exit status $st"
+  expect_err_has "using a temporary SQLite database"
+  [[ -e $D/jobq.db ]] && fail "a bare jobq bench created ./jobq.db"
+  local tmp
+  tmp=$(sed -nE 's/.*database, (.*)\/bench\.db, deleted.*/\1/p' "$D/err")
+  [[ -n $tmp ]] || fail "the temporary database is not named"
+  [[ -n $tmp && -e $tmp ]] && fail "the temporary folder $tmp was left behind"
+  grep -q "exactly once" "$D/out" || fail "no drain result: $(cat "$D/out")"
+  # --db given: that database, and `jobq work` gets it.
+  "$JOBQ" --db "sqlite:$D/given.db" bench --workload drain --jobs 200 >/dev/null 2>"$D/err2" ||
+    fail "bench with --db failed: $(cat "$D/err2")"
+  [[ -e $D/given.db ]] || fail "--db was not used"
+}
+
+t_interrupt_cleans_up() {
+  JOBQ_DB=sqlite:$DB "$JOBQ" bench --workload drain --jobs 100000 >"$D/out" 2>"$D/err" &
+  local pid=$! i
+  # Interrupt once the drain is under way.
+  for i in $(seq 1 100); do
+    sleep 0.1
+    [[ -e $DB ]] && JOBQ_DB=sqlite:$DB "$JOBQ" sessions 2>/dev/null | grep -q bench && break
+  done
+  kill -INT "$pid"
+  wait "$pid"
+  local st=$?
+  T_ERR=$D/err
+  [[ $st == 130 ]] || fail "exit status $st after SIGINT, expected 130"
+  expect_err_has "interrupted"
+  grep -q interrupted "$D/out" || fail "the table does not say interrupted: $(cat "$D/out")"
+  expect_no_jobs
+  run sessions --json
+  grep -q '"id"' "$T_OUT" && fail "sessions were left: $(head -c 300 "$T_OUT")"
+}
+
+t_usage_errors() {
+  run bench --workload bogus
+  expect_rc 2
+  expect_err_has "invalid --workload 'bogus'"
+  expect_err_style
+  run bench --workload drain,draim
+  expect_rc 2
+  expect_err_has "did you mean 'drain'?"
+  run bench --jobs 0
+  expect_rc 2
+  expect_err_has "invalid --jobs '0'"
+  run bench --jobs abc
+  expect_rc 2
+  expect_err_has "invalid --jobs 'abc'"
+  run bench --concurrency 0
+  expect_rc 2
+  expect_err_has "invalid --concurrency '0'"
+  run bench --batch 1001
+  expect_rc 2
+  expect_err_has "invalid --batch '1001'"
+  run bench --backlog -5
+  expect_rc 2
+  expect_err_has "invalid --backlog '-5'"
+  run bench --seconds 1s
+  expect_rc 2
+  expect_err_has "invalid --seconds '1s'"
+  run bench --plot "$D/chart.png"
+  expect_rc 2
+  expect_err_has "invalid --plot '$D/chart.png': expected a file name ending in .svg"
+  run bench --csv "$D/no/such/dir/b.csv" --workload enqueue --jobs 100
+  expect_rc 1
+  expect_err_has "cannot write --csv"
+  run bench extra
+  expect_rc 2
+  expect_err_has "unexpected argument 'extra'"
+  # Nothing was opened by a usage error.
+  [[ -e $DB ]] && fail "a usage error created the database"
+  # The hidden worker modes are not in the help.
+  run bench --help
+  expect_rc 0
+  expect_out_has "--workload"
+  grep -q internal "$T_OUT" && fail "--help lists the internal modes"
+  run --help
+  expect_out_has "bench"
+}
+
+t_postgres() {
+  local PG=${JOBQ_TEST_PG_URL:-}
+  if [[ -z $PG ]]; then
+    skip "JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)"
+    return
+  fi
+  local password port S
+  password=$(sed -E 's|^postgres://[^:]+:([^@]+)@.*|\1|' <<<"$PG")
+  port=$(sed -E 's|.*@127\.0\.0\.1:([0-9]+)/.*|\1|' <<<"$PG")
+  S=b$$_$RANDOM
+  T_DBURL="$PG?schema=$S"
+  run init
+  expect_rc 0
+  run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --json
+  expect_rc 0
+  expect_quiet_about "$password"
+  check_json "$T_OUT" postgres || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
+  expect_no_jobs_url
+  local tables
+  tables=$(PGPASSWORD=$password psql -X -h 127.0.0.1 -p "$port" -U jobq -d jobq -At \
+    -c "SELECT count(*) FROM pg_tables WHERE schemaname = '$S' AND tablename LIKE 'jobq_bench%'")
+  [[ $tables == 0 ]] || fail "the ceiling table was left ($tables)"
+  PGOPTIONS="-c client_min_messages=warning" PGPASSWORD=$password psql -X -q -h 127.0.0.1 \
+    -p "$port" -U jobq -d jobq -c "DROP SCHEMA $S CASCADE"
+}
+
+t_mysql() {
+  local MY=${JOBQ_TEST_MYSQL_URL:-}
+  if [[ -z $MY ]]; then
+    skip "JOBQ_TEST_MYSQL_URL is not set (tests/run.sh starts a server)"
+    return
+  fi
+  local password port S
+  password=$(sed -E 's|^[a-z]+://[^:]+:([^@]+)@.*|\1|' <<<"$MY")
+  port=$(sed -E 's|.*@127\.0\.0\.1:([0-9]+)/.*|\1|' <<<"$MY")
+  S=b$$_$RANDOM
+  my() { MYSQL_PWD=$password mariadb --no-defaults -h 127.0.0.1 -P "$port" -u jobq -N -B "$@"; }
+  my -e "CREATE DATABASE $S"
+  T_DBURL="${MY%/*}/$S"
+  run init
+  expect_rc 0
+  run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --json
+  expect_rc 0
+  expect_quiet_about "$password"
+  check_json "$T_OUT" mysql || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
+  expect_no_jobs_url
+  local tables
+  tables=$(my -e "SELECT count(*) FROM information_schema.tables WHERE table_schema = '$S' AND table_name LIKE 'jobq_bench%'")
+  [[ $tables == 0 ]] || fail "the ceiling table was left ($tables)"
+  my -e "DROP DATABASE $S"
+}
+
+# expect_no_jobs for the server in $T_DBURL: stats count no job.
+expect_no_jobs_url() {
+  run stats --json
+  if [[ $rc != 0 ]]; then
+    fail "jobq stats --json failed with $rc"
+  elif grep -oE '"(ready|scheduled|waiting|running|done|dead|cancelled)": *[0-9]+' "$T_OUT" |
+      grep -qvE ': *0$'; then
+    fail "jobs were left: $(head -c 300 "$T_OUT")"
+  fi
+}
+
+run_cases
