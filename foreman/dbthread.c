@@ -97,6 +97,8 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   jobq_session_opts_init(&so);
   so.name = cfg->name;
   so.lease_ms = cfg->lease_ms;
+  /* The lease starts with the session, not with the connection. */
+  op->began_ms = fm_now_ms();
   rc = jobq_session_open(d->db, &so, &d->s);
   if (rc != JOBQ_OK) {
     keep_error(op, d->db, rc);
