@@ -7,9 +7,14 @@
 # "slow-..." runs 0.2 to 1 s (so that kills catch it running), "long-..."
 # 3 s (the last fault's), "fail-..." exits 3 (it ends dead).  Lines are appended in one write each (O_APPEND),
 # so runs on many machines' processes never tear each other's lines.
-# A foreman may run under faketime: the log takes the true time.
-# Builtins only (no date, no cat): a job costs one process.
-unset LD_PRELOAD FAKETIME
+# A foreman may run under faketime: the log takes the true time (see
+# below).
+# Builtins only (no date, no cat): a job costs one process.  A job of a
+# foreman under faketime runs again without it first, since the faked
+# clock is already in this shell.
+if [[ -n ${FAKETIME:-} ]]; then
+  exec env -u LD_PRELOAD -u FAKETIME -u FAKETIME_DONT_FAKE_MONOTONIC bash "$0" "$@"
+fi
 now_ns() { local t=${EPOCHREALTIME/[.,]/}; REPLY=${t}000; }
 IFS= read -r -d '' payload || true
 now_ns
