@@ -131,11 +131,11 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
   if (count("--concurrency", a->concurrency, 1, MAX_CONCURRENCY,
             &cfg->concurrency))
     return CLI_EXIT_USAGE;
-  /* By default the prefetch adapts: a quarter of the concurrency, up to
-   * four times the concurrency (at least 32) while jobs are short. */
+  /* By default the prefetch adapts: from a quarter of the concurrency up
+   * to what the slots get through in about 50 ms (the foreman's bound),
+   * so short jobs get few, big claims. */
   cfg->prefetch = (cfg->concurrency + 3) / 4;
-  cfg->prefetch_max = cfg->concurrency * 4 < 32 ? 32 : cfg->concurrency * 4;
-  if (cfg->prefetch_max > MAX_BATCH) cfg->prefetch_max = MAX_BATCH;
+  cfg->prefetch_max = MAX_BATCH;
   if (a->prefetch != NULL) {
     if (count("--prefetch", a->prefetch, 0, MAX_BATCH, &cfg->prefetch))
       return CLI_EXIT_USAGE;
@@ -200,12 +200,11 @@ static int run(int argc, char **argv) {
                  "jobs (or persistent workers) at once, 1 to 1024 (default: "
                  "the number of CPUs)"),
       CLI_STRING(0, "batch", &a.batch, "N",
-                 "most jobs per claim, 1 to 1000 (default: concurrency + the "
-                 "largest prefetch)"),
+                 "most jobs per claim, 1 to 1000 (default 1000)"),
       CLI_STRING(0, "prefetch", &a.prefetch, "N",
                  "claimed jobs kept ready for the next free slot, 0 to 1000 "
-                 "(default: adapts from a quarter of the concurrency up to 4 "
-                 "times it while jobs are short)"),
+                 "(default: adapts from a quarter of the concurrency up to "
+                 "what the slots run in about 50ms)"),
       CLI_STRING(0, "lease", &a.lease, "D",
                  "the session's lease, 100ms to 1h (default 5s); heartbeats "
                  "every lease/3"),
