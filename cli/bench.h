@@ -33,6 +33,7 @@ struct bench_config {
   int64_t batch;          /* --batch, or 0 */
   int64_t backlog;        /* --backlog, default 1,000,000 */
   int64_t seconds;        /* --seconds, or 0 */
+  int64_t rate;           /* --rate, or 0 */
   char self[PATH_MAX];    /* this program, for children */
   char dir[PATH_MAX];     /* a temporary folder of the run (logs) */
   long pid;               /* in the names of the run's queues */
@@ -107,6 +108,10 @@ int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
+int bench_foreman_use(const struct bench_config *, jobq *, struct bench_report *,
+                      struct bench_run *);
+int bench_soak(const struct bench_config *, jobq *, struct bench_report *,
+               struct bench_run *);
 
 /* The hidden modes that `jobq work` children run: a persistent worker
  * answering each job at once (with stamp, the time its line arrived, in
@@ -156,26 +161,69 @@ struct bench_shared {
   atomic_llong empty_ready;  /* empty claims while jobs were left */
   atomic_llong failed;       /* children that hit an error */
   atomic_llong ready;        /* children connected, waiting to start */
+  atomic_llong put;          /* jobs put by a producer child */
   atomic_int go;             /* set once all are ready: start claiming */
 };
 struct bench_shared *bench_shared_new(void);
 void bench_shared_free(struct bench_shared *s);
 
-/* How a claimer child works: claim batch jobs of queue (jobq_claim), then
- * complete them with jobq_ack_many; total is what was put. */
+/* Claim times by window of time (a minute, say), in shared memory:
+ * window w's count of claims that took about bench_bin_ms(b) is
+ * count[w * BENCH_BINS + b].  Bins grow by 5 %, from 1 us; the last
+ * window takes any later claim. */
+#define BENCH_BINS 400
+#define BENCH_BIN_GROWTH 1.05
+struct bench_hist {
+  size_t windows;
+  double window;              /* seconds */
+  double t0;                  /* bench_now() when window 0 began */
+  atomic_llong count[];
+};
+struct bench_hist *bench_hist_new(size_t windows, double window);
+void bench_hist_free(struct bench_hist *h);
+size_t bench_bin(double seconds);
+/* The upper bound of a bin, in ms. */
+double bench_bin_ms(size_t bin);
+/* Percentile p (0..100) of window w's claims in ms, 0 with none; *n gets
+ * how many there were. */
+double bench_hist_percentile(const struct bench_hist *h, size_t w, double p,
+                             long long *n);
+
+/* How a claimer child works: claim batch jobs of queue, completing the
+ * last batch in the same transaction (jobq_ack_claim); total is what was
+ * put.  With until (bench_now() seconds) it keeps going until then,
+ * pausing 1 ms after an empty claim, and adds the time of every claim
+ * that got jobs to hist (when not NULL). */
 struct bench_claimer {
   const char *url, *queue;
   size_t batch;
   int64_t total;
   int count_empty;           /* scale: keep claiming while jobs are left */
   struct bench_shared *shared;
+  double until;
+  struct bench_hist *hist;
 };
+/* A claimer as a bench_fork() child: arg is a struct bench_claimer. */
+int bench_claimer_child(const void *arg, int index);
 /* Forks n claimers and waits for them, drawing progress from the shared
  * counter.  The children connect and open their sessions first; *seconds
  * gets the time from when all of them were ready to when the last one
  * ended.  0 when every child succeeded, -1 otherwise. */
 int bench_claimers(const struct bench_claimer *c, int n, const char *label,
                    double *seconds);
+
+/* What a forked child runs (index: 0 to n - 1); its exit status.  It adds
+ * 1 to shared->ready once connected and waits for shared->go. */
+typedef int (*bench_child_fn)(const void *arg, int index);
+/* Forks n children running fn(arg, index), starts them all at once
+ * (shared->go) when all are ready, shows progress from shared->claimed
+ * out of total under label, calls tick(ctx) (when not NULL) every 5 ms
+ * while they run, and waits for them all; SIGINT or SIGTERM (bench_stop)
+ * is passed on.  *seconds: from the start to the last exit.  0 when every
+ * child exited 0, -1 otherwise. */
+int bench_fork(int n, bench_child_fn fn, const void *arg, struct bench_shared *shared,
+               const char *label, int64_t total, void (*tick)(void *), void *ctx,
+               double *seconds);
 
 /* Starts `jobq [--db URL] work ARGS...` (argv NULL-terminated), stdout to
  * /dev/null, stderr to the run's log file; returns its pid or -1. */
@@ -185,6 +233,28 @@ pid_t bench_foreman(const struct bench_config *cfg, const char *const *args);
 int bench_wait(pid_t pid, double timeout_s);
 /* Appends the tail of the foreman log to buf (for error messages). */
 void bench_log_tail(const struct bench_config *cfg, char *buf, size_t size);
+
+/* A foreman's memory in KiB, 0 where /proc did not tell: its peak
+ * resident set (VmHWM: with the pages of shared libraries and of files it
+ * maps, which other processes share), and the most private memory
+ * (RssAnon) seen in samples 10 ms apart. */
+struct bench_memory {
+  long peak_kib, anon_kib;
+};
+
+/* Drains n no-op jobs of a new queue (bench_queue(cfg, name)) with
+ * `jobq work --until-empty -q QUEUE ARGS...` (args NULL-terminated) and
+ * checks that every one ended done exactly once.  *seconds gets the time
+ * from the foreman's start to its exit, *mem its memory.  BENCH_OK or
+ * BENCH_FAILED (variant names it in run->why). */
+int bench_drain_foreman(const struct bench_config *cfg, jobq *db,
+                        struct bench_run *run, const char *name,
+                        const char *variant, int64_t n,
+                        const char *const *args, double *seconds,
+                        struct bench_memory *mem);
+
+/* Sleeps s seconds, or less when bench_stop is set. */
+void bench_sleep(double s);
 
 /* The queue's stats entry: 1 found, 0 none, < 0 error. */
 int bench_queue_stats(jobq *db, const char *queue, jobq_queue_stats *out);

@@ -11,13 +11,11 @@
  * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
  * no row locks, so there is no such ceiling to measure.
  */
-#include <errno.h>
 #include <libpq-fe.h>
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -295,7 +293,9 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
 
 /* ---------------------------------------------------------------- the workload */
 
-static int child(const struct ceiling *c) {
+static int child(const void *arg, int index) {
+  const struct ceiling *c = arg;
+  (void)index;
   jobq *db;
   int rc = jobq_open(c->cfg->url, &db);
   void *native = rc == JOBQ_OK ? jobq_native(db) : NULL;
@@ -311,39 +311,6 @@ static int child(const struct ceiling *c) {
                                                 : my_claimer(native, c);
   jobq_close(db);
   return status;
-}
-
-/* Forks n children and times them from when all are connected. */
-static int run_children(const struct ceiling *c, int n, double *seconds) {
-  pid_t *pids = cli_xmalloc((size_t)n * sizeof *pids);
-  fflush(stdout);
-  fflush(stderr);
-  int started = 0, bad = 0;
-  for (; started < n; started++) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      bad = 1;
-      break;
-    }
-    if (pid == 0) _exit(child(c));
-    pids[started] = pid;
-  }
-  double t0 = 0;
-  while (t0 == 0) {
-    if (atomic_load(&c->shared->ready) >= started || bench_stop) {
-      t0 = bench_now();
-      atomic_store(&c->shared->go, 1);
-    } else {
-      usleep(500);
-    }
-  }
-  for (int i = 0; i < started; i++) {
-    int st = bench_wait(pids[i], 0);
-    if (st != 0) bad = 1;
-  }
-  *seconds = bench_now() - t0;
-  free(pids);
-  return bad ? -1 : 0;
 }
 
 int bench_ceiling(const struct bench_config *cfg, jobq *db,
@@ -371,7 +338,7 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
     c.shared = bench_shared_new();
     int n = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
     double secs;
-    int bad = run_children(&c, n, &secs);
+    int bad = bench_fork(n, child, &c, c.shared, "ceiling:", cfg->jobs, NULL, NULL, &secs);
     long long claimed = atomic_load(&c.shared->claimed);
     bench_shared_free(c.shared);
     if (bench_stop)

@@ -61,10 +61,10 @@ static const char *store_name(int store) {
 
 /* A value as people read it: whole jobs per second, two decimals else. */
 static void fmt_value(char *buf, size_t size, const struct bench_result *m) {
-  if (strcmp(m->unit, "jobs/s") == 0)
+  if (strcmp(m->unit, "jobs/s") == 0 || strcmp(m->unit, "jobs") == 0)
     snprintf(buf, size, "%.0f", m->value);
   else if (strcmp(m->unit, "%") == 0)
-    snprintf(buf, size, "%.1f", m->value);
+    snprintf(buf, size, m->value < 1 ? "%.3f" : "%.1f", m->value);
   else
     snprintf(buf, size, "%.2f", m->value);
 }

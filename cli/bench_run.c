@@ -1,11 +1,13 @@
 /*
  * bench_run.c - the machinery the workloads of `jobq bench` share: clocks,
  * the run's own queues and their purge at the end (even after a failure
- * or an interrupt), filling a queue in large transactions, forked claimer
- * processes that count in shared memory, and `jobq work` children with
- * their log.
+ * or an interrupt), filling a queue in large transactions, forked child
+ * processes that count in shared memory (the claimers among them, with
+ * latency histograms by the minute), and `jobq work` children with their
+ * log.
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +36,7 @@ int64_t bench_wall_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void sleep_s(double s) {
+void bench_sleep(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !bench_stop) {
   }
@@ -150,6 +152,7 @@ struct bench_shared *bench_shared_new(void) {
   atomic_init(&s->empty_ready, 0);
   atomic_init(&s->failed, 0);
   atomic_init(&s->ready, 0);
+  atomic_init(&s->put, 0);
   atomic_init(&s->go, 0);
   return s;
 }
@@ -158,9 +161,20 @@ void bench_shared_free(struct bench_shared *s) {
   if (s != NULL) munmap(s, sizeof *s);
 }
 
+/* Adds one claim's time to the histogram of the window it began in. */
+static void record(const struct bench_claimer *c, double began, double took) {
+  if (c->hist == NULL) return;
+  double at = (began - c->hist->t0) / c->hist->window;
+  size_t w = at < 0 ? 0 : (size_t)at;
+  if (w >= c->hist->windows) w = c->hist->windows - 1;
+  atomic_fetch_add(&c->hist->count[w * BENCH_BINS + bench_bin(took)], 1);
+}
+
 /* One claimer process: its own handle and session.  Returns its exit
  * status (0: all claimed jobs completed). */
-static int claimer(const struct bench_claimer *c) {
+int bench_claimer_child(const void *arg, int index) {
+  const struct bench_claimer *c = arg;
+  (void)index;
   jobq *db;
   int rc = jobq_open(c->url, &db);
   jobq_session *s = NULL;
@@ -188,12 +202,14 @@ static int claimer(const struct bench_claimer *c) {
   /* With no progress at all for this long, something is wrong. */
   double stuck = bench_now() + 60;
   while (rc == JOBQ_OK && !bench_stop) {
+    if (c->until > 0 && bench_now() >= c->until) break;
     if (bench_now() - beat > BENCH_LEASE_MS / 3000.0) {
       if ((rc = jobq_heartbeat(s, NULL, NULL)) != JOBQ_OK) break;
       beat = bench_now();
     }
     jobq_job *jobs;
     size_t n;
+    double began = bench_now();
     rc = jobq_ack_claim(s, acks, pending, qs, 1, c->batch, &jobs, &n);
     /* Busy is temporary (SQLite's one writer among many): go again, as a
      * worker would, while there is progress. */
@@ -208,6 +224,14 @@ static int claimer(const struct bench_claimer *c) {
     atomic_fetch_add(&c->shared->claims, 1);
     if (n == 0) {
       jobq_jobs_free(jobs, n);
+      if (c->until > 0) {
+        /* A steady load: the queue is empty until the producer's next
+         * batch. */
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+        stuck = bench_now() + 60;
+        continue;
+      }
       if (!c->count_empty || atomic_load(&c->shared->claimed) >= c->total) break;
       atomic_fetch_add(&c->shared->empty_ready, 1);
       if (bench_now() > stuck) {
@@ -216,12 +240,15 @@ static int claimer(const struct bench_claimer *c) {
       }
       continue;
     }
+    record(c, began, bench_now() - began);
     atomic_fetch_add(&c->shared->claimed, (long long)n);
     stuck = bench_now() + 60;
     for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
     pending = n;
     jobq_jobs_free(jobs, n);
   }
+  /* The last completions, on their own. */
+  if (rc == JOBQ_OK && pending > 0) rc = jobq_ack_many(s, acks, pending);
   if (rc != JOBQ_OK && !bench_stop) cli_lib_error(db, rc);
   free(acks);
   jobq_session_close(s);
@@ -234,8 +261,9 @@ static void child_signal(int sig) {
   bench_stop = 1;
 }
 
-int bench_claimers(const struct bench_claimer *c, int n, const char *label,
-                   double *seconds) {
+int bench_fork(int n, bench_child_fn fn, const void *arg, struct bench_shared *shared,
+               const char *label, int64_t total, void (*tick)(void *), void *ctx,
+               double *seconds) {
   pid_t *pids = cli_xmalloc((size_t)n * sizeof *pids);
   fflush(stdout);
   fflush(stderr);
@@ -243,7 +271,7 @@ int bench_claimers(const struct bench_claimer *c, int n, const char *label,
   for (; started < n; started++) {
     pid_t pid = fork();
     if (pid < 0) {
-      cli_error("cannot start a claimer process: %s", cli_strerror(errno));
+      cli_error("cannot start a child process: %s", cli_strerror(errno));
       bench_stop = 1;
       bad = 1;
       break;
@@ -254,19 +282,19 @@ int bench_claimers(const struct bench_claimer *c, int n, const char *label,
       sa.sa_handler = child_signal;
       sigaction(SIGINT, &sa, NULL);
       sigaction(SIGTERM, &sa, NULL);
-      _exit(claimer(c));
+      _exit(fn(arg, started));
     }
     pids[started] = pid;
   }
   struct cli_progress bar;
-  cli_progress_start(&bar, label, "jobs", c->total);
+  cli_progress_start(&bar, label, "jobs", total);
   int left = started, sent = 0;
   double t0 = 0;
   while (left > 0) {
-    if (t0 == 0 && (atomic_load(&c->shared->ready) >= started || left < started)) {
+    if (t0 == 0 && (atomic_load(&shared->ready) >= started || left < started)) {
       /* All connected (or one already gave up): the clock starts. */
       t0 = bench_now();
-      atomic_store(&c->shared->go, 1);
+      atomic_store(&shared->go, 1);
     }
     int status;
     pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -285,7 +313,8 @@ int bench_claimers(const struct bench_claimer *c, int n, const char *label,
         if (pids[i] > 0) kill(pids[i], SIGTERM);
       sent = 1;
     }
-    long long done = atomic_load(&c->shared->claimed);
+    if (tick != NULL && t0 > 0) tick(ctx);
+    long long done = atomic_load(&shared->claimed);
     cli_progress_update(&bar, done, done);
     struct timespec ts = {0, 5 * 1000000L};
     nanosleep(&ts, NULL);
@@ -293,8 +322,59 @@ int bench_claimers(const struct bench_claimer *c, int n, const char *label,
   *seconds = bench_now() - (t0 > 0 ? t0 : bench_now());
   cli_progress_end(&bar);
   free(pids);
-  if (bad) atomic_fetch_add(&c->shared->failed, 1);
+  if (bad) atomic_fetch_add(&shared->failed, 1);
   return bad || bench_stop ? -1 : 0;
+}
+
+int bench_claimers(const struct bench_claimer *c, int n, const char *label,
+                   double *seconds) {
+  return bench_fork(n, bench_claimer_child, c, c->shared, label, c->total, NULL, NULL, seconds);
+}
+
+/* ---------------------------------------------------------------- histograms */
+
+size_t bench_bin(double seconds) {
+  double us = seconds * 1e6;
+  if (us <= 1) return 0;
+  size_t b = (size_t)(log(us) / log(BENCH_BIN_GROWTH)) + 1;
+  return b < BENCH_BINS ? b : BENCH_BINS - 1;
+}
+
+double bench_bin_ms(size_t bin) {
+  return pow(BENCH_BIN_GROWTH, (double)bin) / 1e3;
+}
+
+struct bench_hist *bench_hist_new(size_t windows, double window) {
+  size_t size = sizeof(struct bench_hist) + windows * BENCH_BINS * sizeof(atomic_llong);
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) cli_oom();
+  struct bench_hist *h = p;
+  h->windows = windows;
+  h->window = window;
+  h->t0 = bench_now();
+  for (size_t i = 0; i < windows * BENCH_BINS; i++) atomic_init(&h->count[i], 0);
+  return h;
+}
+
+void bench_hist_free(struct bench_hist *h) {
+  if (h != NULL)
+    munmap(h, sizeof(struct bench_hist) + h->windows * BENCH_BINS * sizeof(atomic_llong));
+}
+
+double bench_hist_percentile(const struct bench_hist *h, size_t w, double p,
+                             long long *n) {
+  const atomic_llong *c = &h->count[w * BENCH_BINS];
+  long long total = 0;
+  for (size_t b = 0; b < BENCH_BINS; b++) total += atomic_load(&c[b]);
+  if (n != NULL) *n = total;
+  if (total == 0) return 0;
+  long long want = (long long)(p / 100 * (double)total + 0.5), seen = 0;
+  if (want < 1) want = 1;
+  for (size_t b = 0; b < BENCH_BINS; b++) {
+    seen += atomic_load(&c[b]);
+    if (seen >= want) return bench_bin_ms(b);
+  }
+  return bench_bin_ms(BENCH_BINS - 1);
 }
 
 /* ---------------------------------------------------------------- foremen */
@@ -353,7 +433,7 @@ int bench_wait(pid_t pid, double timeout_s) {
       kill(pid, SIGTERM);
       sent = 1;
     }
-    sleep_s(0.01);
+    bench_sleep(0.01);
   }
 }
 

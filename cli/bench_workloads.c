@@ -25,12 +25,6 @@ static int64_t concurrency(const struct bench_config *cfg) {
   return cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY;
 }
 
-static void pause_s(double s) {
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !bench_stop) {
-  }
-}
-
 static int interrupted(struct bench_run *run) {
   return bench_fail(run, "interrupted");
 }
@@ -119,7 +113,7 @@ static int drain_library(const struct bench_config *cfg, jobq *db,
   if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
   if (bench_stop) return interrupted(run);
   struct bench_claimer c = {cfg->url, q, cfg->batch > 0 ? (size_t)cfg->batch : 100,
-                            cfg->jobs, 0, bench_shared_new()};
+                            cfg->jobs, 0, bench_shared_new(), 0, NULL};
   double secs;
   int bad = bench_claimers(&c, (int)concurrency(cfg), "drain (library):", &secs);
   bench_shared_free(c.shared);
@@ -130,16 +124,30 @@ static int drain_library(const struct bench_config *cfg, jobq *db,
   return BENCH_OK;
 }
 
-/* Drains n jobs of queue with `jobq work ARGS`; variant names it. */
-static int drain_foreman(const struct bench_config *cfg, jobq *db,
-                         struct bench_report *rep, struct bench_run *run,
-                         const char *variant, int64_t n,
-                         const char *const *args) {
+/* Raises *peak to pid's peak resident memory so far (VmHWM) and
+ * *anon to its private memory now (RssAnon), in KiB, when /proc tells. */
+static void sample_memory(pid_t pid, struct bench_memory *m) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return;
+  long kib;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "VmHWM: %ld kB", &kib) == 1 && kib > m->peak_kib) m->peak_kib = kib;
+    if (sscanf(line, "RssAnon: %ld kB", &kib) == 1 && kib > m->anon_kib) m->anon_kib = kib;
+  }
+  fclose(f);
+}
+
+int bench_drain_foreman(const struct bench_config *cfg, jobq *db,
+                        struct bench_run *run, const char *name,
+                        const char *variant, int64_t n,
+                        const char *const *args, double *seconds,
+                        struct bench_memory *mem) {
   char q[BENCH_QUEUE_BUF], label[64];
-  char name[32];
-  snprintf(name, sizeof name, "drain-%s", variant);
   bench_queue(cfg, name, q);
-  int rc = bench_fill(db, q, n, "x", "drain (filling):");
+  snprintf(label, sizeof label, "%s (filling):", run->name);
+  int rc = bench_fill(db, q, n, "x", label);
   if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
   if (bench_stop) return interrupted(run);
   const char *argv[32];
@@ -147,17 +155,21 @@ static int drain_foreman(const struct bench_config *cfg, jobq *db,
   argv[k++] = "--until-empty";
   argv[k++] = "-q";
   argv[k++] = q;
-  for (size_t i = 0; args[i] != NULL; i++) argv[k++] = args[i];
+  for (size_t i = 0; args[i] != NULL && k + 1 < sizeof argv / sizeof argv[0]; i++)
+    argv[k++] = args[i];
   argv[k] = NULL;
-  snprintf(label, sizeof label, "drain (%s):", variant);
+  snprintf(label, sizeof label, "%s (%s):", run->name, variant);
   double t0 = bench_now();
   pid_t pid = bench_foreman(cfg, argv);
   if (pid < 0) return bench_fail(run, "%s: cannot start 'jobq work'", variant);
-  /* Progress from the queue's stats, while the foreman works. */
+  /* Progress from the queue's stats, and the foreman's memory, while it
+   * works. */
   struct cli_progress bar;
   cli_progress_start(&bar, label, "jobs", n);
   int status = -1;
+  memset(mem, 0, sizeof *mem);
   for (;;) {
+    sample_memory(pid, mem);
     int st;
     pid_t got = waitpid(pid, &st, WNOHANG);
     if (got == pid) {
@@ -172,9 +184,9 @@ static int drain_foreman(const struct bench_config *cfg, jobq *db,
       jobq_queue_stats s;
       if (bench_queue_stats(db, q, &s) == 1) cli_progress_update(&bar, s.done, s.done);
     }
-    pause_s(0.01);
+    bench_sleep(0.01);
   }
-  double t1 = bench_now();
+  *seconds = bench_now() - t0;
   cli_progress_end(&bar);
   if (bench_stop) return interrupted(run);
   if (status != 0) {
@@ -182,9 +194,7 @@ static int drain_foreman(const struct bench_config *cfg, jobq *db,
     bench_log_tail(cfg, run->why, sizeof run->why);
     return BENCH_FAILED;
   }
-  if (verify(db, q, n, variant, run) != BENCH_OK) return BENCH_FAILED;
-  bench_add(rep, "drain", variant, "throughput", (double)n / (t1 - t0), "jobs/s");
-  return BENCH_OK;
+  return verify(db, q, n, variant, run);
 }
 
 int bench_drain(const struct bench_config *cfg, jobq *db,
@@ -195,12 +205,18 @@ int bench_drain(const struct bench_config *cfg, jobq *db,
   snprintf(c, sizeof c, "%lld", (long long)concurrency(cfg));
   const char *persistent[] = {"--persistent", "-c", c, "--", cfg->self, "bench",
                               "--internal-worker", NULL};
-  if (drain_foreman(cfg, db, rep, run, "persistent", cfg->jobs, persistent) != BENCH_OK)
+  double secs;
+  struct bench_memory mem;
+  if (bench_drain_foreman(cfg, db, run, "drain-persistent", "persistent", cfg->jobs,
+                          persistent, &secs, &mem) != BENCH_OK)
     return BENCH_FAILED;
+  bench_add(rep, "drain", "persistent", "throughput", (double)cfg->jobs / secs, "jobs/s");
   int64_t few = cfg->jobs / 20 < 200 ? 200 : cfg->jobs / 20;
   const char *fork_args[] = {"-c", c, "--", "/bin/true", NULL};
-  if (drain_foreman(cfg, db, rep, run, "fork", few, fork_args) != BENCH_OK)
+  if (bench_drain_foreman(cfg, db, run, "drain-fork", "fork", few, fork_args, &secs,
+                          &mem) != BENCH_OK)
     return BENCH_FAILED;
+  bench_add(rep, "drain", "fork", "throughput", (double)few / secs, "jobs/s");
   run->verified = 1;
   return BENCH_OK;
 }
@@ -236,7 +252,7 @@ static int wait_done(jobq *db, const char *queue, int64_t want, double timeout,
       return bench_fail(run, "%s: only %lld of %lld jobs were done after %.0f s",
                         variant, (long long)(got == 1 ? st.done : 0),
                         (long long)want, timeout);
-    pause_s(0.02);
+    bench_sleep(0.02);
   }
   return interrupted(run);
 }
@@ -323,7 +339,7 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   int rc = jobq_put(db, &o, &id, NULL);
   int status = rc != JOBQ_OK ? bench_lib_fail(run, db, rc, "put")
                              : wait_done(db, q, 1, 30, run, variant);
-  if (status == BENCH_OK) pause_s(0.2);
+  if (status == BENCH_OK) bench_sleep(0.2);
   snprintf(label, sizeof label, "latency (%s):", variant);
   struct cli_progress bar;
   cli_progress_start(&bar, label, "jobs", n);
@@ -331,7 +347,7 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   for (int64_t i = 0; i < n && status == BENCH_OK && !bench_stop; i++) {
     double at = t0 + (double)i / rate;
     double now = bench_now();
-    if (at > now) pause_s(at - now);
+    if (at > now) bench_sleep(at - now);
     char text[32];
     snprintf(text, sizeof text, "%lld", (long long)bench_wall_ns());
     o.payload = text;
@@ -398,7 +414,7 @@ int bench_scale(const struct bench_config *cfg, jobq *db,
     int rc = bench_fill(db, q, per, "x", "scale (filling):");
     if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
     if (bench_stop) return interrupted(run);
-    struct bench_claimer c = {cfg->url, q, batch, per, 1, bench_shared_new()};
+    struct bench_claimer c = {cfg->url, q, batch, per, 1, bench_shared_new(), 0, NULL};
     snprintf(label, sizeof label, "scale (%d):", procs);
     double secs;
     int bad = bench_claimers(&c, procs, label, &secs);

@@ -23,23 +23,29 @@
 
 static const char usage[] =
     "usage: jobq bench [--workload NAME|all] [--jobs N] [--concurrency N]\n"
-    "                  [--batch N] [--backlog N] [--seconds S] [--json]\n"
-    "                  [--csv FILE] [--plot FILE.svg]\n"
+    "                  [--batch N] [--backlog N] [--seconds S] [--rate N]\n"
+    "                  [--json] [--csv FILE] [--plot FILE.svg]\n"
     "\n"
     "Runs standard workloads against the queue database and prints what\n"
     "they measured: enqueue (single and batched puts), drain (library\n"
     "claimers, a persistent foreman and a fork-per-job foreman, each\n"
     "checked exactly once), latency (put to start on an idle foreman), scale\n"
     "(1 to 64 claimer processes), backlog (claims beside a large backlog or\n"
-    "archive) and ceiling (bare SQL claims without jobq, PostgreSQL and\n"
-    "MariaDB only).  Without --db or $JOBQ_DB it works on a temporary SQLite\n"
-    "file, deleted at the end.  It uses queues of its own (bench.PID.*) and\n"
-    "deletes their jobs at the end, also after a failure or an interrupt.\n";
+    "archive), ceiling (bare SQL claims without jobq, PostgreSQL and\n"
+    "MariaDB only), foreman (the peak memory of `jobq work` at -c 64, the\n"
+    "CPU and wakeups of an idle one) and, only when named, soak (a steady\n"
+    "load for --seconds: claim times and table sizes, first and last).\n"
+    "Without --db or $JOBQ_DB it works on a temporary SQLite file, deleted\n"
+    "at the end.  It uses queues of its own (bench.PID.*) and deletes their\n"
+    "jobs at the end, also after a failure or an interrupt.\n";
 
-static const char *const workload_names[] = {"enqueue", "drain",   "latency",
-                                             "scale",   "backlog", "ceiling"};
+static const char *const workload_names[] = {"enqueue", "drain",   "latency", "scale",
+                                             "backlog", "ceiling", "foreman", "soak"};
 static const bench_workload_fn workload_fns[] = {
-    bench_enqueue, bench_drain, bench_latency, bench_scale, bench_backlog, bench_ceiling};
+    bench_enqueue, bench_drain,   bench_latency,     bench_scale,
+    bench_backlog, bench_ceiling, bench_foreman_use, bench_soak};
+/* soak is long: only when named. */
+static const int in_all[] = {1, 1, 1, 1, 1, 1, 1, 0};
 #define NWORKLOADS (sizeof workload_names / sizeof workload_names[0])
 
 static void on_signal(int sig) {
@@ -52,7 +58,7 @@ static int parse_workloads(const char *text, int *want) {
   char shown[CLI_QUOTE_BUF];
   memset(want, 0, NWORKLOADS * sizeof *want);
   if (text == NULL || strcmp(text, "all") == 0) {
-    for (size_t i = 0; i < NWORKLOADS; i++) want[i] = 1;
+    for (size_t i = 0; i < NWORKLOADS; i++) want[i] = in_all[i];
     return 0;
   }
   const char *p = text;
@@ -71,7 +77,7 @@ static int parse_workloads(const char *text, int *want) {
                   cli_quote(shown, text), word, best);
       else
         cli_error("invalid --workload '%s': expected all, or a comma list of enqueue, "
-                  "drain, latency, scale, backlog, ceiling",
+                  "drain, latency, scale, backlog, ceiling, foreman, soak",
                   cli_quote(shown, text));
       return CLI_EXIT_USAGE;
     }
@@ -173,11 +179,11 @@ static int run(int argc, char **argv) {
     return bench_internal_worker(1);
   if (argc == 2 && strcmp(argv[1], "--internal-stamp") == 0) return bench_internal_stamp();
   const char *workload = NULL, *jobs = NULL, *conc = NULL, *batch = NULL;
-  const char *backlog = NULL, *seconds = NULL, *csv = NULL, *plot = NULL;
+  const char *backlog = NULL, *seconds = NULL, *rate = NULL, *csv = NULL, *plot = NULL;
   const struct cli_option options[] = {
       CLI_STRING('w', "workload", &workload, "NAME",
-                 "all (default), or a comma list of enqueue, drain, latency, scale, "
-                 "backlog, ceiling"),
+                 "all (default: every one but soak), or a comma list of enqueue, "
+                 "drain, latency, scale, backlog, ceiling, foreman, soak"),
       CLI_STRING('n', "jobs", &jobs, "N",
                  "jobs per drain (default 100000 on SQLite, 50000 on servers); the "
                  "other workloads scale from it"),
@@ -189,7 +195,10 @@ static int run(int argc, char **argv) {
       CLI_STRING(0, "backlog", &backlog, "N",
                  "ready and archived jobs of the backlog workload (default 1000000)"),
       CLI_STRING(0, "seconds", &seconds, "S",
-                 "how long latency puts jobs, at 50 a second (default: 500 jobs)"),
+                 "how long latency puts jobs, at 50 a second (default: 500 jobs), "
+                 "an idle foreman is watched (default 10) and soak runs "
+                 "(default 1800)"),
+      CLI_STRING(0, "rate", &rate, "N", "jobs a second that soak puts (default 5000)"),
       CLI_STRING(0, "csv", &csv, "FILE", "also write one row per measurement to FILE"),
       CLI_STRING(0, "plot", &plot, "FILE.svg",
                  "also draw the throughputs and latencies into an SVG file"),
@@ -207,7 +216,8 @@ static int run(int argc, char **argv) {
       count("--concurrency", conc, 1, 256, &cfg.concurrency) ||
       count("--batch", batch, 1, 1000, &cfg.batch) ||
       count("--backlog", backlog, 1, 100000000, &cfg.backlog) ||
-      count("--seconds", seconds, 1, 3600, &cfg.seconds))
+      count("--seconds", seconds, 1, 86400, &cfg.seconds) ||
+      count("--rate", rate, 1, 10000000, &cfg.rate))
     return CLI_EXIT_USAGE;
   if (plot != NULL && !ends_with(plot, ".svg")) {
     char shown[CLI_QUOTE_BUF];

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # cli_bench.sh - `jobq bench`: every workload in a small run on SQLite
 # whose JSON is checked field by field (each workload present, rates above
-# zero, the drains verified exactly once), the CSV and SVG files it writes,
+# zero, the drains verified exactly once, the foreman's memory and idle
+# CPU in range), a short soak (paced at its rate, claim percentiles and
+# table sizes present), the CSV and SVG files it writes,
 # a bare run on a temporary database that leaves the working folder alone,
 # nothing left behind after a run or an interrupt, the usage errors, and
-# small runs on PostgreSQL and MariaDB with the bare-SQL ceiling (when
+# small runs and soaks on PostgreSQL and MariaDB with the bare-SQL ceiling (when
 # tests/run.sh gives their URLs; skipped otherwise).
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 
@@ -18,7 +20,7 @@ errors = []
 if doc.get("store") != store:
     errors.append("store is %r, expected %r" % (doc.get("store"), store))
 names = [w["name"] for w in doc["workloads"]]
-want = ["enqueue", "drain", "latency", "scale", "backlog", "ceiling"]
+want = ["enqueue", "drain", "latency", "scale", "backlog", "ceiling", "foreman"]
 if names != want:
     errors.append("workloads %s, expected %s" % (names, want))
 for w in doc["workloads"]:
@@ -59,19 +61,71 @@ if store != "sqlite":
         errors.append("ceiling results %s" % variants("ceiling"))
     if "library" not in variants("drain", "%"):
         errors.append("drain library is not shown as a share of the ceiling")
+foreman = [x for x in doc["workloads"] if x["name"] == "foreman"][0]
+if foreman.get("verified") is not True:
+    errors.append("foreman drains not verified: %s" % foreman)
+got = {(r["variant"], r["metric"]): r["value"] for r in foreman["results"]}
+for v in ("fork -c 64", "persistent -c 64"):
+    if not 1 < got.get((v, "peak RSS"), 0) < 1024:
+        errors.append("foreman %s: peak RSS %s MiB" % (v, got.get((v, "peak RSS"))))
+    if not 0 < got.get((v, "peak private"), 0) <= got.get((v, "peak RSS"), 0):
+        errors.append("foreman %s: peak private %s MiB" % (v, got.get((v, "peak private"))))
+if not 0 <= got.get(("idle -c 4", "CPU"), -1) < 50:
+    errors.append("foreman idle CPU %s %%" % got.get(("idle -c 4", "CPU")))
+if not 0 <= got.get(("idle -c 4", "wakeups"), -1) < 10000:
+    errors.append("foreman idle wakeups %s/s" % got.get(("idle -c 4", "wakeups")))
 for e in errors:
     print("FAIL: json: " + e)
 sys.exit(1 if errors else 0)
 EOF
 }
 
+# check_soak FILE RATE: the document of a --workload soak run.
+check_soak() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rate = float(sys.argv[2])
+errors = []
+ws = doc["workloads"]
+if [w["name"] for w in ws] != ["soak"]:
+    errors.append("workloads %s, expected soak alone" % [w["name"] for w in ws])
+else:
+    w = ws[0]
+    if w["status"] != "ok":
+        errors.append("status %s: %s" % (w["status"], w["error"]))
+    got = {(r["variant"], r["metric"]): r["value"] for r in w["results"]}
+    v = "%d jobs/s" % rate
+    put, done = got.get((v, "put"), 0), got.get((v, "done"), 0)
+    # Paced: about the rate asked for, never more than a second ahead.
+    if not rate * 0.5 < put <= rate * 1.5:
+        errors.append("put %s jobs/s at --rate %s" % (put, rate))
+    if not 0 < done <= put:
+        errors.append("done %s jobs/s of %s put" % (done, put))
+    if not 0 <= got.get((v, "left ready"), -1) <= put * 3:
+        errors.append("left ready %s" % got.get((v, "left ready")))
+    for k in ("first", "last"):
+        p50 = got.get(("claim, %s 1 s" % k, "p50"), 0)
+        p99 = got.get(("claim, %s 1 s" % k, "p99"), 0)
+        if not 0 < p50 <= p99:
+            errors.append("claim %s window: p50 %s, p99 %s ms" % (k, p50, p99))
+    if not got.get(("claim p99", "last / first"), 0) > 0:
+        errors.append("no p99 ratio")
+    for what in ("hot table", "its indexes"):
+        for when in ("after the first window", "at the end"):
+            if not got.get((what, when), -1) >= 0:
+                errors.append("no size of the %s %s" % (what, when))
+for e in errors:
+    print("FAIL: soak json: " + e)
+sys.exit(1 if errors else 0)
+EOF
+}
+
 t_all_sqlite_json_csv_plot() {
-  local start=$SECONDS
-  run bench --workload all --jobs 300 --backlog 3000 --json --csv "$D/b.csv" \
+  run bench --workload all --jobs 300 --backlog 3000 --seconds 2 --json --csv "$D/b.csv" \
     --plot "$D/b.svg"
   expect_rc 0
   expect_err_has "using the database sqlite:$DB"
-  ((SECONDS - start < 60)) || fail "the small run took $((SECONDS - start)) s"
   check_json "$T_OUT" sqlite || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
   # The CSV: a header and one row of five fields per measurement.
   head -n 1 "$D/b.csv" | grep -qx 'workload,variant,metric,value,unit' ||
@@ -102,6 +156,11 @@ EOF
   run ls --json
   expect_rc 0
   grep -q '"id"' "$T_OUT" && fail "jobs were left: $(head -c 300 "$T_OUT")"
+  # The steady load, only when named.
+  run bench --workload soak --seconds 3 --rate 300 --json
+  expect_rc 0
+  check_soak "$T_OUT" 300 || fail "the soak document is not right: $(head -c 300 "$T_OUT")"
+  expect_no_jobs
   # The table, for people.
   run bench --workload enqueue,ceiling --jobs 200
   expect_rc 0
@@ -176,6 +235,9 @@ t_usage_errors() {
   run bench --seconds 1s
   expect_rc 2
   expect_err_has "invalid --seconds '1s'"
+  run bench --workload soak --rate 0
+  expect_rc 2
+  expect_err_has "invalid --rate '0'"
   run bench --plot "$D/chart.png"
   expect_rc 2
   expect_err_has "invalid --plot '$D/chart.png': expected a file name ending in .svg"
@@ -209,10 +271,13 @@ t_postgres() {
   T_DBURL="$PG?schema=$S"
   run init
   expect_rc 0
-  run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --json
+  run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --seconds 2 --json
   expect_rc 0
   expect_quiet_about "$password"
   check_json "$T_OUT" postgres || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
+  run bench --workload soak --seconds 3 --rate 300 --json
+  expect_rc 0
+  check_soak "$T_OUT" 300 || fail "the soak document is not right: $(head -c 300 "$T_OUT")"
   expect_no_jobs_url
   local tables
   tables=$(PGPASSWORD=$password psql -X -h 127.0.0.1 -p "$port" -U jobq -d jobq -At \
@@ -237,10 +302,13 @@ t_mysql() {
   T_DBURL="${MY%/*}/$S"
   run init
   expect_rc 0
-  run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --json
+  run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --seconds 2 --json
   expect_rc 0
   expect_quiet_about "$password"
   check_json "$T_OUT" mysql || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
+  run bench --workload soak --seconds 3 --rate 300 --json
+  expect_rc 0
+  check_soak "$T_OUT" 300 || fail "the soak document is not right: $(head -c 300 "$T_OUT")"
   expect_no_jobs_url
   local tables
   tables=$(my -e "SELECT count(*) FROM information_schema.tables WHERE table_schema = '$S' AND table_name LIKE 'jobq_bench%'")

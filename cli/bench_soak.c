@@ -1,0 +1,229 @@
+/*
+ * bench_soak.c - the `soak` workload of `jobq bench`: a steady load for a
+ * long time, to show whether the queue stays as fast as it started.  One
+ * producer process puts --rate jobs a second (default 5000) in a batch
+ * every 10 ms; --concurrency claimer processes (default 4) claim them in
+ * batches of --batch (default 100), each completing its last batch in the
+ * next claim's transaction.  It runs --seconds (default 1800), in windows
+ * of a minute (a third of the run when it is shorter than three minutes),
+ * and reports the claim time's p50 and p99 in the first and the last
+ * window, the hot table's size and its indexes' after the first window
+ * and at the end, and the rates reached.  Not part of `all`: it is long.
+ *
+ * The sizes are the store's own: PostgreSQL's pg_relation_size and
+ * pg_indexes_size, InnoDB's statistics in information_schema.TABLES, and
+ * SQLite's dbstat table, each of jobq_jobs only (the archive grows by
+ * design until it is pruned).
+ */
+#include <libpq-fe.h>
+#include <math.h>
+#include <mysql.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "output.h"
+#include "util.h"
+
+#define DEFAULT_SECONDS 1800
+#define DEFAULT_RATE 5000
+#define DEFAULT_CLAIMERS 4
+#define TICK_S 0.01           /* the producer's rhythm */
+
+struct soak {
+  const struct bench_config *cfg;
+  struct bench_claimer claimer;
+  double rate;                /* jobs a second */
+  double until;
+  jobq *db;                   /* the parent's, for the sizes */
+  size_t windows;
+  int64_t *table, *index;     /* bytes after each window; -1: unknown */
+  size_t sampled;             /* windows whose sizes were taken */
+};
+
+/* ---------------------------------------------------------------- sizes */
+
+/* The bytes of jobq_jobs and of its indexes on db; -1 where unknown. */
+static void sizes(const struct soak *k, int64_t *table, int64_t *index) {
+  *table = *index = -1;
+  void *native = jobq_native(k->db);
+  if (native == NULL) return;
+  if (k->cfg->store == BENCH_POSTGRES) {
+    PGresult *r = PQexec(native,
+                         "SELECT pg_relation_size('jobq_jobs'), "
+                         "pg_indexes_size('jobq_jobs')");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+      *table = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+      *index = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    }
+    PQclear(r);
+  } else if (k->cfg->store == BENCH_MYSQL) {
+    const char *sql = "SELECT data_length, index_length FROM information_schema.TABLES "
+                      "WHERE table_schema = DATABASE() AND table_name = 'jobq_jobs'";
+    if (mysql_query(native, sql) != 0) return;
+    MYSQL_RES *res = mysql_store_result(native);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    if (row != NULL && row[0] != NULL && row[1] != NULL) {
+      *table = strtoll(row[0], NULL, 10);
+      *index = strtoll(row[1], NULL, 10);
+    }
+    if (res != NULL) mysql_free_result(res);
+  } else {
+    sqlite3_stmt *st;
+    const char *sql =
+        "SELECT coalesce(sum(CASE WHEN s.type = 'table' THEN d.pgsize END), 0), "
+        "coalesce(sum(CASE WHEN s.type = 'index' THEN d.pgsize END), 0) "
+        "FROM dbstat d JOIN sqlite_schema s ON s.name = d.name "
+        "WHERE s.tbl_name = 'jobq_jobs'";
+    if (sqlite3_prepare_v2(native, sql, -1, &st, NULL) != SQLITE_OK) return;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      *table = sqlite3_column_int64(st, 0);
+      *index = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+  }
+}
+
+/* In the parent, every 5 ms: the sizes at the end of each window. */
+static void tick(void *ctx) {
+  struct soak *k = ctx;
+  const struct bench_hist *h = k->claimer.hist;
+  if (k->sampled >= k->windows ||
+      bench_now() < h->t0 + h->window * (double)(k->sampled + 1))
+    return;
+  sizes(k, &k->table[k->sampled], &k->index[k->sampled]);
+  k->sampled++;
+}
+
+/* ---------------------------------------------------------------- children */
+
+/* Puts rate jobs a second, a batch every TICK_S, on time: a batch late
+ * for its tick makes up for it at once, up to a second's worth. */
+static int producer(const struct soak *k) {
+  struct bench_shared *sh = k->claimer.shared;
+  jobq *db;
+  int rc = jobq_open(k->cfg->url, &db);
+  atomic_fetch_add(&sh->ready, 1);
+  while (rc == JOBQ_OK && !atomic_load(&sh->go) && !bench_stop) bench_sleep(0.0002);
+  enum { MAX = 1000 };
+  jobq_put_opts *opts = cli_xmalloc(MAX * sizeof *opts);
+  int64_t *ids = cli_xmalloc(MAX * sizeof *ids);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = k->claimer.queue;
+  o.payload = "x";
+  o.payload_len = 1;
+  for (size_t i = 0; i < MAX; i++) opts[i] = o;
+  double t0 = bench_now();
+  int64_t put = 0;
+  while (rc == JOBQ_OK && !bench_stop) {
+    double now = bench_now();
+    if (now >= k->until) break;
+    int64_t due = (int64_t)(k->rate * (now - t0));
+    if (due - put > (int64_t)k->rate) put = due - (int64_t)k->rate;
+    while (rc == JOBQ_OK && put < due) {
+      size_t n = due - put > MAX ? MAX : (size_t)(due - put);
+      rc = jobq_put_many(db, opts, n, ids, NULL);
+      if (rc == JOBQ_EBUSY) {
+        rc = JOBQ_OK;
+        continue;
+      }
+      if (rc == JOBQ_OK) {
+        put += (int64_t)n;
+        atomic_fetch_add(&sh->put, (long long)n);
+      }
+    }
+    double next = t0 + TICK_S * (floor((bench_now() - t0) / TICK_S) + 1);
+    bench_sleep(next - bench_now());
+  }
+  if (rc != JOBQ_OK && !bench_stop) cli_lib_error(db, rc);
+  free(opts);
+  free(ids);
+  jobq_close(db);
+  return rc == JOBQ_OK ? 0 : 1;
+}
+
+static int child(const void *arg, int index) {
+  const struct soak *k = arg;
+  return index == 0 ? producer(k) : bench_claimer_child(&k->claimer, index);
+}
+
+/* ---------------------------------------------------------------- the workload */
+
+static void add(struct bench_report *rep, const char *variant, const char *metric,
+                double value, const char *unit) {
+  bench_add(rep, "soak", variant, metric, value, unit);
+}
+
+int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
+               struct bench_run *run) {
+  char q[BENCH_QUEUE_BUF];
+  bench_queue(cfg, "soak", q);
+  double seconds = cfg->seconds > 0 ? (double)cfg->seconds : DEFAULT_SECONDS;
+  double window = seconds < 180 ? seconds / 3 : 60;
+  struct soak k;
+  memset(&k, 0, sizeof k);
+  k.cfg = cfg;
+  k.db = db;
+  k.rate = cfg->rate > 0 ? (double)cfg->rate : DEFAULT_RATE;
+  k.windows = (size_t)ceil(seconds / window);
+  k.table = cli_xmalloc(k.windows * sizeof *k.table);
+  k.index = cli_xmalloc(k.windows * sizeof *k.index);
+  struct bench_claimer *c = &k.claimer;
+  c->url = cfg->url;
+  c->queue = q;
+  c->batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
+  c->shared = bench_shared_new();
+  c->hist = bench_hist_new(k.windows, window);
+  int n = 1 + (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CLAIMERS);
+  /* The clock of the run starts when the children are connected, which
+   * is soon: the windows and the end are counted from now. */
+  c->hist->t0 = bench_now() + 0.5;
+  c->until = k.until = c->hist->t0 + seconds;
+  char label[64];
+  snprintf(label, sizeof label, "soak (%.0f jobs/s, %.0f s):", k.rate, seconds);
+  double secs;
+  int bad = bench_fork(n, child, &k, c->shared, label, (int64_t)(k.rate * seconds), tick,
+                       &k, &secs);
+  long long put = atomic_load(&c->shared->put), claimed = atomic_load(&c->shared->claimed);
+  int status = BENCH_OK;
+  if (bench_stop) {
+    status = bench_fail(run, "interrupted");
+  } else if (bad) {
+    status = bench_fail(run, "a producer or claimer process failed");
+  } else {
+    char variant[64];
+    snprintf(variant, sizeof variant, "%.0f jobs/s", k.rate);
+    add(rep, variant, "put", (double)put / seconds, "jobs/s");
+    add(rep, variant, "done", (double)claimed / seconds, "jobs/s");
+    add(rep, variant, "left ready", (double)(put - claimed), "jobs");
+    size_t last = k.windows - 1;
+    snprintf(variant, sizeof variant, "claim, first %.0f s", window);
+    add(rep, variant, "p50", bench_hist_percentile(c->hist, 0, 50, NULL), "ms");
+    add(rep, variant, "p99", bench_hist_percentile(c->hist, 0, 99, NULL), "ms");
+    double p99_first = bench_hist_percentile(c->hist, 0, 99, NULL);
+    snprintf(variant, sizeof variant, "claim, last %.0f s", window);
+    add(rep, variant, "p50", bench_hist_percentile(c->hist, last, 50, NULL), "ms");
+    add(rep, variant, "p99", bench_hist_percentile(c->hist, last, 99, NULL), "ms");
+    double p99_last = bench_hist_percentile(c->hist, last, 99, NULL);
+    if (p99_first > 0) add(rep, "claim p99", "last / first", p99_last / p99_first, "x");
+    /* The sizes after the first window and at the end. */
+    int64_t t_end, i_end;
+    sizes(&k, &t_end, &i_end);
+    if (k.sampled > 0 && k.table[0] >= 0 && t_end >= 0) {
+      add(rep, "hot table", "after the first window", (double)k.table[0] / 1048576, "MiB");
+      add(rep, "hot table", "at the end", (double)t_end / 1048576, "MiB");
+      add(rep, "its indexes", "after the first window", (double)k.index[0] / 1048576,
+          "MiB");
+      add(rep, "its indexes", "at the end", (double)i_end / 1048576, "MiB");
+    }
+  }
+  bench_hist_free(c->hist);
+  bench_shared_free(c->shared);
+  free(k.table);
+  free(k.index);
+  return status;
+}
