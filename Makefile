@@ -44,7 +44,6 @@ CLI_SRC  := $(wildcard cli/*.c)
 FM_SRC   := $(filter-out foreman/jobq-exec.c,$(wildcard foreman/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
-BENCH_SRC:= $(wildcard bench/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -52,14 +51,13 @@ FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
 EXAMPLES := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
-BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 # The command's objects but its main(), for the fuzz targets.
 CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
 
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
-     $(EXAMPLES) $(BENCHES) $(TESTS)
+     $(EXAMPLES) $(TESTS)
 
 $(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h tests/*.h)
 	@mkdir -p $(dir $@)
@@ -91,9 +89,6 @@ $(BUILD)/jobq-exec: foreman/jobq-exec.c
 	$(CC) -O2 -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
-
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a

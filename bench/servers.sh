@@ -1,39 +1,31 @@
 #!/usr/bin/env bash
-# servers.sh - the server stores side by side on this machine: starts a
-# throwaway PostgreSQL (tests/pgserver.sh) and MariaDB (tests/mysqlserver.sh),
-# both with their durable defaults, and runs on each
+# servers.sh - `jobq bench` on each store of this machine, one after the
+# other, as docs/benchmarks.md reports it: a temporary SQLite file, then a
+# throwaway PostgreSQL (tests/pgserver.sh) and MariaDB
+# (tests/mysqlserver.sh), both with their durable defaults, each in a fresh
+# schema or database made with `jobq init`.  The servers are stopped at the
+# end.  Each store's table goes to stdout; with -o DIR, each store's SVG
+# chart and CSV too (DIR/bench-STORE.svg, .csv).
 #
-#   bench_sqlite --db URL      put single and batched, claim+complete with
-#                              batches of 1, 10 and 100
-#   bench_claimers --db URL    1, 8 and 64 concurrent claimers, over 1000 and
-#                              over 1000000 ready jobs
-#
-# then stops both servers.  Each bench works in a fresh schema (PostgreSQL)
-# or database (MariaDB) made with jobq init.
-#
-# usage: bench/servers.sh [-j JOBS] [-s SINGLE] [-t SECONDS] [-r "1000 1000000"]
-#                         [-c "1 8 64"] [-e "postgres mysql"]
-#   defaults: bench_sqlite --jobs 20000 --single 2000; 10 s per claimers run.
+# usage: bench/servers.sh [-o DIR] [-e "sqlite postgres mysql"] [-- BENCH OPTIONS...]
+#   e.g. bench/servers.sh -e postgres -- --workload soak --seconds 1800
 #   JOBQ_BUILD selects the build (default build).
 set -euo pipefail
 
-jobs=20000 single=2000 seconds=10 readies="1000 1000000" claimers="1 8 64"
-engines="postgres mysql"
-while getopts j:s:t:r:c:e: opt; do
+out="" stores="sqlite postgres mysql"
+while getopts o:e: opt; do
   case $opt in
-    j) jobs=$OPTARG ;;
-    s) single=$OPTARG ;;
-    t) seconds=$OPTARG ;;
-    r) readies=$OPTARG ;;
-    c) claimers=$OPTARG ;;
-    e) engines=$OPTARG ;;
-    *) echo "usage: bench/servers.sh [-j JOBS] [-s SINGLE] [-t SECONDS] [-r READIES] [-c CLAIMERS] [-e ENGINES]" >&2; exit 2 ;;
+    o) out=$OPTARG ;;
+    e) stores=$OPTARG ;;
+    *) echo "usage: bench/servers.sh [-o DIR] [-e STORES] [-- BENCH OPTIONS...]" >&2; exit 2 ;;
   esac
 done
+shift $((OPTIND - 1))
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${JOBQ_BUILD:-build}
 [[ $build = /* ]] || build=$root/$build
+[[ -x $build/jobq ]] || { echo "servers.sh: $build/jobq is missing: run make first" >&2; exit 1; }
 pgdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-bench-pg.XXXXXX")
 mydir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-bench-my.XXXXXX")
 cleanup() {
@@ -43,38 +35,29 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# fresh ENGINE: prints the URL of a new, initialised queue database.
-fresh() {
-  local url name=bench_$RANDOM$RANDOM
-  case $1 in
-    postgres) url="$PG?schema=$name" ;;
-    mysql)
-      "$root/tests/mysqlserver.sh" sql "$mydir" -e "CREATE DATABASE $name"
-      url="${MY%/*}/$name"
+status=0
+for s in $stores; do
+  args=("$@")
+  if [[ -n $out ]]; then
+    mkdir -p "$out"
+    args+=(--plot "$out/bench-$s.svg" --csv "$out/bench-$s.csv")
+  fi
+  echo "== $s"
+  case $s in
+    sqlite) "$build/jobq" bench "${args[@]}" || status=1 ;;
+    postgres)
+      url="$("$root/tests/pgserver.sh" start "$pgdir")?schema=bench_$RANDOM"
+      "$build/jobq" --db "$url" init >/dev/null
+      "$build/jobq" --db "$url" bench "${args[@]}" || status=1
       ;;
-  esac
-  "$build/jobq" --db "$url" init >/dev/null
-  echo "$url"
-}
-
-for e in $engines; do
-  case $e in
-    postgres) PG=$("$root/tests/pgserver.sh" start "$pgdir") ;;
-    mysql) MY=$("$root/tests/mysqlserver.sh" start "$mydir") ;;
-    *) echo "servers.sh: unknown engine '$e': expected postgres or mysql" >&2; exit 2 ;;
+    mysql)
+      url=$("$root/tests/mysqlserver.sh" start "$mydir")
+      "$root/tests/mysqlserver.sh" sql "$mydir" -e "CREATE DATABASE bench"
+      url="${url%/*}/bench"
+      "$build/jobq" --db "$url" init >/dev/null
+      "$build/jobq" --db "$url" bench "${args[@]}" || status=1
+      ;;
+    *) echo "servers.sh: unknown store '$s': expected sqlite, postgres or mysql" >&2; exit 2 ;;
   esac
 done
-
-for e in $engines; do
-  echo "== $e: bench_sqlite --jobs $jobs --single $single"
-  "$build/bench/bench_sqlite" --db "$(fresh "$e")" --jobs "$jobs" --single "$single"
-done
-for r in $readies; do
-  for e in $engines; do
-    url=$(fresh "$e")
-    for c in $claimers; do
-      echo "== $e: bench_claimers --claimers $c --ready $r --seconds $seconds"
-      "$build/bench/bench_claimers" --db "$url" --claimers "$c" --ready "$r" --seconds "$seconds"
-    done
-  done
-done
+exit $status
