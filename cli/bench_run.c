@@ -7,8 +7,8 @@
  * log.
  */
 #include <errno.h>
-#include <math.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +37,7 @@ int64_t bench_wall_ns(void) {
 }
 
 void bench_sleep(double s) {
+  if (s <= 0) return;
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !bench_stop) {
   }

@@ -124,8 +124,8 @@ static int drain_library(const struct bench_config *cfg, jobq *db,
   return BENCH_OK;
 }
 
-/* Raises *peak to pid's peak resident memory so far (VmHWM) and
- * *anon to its private memory now (RssAnon), in KiB, when /proc tells. */
+/* Raises m->peak_kib to pid's peak resident memory so far (VmHWM) and
+ * m->anon_kib to its private memory now (RssAnon), when /proc tells. */
 static void sample_memory(pid_t pid, struct bench_memory *m) {
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
