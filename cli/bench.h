@@ -226,7 +226,8 @@ int bench_fork(int n, bench_child_fn fn, const void *arg, struct bench_shared *s
                double *seconds);
 
 /* Starts `jobq [--db URL] work ARGS...` (argv NULL-terminated), stdout to
- * /dev/null, stderr to the run's log file; returns its pid or -1. */
+ * /dev/null, stderr to the run's log file; returns its pid once the child
+ * has exec'd (or failed to, exiting 127), or -1. */
 pid_t bench_foreman(const struct bench_config *cfg, const char *const *args);
 /* Waits for pid (sending SIGTERM once when bench_stop is set or after
  * timeout_s, if > 0); returns its exit status, 128 + a signal, or -1. */
