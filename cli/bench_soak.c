@@ -39,9 +39,8 @@ struct soak {
   double rate;                /* jobs a second */
   double until;
   jobq *db;                   /* the parent's, for the sizes */
-  size_t windows;
-  int64_t *table, *index;     /* bytes after each window; -1: unknown */
-  size_t sampled;             /* windows whose sizes were taken */
+  int64_t table, index;       /* bytes after the first window; -1: unknown */
+  int sampled;                /* whether they were taken */
 };
 
 /* ---------------------------------------------------------------- sizes */
@@ -87,15 +86,13 @@ static void sizes(const struct soak *k, int64_t *table, int64_t *index) {
   }
 }
 
-/* In the parent, every 5 ms: the sizes at the end of each window. */
+/* In the parent, every 5 ms: the sizes once the first window is over. */
 static void tick(void *ctx) {
   struct soak *k = ctx;
   const struct bench_hist *h = k->claimer.hist;
-  if (k->sampled >= k->windows ||
-      bench_now() < h->t0 + h->window * (double)(k->sampled + 1))
-    return;
-  sizes(k, &k->table[k->sampled], &k->index[k->sampled]);
-  k->sampled++;
+  if (k->sampled || bench_now() < h->t0 + h->window) return;
+  sizes(k, &k->table, &k->index);
+  k->sampled = 1;
 }
 
 /* ---------------------------------------------------------------- children */
@@ -169,15 +166,13 @@ int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *re
   k.cfg = cfg;
   k.db = db;
   k.rate = cfg->rate > 0 ? (double)cfg->rate : DEFAULT_RATE;
-  k.windows = (size_t)ceil(seconds / window);
-  k.table = cli_xmalloc(k.windows * sizeof *k.table);
-  k.index = cli_xmalloc(k.windows * sizeof *k.index);
+  size_t windows = (size_t)ceil(seconds / window);
   struct bench_claimer *c = &k.claimer;
   c->url = cfg->url;
   c->queue = q;
   c->batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
   c->shared = bench_shared_new();
-  c->hist = bench_hist_new(k.windows, window);
+  c->hist = bench_hist_new(windows, window);
   int n = 1 + (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CLAIMERS);
   /* The clock of the run starts when the children are connected, which
    * is soon: the windows and the end are counted from now. */
@@ -200,30 +195,27 @@ int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *re
     add(rep, variant, "put", (double)put / seconds, "jobs/s");
     add(rep, variant, "done", (double)claimed / seconds, "jobs/s");
     add(rep, variant, "left ready", (double)(put - claimed), "jobs");
-    size_t last = k.windows - 1;
-    snprintf(variant, sizeof variant, "claim, first %.0f s", window);
-    add(rep, variant, "p50", bench_hist_percentile(c->hist, 0, 50, NULL), "ms");
-    add(rep, variant, "p99", bench_hist_percentile(c->hist, 0, 99, NULL), "ms");
-    double p99_first = bench_hist_percentile(c->hist, 0, 99, NULL);
-    snprintf(variant, sizeof variant, "claim, last %.0f s", window);
-    add(rep, variant, "p50", bench_hist_percentile(c->hist, last, 50, NULL), "ms");
-    add(rep, variant, "p99", bench_hist_percentile(c->hist, last, 99, NULL), "ms");
-    double p99_last = bench_hist_percentile(c->hist, last, 99, NULL);
-    if (p99_first > 0) add(rep, "claim p99", "last / first", p99_last / p99_first, "x");
+    double p99[2];
+    for (int i = 0; i < 2; i++) {
+      size_t w = i == 0 ? 0 : windows - 1;
+      snprintf(variant, sizeof variant, "claim, %s %.0f s", i == 0 ? "first" : "last",
+               window);
+      p99[i] = bench_hist_percentile(c->hist, w, 99, NULL);
+      add(rep, variant, "p50", bench_hist_percentile(c->hist, w, 50, NULL), "ms");
+      add(rep, variant, "p99", p99[i], "ms");
+    }
+    if (p99[0] > 0) add(rep, "claim p99", "last / first", p99[1] / p99[0], "x");
     /* The sizes after the first window and at the end. */
     int64_t t_end, i_end;
     sizes(&k, &t_end, &i_end);
-    if (k.sampled > 0 && k.table[0] >= 0 && t_end >= 0) {
-      add(rep, "hot table", "after the first window", (double)k.table[0] / 1048576, "MiB");
+    if (k.sampled && k.table >= 0 && t_end >= 0) {
+      add(rep, "hot table", "after the first window", (double)k.table / 1048576, "MiB");
       add(rep, "hot table", "at the end", (double)t_end / 1048576, "MiB");
-      add(rep, "its indexes", "after the first window", (double)k.index[0] / 1048576,
-          "MiB");
+      add(rep, "its indexes", "after the first window", (double)k.index / 1048576, "MiB");
       add(rep, "its indexes", "at the end", (double)i_end / 1048576, "MiB");
     }
   }
   bench_hist_free(c->hist);
   bench_shared_free(c->shared);
-  free(k.table);
-  free(k.index);
   return status;
 }
