@@ -202,7 +202,7 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     rc = jobq__failpoint(db, "ack.before-fence");
-    if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, 0);
+    if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, 0, acks, n);
     if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, n);
     if (rc == JOBQ_OK) rc = jobq__failpoint(db, "ack.before-commit");
     rc = jobq__txn_end(db, rc);

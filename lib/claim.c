@@ -47,7 +47,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     if (nacks > 0) rc = jobq__failpoint(db, "ack.before-fence");
-    if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, max > 0);
+    if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, max > 0, acks, nacks);
     if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, nacks);
     if (rc == JOBQ_OK && max > 0) rc = db->store->claim(db, s, queues, nq, max, jobs, n);
     if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");

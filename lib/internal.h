@@ -203,9 +203,12 @@ void jobq__wake(jobq *db, const char *queue);
  * worker is inside a transaction (a worker stopped there would stop them
  * too); for a claim, checks that the database is the same and the session
  * alive and of its epoch; and writes what jobq_session_started() learned
- * (jobq__session_noted() forgets it once the transaction committed). */
-int jobq__session_enter(jobq *db, jobq_session *s, int claim);
-int jobq__session_note_started(jobq *db, jobq_session *s);
+ * (jobq__session_noted() forgets it once the transaction committed),
+ * but for the jobs that acks, the transaction's acknowledgements, end. */
+int jobq__session_enter(jobq *db, jobq_session *s, int claim,
+                        const jobq_ack *acks, size_t nacks);
+int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+                               size_t nacks);
 void jobq__session_noted(jobq_session *s);
 
 /* Ends session sid: its jobs go back to ready (lost: the worker vanished,

@@ -131,7 +131,8 @@ void jobq_session_started(jobq_session *s, const jobq_job *job) {
   s->started[s->nstarted++] = job->id;
 }
 
-int jobq__session_enter(jobq *db, jobq_session *s, int claim) {
+int jobq__session_enter(jobq *db, jobq_session *s, int claim,
+                        const jobq_ack *acks, size_t nacks) {
   int rc = claim ? jobq__identity_check(db) : JOBQ_OK;
   if (rc == JOBQ_OK && claim && db->epoch != s->epoch)
     return jobq__fail(db, JOBQ_EEXPIRED,
@@ -149,14 +150,33 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim) {
     return jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
-  return jobq__session_note_started(db, s);
+  return jobq__session_note_started(db, s, acks, nacks);
 }
 
-int jobq__session_note_started(jobq *db, jobq_session *s) {
+static int id_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+                               size_t nacks) {
+  if (s->nstarted == 0) return JOBQ_OK;
+  /* Every kind of acknowledgement ends its claim, and a claim that ends
+   * in this transaction never needs its start written: a fast job is
+   * often started and acknowledged between two transactions. */
+  int64_t *acked = nacks ? malloc(nacks * sizeof *acked) : NULL;
+  if (acked != NULL) {
+    for (size_t i = 0; i < nacks; i++) acked[i] = acks[i].id;
+    qsort(acked, nacks, sizeof *acked, id_cmp);
+  }
   int rc = JOBQ_OK;
-  for (size_t i = 0; i < s->nstarted && rc == JOBQ_OK; i++)
+  for (size_t i = 0; i < s->nstarted && rc == JOBQ_OK; i++) {
+    if (acked != NULL && bsearch(&s->started[i], acked, nacks, sizeof *acked, id_cmp))
+      continue;
     rc = jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
                        SQL_ARGS(V_INT(s->started[i]), V_TEXT(s->id)));
+  }
+  free(acked);
   return rc;
 }
 
@@ -177,7 +197,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
                           SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
                                    V_INT(s->failed), V_INT(s->epoch)));
-  if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s);
+  if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s, NULL, 0);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
                     "session '%s' has expired and was reaped: stop its jobs "
