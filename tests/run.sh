@@ -6,8 +6,8 @@
 # throwaway PostgreSQL server and against a throwaway MariaDB server that
 # this script starts first (tests/pgserver.sh, tests/mysqlserver.sh: a
 # fresh data folder on a free port of 127.0.0.1) and stops at the end;
-# test_parse, which tests no store, runs once, and test_mysql, the MariaDB
-# store's own tests, runs on MariaDB only.  Then every tests/cli_*.sh
+# test_parse, which tests no store, runs once, and test_mysql and
+# test_postgres, a store's own tests, run on that store only.  Then every tests/cli_*.sh
 # script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL and
 # JOBQ_TEST_MYSQL_URL).  Each file runs under a per-file timeout.  One line
 # per file says how it went; a failing file's details follow it.  The last
@@ -165,9 +165,11 @@ for bin in "$build"/tests/test_*; do
     JOBQ_TEST_STORE=sqlite run_cmocka "$bin" "$(basename "$bin")"
     continue
   fi
-  if [[ $(basename "$bin") == test_mysql ]]; then
-    if [[ " $stores " == *" mysql "* ]]; then
-      JOBQ_TEST_STORE=mysql run_cmocka "$bin" "$(basename "$bin")"
+  # A store's own tests run on that store only.
+  own=${bin##*/test_}
+  if [[ $own == mysql || $own == postgres ]]; then
+    if [[ " $stores " == *" $own "* ]]; then
+      JOBQ_TEST_STORE=$own run_cmocka "$bin" "$(basename "$bin")"
     fi
     continue
   fi

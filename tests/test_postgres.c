@@ -1,0 +1,132 @@
+/*
+ * test_postgres.c - what only the PostgreSQL store does, against the
+ * server that tests/run.sh started: the plans a connection keeps.
+ *
+ * jobq prepares its statements once per connection and PostgreSQL plans
+ * them once (generic plans).  A plan made while the hot table had no pages
+ * at all would read the whole table for every job once it has filled: a
+ * scan of no pages costs nothing, so it beats every index.  The hot table
+ * therefore keeps its pages when vacuum empties it (vacuum_truncate off).
+ * tests/run.sh runs this file on PostgreSQL only.
+ */
+#include "helpers.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs sql on the handle's own connection and returns its result, which
+ * must be rows; the caller clears it. */
+static PGresult *rows_of(jobq *db, const char *sql) {
+  PGresult *res = PQexec(jobq_native(db), sql);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK)
+    fail_msg("%s: %s", sql, PQresultErrorMessage(res));
+  return res;
+}
+
+static int64_t relpages(jobq *db) {
+  PGresult *res = rows_of(db, "SELECT relpages FROM pg_class WHERE oid = 'jobq_jobs'::regclass");
+  int64_t n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  return n;
+}
+
+/* The plan of the connection's prepared statement whose text starts with
+ * prefix, run with args ("(NULL, 10)"), as one string. */
+static char *plan_of(jobq *db, const char *prefix, const char *args) {
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "SELECT name FROM pg_prepared_statements WHERE starts_with(statement, '%s')",
+           prefix);
+  PGresult *res = rows_of(db, sql);
+  if (PQntuples(res) != 1) fail_msg("%d prepared statements start with '%s'", PQntuples(res), prefix);
+  snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s%s", PQgetvalue(res, 0, 0), args);
+  PQclear(res);
+  res = rows_of(db, sql);
+  size_t len = 1;
+  for (int i = 0; i < PQntuples(res); i++) len += strlen(PQgetvalue(res, i, 0)) + 1;
+  char *plan = calloc(1, len);
+  assert_non_null(plan);
+  for (size_t i = 0, at = 0; i < (size_t)PQntuples(res); i++)
+    at += (size_t)snprintf(plan + at, len - at, "%s\n", PQgetvalue(res, (int)i, 0));
+  PQclear(res);
+  return plan;
+}
+
+static void put_plain(jobq *db, const char *queue, size_t n) {
+  jobq_put_opts *o = calloc(n, sizeof *o);
+  int64_t *ids = calloc(n, sizeof *ids);
+  assert_true(o != NULL && ids != NULL);
+  for (size_t i = 0; i < n; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = queue;
+  }
+  assert_rc(jobq_put_many(db, o, n, ids, NULL), JOBQ_OK);
+  free(o);
+  free(ids);
+}
+
+/* Claims and completes every job of queue. */
+static void drain(jobq_session *s, const char *queue) {
+  for (;;) {
+    size_t n;
+    jobq_job *jobs = th_claim(s, queue, 500, &n);
+    if (n == 0) break;
+    jobq_ack *acks = calloc(n, sizeof *acks);
+    assert_non_null(acks);
+    for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+    assert_rc(jobq_ack_many(s, acks, n), JOBQ_OK);
+    for (size_t i = 0; i < n; i++) assert_rc(acks[i].status, JOBQ_OK);
+    free(acks);
+    jobq_jobs_free(jobs, n);
+  }
+}
+
+static void test_plans_made_on_an_emptied_table(void **state) {
+  tq *t = *state;
+  /* The table fills and empties, and vacuum finds it empty. */
+  jobq_session *s = th_session(t->db, 0);
+  put_plain(t->db, "plan", 3000);
+  drain(s, "plan");
+  PGresult *res = PQexec(jobq_native(t->db), "VACUUM jobq_jobs");
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) fail_msg("VACUUM: %s", PQresultErrorMessage(res));
+  PQclear(res);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
+  assert_true(relpages(t->db) > 0);
+
+  /* A worker and a producer that start now plan their statements on the
+   * empty table; then a backlog comes. */
+  jobq *w = th_open(t->url), *p = th_open(t->url);
+  jobq_session *ws = th_session(w, 0);
+  th_claim_none(ws, "plan");
+  put_plain(p, "plan", 2);
+  drain(ws, "plan");
+  put_plain(p, "plan", 5000);
+
+  char *claim = plan_of(w, "WITH q AS", "(NULL, 10, 'none', 10)");
+  char *put = plan_of(p, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload",
+                      "('{plan}', '{0}', '{0}', '{0}', '{x}', '{1}', '{0}', '{0}')");
+  char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0)");
+  if (strstr(claim, "Seq Scan on jobq_jobs")) fail_msg("the claim reads the whole table:\n%s", claim);
+  if (strstr(put, "Seq Scan on jobq_jobs")) fail_msg("the put reads the whole table:\n%s", put);
+  if (strstr(ack, "Seq Scan on jobq_jobs")) fail_msg("the ack reads the whole table:\n%s", ack);
+  free(claim);
+  free(put);
+  free(ack);
+
+  /* And they still do their work. */
+  drain(ws, "plan");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
+  jobq_session_close(ws);
+  jobq_session_close(s);
+  jobq_close(w);
+  jobq_close(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_plans_made_on_an_emptied_table),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
