@@ -237,6 +237,50 @@ static void test_started_spends_held_does_not(void **state) {
   jobq_session_close(s);
 }
 
+/* A worker that held back three jobs, started two, completed the first
+ * (the acknowledgement writes no start for a job it ends) and died: the
+ * second still spent its attempt, the third did not. */
+static int start_two_ack_one_and_die(void *arg) {
+  const char *url = arg;
+  jobq *db = NULL;
+  if (jobq_open(url, &db) != JOBQ_OK) return 10;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = 1000;
+  jobq_session *s = NULL;
+  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  jobq_job *j = NULL;
+  size_t n = 0;
+  const char *q = "q";
+  jobq_session_start_now(s, 0);
+  if (jobq_claim(s, &q, 1, 3, &j, &n) != JOBQ_OK || n != 3) return 12;
+  jobq_session_started(s, &j[0]);
+  jobq_session_started(s, &j[1]);
+  jobq_ack a;
+  jobq_ack_init(&a, &j[0], JOBQ_ACK_COMPLETE);
+  if (jobq_ack_many(s, &a, 1) != JOBQ_OK || a.status != JOBQ_OK) return 13;
+  raise(SIGKILL);
+  return 14;
+}
+
+static void test_acked_start_not_written_others_are(void **state) {
+  tq *t = *state;
+  int64_t ids[] = {th_put(t->db, "q", "x"), th_put(t->db, "q", "y"),
+                   th_put(t->db, "q", "z")};
+  pid_t pid = th_fork(start_two_ack_one_and_die, (void *)t->url);
+  assert_int_equal(th_wait(pid), 128 + SIGKILL);
+  jobq_session *s = th_session(t->db, 0);
+  th_beat_until(s, t->db, ids[2], JOBQ_STATE_READY, 8000);
+  assert_int_equal(th_state(t->db, ids[0]), JOBQ_STATE_DONE);
+  for (int k = 1; k < 3; k++) {
+    jobq_job_info *i = th_show(t->db, ids[k]);
+    assert_int_equal(i->state, JOBQ_STATE_READY);
+    assert_int_equal(i->attempts, k == 1 ? 1 : 0);
+    jobq_info_free(i, 1);
+  }
+  jobq_session_close(s);
+}
+
 /* A reaper whose heartbeats must each come back well within limit_ms. */
 struct quick_beater {
   const char *url;
@@ -309,6 +353,7 @@ int main(void) {
       TQ_TEST(test_claim_outlives_lease),
       TQ_TEST(test_dies_after_claim),
       TQ_TEST(test_started_spends_held_does_not),
+      TQ_TEST(test_acked_start_not_written_others_are),
       TQ_TEST(test_stalled_worker_does_not_block_reapers),
       TQ_TEST(test_unknown_failpoint),
   };
