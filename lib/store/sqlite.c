@@ -198,6 +198,8 @@ typedef struct sq {
   sqlite3_stmt *stmts[SQ__END];
   int64_t busy_timeout_ms;
   int64_t busy_start_ms;
+  int waited;            /* the busy handler ran since the last BEGIN */
+  int contended;         /* the last BEGIN had to wait */
   char *path;
   int64_t max_size;      /* the url's max_size in bytes, or 0 */
   int watch_fd;          /* inotify on the write-ahead log, or -1 */
@@ -371,8 +373,16 @@ static int busy_handler(void *arg, int count) {
   int64_t t = mono_ms();
   if (count == 0) c->busy_start_ms = t;
   if (t - c->busy_start_ms >= c->busy_timeout_ms) return 0;
-  /* 1, 2, 4 ... up to 32 ms, each with jitter in [0.5, 1.5). */
-  int64_t base_us = 1000LL << (count < 5 ? count : 5);
+  c->waited = 1;
+  /* 1, 2, 4 ... up to 32 ms, each with jitter in [0.5, 1.5), after three
+   * short waits (0.1, 0.2, 0.4 ms) when the last transaction did not have
+   * to wait.  A lone holder is usually a transaction flushing its commit,
+   * which takes a fraction of a millisecond: a foreman woken by another
+   * process's put tries while it does.  Under contention the waits grow
+   * at once, so that many waiters do not crowd out the holder. */
+  int quick = c->contended ? 0 : 3;
+  int64_t base_us = count < quick ? 100LL << count
+                                  : 1000LL << (count - quick < 5 ? count - quick : 5);
   int64_t us = base_us / 2 + (int64_t)(jobq__rand(db) % (uint64_t)base_us);
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   nanosleep(&ts, NULL);
@@ -700,7 +710,13 @@ static int sq_doctor(jobq *db, jobq__checks *c) {
 /* ---------------------------------------------------------------- transactions */
 
 static int sq_begin(jobq *db, int depth) {
-  if (depth == 0) return exec(db, "BEGIN IMMEDIATE", "starting a transaction");
+  if (depth == 0) {
+    sq *c = conn(db);
+    c->waited = 0;
+    int rc = exec(db, "BEGIN IMMEDIATE", "starting a transaction");
+    c->contended = c->waited;
+    return rc;
+  }
   return exec(db, "SAVEPOINT jobq", "starting a savepoint");
 }
 
