@@ -48,9 +48,12 @@ static const text texts[JOBQ_Q__COUNT] = {
          .sqlite = "SELECT queue_id, epoch, version, {now}, coalesce((SELECT seq "
                    "FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0) FROM "
                    "jobq_meta WHERE id = 1",
-         .pg = "SELECT queue_id, epoch, version, {now}, (SELECT CASE WHEN "
-               "is_called THEN last_value ELSE 0 END FROM jobq_jobs_id_seq) FROM "
-               "jobq_meta WHERE id = 1",
+         /* Not a SELECT from the sequence itself: that reads its row
+          * without a lock and can catch it holding the value logged
+          * ahead, up to 32 more than the last one given (nextval()). */
+         .pg = "SELECT queue_id, epoch, version, {now}, "
+               "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0) "
+               "FROM jobq_meta WHERE id = 1",
          .mysql = "SELECT queue_id, epoch, version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs') "
