@@ -6,13 +6,13 @@
 # throwaway PostgreSQL server and against a throwaway MariaDB server that
 # this script starts first (tests/pgserver.sh, tests/mysqlserver.sh: a
 # fresh data folder on a free port of 127.0.0.1) and stops at the end;
-# test_parse, which tests no store, runs once, and test_mysql and
-# test_postgres, a store's own tests, run on that store only.  Then every
+# test_parse, which tests no store, runs once, and test_postgres and
+# test_mysql, a store's own tests, run on that store only.  Then every
 # tests/cli_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL
-# and JOBQ_TEST_MYSQL_URL).  Each file runs under a per-file timeout.  One line
-# per file says how it went; a failing file's details follow it.  The last
-# line is always "N passed, N failed", counting test cases, and the exit
-# status is nonzero when anything failed.
+# and JOBQ_TEST_MYSQL_URL).  Each file runs under a
+# per-file timeout.  One line per file says how it went; a failing file's
+# details follow it.  The last line is always "N passed, N failed",
+# counting test cases, and the exit status is nonzero when anything failed.
 #
 # cmocka binaries report "[  PASSED  ] N test(s)." and "[  FAILED  ] N
 # test(s)"; the shell scripts end with "RESULT: N passed, N failed[, N
