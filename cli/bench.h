@@ -108,6 +108,12 @@ int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
+/* The bare-SQL ceiling of bench_ceiling.c with procs claimers taking batch
+ * rows at a time from rows rows (PostgreSQL and MariaDB/MySQL): *rate gets
+ * rows per second.  Its own table, dropped at the end. */
+int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
+                       int64_t rows, const char *label, double *rate,
+                       struct bench_run *run);
 int bench_foreman_use(const struct bench_config *, jobq *, struct bench_report *,
                       struct bench_run *);
 int bench_soak(const struct bench_config *, jobq *, struct bench_report *,
@@ -158,14 +164,19 @@ int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
 struct bench_shared {
   atomic_llong claimed;      /* jobs claimed by all children */
   atomic_llong claims;       /* claim calls */
-  atomic_llong empty_ready;  /* empty claims while jobs were left */
+  atomic_llong empty_ready;  /* empty claims before a claim that found jobs */
   atomic_llong failed;       /* children that hit an error */
   atomic_llong ready;        /* children connected, waiting to start */
   atomic_llong put;          /* jobs put by a producer child */
-  atomic_int go;             /* set once all are ready: start claiming */
+  int go[2];                 /* a pipe: its write end closes when all are ready */
 };
 struct bench_shared *bench_shared_new(void);
 void bench_shared_free(struct bench_shared *s);
+/* In a bench_fork() child: waits up to seconds for the start (all children
+ * ready).  1 once they may start, 0 on timeout, -1 when bench_stop is set.
+ * The children sleep in poll(): the ones connected first do not take the
+ * processor from the ones still connecting. */
+int bench_await_go(const struct bench_shared *s, double seconds);
 
 /* Claim times by window of time (a minute, say), in shared memory:
  * window w's count of claims that took about bench_bin_ms(b) is

@@ -306,10 +306,52 @@ static int child(const void *arg, int index) {
     return 1;
   }
   atomic_fetch_add(&c->shared->ready, 1);
-  while (!atomic_load(&c->shared->go) && !bench_stop) usleep(200);
+  bench_await_go(c->shared, 1e9);
   int status = c->cfg->store == BENCH_POSTGRES ? pg_claimer(native, c)
                                                 : my_claimer(native, c);
   jobq_close(db);
+  return status;
+}
+
+int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
+                       int64_t rows, const char *label, double *rate,
+                       struct bench_run *run) {
+  void *native = jobq_native(db);
+  if (native == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
+  struct ceiling c = {cfg, "", batch, NULL};
+  snprintf(c.table, sizeof c.table, "jobq_bench_ceiling_%ld", cfg->pid);
+  char err[512] = "";
+  int created = cfg->store == BENCH_POSTGRES ? pg_create(native, &c, rows, err, sizeof err)
+                                              : my_create(native, &c, rows, err, sizeof err);
+  int status = BENCH_OK;
+  if (created != 0) {
+    status = bench_fail(run, "creating table '%s': %s", c.table, err);
+  } else if (bench_stop) {
+    status = bench_fail(run, "interrupted");
+  } else {
+    c.shared = bench_shared_new();
+    double secs;
+    int bad = bench_fork(procs, child, &c, c.shared, label, rows, NULL, NULL, &secs);
+    long long claimed = atomic_load(&c.shared->claimed);
+    bench_shared_free(c.shared);
+    if (bench_stop)
+      status = bench_fail(run, "interrupted");
+    else if (bad)
+      status = bench_fail(run, "a claimer process failed");
+    else if (claimed != rows)
+      status = bench_fail(run, "%lld of %lld rows were claimed", claimed, (long long)rows);
+    else
+      *rate = (double)rows / secs;
+  }
+  /* The table goes, whatever happened. */
+  char sql[128];
+  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", c.table);
+  int dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
+                                              : my_exec(native, sql, err, sizeof err);
+  if (!dropped) {
+    cli_error("could not drop table '%s': %s", c.table, err);
+    if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", c.table, err);
+  }
   return status;
 }
 
@@ -321,45 +363,11 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
              "to skip");
     return BENCH_NA;
   }
-  void *native = jobq_native(db);
-  if (native == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
-  struct ceiling c = {cfg, "", cfg->batch > 0 ? (size_t)cfg->batch : 100, NULL};
-  snprintf(c.table, sizeof c.table, "jobq_bench_ceiling_%ld", cfg->pid);
-  char err[512] = "";
-  int created = cfg->store == BENCH_POSTGRES
-                    ? pg_create(native, &c, cfg->jobs, err, sizeof err)
-                    : my_create(native, &c, cfg->jobs, err, sizeof err);
-  int status = BENCH_OK;
-  if (created != 0) {
-    status = bench_fail(run, "creating table '%s': %s", c.table, err);
-  } else if (bench_stop) {
-    status = bench_fail(run, "interrupted");
-  } else {
-    c.shared = bench_shared_new();
-    int n = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
-    double secs;
-    int bad = bench_fork(n, child, &c, c.shared, "ceiling:", cfg->jobs, NULL, NULL, &secs);
-    long long claimed = atomic_load(&c.shared->claimed);
-    bench_shared_free(c.shared);
-    if (bench_stop)
-      status = bench_fail(run, "interrupted");
-    else if (bad)
-      status = bench_fail(run, "a claimer process failed");
-    else if (claimed != cfg->jobs)
-      status = bench_fail(run, "%lld of %lld rows were claimed", claimed,
-                          (long long)cfg->jobs);
-    else
-      bench_add(rep, "ceiling", "bare sql", "throughput", (double)cfg->jobs / secs,
-                "jobs/s");
-  }
-  /* The table goes, whatever happened. */
-  char sql[128];
-  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", c.table);
-  int dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
-                                              : my_exec(native, sql, err, sizeof err);
-  if (!dropped) {
-    cli_error("could not drop table '%s': %s", c.table, err);
-    if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", c.table, err);
-  }
+  int procs = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
+  size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
+  double rate;
+  int status = bench_ceiling_rate(cfg, db, procs, batch, cfg->jobs, "ceiling:", &rate, run);
+  if (status == BENCH_OK)
+    bench_add(rep, "ceiling", "bare sql", "throughput", rate, "jobs/s");
   return status;
 }

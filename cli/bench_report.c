@@ -209,6 +209,7 @@ static const char *bar_colour(const struct bench_result *m) {
   if (strcmp(m->metric, "p50") == 0) return "#4e79a7";
   if (strcmp(m->metric, "p99") == 0) return "#f28e2b";
   if (strcmp(m->metric, "max") == 0) return "#e15759";
+  if (strcmp(m->metric, "ceiling") == 0) return "#bab0ac";
   return "#59a14f";
 }
 
@@ -235,7 +236,7 @@ static int svg_chart(FILE *f, const struct bench_report *r, const char *title,
     const struct bench_result *m = &r->results[i];
     if (!in_chart(m, unit)) continue;
     char label[160], v[64];
-    if (strcmp(unit, "ms") == 0)
+    if (strcmp(unit, "ms") == 0 || strcmp(m->metric, "throughput") != 0)
       snprintf(label, sizeof label, "%s %s %s", m->workload, m->variant, m->metric);
     else
       snprintf(label, sizeof label, "%s %s", m->workload, m->variant);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,12 +155,31 @@ struct bench_shared *bench_shared_new(void) {
   atomic_init(&s->failed, 0);
   atomic_init(&s->ready, 0);
   atomic_init(&s->put, 0);
-  atomic_init(&s->go, 0);
+  if (pipe2(s->go, O_CLOEXEC) != 0) {
+    cli_error("cannot make a pipe: %s", cli_strerror(errno));
+    exit(CLI_EXIT_ERROR);
+  }
   return s;
 }
 
 void bench_shared_free(struct bench_shared *s) {
-  if (s != NULL) munmap(s, sizeof *s);
+  if (s == NULL) return;
+  for (int i = 0; i < 2; i++)
+    if (s->go[i] >= 0) close(s->go[i]);
+  munmap(s, sizeof *s);
+}
+
+int bench_await_go(const struct bench_shared *s, double seconds) {
+  struct pollfd p = {s->go[0], POLLIN, 0};
+  double until = bench_now() + seconds;
+  while (!bench_stop) {
+    double left = until - bench_now();
+    if (left <= 0) return 0;
+    int n = poll(&p, 1, (int)(left * 1000) + 1);
+    if (n > 0) return 1;  /* the write end closed: end of file */
+    if (n < 0 && errno != EINTR) return 1;
+  }
+  return -1;
 }
 
 /* Adds one claim's time to the histogram of the window it began in. */
@@ -186,20 +206,15 @@ int bench_claimer_child(const void *arg, int index) {
   if (rc == JOBQ_OK) rc = jobq_session_open(db, &so, &s);
   atomic_fetch_add(&c->shared->ready, 1);
   /* Waiting for the others to connect: the session stays alive. */
+  while (rc == JOBQ_OK && bench_await_go(c->shared, BENCH_LEASE_MS / 3000.0) == 0)
+    rc = jobq_heartbeat(s, NULL, NULL);
   double beat = bench_now();
-  while (rc == JOBQ_OK && !atomic_load(&c->shared->go) && !bench_stop) {
-    struct timespec ts = {0, 200000L};
-    nanosleep(&ts, NULL);
-    if (bench_now() - beat > BENCH_LEASE_MS / 3000.0) {
-      rc = jobq_heartbeat(s, NULL, NULL);
-      beat = bench_now();
-    }
-  }
   const char *const qs[] = {c->queue};
   jobq_ack *acks = cli_xmalloc(c->batch * sizeof *acks);
   /* A worker's rhythm: the last batch's completions go with the next
    * claim, one transaction for both. */
   size_t pending = 0;
+  long long empties = 0;  /* empty claims since the last jobs */
   /* With no progress at all for this long, something is wrong. */
   double stuck = bench_now() + 60;
   while (rc == JOBQ_OK && !bench_stop) {
@@ -234,7 +249,10 @@ int bench_claimer_child(const void *arg, int index) {
         continue;
       }
       if (!c->count_empty || atomic_load(&c->shared->claimed) >= c->total) break;
-      atomic_fetch_add(&c->shared->empty_ready, 1);
+      /* Counted once a later claim finds jobs: they were there to take.
+       * At the end, the last jobs are held by other claimers' claims
+       * still in flight, and an empty claim then is not one. */
+      empties++;
       if (bench_now() > stuck) {
         rc = JOBQ_EBUSY;
         break;
@@ -243,6 +261,8 @@ int bench_claimer_child(const void *arg, int index) {
     }
     record(c, began, bench_now() - began);
     atomic_fetch_add(&c->shared->claimed, (long long)n);
+    if (empties > 0) atomic_fetch_add(&c->shared->empty_ready, empties);
+    empties = 0;
     stuck = bench_now() + 60;
     for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
     pending = n;
@@ -278,6 +298,7 @@ int bench_fork(int n, bench_child_fn fn, const void *arg, struct bench_shared *s
       break;
     }
     if (pid == 0) {
+      close(shared->go[1]);
       struct sigaction sa;
       memset(&sa, 0, sizeof sa);
       sa.sa_handler = child_signal;
@@ -295,7 +316,8 @@ int bench_fork(int n, bench_child_fn fn, const void *arg, struct bench_shared *s
     if (t0 == 0 && (atomic_load(&shared->ready) >= started || left < started)) {
       /* All connected (or one already gave up): the clock starts. */
       t0 = bench_now();
-      atomic_store(&shared->go, 1);
+      close(shared->go[1]);
+      shared->go[1] = -1;
     }
     int status;
     pid_t pid = waitpid(-1, &status, WNOHANG);

@@ -104,7 +104,7 @@ static int producer(const struct soak *k) {
   jobq *db;
   int rc = jobq_open(k->cfg->url, &db);
   atomic_fetch_add(&sh->ready, 1);
-  while (rc == JOBQ_OK && !atomic_load(&sh->go) && !bench_stop) bench_sleep(0.0002);
+  if (rc == JOBQ_OK) bench_await_go(sh, 1e9);
   enum { MAX = 1000 };
   jobq_put_opts *opts = cli_xmalloc(MAX * sizeof *opts);
   int64_t *ids = cli_xmalloc(MAX * sizeof *ids);

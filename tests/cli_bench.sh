@@ -54,6 +54,14 @@ if sorted(set(variants("latency", "ms"))) != ["fork", "persistent"]:
     errors.append("latency variants %s" % variants("latency", "ms"))
 if len(variants("scale")) < 2:
     errors.append("scale levels %s" % variants("scale"))
+scale = [x for x in doc["workloads"] if x["name"] == "scale"][0]
+for v in variants("scale"):
+    metrics = sorted(r["metric"] for r in scale["results"] if r["variant"] == v)
+    want = ["empty claims", "throughput"]
+    if store != "sqlite":
+        want = ["ceiling", "empty claims", "share of ceiling", "throughput"]
+    if metrics != want:
+        errors.append("scale %s: metrics %s, expected %s" % (v, metrics, want))
 if len(variants("backlog")) != 3:
     errors.append("backlog phases %s" % variants("backlog"))
 if store != "sqlite":
