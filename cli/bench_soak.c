@@ -7,8 +7,9 @@
  * next claim's transaction.  It runs --seconds (default 1800), in windows
  * of a minute (a third of the run when it is shorter than three minutes),
  * and reports the claim time's p50 and p99 in the first and the last
- * window, the hot table's size and its indexes' after the first window
- * and at the end, and the rates reached.  Not part of `all`: it is long.
+ * window, the rates reached, and the hot table's size and its indexes',
+ * taken at the end of every window: after the first, the most in each
+ * half of the run, at the end.  Not part of `all`: it is long.
  *
  * The sizes are the store's own: PostgreSQL's pg_relation_size and
  * pg_indexes_size, InnoDB's statistics in information_schema.TABLES, and
@@ -39,8 +40,8 @@ struct soak {
   double rate;                /* jobs a second */
   double until;
   jobq *db;                   /* the parent's, for the sizes */
-  int64_t table, index;       /* bytes after the first window; -1: unknown */
-  int sampled;                /* whether they were taken */
+  int64_t *table, *index;     /* bytes at the end of each window; -1: unknown */
+  size_t sampled;             /* windows whose sizes were taken */
 };
 
 /* ---------------------------------------------------------------- sizes */
@@ -86,13 +87,44 @@ static void sizes(const struct soak *k, int64_t *table, int64_t *index) {
   }
 }
 
-/* In the parent, every 5 ms: the sizes once the first window is over. */
+/* In the parent, every 5 ms: the sizes at the end of each window. */
 static void tick(void *ctx) {
   struct soak *k = ctx;
   const struct bench_hist *h = k->claimer.hist;
-  if (k->sampled || bench_now() < h->t0 + h->window) return;
-  sizes(k, &k->table, &k->index);
-  k->sampled = 1;
+  if (k->sampled >= h->windows ||
+      bench_now() < h->t0 + (double)(k->sampled + 1) * h->window)
+    return;
+  sizes(k, &k->table[k->sampled], &k->index[k->sampled]);
+  k->sampled++;
+}
+
+/* The most of sizes from window from to window to (excluded); -1 if one
+ * is unknown. */
+static int64_t most(const int64_t *sizes_w, size_t from, size_t to) {
+  int64_t m = 0;
+  for (size_t w = from; w < to; w++) {
+    if (sizes_w[w] < 0) return -1;
+    if (sizes_w[w] > m) m = sizes_w[w];
+  }
+  return m;
+}
+
+/* One object's sizes: after the first window, the most in each half of
+ * the windows after it (the first comes before the database's first
+ * cleanup), at the end, and the second half's most over
+ * the first's, which stays near 1 when the size has levelled off. */
+static void add_sizes(struct bench_report *rep, const char *what, const int64_t *w,
+                      size_t n) {
+  size_t half = 1 + (n - 1) / 2;
+  int64_t first = most(w, 1, half), second = most(w, half, n);
+  if (w[0] < 0 || w[n - 1] < 0 || first < 0 || second < 0) return;
+  const double mib = 1048576;
+  bench_add(rep, "soak", what, "after the first window", (double)w[0] / mib, "MiB");
+  bench_add(rep, "soak", what, "most, first half", (double)first / mib, "MiB");
+  bench_add(rep, "soak", what, "most, second half", (double)second / mib, "MiB");
+  bench_add(rep, "soak", what, "at the end", (double)w[n - 1] / mib, "MiB");
+  if (first > 0)
+    bench_add(rep, "soak", what, "second half / first", (double)second / (double)first, "x");
 }
 
 /* ---------------------------------------------------------------- children */
@@ -173,6 +205,8 @@ int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *re
   c->batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
   c->shared = bench_shared_new();
   c->hist = bench_hist_new(windows, window);
+  k.table = cli_xmalloc(windows * sizeof *k.table);
+  k.index = cli_xmalloc(windows * sizeof *k.index);
   int n = 1 + (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CLAIMERS);
   /* The clock of the run starts when the children are connected, which
    * is soon: the windows and the end are counted from now. */
@@ -205,16 +239,15 @@ int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *re
       add(rep, variant, "p99", p99[i], "ms");
     }
     if (p99[0] > 0) add(rep, "claim p99", "last / first", p99[1] / p99[0], "x");
-    /* The sizes after the first window and at the end. */
-    int64_t t_end, i_end;
-    sizes(&k, &t_end, &i_end);
-    if (k.sampled && k.table >= 0 && t_end >= 0) {
-      add(rep, "hot table", "after the first window", (double)k.table / 1048576, "MiB");
-      add(rep, "hot table", "at the end", (double)t_end / 1048576, "MiB");
-      add(rep, "its indexes", "after the first window", (double)k.index / 1048576, "MiB");
-      add(rep, "its indexes", "at the end", (double)i_end / 1048576, "MiB");
+    /* The last window ends as the children do: its sizes are taken now. */
+    if (k.sampled < windows) sizes(&k, &k.table[windows - 1], &k.index[windows - 1]);
+    if (k.sampled + 1 >= windows && windows >= 3) {
+      add_sizes(rep, "hot table", k.table, windows);
+      add_sizes(rep, "its indexes", k.index, windows);
     }
   }
+  free(k.table);
+  free(k.index);
   bench_hist_free(c->hist);
   bench_shared_free(c->shared);
   return status;

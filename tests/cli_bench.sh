@@ -120,9 +120,12 @@ else:
     if not got.get(("claim p99", "last / first"), 0) > 0:
         errors.append("no p99 ratio")
     for what in ("hot table", "its indexes"):
-        for when in ("after the first window", "at the end"):
+        for when in ("after the first window", "most, first half", "most, second half",
+                     "at the end"):
             if not got.get((what, when), -1) >= 0:
                 errors.append("no size of the %s %s" % (what, when))
+        if not got.get((what, "second half / first"), 0) > 0:
+            errors.append("no growth ratio of the %s" % what)
 for e in errors:
     print("FAIL: soak json: " + e)
 sys.exit(1 if errors else 0)
