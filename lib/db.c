@@ -138,15 +138,17 @@ void *jobq_native(jobq *db) {
   return db->store->native(db);
 }
 
-int jobq__txn_begin(jobq *db) {
+static int txn_begin(jobq *db, int lazy) {
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   db->retry = 0;
-  rc = db->store->begin(db, db->txn_depth);
+  rc = db->store->begin(db, db->txn_depth, lazy);
   if (rc == JOBQ_OK) db->txn_depth++;
   return rc;
 }
+
+int jobq__txn_begin(jobq *db) { return txn_begin(db, 1); }
 
 int jobq__txn_end(jobq *db, int rc) {
   db->txn_depth--;
@@ -181,7 +183,8 @@ int jobq_begin(jobq *db) {
   if (rc != JOBQ_OK) return rc;
   if (db->txn_depth > 0)
     return jobq__fail(db, JOBQ_ESTATE, "a transaction is already open: commit or roll it back first");
-  return jobq__txn_begin(db);
+  /* Begun now: the caller's own statements on jobq_native() come next. */
+  return txn_begin(db, 0);
 }
 
 int jobq_commit(jobq *db) {

@@ -1,6 +1,8 @@
 /*
  * test_postgres.c - what only the PostgreSQL store does, against the
- * server that tests/run.sh started: the plans a connection keeps.
+ * server that tests/run.sh started: the plans a connection keeps, the
+ * BEGIN sent with a transaction's first statement, a connection made
+ * again.
  *
  * jobq prepares its statements once per connection and PostgreSQL plans
  * them once (generic plans).  A plan made while the hot table had no pages
@@ -126,9 +128,65 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_close(p);
 }
 
+/* The library's own transactions send their BEGIN with their first
+ * statement; jobq_begin() must begin at once, as the caller's own
+ * statements on the connection come next. */
+static void test_the_callers_transaction_begins_at_once(void **state) {
+  tq *t = *state;
+  PGconn *pc = jobq_native(t->db);
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_int_equal(PQtransactionStatus(pc), PQTRANS_INTRANS);
+  PGresult *res = PQexec(pc, "CREATE TABLE app_rows (v int)");
+  assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+  PQclear(res);
+  th_put(t->db, "mine", "x");
+  assert_rc(jobq_rollback(t->db), JOBQ_OK);
+  assert_int_equal(PQtransactionStatus(pc), PQTRANS_IDLE);
+  /* Both the table and the job went with the rollback. */
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM pg_tables WHERE tablename = 'app_rows'"), 0);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
+  /* And the library's own transactions leave the connection idle. */
+  th_put(t->db, "mine", "y");
+  assert_int_equal(PQtransactionStatus(pc), PQTRANS_IDLE);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 1);
+}
+
+/* A connection the server ended is made again when a transaction finds
+ * it broken before doing anything, with its BEGIN sent beside the first
+ * statement. */
+static void test_a_connection_ended_by_the_server_is_made_again(void **state) {
+  tq *t = *state;
+  jobq *w = th_open(t->url);
+  jobq_session *s = th_session(w, 60000);
+  th_put(t->db, "again", "1");
+  th_claim_none(s, "other");
+  for (int round = 0; round < 2; round++) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)::int", PQbackendPID(jobq_native(w)));
+    assert_int_equal(th_sql_int(t->db, sql), 1);
+    /* The backend is gone once the server no longer lists it. */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d",
+             PQbackendPID(jobq_native(w)));
+    for (int i = 0; i < 500 && th_sql_int(t->db, sql) > 0; i++) th_sleep_ms(10);
+    if (round == 0) {
+      size_t n;
+      jobq_job *jobs = th_claim(s, "again", 10, &n);
+      assert_int_equal(n, 1);
+      jobq_jobs_free(jobs, n);
+    } else {
+      th_put(w, "again", "2");
+    }
+  }
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 2);
+  jobq_session_close(s);
+  jobq_close(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
+      TQ_TEST(test_the_callers_transaction_begins_at_once),
+      TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1366,7 +1366,8 @@ static int reconnect(jobq *db) {
   return JOBQ_OK;
 }
 
-static int my_begin(jobq *db, int depth) {
+static int my_begin(jobq *db, int depth, int lazy) {
+  (void)lazy;
   my *c = conn(db);
   if (depth > 0) {
     if (c->aborted)

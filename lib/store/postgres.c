@@ -321,6 +321,7 @@ typedef struct pg {
   unsigned char prepared[PG__END];
   int64_t changes;
   names wake;                  /* queues with work made ready in this transaction */
+  int begin_pending;           /* a lazy BEGIN, sent with the first statement */
 } pg;
 
 struct jobq_rows {
@@ -458,6 +459,12 @@ static jobq_val arr_val(const array *a) { return (jobq_val){.type = 'a', .p = a-
 
 /* ---------------------------------------------------------------- executor */
 
+/* The name statement id is prepared under. */
+static const char *stmt_name(char buf[16], int id) {
+  snprintf(buf, 16, "jobq%d", id);
+  return buf;
+}
+
 static int prepare(jobq *db, int id) {
   pg *c = conn(db);
   if (c->prepared[id]) return JOBQ_OK;
@@ -466,8 +473,7 @@ static int prepare(jobq *db, int id) {
                    : jobq__sql_spell(JOBQ_DIALECT_PG, own_sql[id - JOBQ_Q__COUNT], NULL, NULL);
   if (text == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   char name[16];
-  snprintf(name, sizeof name, "jobq%d", id);
-  PGresult *res = PQprepare(c->conn, name, text, 0, NULL);
+  PGresult *res = PQprepare(c->conn, stmt_name(name, id), text, 0, NULL);
   free(text);
   int rc = JOBQ_OK;
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -483,10 +489,88 @@ static int prepare(jobq *db, int id) {
 
 #define MAX_PARAMS 16
 
+static int begin_now(jobq *db);
+
+/* One statement to send: prepared statement name with its values, or,
+ * without a name, sql without parameters. */
+typedef struct sendable {
+  const char *name, *sql;
+  int n;
+  const char *const *values;
+  const int *lengths, *formats;
+} sendable;
+
+static int send_one(PGconn *pc, const sendable *q) {
+  return q->name != NULL
+             ? PQsendQueryPrepared(pc, q->name, q->n, q->values, q->lengths, q->formats, 1)
+             : PQsendQueryParams(pc, q->sql, 0, NULL, NULL, NULL, NULL, 0);
+}
+
+/* Reads the results of one statement of a pipeline up to its end (NULL):
+ * the first, the others cleared. */
+static PGresult *pipeline_result(PGconn *pc) {
+  PGresult *first = NULL, *r;
+  while ((r = PQgetResult(pc)) != NULL) {
+    if (first == NULL)
+      first = r;
+    else
+      PQclear(r);
+  }
+  return first;
+}
+
+/* Two statements in one round trip (libpq's pipeline mode): *ra and *rb
+ * get their results, both NULL when they could not be sent.  The second
+ * does not run when the first fails (PGRES_PIPELINE_ABORTED). */
+static void pipeline2(pg *c, const sendable *a, const sendable *b, PGresult **ra,
+                      PGresult **rb) {
+  PGconn *pc = c->conn;
+  *ra = *rb = NULL;
+  if (!PQenterPipelineMode(pc)) return;
+  if (send_one(pc, a) && send_one(pc, b) && PQpipelineSync(pc)) {
+    *ra = pipeline_result(pc);
+    *rb = pipeline_result(pc);
+    PQclear(PQgetResult(pc)); /* PGRES_PIPELINE_SYNC */
+  }
+  PQexitPipelineMode(pc);
+}
+
+/* Runs prepared statement id, with a lazy BEGIN before it when one is
+ * pending: *res gets its result (which may be an error), or the failure
+ * to begin is returned. */
+static int exec_prepared(jobq *db, int id, int n, const char *const *values,
+                         const int *lengths, const int *formats, PGresult **res) {
+  pg *c = conn(db);
+  char name[16];
+  stmt_name(name, id);
+  if (c->begin_pending) {
+    c->begin_pending = 0;
+    const sendable begin = {.sql = "BEGIN"};
+    const sendable q = {name, NULL, n, values, lengths, formats};
+    PGresult *b;
+    pipeline2(c, &begin, &q, &b, res);
+    int begun = PQresultStatus(b) == PGRES_COMMAND_OK;
+    PQclear(b);
+    if (begun) return JOBQ_OK;
+    PQclear(*res);
+    /* BEGIN did not get through: nothing was done, so it goes again
+     * alone, making the connection again if it broke (begin_now). */
+    int rc = begin_now(db);
+    if (rc == JOBQ_OK) rc = prepare(db, id);
+    if (rc != JOBQ_OK) return rc;
+  }
+  *res = PQexecPrepared(c->conn, name, n, values, lengths, formats, 1);
+  return JOBQ_OK;
+}
+
 static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows) {
   pg *c = conn(db);
   if (n > MAX_PARAMS) return jobq__fail(db, JOBQ_EINVAL, "too many parameters");
   int rc = prepare(db, id);
+  /* Nothing was done yet in a lazy transaction: begin_now() makes a
+   * broken connection again. */
+  if (rc == JOBQ_ECONN && c->begin_pending && (rc = begin_now(db)) == JOBQ_OK)
+    rc = prepare(db, id);
   if (rc != JOBQ_OK) return rc;
   const char *values[MAX_PARAMS];
   int lengths[MAX_PARAMS], formats[MAX_PARAMS];
@@ -506,9 +590,9 @@ static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
       default: values[i] = a[i].p; break; /* text, bytes, arrays */
     }
   }
-  char name[16];
-  snprintf(name, sizeof name, "jobq%d", id);
-  PGresult *res = PQexecPrepared(c->conn, name, (int)n, values, lengths, formats, 1);
+  PGresult *res;
+  if ((rc = exec_prepared(db, id, (int)n, values, lengths, formats, &res)) != JOBQ_OK)
+    return rc;
   ExecStatusType st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     rc = pg_fail(db, res, jobq__sql_name(id));
@@ -1088,10 +1172,10 @@ static int reconnect(jobq *db) {
   return JOBQ_OK;
 }
 
-static int pg_begin(jobq *db, int depth) {
+/* BEGIN, at once. */
+static int begin_now(jobq *db) {
   pg *c = conn(db);
-  if (depth > 0) return run_plain(db, "SAVEPOINT jobq", "starting a savepoint");
-  names_clear(&c->wake);
+  c->begin_pending = 0;
   if (PQstatus(c->conn) != CONNECTION_OK) {
     int rc = reconnect(db);
     if (rc != JOBQ_OK) return rc;
@@ -1104,29 +1188,67 @@ static int pg_begin(jobq *db, int depth) {
   return rc;
 }
 
-/* The wake-ups of the transaction, sent with its commit. */
-static int send_wakes(jobq *db) {
+/* A lazy BEGIN waits for the first statement (exec_prepared), which
+ * saves a round trip on every transaction of the library's own. */
+static int pg_begin(jobq *db, int depth, int lazy) {
   pg *c = conn(db);
-  if (!c->notify || c->wake.n == 0) return JOBQ_OK;
-  array a;
-  arr_begin(&a, OID_TEXT, c->wake.n);
-  for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
-  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                    : pg_query(db, PG_NOTIFY, SQL_ARGS(arr_val(&a)), NULL);
-  free(a.p);
-  return rc;
+  if (depth > 0) {
+    int rc = c->begin_pending ? begin_now(db) : JOBQ_OK;
+    return rc == JOBQ_OK ? run_plain(db, "SAVEPOINT jobq", "starting a savepoint") : rc;
+  }
+  names_clear(&c->wake);
+  if (!lazy) return begin_now(db);
+  if (PQstatus(c->conn) != CONNECTION_OK) {
+    int rc = reconnect(db);
+    if (rc != JOBQ_OK) return rc;
+  }
+  c->begin_pending = 1;
+  return JOBQ_OK;
 }
 
 static int pg_commit(jobq *db, int depth) {
   if (depth > 0) return run_plain(db, "RELEASE SAVEPOINT jobq", "releasing a savepoint");
-  int rc = send_wakes(db);
-  names_clear(&conn(db)->wake);
-  if (rc == JOBQ_OK) rc = run_plain(db, "COMMIT", "committing");
+  pg *c = conn(db);
+  int pending = c->begin_pending, wakes = c->notify && c->wake.n > 0;
+  c->begin_pending = 0;
+  if (pending) {
+    /* No statement ran: there is nothing to commit. */
+    names_clear(&c->wake);
+    return JOBQ_OK;
+  }
+  if (!wakes) return run_plain(db, "COMMIT", "committing");
+  /* The transaction's wake-ups, and the commit in the same round trip. */
+  array a;
+  arr_begin(&a, OID_TEXT, c->wake.n);
+  for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
+  names_clear(&c->wake);
+  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : prepare(db, PG_NOTIFY);
+  if (rc == JOBQ_OK) {
+    char name[16];
+    const char *values[] = {a.p};
+    const int lengths[] = {(int)a.len}, formats[] = {1};
+    const sendable notify = {stmt_name(name, PG_NOTIFY), NULL, 1, values, lengths, formats};
+    const sendable commit = {.sql = "COMMIT"};
+    PGresult *rn, *rcommit;
+    pipeline2(c, &notify, &commit, &rn, &rcommit);
+    if (PQresultStatus(rn) != PGRES_TUPLES_OK && PQresultStatus(rn) != PGRES_COMMAND_OK)
+      rc = pg_fail(db, rn, jobq__sql_name(PG_NOTIFY));
+    else if (PQresultStatus(rcommit) != PGRES_COMMAND_OK)
+      rc = pg_fail(db, rcommit, "committing");
+    PQclear(rn);
+    PQclear(rcommit);
+  }
+  free(a.p);
   return rc;
 }
 
 static int pg_rollback(jobq *db, int depth) {
   pg *c = conn(db);
+  if (depth == 0 && c->begin_pending) {
+    c->begin_pending = 0;
+    names_clear(&c->wake);
+    return JOBQ_OK;
+  }
   if (PQstatus(c->conn) != CONNECTION_OK) return JOBQ_OK;
   PGresult *res = PQexec(c->conn, depth > 0 ? "ROLLBACK TO SAVEPOINT jobq; RELEASE SAVEPOINT jobq"
                                             : "ROLLBACK");

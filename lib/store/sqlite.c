@@ -709,7 +709,8 @@ static int sq_doctor(jobq *db, jobq__checks *c) {
 
 /* ---------------------------------------------------------------- transactions */
 
-static int sq_begin(jobq *db, int depth) {
+static int sq_begin(jobq *db, int depth, int lazy) {
+  (void)lazy;
   if (depth == 0) {
     sq *c = conn(db);
     c->waited = 0;

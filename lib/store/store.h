@@ -80,8 +80,11 @@ typedef struct jobq_store {
    * jobq__check_add() (lib/doctor.c). */
   int (*doctor)(jobq *db, jobq__checks *checks);
 
-  /* depth 0: a real transaction that may write; depth > 0: a savepoint. */
-  int (*begin)(jobq *db, int depth);
+  /* depth 0: a real transaction that may write; depth > 0: a savepoint.
+   * lazy (the library's own transactions, never jobq_begin()'s): the
+   * store may send the BEGIN with the transaction's first statement, as
+   * no one else uses the connection before it. */
+  int (*begin)(jobq *db, int depth, int lazy);
   int (*commit)(jobq *db, int depth);
   int (*rollback)(jobq *db, int depth);
 
