@@ -175,7 +175,7 @@ int bench_await_go(const struct bench_shared *s, double seconds) {
   while (!bench_stop) {
     double left = until - bench_now();
     if (left <= 0) return 0;
-    int n = poll(&p, 1, (int)(left * 1000) + 1);
+    int n = poll(&p, 1, left > 60 ? 60000 : (int)(left * 1000) + 1);
     if (n > 0) return 1;  /* the write end closed: end of file */
     if (n < 0 && errno != EINTR) return 1;
   }
