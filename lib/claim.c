@@ -5,6 +5,7 @@
  * and claiming the next in the same transaction.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -25,6 +26,31 @@ int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max
     return jobq__fail(db, JOBQ_EINVAL, "invalid claim size '%zu': expected 1 to %d",
                       max, CLAIM_MAX);
   return JOBQ_OK;
+}
+
+/* A claim whose commit failed with JOBQ_ECONN may have committed all the
+ * same: the reply was lost, not the commit.  Had the caller been told of
+ * a failure, its live session would hold jobs that no one runs until the
+ * session ends.  The first job, read back under its claim token on a
+ * connection made again, tells: JOBQ_OK when the claim holds it, and so
+ * all its jobs (one transaction); rc, with its message, when it does not
+ * or when that cannot be told. */
+static int claim_outcome(jobq *db, const jobq_session *s, const jobq_job *job, int rc) {
+  int err = db->err;
+  char msg[JOBQ_ERRMSG_MAX];
+  memcpy(msg, db->errmsg, sizeof msg);
+  int held = 0;
+  if (jobq__txn_begin(db) == JOBQ_OK) {
+    jobq_rows *r;
+    int got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
+                            SQL_ARGS(V_INT(job->id), V_TEXT(s->id), V_TEXT(job->claim)));
+    if (got == 1) jobq__rows_done(db, r);
+    held = jobq__txn_end(db, got < 0 ? got : JOBQ_OK) == JOBQ_OK && got == 1;
+  }
+  if (held) return jobq__ok(db);
+  db->err = err;
+  memcpy(db->errmsg, msg, sizeof msg);
+  return rc;
 }
 
 int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
@@ -53,6 +79,8 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
     rc = jobq__txn_end(db, rc);
+    if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
+    if (rc == JOBQ_ECONN && *n > 0) rc = claim_outcome(db, s, &(*jobs)[0], rc);
     if (rc != JOBQ_OK) {
       jobq_jobs_free(*jobs, *n);
       *jobs = NULL;
@@ -62,7 +90,6 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   if (rc == JOBQ_OK) jobq__session_noted(s);
   s->start_now = SIZE_MAX;
   jobq__ack_done(s, acks, nacks, rc);
-  if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
   if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.after-commit");
   if (rc != JOBQ_OK) {
     /* Committed, but the caller hears of a failure (a failpoint): what

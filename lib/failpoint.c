@@ -15,6 +15,9 @@
  *
  *   claim.before-commit   a claim's work is done, its commit not yet sent
  *   claim.after-commit    a claim committed, the jobs not yet returned
+ *                         (with error: the reply of the commit was lost;
+ *                         the claim reads its first job back and returns
+ *                         the jobs)
  *   ack.before-fence      acknowledgements about to read their jobs
  *   ack.before-commit     acknowledgements done, the commit not yet sent
  *   ack.after-commit      acknowledgements committed, the caller not told

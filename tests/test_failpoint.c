@@ -75,6 +75,41 @@ static void test_commit_outcome_unknown(void **state) {
   jobq_session_close(s);
 }
 
+/* A claim whose commit went through but whose reply was lost: the claim
+ * reads its first job back and hands the jobs over, so that a live
+ * session never holds jobs its worker does not know of.  And one that
+ * failed before its commit hands over nothing and holds nothing. */
+static void test_claim_reply_lost(void **state) {
+  tq *t = *state;
+  int64_t ids[3];
+  for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
+  jobq_session *s = th_session(t->db, 0);
+  const char *q = "q";
+  jobq_job *j = NULL;
+  size_t n = 0;
+  setenv("JOBQ_FAILPOINT", "claim.before-commit=error", 1);
+  assert_rc(jobq_claim(s, &q, 1, 2, &j, &n), JOBQ_ECONN);
+  th_assert_msg(t->db, "failpoint");
+  assert_int_equal(n, 0);
+  assert_null(j);
+  for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_READY);
+
+  setenv("JOBQ_FAILPOINT", "claim.after-commit=error", 1);
+  assert_rc(jobq_claim(s, &q, 1, 2, &j, &n), JOBQ_OK);
+  unsetenv("JOBQ_FAILPOINT");
+  assert_int_equal(n, 2);
+  for (size_t k = 0; k < n; k++) {
+    assert_int_equal(j[k].id, ids[k]);
+    assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_RUNNING);
+    int already = -1;
+    assert_rc(jobq_complete(s, &j[k], "ok", 2, &already), JOBQ_OK);
+    assert_int_equal(already, 0);
+  }
+  jobq_jobs_free(j, n);
+  assert_int_equal(th_state(t->db, ids[2]), JOBQ_STATE_READY);
+  jobq_session_close(s);
+}
+
 /* An acknowledgement that stalls (before reading its job) while its lease
  * runs out and another worker reaps: whichever comes first wins, and the
  * other sees it.  Either the ack went through and the job is done once,
@@ -343,6 +378,7 @@ static void test_unknown_failpoint(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_commit_outcome_unknown),
+      TQ_TEST(test_claim_reply_lost),
       TQ_TEST(test_ack_races_reaper),
       TQ_TEST(test_claim_outlives_lease),
       TQ_TEST(test_dies_after_claim),
