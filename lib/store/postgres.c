@@ -1172,15 +1172,17 @@ static int reconnect(jobq *db) {
   return JOBQ_OK;
 }
 
+/* A connection known to be broken is made again before a transaction. */
+static int connected(jobq *db) {
+  return PQstatus(conn(db)->conn) == CONNECTION_OK ? JOBQ_OK : reconnect(db);
+}
+
 /* BEGIN, at once. */
 static int begin_now(jobq *db) {
-  pg *c = conn(db);
-  c->begin_pending = 0;
-  if (PQstatus(c->conn) != CONNECTION_OK) {
-    int rc = reconnect(db);
-    if (rc != JOBQ_OK) return rc;
-  }
-  int rc = run_plain(db, "BEGIN", "starting a transaction");
+  conn(db)->begin_pending = 0;
+  int rc = connected(db);
+  if (rc != JOBQ_OK) return rc;
+  rc = run_plain(db, "BEGIN", "starting a transaction");
   /* Nothing was done yet: a connection that turns out broken is made
    * again, once. */
   if (rc == JOBQ_ECONN && reconnect(db) == JOBQ_OK)
@@ -1198,12 +1200,9 @@ static int pg_begin(jobq *db, int depth, int lazy) {
   }
   names_clear(&c->wake);
   if (!lazy) return begin_now(db);
-  if (PQstatus(c->conn) != CONNECTION_OK) {
-    int rc = reconnect(db);
-    if (rc != JOBQ_OK) return rc;
-  }
-  c->begin_pending = 1;
-  return JOBQ_OK;
+  int rc = connected(db);
+  if (rc == JOBQ_OK) c->begin_pending = 1;
+  return rc;
 }
 
 static int pg_commit(jobq *db, int depth) {
