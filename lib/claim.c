@@ -33,21 +33,27 @@ int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max
  * a failure, its live session would hold jobs that no one runs until the
  * session ends.  The first job, read back under its claim token on a
  * connection made again, tells: JOBQ_OK when the claim holds it, and so
- * all its jobs (one transaction); rc, with its message, when it does not
- * or when that cannot be told. */
-static int claim_outcome(jobq *db, const jobq_session *s, const jobq_job *job, int rc) {
+ * all its jobs (one transaction).  Otherwise rc stands, with its message,
+ * and the jobs are doubtful: the read-back may have failed, or run before
+ * a commit still under way on the server became visible.  The session's
+ * next transaction gives back those it holds. */
+static int claim_outcome(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n,
+                         int rc) {
   int err = db->err;
   char msg[JOBQ_ERRMSG_MAX];
   memcpy(msg, db->errmsg, sizeof msg);
   int held = 0;
   if (jobq__txn_begin(db) == JOBQ_OK) {
     jobq_rows *r;
-    int got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
-                            SQL_ARGS(V_INT(job->id), V_TEXT(s->id), V_TEXT(job->claim)));
+    int got = jobq__failpoint(db, "claim.read-back");
+    if (got == JOBQ_OK)
+      got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
+                          SQL_ARGS(V_INT(jobs[0].id), V_TEXT(s->id), V_TEXT(jobs[0].claim)));
     if (got == 1) jobq__rows_done(db, r);
     held = jobq__txn_end(db, got < 0 ? got : JOBQ_OK) == JOBQ_OK && got == 1;
   }
   if (held) return jobq__ok(db);
+  if (jobq__session_doubt(db, s, jobs, n) != JOBQ_OK) return JOBQ_ENOMEM;
   db->err = err;
   memcpy(db->errmsg, msg, sizeof msg);
   return rc;
@@ -80,7 +86,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
     rc = jobq__txn_end(db, rc);
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
-    if (rc == JOBQ_ECONN && *n > 0) rc = claim_outcome(db, s, &(*jobs)[0], rc);
+    if (rc == JOBQ_ECONN && *n > 0) rc = claim_outcome(db, s, *jobs, *n, rc);
     if (rc != JOBQ_OK) {
       jobq_jobs_free(*jobs, *n);
       *jobs = NULL;

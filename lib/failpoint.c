@@ -18,6 +18,9 @@
  *                         (with error: the reply of the commit was lost;
  *                         the claim reads its first job back and returns
  *                         the jobs)
+ *   claim.read-back       that read-back about to run (with error: it
+ *                         cannot tell, and the session's next transaction
+ *                         gives the claim's jobs back)
  *   ack.before-fence      acknowledgements about to read their jobs
  *   ack.before-commit     acknowledgements done, the commit not yet sent
  *   ack.after-commit      acknowledgements committed, the caller not told

@@ -57,6 +57,14 @@ struct jobq_session {
   size_t start_now;
   int64_t *started;
   size_t nstarted, capstarted;
+  /* Jobs of claims whose commit may have gone through unseen (its reply
+   * was lost and could not be read back): given back by the session's
+   * next transaction, under their claim tokens. */
+  struct jobq_doubtful {
+    int64_t id;
+    char claim[JOBQ_CLAIM_LEN + 1];
+  } *doubtful;
+  size_t ndoubtful, capdoubtful;
 };
 
 /* Records err and a printf-style message on db (db may be NULL); returns
@@ -202,14 +210,21 @@ void jobq__wake(jobq *db, const char *queue);
  * held rows, neither take the session nor wait on its jobs while its
  * worker is inside a transaction (a worker stopped there would stop them
  * too); for a claim, checks that the database is the same and the session
- * alive and of its epoch; and writes what jobq_session_started() learned
+ * alive and of its epoch; gives back the jobs of its doubtful claims
+ * (jobq__session_doubt()); and writes what jobq_session_started() learned
  * (jobq__session_noted() forgets it once the transaction committed),
  * but for the jobs that acks, the transaction's acknowledgements, end. */
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks);
 int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
                                size_t nacks);
+/* Once a transaction of s committed: forgets what it wrote (the starts
+ * noted, the doubtful claims given back). */
 void jobq__session_noted(jobq_session *s);
+/* Remembers the n jobs of a claim whose outcome is unknown: the session's
+ * next transaction gives back those it holds (jobq__session_enter and
+ * heartbeats).  JOBQ_ENOMEM when they cannot be remembered. */
+int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n);
 
 /* Ends session sid: its jobs go back to ready (lost: the worker vanished,
  * so the attempt is spent and the job marked prev_lost; else given back),

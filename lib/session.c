@@ -103,6 +103,7 @@ void jobq_session_close(jobq_session *s) {
     } while (jobq__txn_retry(db, rc, &attempt));
   }
   free(s->started);
+  free(s->doubtful);
   free(s);
 }
 
@@ -131,6 +132,78 @@ void jobq_session_started(jobq_session *s, const jobq_job *job) {
   s->started[s->nstarted++] = job->id;
 }
 
+typedef struct held {
+  int64_t id;
+  int attempts, max_attempts, cancel;
+  char queue[JOBQ_QUEUE_MAX + 1];
+  int started;
+} held;
+
+/* Ends a job's claim that its session no longer holds: back to ready,
+ * or cancelled when a cancel was asked, or dead when a lost worker spent
+ * its last attempt. */
+static int release(jobq *db, const held *h, int lost) {
+  /* A job its worker held back is given back, lost or not: when lost,
+   * marked prev_lost all the same, since the worker may have started it
+   * in the moment before it could say so. */
+  int spent = lost && h->started;
+  int finish = h->cancel ? JOBQ_STATE_CANCELLED
+               : spent && h->attempts >= h->max_attempts ? JOBQ_STATE_DEAD
+                                                         : 0;
+  if (finish == 0) {
+    jobq__wake(db, h->queue);
+    if (spent)
+      return jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                           SQL_ARGS(V_INT(h->id), V_TEXT("lease expired: the worker was lost"),
+                                    V_INT(0)));
+    if (lost)
+      return jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                           SQL_ARGS(V_INT(h->id),
+                                    V_TEXT("lease expired: the worker was lost before it "
+                                           "started the job (attempt not counted)"),
+                                    V_INT(1)));
+    return jobq__sql_run(db, JOBQ_Q_REQUEUE_GIVEN_BACK, SQL_ARGS(V_INT(h->id)));
+  }
+  char e[128];
+  if (finish == JOBQ_STATE_CANCELLED)
+    snprintf(e, sizeof e, "cancelled: its worker ended");
+  else
+    snprintf(e, sizeof e, "lease expired: the worker was lost on attempt %d of %d",
+             h->attempts, h->max_attempts);
+  jobq_jobref ref;
+  int state;
+  int got = jobq__job_ref(db, h->id, &ref, &state);
+  if (got != 1) return got < 0 ? got : JOBQ_OK;
+  int rc = jobq__order_lock(db, &ref, 1);
+  if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, finish, NULL, 0, e, strlen(e));
+  jobq__job_ref_release(&ref);
+  return rc;
+}
+
+/* The jobs of doubtful claims that the session holds under their claim
+ * tokens were never handed to its worker: they are given back. */
+static int give_back_doubtful(jobq *db, jobq_session *s) {
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < s->ndoubtful && rc == JOBQ_OK; i++) {
+    const struct jobq_doubtful *d = &s->doubtful[i];
+    jobq_rows *r;
+    int got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
+                            SQL_ARGS(V_INT(d->id), V_TEXT(s->id), V_TEXT(d->claim)));
+    if (got != 1) {
+      rc = got < 0 ? got : JOBQ_OK;
+      continue;
+    }
+    held h = {d->id, (int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
+              (int)jobq__col_int(db, r, 3), "", 0};
+    size_t len;
+    const char *q = db->store->col_bytes(r, 4, &len);
+    snprintf(h.queue, sizeof h.queue, "%.*s", (int)len, q);
+    jobq__rows_done(db, r);
+    rc = release(db, &h, 0);
+  }
+  return rc;
+}
+
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks) {
   int rc = claim ? jobq__identity_check(db) : JOBQ_OK;
@@ -150,7 +223,8 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
     return jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
-  return jobq__session_note_started(db, s, acks, nacks);
+  rc = give_back_doubtful(db, s);
+  return rc == JOBQ_OK ? jobq__session_note_started(db, s, acks, nacks) : rc;
 }
 
 static int id_cmp(const void *a, const void *b) {
@@ -180,7 +254,27 @@ int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
   return rc;
 }
 
-void jobq__session_noted(jobq_session *s) { s->nstarted = 0; }
+void jobq__session_noted(jobq_session *s) {
+  s->nstarted = 0;
+  s->ndoubtful = 0;
+}
+
+int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n) {
+  if (s->ndoubtful + n > s->capdoubtful) {
+    size_t cap = s->capdoubtful ? s->capdoubtful : 16;
+    while (cap < s->ndoubtful + n) cap *= 2;
+    struct jobq_doubtful *v = realloc(s->doubtful, cap * sizeof *v);
+    if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    s->doubtful = v;
+    s->capdoubtful = cap;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct jobq_doubtful *d = &s->doubtful[s->ndoubtful++];
+    d->id = jobs[i].id;
+    memcpy(d->claim, jobs[i].claim, sizeof d->claim);
+  }
+  return JOBQ_OK;
+}
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   int rc = jobq__failpoint(db, "heartbeat.before");
@@ -197,6 +291,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
                           SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
                                    V_INT(s->failed), V_INT(s->epoch)));
+  if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s, NULL, 0);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
@@ -239,12 +334,6 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
 }
 
 int jobq__end_session(jobq *db, const char *sid, int lost) {
-  typedef struct held {
-    int64_t id;
-    int attempts, max_attempts, cancel;
-    char queue[JOBQ_QUEUE_MAX + 1];
-    int started;
-  } held;
   held *h = NULL;
   size_t n = 0, cap = 0;
   jobq_rows *r;
@@ -270,45 +359,7 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   }
   jobq__rows_done(db, r);
   rc = got < 0 ? got : JOBQ_OK;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    char e[128];
-    /* A job its worker held back is given back, lost or not: when lost,
-     * marked prev_lost all the same, since the worker may have started it
-     * in the moment before it could say so. */
-    int spent = lost && h[i].started;
-    int finish = h[i].cancel ? JOBQ_STATE_CANCELLED
-                 : spent && h[i].attempts >= h[i].max_attempts ? JOBQ_STATE_DEAD
-                                                                : 0;
-    if (finish == 0) {
-      jobq__wake(db, h[i].queue);
-      if (spent)
-        rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
-                           SQL_ARGS(V_INT(h[i].id),
-                                    V_TEXT("lease expired: the worker was lost"), V_INT(0)));
-      else if (lost)
-        rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
-                           SQL_ARGS(V_INT(h[i].id),
-                                    V_TEXT("lease expired: the worker was lost before it "
-                                           "started the job (attempt not counted)"),
-                                    V_INT(1)));
-      else
-        rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_GIVEN_BACK, SQL_ARGS(V_INT(h[i].id)));
-      continue;
-    }
-    if (finish == JOBQ_STATE_CANCELLED)
-      snprintf(e, sizeof e, "cancelled: its worker ended");
-    else
-      snprintf(e, sizeof e, "lease expired: the worker was lost on attempt %d of %d",
-               h[i].attempts, h[i].max_attempts);
-    jobq_jobref ref;
-    int state;
-    got = jobq__job_ref(db, h[i].id, &ref, &state);
-    if (got < 0) rc = got;
-    if (got != 1) continue;
-    rc = jobq__order_lock(db, &ref, 1);
-    if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, finish, NULL, 0, e, strlen(e));
-    jobq__job_ref_release(&ref);
-  }
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = release(db, &h[i], lost);
   free(h);
   if (rc != JOBQ_OK) return rc;
   return jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));

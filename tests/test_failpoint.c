@@ -110,6 +110,59 @@ static void test_claim_reply_lost(void **state) {
   jobq_session_close(s);
 }
 
+/* A claim whose commit reply was lost and whose read-back failed too: the
+ * caller is told it failed, and its session, alive, holds the jobs.  The
+ * session's next transaction, a heartbeat or a claim, gives them back
+ * with their attempt, so they do not wait for the session to end. */
+static int attempts_of(jobq *db, int64_t id) {
+  jobq_job_info *i = th_show(db, id);
+  int a = i->attempts;
+  jobq_info_free(i, 1);
+  return a;
+}
+
+static void test_claim_outcome_unknown_is_given_back(void **state) {
+  tq *t = *state;
+  int64_t ids[3];
+  for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
+  jobq_session *s = th_session(t->db, 0);
+  const char *q = "q";
+  jobq_job *j = NULL;
+  size_t n = 0;
+  for (int round = 0; round < 2; round++) {
+    setenv("JOBQ_FAILPOINT", "claim.after-commit=error,claim.read-back=error", 1);
+    assert_rc(jobq_claim(s, &q, 1, 2, &j, &n), JOBQ_ECONN);
+    unsetenv("JOBQ_FAILPOINT");
+    assert_int_equal(n, 0);
+    assert_null(j);
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_RUNNING);
+      assert_int_equal(attempts_of(t->db, ids[k]), 1);
+    }
+    /* Round 0: a heartbeat gives them back. */
+    if (round == 0) {
+      assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);
+      for (int k = 0; k < 2; k++) {
+        assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_READY);
+        assert_int_equal(attempts_of(t->db, ids[k]), 0);
+      }
+    }
+  }
+  /* Round 1: the next claim gives them back and takes them again. */
+  assert_rc(jobq_claim(s, &q, 1, 3, &j, &n), JOBQ_OK);
+  assert_int_equal(n, 3);
+  for (size_t k = 0; k < n; k++) {
+    assert_int_equal(j[k].id, ids[k]);
+    assert_int_equal(attempts_of(t->db, ids[k]), 1);
+    assert_rc(jobq_complete(s, &j[k], "ok", 2, NULL), JOBQ_OK);
+  }
+  jobq_jobs_free(j, n);
+  /* Given back once: a later transaction finds nothing left to give. */
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);
+  for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_DONE);
+  jobq_session_close(s);
+}
+
 /* An acknowledgement that stalls (before reading its job) while its lease
  * runs out and another worker reaps: whichever comes first wins, and the
  * other sees it.  Either the ack went through and the job is done once,
@@ -379,6 +432,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_commit_outcome_unknown),
       TQ_TEST(test_claim_reply_lost),
+      TQ_TEST(test_claim_outcome_unknown_is_given_back),
       TQ_TEST(test_ack_races_reaper),
       TQ_TEST(test_claim_outlives_lease),
       TQ_TEST(test_dies_after_claim),
