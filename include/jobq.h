@@ -306,7 +306,11 @@ typedef struct jobq_job {
  * (*n may be 0; free with jobq_jobs_free()).  Refuses with JOBQ_EIDENTITY
  * when the database is not the one this handle saw (another queue id, or a
  * job sequence lower than one seen without an epoch change) and with
- * JOBQ_EEXPIRED when the session is gone.
+ * JOBQ_EEXPIRED when the session is gone.  When the connection breaks as
+ * the claim commits, the claim is read back on a new connection and its
+ * jobs returned if it committed; when that cannot be told, it fails with
+ * JOBQ_ECONN and the session's next heartbeat, claim or acknowledgement
+ * gives back whatever the claim took.
  */
 int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
                size_t max, jobq_job **jobs, size_t *n);
