@@ -75,6 +75,12 @@ static void test_commit_outcome_unknown(void **state) {
   jobq_session_close(s);
 }
 
+/* Three jobs in queue q, and a session to claim them. */
+static jobq_session *three_jobs(jobq *db, int64_t ids[3]) {
+  for (int k = 0; k < 3; k++) ids[k] = th_put(db, "q", "x");
+  return th_session(db, 0);
+}
+
 /* A claim whose commit went through but whose reply was lost: the claim
  * reads its first job back and hands the jobs over, so that a live
  * session never holds jobs its worker does not know of.  And one that
@@ -82,8 +88,7 @@ static void test_commit_outcome_unknown(void **state) {
 static void test_claim_reply_lost(void **state) {
   tq *t = *state;
   int64_t ids[3];
-  for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
-  jobq_session *s = th_session(t->db, 0);
+  jobq_session *s = three_jobs(t->db, ids);
   const char *q = "q";
   jobq_job *j = NULL;
   size_t n = 0;
@@ -110,10 +115,6 @@ static void test_claim_reply_lost(void **state) {
   jobq_session_close(s);
 }
 
-/* A claim whose commit reply was lost and whose read-back failed too: the
- * caller is told it failed, and its session, alive, holds the jobs.  The
- * session's next transaction, a heartbeat or a claim, gives them back
- * with their attempt, so they do not wait for the session to end. */
 static int attempts_of(jobq *db, int64_t id) {
   jobq_job_info *i = th_show(db, id);
   int a = i->attempts;
@@ -121,11 +122,14 @@ static int attempts_of(jobq *db, int64_t id) {
   return a;
 }
 
+/* A claim whose commit reply was lost and whose read-back failed too: the
+ * caller is told it failed, and its session, alive, holds the jobs.  The
+ * session's next transaction, a heartbeat or a claim, gives them back
+ * with their attempt, so they do not wait for the session to end. */
 static void test_claim_outcome_unknown_is_given_back(void **state) {
   tq *t = *state;
   int64_t ids[3];
-  for (int k = 0; k < 3; k++) ids[k] = th_put(t->db, "q", "x");
-  jobq_session *s = th_session(t->db, 0);
+  jobq_session *s = three_jobs(t->db, ids);
   const char *q = "q";
   jobq_job *j = NULL;
   size_t n = 0;
@@ -157,7 +161,7 @@ static void test_claim_outcome_unknown_is_given_back(void **state) {
     assert_rc(jobq_complete(s, &j[k], "ok", 2, NULL), JOBQ_OK);
   }
   jobq_jobs_free(j, n);
-  /* Given back once: a later transaction finds nothing left to give. */
+  /* What was given back and then completed stays completed. */
   assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);
   for (int k = 0; k < 3; k++) assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_DONE);
   jobq_session_close(s);
