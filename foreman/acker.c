@@ -155,8 +155,12 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
     settle(a, n);
     fm_op_free(op);
     /* A commit of ours can make jobs ready (the next of an ordering key, a
-     * barrier, an immediate retry) without waking the watch. */
-    fm->maybe_work = 1;
+     * barrier, an immediate retry).  A watch hears of them as of anyone's
+     * (PostgreSQL's NOTIFY reaches our own LISTEN, SQLite's log grows),
+     * so only a foreman without one looks at once; with one, a claim
+     * after every batch would mostly come back empty, and it still costs
+     * a commit that waits for the disk. */
+    if (fm->watch == NULL) fm->maybe_work = 1;
     fm_kick(fm);
     if (a->n > 0) fm_acker_flush(fm); /* they waited for this batch */
     fm_maybe_finish(fm);
