@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Runs sql on the handle's own connection and returns its result, which
  * must be rows; the caller clears it. */
@@ -128,6 +129,51 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_close(p);
 }
 
+/* Statistics that say the hot table is empty, as vacuum leaves them when
+ * it found the table so, while a backlog has come: a claimer analyzes the
+ * table again, and its plans read the claim index and find acknowledged
+ * jobs by their ids. */
+static void test_statistics_that_fell_behind_are_renewed(void **state) {
+  tq *t = *state;
+  put_plain(t->db, "stats", 3000);
+  PQclear(rows_of(t->db, "SELECT pg_stat_force_next_flush()"));
+  PGresult *res = PQexec(jobq_native(t->db),
+                         "UPDATE pg_class SET reltuples = 0 WHERE oid = 'jobq_jobs'::regclass");
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) fail_msg("%s", PQresultErrorMessage(res));
+  PQclear(res);
+  /* The statistics collector counts the new jobs within a second. */
+  for (int i = 0; i < 100; i++) {
+    if (th_sql_int(t->db, "SELECT n_live_tup FROM pg_stat_user_tables "
+                          "WHERE relid = 'jobq_jobs'::regclass") >= 3000)
+      break;
+    usleep(50000);
+  }
+  assert_int_equal(th_sql_int(t->db, "SELECT reltuples::bigint FROM pg_class "
+                                     "WHERE oid = 'jobq_jobs'::regclass"), 0);
+
+  jobq *w = th_open(t->url);
+  jobq_session *ws = th_session(w, 60000);
+  size_t n;
+  jobq_job *jobs = th_claim(ws, "stats", 10, &n);
+  assert_int_equal(n, 10);
+  jobq_ack acks[10];
+  for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+  assert_rc(jobq_ack_many(ws, acks, n), JOBQ_OK);
+  jobq_jobs_free(jobs, n);
+  assert_true(th_sql_int(t->db, "SELECT reltuples::bigint FROM pg_class "
+                                "WHERE oid = 'jobq_jobs'::regclass") >= 1000);
+
+  char *claim = plan_of(w, "WITH q AS", "('{stats}', 10, 'none', 10)");
+  char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0)");
+  if (!strstr(claim, "jobq_jobs_claim")) fail_msg("the claim does not read the claim index:\n%s", claim);
+  if (strstr(ack, "jobq_jobs_session")) fail_msg("the ack starts from the session's jobs:\n%s", ack);
+  free(claim);
+  free(ack);
+  drain(ws, "stats");
+  jobq_session_close(ws);
+  jobq_close(w);
+}
+
 /* The library's own transactions send their BEGIN with their first
  * statement; jobq_begin() must begin at once, as the caller's own
  * statements on the connection come next. */
@@ -185,6 +231,7 @@ static void test_a_connection_ended_by_the_server_is_made_again(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
+      TQ_TEST(test_statistics_that_fell_behind_are_renewed),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
   };
