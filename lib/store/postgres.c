@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -1310,12 +1309,6 @@ static int claimed_cmp(const void *a, const void *b) {
   return (x->job.id > y->job.id) - (x->job.id < y->job.id);
 }
 
-static int64_t monotonic_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The planner's statistics of the hot table, analyzed again when they
  * fell far behind it.  Vacuum that finds the table empty records no rows;
  * until an analyze says otherwise every plan expects none, every index
@@ -1329,7 +1322,7 @@ static int64_t monotonic_ms(void) {
 
 static int refresh_stats(jobq *db) {
   pg *c = conn(db);
-  int64_t now = monotonic_ms();
+  int64_t now = jobq__mono_ms();
   if (c->stats_checked_ms != 0 && now - c->stats_checked_ms < STATS_CHECK_MS) return JOBQ_OK;
   c->stats_checked_ms = now;
   jobq_rows *r;

@@ -214,12 +214,6 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Records an SQLite failure as a jobq error; returns the jobq code. */
 static int sq_fail(jobq *db, int rc, const char *what) {
   sq *c = conn(db);
@@ -370,7 +364,7 @@ static void fn_now(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static int busy_handler(void *arg, int count) {
   jobq *db = arg;
   sq *c = conn(db);
-  int64_t t = mono_ms();
+  int64_t t = jobq__mono_ms();
   if (count == 0) c->busy_start_ms = t;
   if (t - c->busy_start_ms >= c->busy_timeout_ms) return 0;
   c->waited = 1;
