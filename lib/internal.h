@@ -108,13 +108,13 @@ int jobq__identity_check(jobq *db);
  * back to the clock and pid).  jobq__rand() draws from db's generator. */
 void jobq__random(void *buf, size_t len);
 uint64_t jobq__rand(jobq *db);
-
-/* Milliseconds of the monotonic clock (lib/clock.c). */
-int64_t jobq__mono_ms(void);
 /* 2*len lowercase hex characters of random bytes, NUL-terminated. */
 void jobq__random_hex(char *out, size_t len);
 /* A random (version 4) UUID in its 36-character form. */
 void jobq__uuid(char out[37]);
+
+/* Milliseconds of the monotonic clock (lib/clock.c). */
+int64_t jobq__mono_ms(void);
 
 /* Milliseconds to wait before attempt `attempt + 1` after `attempt` failed:
  * base * 2^(attempt-1), capped at JOBQ_BACKOFF_CAP_MS, times a jitter in

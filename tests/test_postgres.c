@@ -28,6 +28,17 @@ static PGresult *rows_of(jobq *db, const char *sql) {
   return res;
 }
 
+/* Runs sql, a command, on the handle's own connection. */
+static void command(jobq *db, const char *sql) {
+  PGresult *res = PQexec(jobq_native(db), sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+static int64_t reltuples(jobq *db) {
+  return th_sql_int(db, "SELECT reltuples::bigint FROM pg_class WHERE oid = 'jobq_jobs'::regclass");
+}
+
 static int64_t relpages(jobq *db) {
   PGresult *res = rows_of(db, "SELECT relpages FROM pg_class WHERE oid = 'jobq_jobs'::regclass");
   int64_t n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -94,9 +105,7 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_session *s = th_session(t->db, 60000);
   put_plain(t->db, "plan", 3000);
   drain(s, "plan");
-  PGresult *res = PQexec(jobq_native(t->db), "VACUUM jobq_jobs");
-  if (PQresultStatus(res) != PGRES_COMMAND_OK) fail_msg("VACUUM: %s", PQresultErrorMessage(res));
-  PQclear(res);
+  command(t->db, "VACUUM jobq_jobs");
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
   assert_true(relpages(t->db) > 0);
 
@@ -137,10 +146,7 @@ static void test_statistics_that_fell_behind_are_renewed(void **state) {
   tq *t = *state;
   put_plain(t->db, "stats", 3000);
   PQclear(rows_of(t->db, "SELECT pg_stat_force_next_flush()"));
-  PGresult *res = PQexec(jobq_native(t->db),
-                         "UPDATE pg_class SET reltuples = 0 WHERE oid = 'jobq_jobs'::regclass");
-  if (PQresultStatus(res) != PGRES_COMMAND_OK) fail_msg("%s", PQresultErrorMessage(res));
-  PQclear(res);
+  command(t->db, "UPDATE pg_class SET reltuples = 0 WHERE oid = 'jobq_jobs'::regclass");
   /* The statistics collector counts the new jobs within a second. */
   for (int i = 0; i < 100; i++) {
     if (th_sql_int(t->db, "SELECT n_live_tup FROM pg_stat_user_tables "
@@ -148,8 +154,7 @@ static void test_statistics_that_fell_behind_are_renewed(void **state) {
       break;
     usleep(50000);
   }
-  assert_int_equal(th_sql_int(t->db, "SELECT reltuples::bigint FROM pg_class "
-                                     "WHERE oid = 'jobq_jobs'::regclass"), 0);
+  assert_int_equal(reltuples(t->db), 0);
 
   jobq *w = th_open(t->url);
   jobq_session *ws = th_session(w, 60000);
@@ -160,8 +165,7 @@ static void test_statistics_that_fell_behind_are_renewed(void **state) {
   for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
   assert_rc(jobq_ack_many(ws, acks, n), JOBQ_OK);
   jobq_jobs_free(jobs, n);
-  assert_true(th_sql_int(t->db, "SELECT reltuples::bigint FROM pg_class "
-                                "WHERE oid = 'jobq_jobs'::regclass") >= 1000);
+  assert_true(reltuples(t->db) >= 1000);
 
   char *claim = plan_of(w, "WITH q AS", "('{stats}', 10, 'none', 10)");
   char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0)");

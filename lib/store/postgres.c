@@ -1323,7 +1323,7 @@ static int claimed_cmp(const void *a, const void *b) {
 static int refresh_stats(jobq *db) {
   pg *c = conn(db);
   int64_t now = jobq__mono_ms();
-  if (c->stats_checked_ms != 0 && now - c->stats_checked_ms < STATS_CHECK_MS) return JOBQ_OK;
+  if (now - c->stats_checked_ms < STATS_CHECK_MS) return JOBQ_OK;
   c->stats_checked_ms = now;
   jobq_rows *r;
   int rc = pg_query(db, PG_STALE_STATS, NULL, 0, &r);
@@ -1352,7 +1352,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
   jobq_rows *r;
   size_t now = s->start_now < max ? s->start_now : max;
   rc = pg_query(db, PG_CLAIM,
-                    SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now)), &r);
+                SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now)), &r);
   free(a.p);
   if (rc != JOBQ_OK) return rc;
   size_t got = (size_t)r->nrows, k = 0;
