@@ -243,14 +243,26 @@ int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
     for (size_t i = 0; i < nacks; i++) acked[i] = acks[i].id;
     qsort(acked, nacks, sizeof *acked, id_cmp);
   }
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < s->nstarted && rc == JOBQ_OK; i++) {
-    if (acked != NULL && bsearch(&s->started[i], acked, nacks, sizeof *acked, id_cmp))
-      continue;
-    rc = jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
-                       SQL_ARGS(V_INT(s->started[i]), V_TEXT(s->id)));
+  /* s->started stays as it is until a commit (jobq__session_noted): a
+   * transaction that fails leaves it for the next one. */
+  int64_t *ids = malloc(s->nstarted * sizeof *ids);
+  if (ids == NULL) {
+    free(acked);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
+  size_t n = 0;
+  for (size_t i = 0; i < s->nstarted; i++)
+    if (acked == NULL || !bsearch(&s->started[i], acked, nacks, sizeof *acked, id_cmp))
+      ids[n++] = s->started[i];
   free(acked);
+  int rc = JOBQ_OK;
+  if (db->store->started != NULL && n > 0)
+    rc = db->store->started(db, s, ids, n);
+  else
+    for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+      rc = jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
+                         SQL_ARGS(V_INT(ids[i]), V_TEXT(s->id)));
+  free(ids);
   return rc;
 }
 

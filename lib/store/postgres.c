@@ -225,6 +225,7 @@ enum {
   PG_LOCK_JOB_QUEUES,
   PG_PUT_PLAIN,
   PG_ACK_PLAIN,
+  PG_STARTED,
   PG_NOTIFY,
   PG_STALE_STATS,
   PG__END
@@ -301,6 +302,11 @@ static const char *const own_sql[] = {
         "n_done) SELECT queue, $5, count(*) FROM i GROUP BY queue ON CONFLICT "
         "(queue, shard) DO UPDATE SET n_done = jobq_counts.n_done + "
         "excluded.n_done) SELECT id FROM i",
+    /* Held-back jobs the session has started, found by their key for
+     * the reason PG_ACK_PLAIN gives. */
+    [PG_STARTED - JOBQ_Q__COUNT] =
+        "UPDATE jobq_jobs SET started = 1 WHERE id = ANY($1::bigint[]) AND "
+        "coalesce(session, '') = $2 AND started = 0",
     [PG_NOTIFY - JOBQ_Q__COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
     /* A row when the planner's count of the hot table's rows is under a
@@ -1497,6 +1503,16 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   return JOBQ_OK;
 }
 
+static int pg_started(jobq *db, jobq_session *s, const int64_t *ids, size_t n) {
+  array a;
+  arr_begin(&a, OID_INT8, n);
+  for (size_t i = 0; i < n; i++) arr_int8(&a, ids[i]);
+  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                    : pg_query(db, PG_STARTED, SQL_ARGS(arr_val(&a), V_TEXT(s->id)), NULL);
+  free(a.p);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- wake-ups */
 
 static int pg_watch(jobq *db, int *fd) {
@@ -1564,6 +1580,7 @@ const jobq_store jobq__store_postgres = {
     .claim = pg_claim,
     .put_plain = pg_put_plain,
     .ack_plain = pg_ack_plain,
+    .started = pg_started,
     .wake = pg_wake,
     .watch = pg_watch,
     .changed = pg_changed,

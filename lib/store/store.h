@@ -126,10 +126,13 @@ typedef struct jobq_store {
   /* Optional fast paths.  put_plain: n validated jobs without key,
    * barrier or unique key, into ids.  ack_plain: the acks that need no
    * ordering work (see lib/ack.c); each one taken gets its status and
-   * outcome, the others keep status 1 for the library to do. */
+   * outcome, the others keep status 1 for the library to do.  started:
+   * marks the n jobs ids of session s that it still holds as started, in
+   * one statement (JOBQ_Q_SESSION_STARTED for each, otherwise). */
   int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
                    int64_t *ids);
   int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
+  int (*started)(jobq *db, jobq_session *s, const int64_t *ids, size_t n);
 
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
