@@ -3,7 +3,9 @@
  * (done with its result, failed with its error, retry later, or released)
  * waits here at most the ack delay (a few milliseconds) for company, then
  * all that are waiting go to the database thread as one jobq_ack_many():
- * one transaction, one disk flush, for many jobs.  While a batch is with
+ * one transaction, one disk flush, for many jobs.  When the foreman wants
+ * more jobs, the claim goes with them (jobq_ack_claim), so that a busy
+ * foreman commits once per round of work, not twice.  While a batch is with
  * the database, new outcomes gather for the next one, so the busier the
  * foreman, the bigger its batches.  A batch that failed for a temporary
  * reason is sent again after a growing delay (acknowledgements are
@@ -93,7 +95,13 @@ void fm_acker_flush(struct fm *fm) {
   op->nacks = n;
   a->inflight = 1;
   a->sent = n;
-  fm_db_submit(fm, op, 0);
+  /* A claim the foreman wants goes in the same transaction: one commit
+   * for both. */
+  struct fm_op *claim = fm_claim_op(fm, 1);
+  if (claim != NULL)
+    fm_db_submit_pair(fm, op, claim);
+  else
+    fm_db_submit(fm, op, 0);
 }
 
 /* Removes the first n items (sent and settled). */
@@ -162,7 +170,10 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
      * a commit that waits for the disk. */
     if (fm->watch == NULL) fm->maybe_work = 1;
     fm_kick(fm);
-    if (a->n > 0) fm_acker_flush(fm); /* they waited for this batch */
+    /* The outcomes that waited for this batch go at the next turn of the
+     * loop, after a claim that ran with this batch is back: a claim can
+     * then go with them. */
+    if (a->n > 0) arm(fm, 0);
     fm_maybe_finish(fm);
     return;
   }

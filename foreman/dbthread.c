@@ -272,15 +272,19 @@ int fm_db_start(struct fm *fm) {
   return 0;
 }
 
+/* The starts noted since the last op of the session go with op. */
+static void take_started(struct fm *fm, struct fm_op *op) {
+  if (op->kind == FM_OP_CONNECT || op->kind == FM_OP_STATS || fm->nstarted == 0) return;
+  op->started = fm->started;
+  op->nstarted = fm->nstarted;
+  fm->started = NULL;
+  fm->nstarted = fm->capstarted = 0;
+}
+
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
   struct fm_db *d = &fm->db;
   op->next = NULL;
-  if (op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS && fm->nstarted > 0) {
-    op->started = fm->started;
-    op->nstarted = fm->nstarted;
-    fm->started = NULL;
-    fm->nstarted = fm->capstarted = 0;
-  }
+  take_started(fm, op);
   pthread_mutex_lock(&d->mu);
   if (urgent || d->todo == NULL) {
     op->next = d->todo;
@@ -290,6 +294,23 @@ void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
     d->todo_tail->next = op;
     d->todo_tail = op;
   }
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim) {
+  struct fm_db *d = &fm->db;
+  take_started(fm, ack);
+  /* Appended under one lock: the thread never sees the ack without the
+   * claim behind it. */
+  pthread_mutex_lock(&d->mu);
+  ack->next = claim;
+  claim->next = NULL;
+  if (d->todo_tail != NULL)
+    d->todo_tail->next = ack;
+  else
+    d->todo = ack;
+  d->todo_tail = claim;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
 }

@@ -279,6 +279,9 @@ void fm_op_free(struct fm_op *op);
 int fm_db_start(struct fm *fm);
 /* Hands op to the database thread; urgent ones go first (heartbeats). */
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent);
+/* Hands an ACK op and a CLAIM op to the database thread together, so that
+ * they run as one transaction (jobq_ack_claim). */
+void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim);
 /* Tells the session, with the next op of it, that the loop has started
  * held-back job id. */
 void fm_db_note_started(struct fm *fm, int64_t id);
@@ -310,7 +313,8 @@ void fm_acker_init(struct fm *fm);
 /* Queues the outcome of job for the next batch; takes out->data. */
 void fm_acker_add(struct fm *fm, const struct fm_job *job,
                   struct fm_outcome *out);
-/* Sends what is queued now instead of after the delay. */
+/* Sends what is queued now instead of after the delay, with a claim in
+ * the same transaction when the foreman wants jobs (fm_claim_op). */
 void fm_acker_flush(struct fm *fm);
 /* Drops the queued acks of sessions older than gen (never acknowledged
  * under a session that was given up).  Returns how many. */
@@ -435,6 +439,12 @@ void fm_session_lost(struct fm *fm, const char *why);
 int fm_lease_out(const struct fm *fm);
 /* Tries to start waiting jobs and to claim more, as the state allows. */
 void fm_kick(struct fm *fm);
+/* A CLAIM op for as many jobs as the slots and the prefetch have room
+ * for, or NULL when no claim is due (one is out, nothing suggests work,
+ * no room).  Alone (along 0) a claim also waits until the held-back jobs
+ * run down to half; along with an acknowledgement it does not, since it
+ * costs no commit of its own.  The caller submits it. */
+struct fm_op *fm_claim_op(struct fm *fm, int along);
 /* Whether the foreman is finished: stopping, nothing running, nothing to
  * acknowledge; then closes the session and ends the loop. */
 void fm_maybe_finish(struct fm *fm);

@@ -364,19 +364,19 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   if (short_batch) check_empty(fm);
 }
 
-static void claim(struct fm *fm) {
+struct fm_op *fm_claim_op(struct fm *fm, int along) {
   const struct fm_config *cfg = fm->cfg;
   if (!fm->connected || fm->stopping || fm->claim_out || !fm->maybe_work)
-    return;
-  if (fm_now_ms() < fm->hold_until_ms) return;
+    return NULL;
+  if (fm_now_ms() < fm->hold_until_ms) return NULL;
   int cap = capacity(fm);
-  if (cap <= 0) return;
-  /* Refill at half: fewer, bigger claims. */
-  if ((int64_t)fm->waiting.n > fm->prefetch / 2) return;
+  if (cap <= 0) return NULL;
+  /* Alone, refill at half: fewer, bigger claims. */
+  if (!along && (int64_t)fm->waiting.n > fm->prefetch / 2) return NULL;
   int64_t want = (int64_t)cap + fm->prefetch - (int64_t)fm->running.n -
                  (int64_t)fm->waiting.n;
   if (want > cfg->batch) want = cfg->batch;
-  if (want <= 0) return;
+  if (want <= 0) return NULL;
   struct fm_op *op = fm_op_new(FM_OP_CLAIM, fm->gen, on_claimed);
   op->max = (size_t)want;
   /* The rest is a prefetch: held back until a slot frees, and costing
@@ -385,7 +385,15 @@ static void claim(struct fm *fm) {
   op->start_now = now > 0 ? (size_t)now : 0;
   op->drain = fm->watch != NULL;
   fm->claim_out = 1;
-  fm_db_submit(fm, op, 0);
+  return op;
+}
+
+/* Claims when the state allows.  Outcomes waiting for their batch do not
+ * come along: an idle foreman's claim is a job waiting to start, and it
+ * goes alone, without the ack's work in its transaction. */
+static void claim(struct fm *fm) {
+  struct fm_op *op = fm_claim_op(fm, 0);
+  if (op != NULL) fm_db_submit(fm, op, 0);
 }
 
 static void on_poll(uv_timer_t *t) {
