@@ -244,6 +244,27 @@ static void test_claimed_job_fields(void **state) {
   jobq_session_close(s);
 }
 
+/* A batch gives every job a token of its own, and the one each job was
+ * handed is the one its row holds. */
+static void test_batch_tokens_are_each_jobs_own(void **state) {
+  tq *t = *state;
+  enum { N = 5 };
+  for (int k = 0; k < N; k++) th_put(t->db, "b", NULL);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, "b", 10, &n);
+  assert_int_equal(n, N);
+  for (size_t a = 0; a < n; a++) {
+    assert_int_equal(strspn(j[a].claim, "0123456789abcdef"), JOBQ_CLAIM_LEN);
+    for (size_t b = a + 1; b < n; b++) assert_string_not_equal(j[a].claim, j[b].claim);
+    jobq_job_info *i = th_show(t->db, j[a].id);
+    assert_string_equal(i->claim, j[a].claim);
+    jobq_info_free(i, 1);
+  }
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
 /* Two handles on one file, two sessions claiming in turns: every job is
  * claimed once, by exactly one of them. */
 static void test_two_sessions_never_overlap(void **state) {
@@ -357,6 +378,7 @@ int main(void) {
       TQ_TEST(test_several_queues),
       TQ_TEST(test_max_and_empty),
       TQ_TEST(test_claimed_job_fields),
+      TQ_TEST(test_batch_tokens_are_each_jobs_own),
       TQ_TEST(test_two_sessions_never_overlap),
       TQ_TEST(test_processes_never_overlap),
   };

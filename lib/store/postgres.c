@@ -233,21 +233,23 @@ enum {
 
 static const char *const own_sql[] = {
     /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
-     * how many of them start at once (the rest are held back).  The
-     * lateral join walks the claim index of each queue in order. */
+     * how many of them start at once (the rest are held back), $5 $2 claim
+     * tokens.  The lateral join walks the claim index of each queue in
+     * order; the rows it locked are updated where they lie (ctid), with no
+     * second look-up, and take their tokens in claim order. */
     [PG_CLAIM - JOBQ_Q__COUNT] =
         "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND "
         "($1::text[] IS NULL OR name = ANY($1::text[]))), "
-        "c AS (SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, "
-        "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT id, priority, run_at "
-        "FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= {now} "
-        "ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) j "
+        "c AS (SELECT j.ctid AS t, row_number() OVER (ORDER BY j.priority DESC, "
+        "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT ctid, id, priority, "
+        "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
+        "{now} ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) j "
         "ORDER BY j.priority DESC, j.run_at, j.id LIMIT $2) "
         "UPDATE jobq_jobs u SET state = 'running', session = $3, "
         "started = CASE WHEN c.rn <= $4 THEN 1 ELSE 0 END, "
-        "claim = replace(gen_random_uuid()::text, '-', ''), claimed_at = {now}, "
+        "claim = ($5::text[])[c.rn], claimed_at = {now}, "
         "attempts = u.attempts + 1, cancel_requested = 0, deadline_at = CASE WHEN "
-        "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.id = c.id "
+        "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
         "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
         "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at",
     [PG_LOCK_SHARED - JOBQ_Q__COUNT] =
@@ -1355,11 +1357,27 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     }
     qv = arr_val(&a);
   }
+  /* A claim token for each job it may claim. */
+  array tok;
+  arr_begin(&tok, OID_TEXT, max);
+  for (size_t i = 0; i < max; i++) {
+    char t[JOBQ_CLAIM_LEN + 1];
+    jobq__random_hex(t, JOBQ_CLAIM_LEN / 2);
+    arr_bytes(&tok, t, JOBQ_CLAIM_LEN);
+  }
+  if (tok.failed) {
+    free(a.p);
+    free(tok.p);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
   jobq_rows *r;
   size_t now = s->start_now < max ? s->start_now : max;
   rc = pg_query(db, PG_CLAIM,
-                SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now)), &r);
+                SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now),
+                         arr_val(&tok)),
+                &r);
   free(a.p);
+  free(tok.p);
   if (rc != JOBQ_OK) return rc;
   size_t got = (size_t)r->nrows, k = 0;
   claimed *cl = got ? calloc(got, sizeof *cl) : NULL;
