@@ -169,11 +169,11 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
      * after every batch would mostly come back empty, and it still costs
      * a commit that waits for the disk. */
     if (fm->watch == NULL) fm->maybe_work = 1;
+    /* The outcomes that waited for this batch go now, before a claim of
+     * its own could: the claim goes with them.  (A claim that ran with
+     * this batch is already back, see foreman/dbthread.c.) */
+    if (a->n > 0) fm_acker_flush(fm);
     fm_kick(fm);
-    /* The outcomes that waited for this batch go at the next turn of the
-     * loop, after a claim that ran with this batch is back: a claim can
-     * then go with them. */
-    if (a->n > 0) arm(fm, 0);
     fm_maybe_finish(fm);
     return;
   }
@@ -204,6 +204,7 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
   a->retry_ms = a->retry_ms == 0 ? RETRY_MIN_MS : a->retry_ms * 2;
   if (a->retry_ms > RETRY_MAX_MS) a->retry_ms = RETRY_MAX_MS;
   arm(fm, fm_jitter(a->retry_ms, 25));
+  fm_kick(fm); /* a claim may have waited for this batch */
 }
 
 size_t fm_acker_drop(struct fm *fm, uint64_t gen) {

@@ -212,14 +212,21 @@ static void *thread_main(void *arg) {
     else
       run(d, op);
 
+    /* A pair comes back claim first: the loop takes in the new jobs
+     * before the acknowledgement's outcomes, which go out again at once
+     * with the next claim (foreman/acker.c). */
+    struct fm_op *first = op, *last = op;
+    if (pair != NULL) {
+      first = pair;
+      pair->next = op;
+    }
+    last->next = NULL;
     pthread_mutex_lock(&d->mu);
-    op->next = pair;
-    if (pair != NULL) pair->next = NULL;
     if (d->done_tail != NULL)
-      d->done_tail->next = op;
+      d->done_tail->next = first;
     else
-      d->done = op;
-    d->done_tail = pair != NULL ? pair : op;
+      d->done = first;
+    d->done_tail = last;
     pthread_mutex_unlock(&d->mu);
     uv_async_send(&d->async);
     pthread_mutex_lock(&d->mu);

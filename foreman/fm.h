@@ -442,8 +442,9 @@ void fm_kick(struct fm *fm);
 /* A CLAIM op for as many jobs as the slots and the prefetch have room
  * for, or NULL when no claim is due (one is out, nothing suggests work,
  * no room).  Alone (along 0) a claim also waits until the held-back jobs
- * run down to half; along with an acknowledgement it does not, since it
- * costs no commit of its own.  The caller submits it. */
+ * run down to half, and until no acknowledgement is with the database
+ * thread; along with an acknowledgement it does not, since it costs no
+ * commit of its own.  The caller submits it. */
 struct fm_op *fm_claim_op(struct fm *fm, int along);
 /* Whether the foreman is finished: stopping, nothing running, nothing to
  * acknowledge; then closes the session and ends the loop. */

@@ -371,8 +371,12 @@ struct fm_op *fm_claim_op(struct fm *fm, int along) {
   if (fm_now_ms() < fm->hold_until_ms) return NULL;
   int cap = capacity(fm);
   if (cap <= 0) return NULL;
-  /* Alone, refill at half: fewer, bigger claims. */
-  if (!along && (int64_t)fm->waiting.n > fm->prefetch / 2) return NULL;
+  /* Alone, refill at half: fewer, bigger claims.  And not while an
+   * acknowledgement is with the database thread: the claim would only
+   * queue behind it, and it goes with the outcomes that gathered
+   * meanwhile once that one is back (foreman/acker.c). */
+  if (!along && ((int64_t)fm->waiting.n > fm->prefetch / 2 || fm->acker.inflight))
+    return NULL;
   int64_t want = (int64_t)cap + fm->prefetch - (int64_t)fm->running.n -
                  (int64_t)fm->waiting.n;
   if (want > cfg->batch) want = cfg->batch;
