@@ -118,7 +118,7 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   drain(ws, "plan");
   put_plain(p, "plan", 5000);
 
-  char *claim = plan_of(w, "WITH q AS", "(NULL, 10, 'none', 10)");
+  char *claim = plan_of(w, "WITH q AS", "(NULL, 10, 'none', 10, '{t}')");
   char *put = plan_of(p, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload",
                       "('{plan}', '{0}', '{0}', '{0}', '{x}', '{1}', '{0}', '{0}')");
   char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0)");
@@ -167,7 +167,7 @@ static void test_statistics_that_fell_behind_are_renewed(void **state) {
   jobq_jobs_free(jobs, n);
   assert_true(reltuples(t->db) >= 1000);
 
-  char *claim = plan_of(w, "WITH q AS", "('{stats}', 10, 'none', 10)");
+  char *claim = plan_of(w, "WITH q AS", "('{stats}', 10, 'none', 10, '{t}')");
   char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0)");
   if (!strstr(claim, "jobq_jobs_claim")) fail_msg("the claim does not read the claim index:\n%s", claim);
   if (strstr(ack, "jobq_jobs_session")) fail_msg("the ack starts from the session's jobs:\n%s", ack);
