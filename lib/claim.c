@@ -93,7 +93,10 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
       *n = 0;
     }
   } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK) jobq__session_noted(s);
+  if (rc == JOBQ_OK) {
+    jobq__session_noted(s);
+    jobq__session_claimed(s, *jobs, *n);
+  }
   s->start_now = SIZE_MAX;
   jobq__ack_done(s, acks, nacks, rc);
   if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.after-commit");

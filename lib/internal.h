@@ -65,6 +65,12 @@ struct jobq_session {
     char claim[JOBQ_CLAIM_LEN + 1];
   } *doubtful;
   size_t ndoubtful, capdoubtful;
+  /* The queues this session has claimed jobs from, so that a store can
+   * lock the queues of its acknowledgements without looking the jobs up;
+   * queues_unknown once there were too many to keep (or no memory). */
+  char **queues;
+  size_t nqueues;
+  int queues_unknown;
 };
 
 /* Records err and a printf-style message on db (db may be NULL); returns
@@ -228,6 +234,8 @@ void jobq__session_noted(jobq_session *s);
  * next transaction gives back those it holds (jobq__session_enter and
  * heartbeats).  JOBQ_ENOMEM when they cannot be remembered. */
 int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n);
+/* Adds the queues of the n jobs s was handed by a claim to s->queues. */
+void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
 
 /* Ends session sid: its jobs go back to ready (lost: the worker vanished,
  * so the attempt is spent and the job marked prev_lost; else given back),

@@ -104,6 +104,8 @@ void jobq_session_close(jobq_session *s) {
   }
   free(s->started);
   free(s->doubtful);
+  for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i]);
+  free(s->queues);
   free(s);
 }
 
@@ -286,6 +288,24 @@ int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t 
     memcpy(d->claim, jobs[i].claim, sizeof d->claim);
   }
   return JOBQ_OK;
+}
+
+/* The most queues a session keeps by name; a session that claims from
+ * more leaves its stores to find the queues of its acknowledgements. */
+#define SESSION_QUEUES 32
+
+void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
+  for (size_t i = 0; i < n && !s->queues_unknown; i++) {
+    size_t k = 0;
+    while (k < s->nqueues && strcmp(s->queues[k], jobs[i].queue) != 0) k++;
+    if (k < s->nqueues) continue;
+    if (s->queues == NULL) s->queues = malloc(SESSION_QUEUES * sizeof *s->queues);
+    char *q = s->queues != NULL && s->nqueues < SESSION_QUEUES ? strdup(jobs[i].queue) : NULL;
+    if (q == NULL)
+      s->queues_unknown = 1;
+    else
+      s->queues[s->nqueues++] = q;
+  }
 }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {

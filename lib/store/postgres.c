@@ -1496,8 +1496,19 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   /* The queues' shared locks first: no barrier comes or goes meanwhile,
-   * so the statement's "no barrier in the queue" holds until commit. */
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_JOB_QUEUES, SQL_ARGS(arr_val(&ids)), NULL);
+   * so the statement's "no barrier in the queue" holds until commit.
+   * The session's jobs are all of the queues it claimed from: those are
+   * locked by name, without looking the jobs up. */
+  if (rc == JOBQ_OK && s->nqueues > 0 && !s->queues_unknown) {
+    array q;
+    arr_begin(&q, OID_TEXT, s->nqueues);
+    for (size_t i = 0; i < s->nqueues; i++) arr_bytes(&q, s->queues[i], strlen(s->queues[i]));
+    rc = q.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                  : pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&q)), NULL);
+    free(q.p);
+  } else if (rc == JOBQ_OK) {
+    rc = pg_query(db, PG_LOCK_JOB_QUEUES, SQL_ARGS(arr_val(&ids)), NULL);
+  }
   jobq_rows *r = NULL;
   if (rc == JOBQ_OK)
     rc = pg_query(db, PG_ACK_PLAIN,
