@@ -138,15 +138,16 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_close(p);
 }
 
-/* Statistics that say the hot table is empty, as vacuum leaves them when
- * it found the table so, while a backlog has come: a claimer analyzes the
- * table again, and its plans read the claim index and find acknowledged
- * jobs by their ids. */
-static void test_statistics_that_fell_behind_are_renewed(void **state) {
-  tq *t = *state;
+/* Statistics that say the hot table has `tuples` rows while a backlog of
+ * 3000 has come: a claimer analyzes the table again, and its plans read
+ * the claim index and find acknowledged jobs by their ids. */
+static void stats_renewed(tq *t, int tuples) {
   put_plain(t->db, "stats", 3000);
   PQclear(rows_of(t->db, "SELECT pg_stat_force_next_flush()"));
-  command(t->db, "UPDATE pg_class SET reltuples = 0 WHERE oid = 'jobq_jobs'::regclass");
+  char sql[128];
+  snprintf(sql, sizeof sql, "UPDATE pg_class SET reltuples = %d WHERE oid = 'jobq_jobs'::regclass",
+           tuples);
+  command(t->db, sql);
   /* The statistics collector counts the new jobs within a second. */
   for (int i = 0; i < 100; i++) {
     if (th_sql_int(t->db, "SELECT n_live_tup FROM pg_stat_user_tables "
@@ -154,7 +155,7 @@ static void test_statistics_that_fell_behind_are_renewed(void **state) {
       break;
     usleep(50000);
   }
-  assert_int_equal(reltuples(t->db), 0);
+  assert_int_equal(reltuples(t->db), tuples);
 
   jobq *w = th_open(t->url);
   jobq_session *ws = th_session(w, 60000);
@@ -176,6 +177,17 @@ static void test_statistics_that_fell_behind_are_renewed(void **state) {
   drain(ws, "stats");
   jobq_session_close(ws);
   jobq_close(w);
+}
+
+/* As vacuum leaves them when it found the table empty. */
+static void test_statistics_that_fell_behind_are_renewed(void **state) {
+  stats_renewed(*state, 0);
+}
+
+/* As a new table has them (-1: never vacuumed nor analyzed), when its
+ * first backlog comes right after jobq init. */
+static void test_statistics_never_taken_are_taken(void **state) {
+  stats_renewed(*state, -1);
 }
 
 /* The library's own transactions send their BEGIN with their first
@@ -236,6 +248,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
+      TQ_TEST(test_statistics_never_taken_are_taken),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
   };

@@ -312,11 +312,12 @@ static const char *const own_sql[] = {
     [PG_NOTIFY - JOBQ_Q__COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
     /* A row when the planner's count of the hot table's rows is under a
-     * tenth of what the statistics collector counts live, and this role
-     * may analyze the table (see refresh_stats). */
+     * tenth of what the statistics collector counts live (or there is
+     * none: -1, a table never vacuumed nor analyzed, as after jobq init),
+     * and this role may analyze the table (see refresh_stats). */
     [PG_STALE_STATS - JOBQ_Q__COUNT] =
         "SELECT 1 FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
-        "WHERE c.oid = 'jobq_jobs'::regclass AND c.reltuples >= 0 AND "
+        "WHERE c.oid = 'jobq_jobs'::regclass AND "
         "s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup AND "
         "pg_has_role(c.relowner, 'MEMBER')",
 };
