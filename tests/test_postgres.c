@@ -171,6 +171,7 @@ static void stats_renewed(tq *t, int tuples) {
   char *claim = plan_of(w, "WITH q AS", "('{stats}', 10, 'none', 10, '{t}')");
   char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0)");
   if (!strstr(claim, "jobq_jobs_claim")) fail_msg("the claim does not read the claim index:\n%s", claim);
+  if (strstr(claim, "Seq Scan on jobq_jobs")) fail_msg("the claim reads the whole table:\n%s", claim);
   if (strstr(ack, "jobq_jobs_session")) fail_msg("the ack starts from the session's jobs:\n%s", ack);
   free(claim);
   free(ack);

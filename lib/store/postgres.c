@@ -236,7 +236,11 @@ static const char *const own_sql[] = {
      * how many of them start at once (the rest are held back), $5 $2 claim
      * tokens.  The lateral join walks the claim index of each queue in
      * order; the rows it locked are updated where they lie (ctid), with no
-     * second look-up, and take their tokens in claim order. */
+     * second look-up, and take their tokens in claim order.  The ctid list
+     * makes the plan fetch just those rows (a TID scan) whatever the
+     * statistics say: joined on ctid or id alone, a generic plan made
+     * with a large backlog analyzed expects $2 to be big and reads the
+     * whole table into a hash join, 13 ms a claim at 30000 jobs. */
     [PG_CLAIM - JOBQ_Q__COUNT] =
         "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND "
         "($1::text[] IS NULL OR name = ANY($1::text[]))), "
@@ -250,6 +254,7 @@ static const char *const own_sql[] = {
         "claim = ($5::text[])[c.rn], claimed_at = {now}, "
         "attempts = u.attempts + 1, cancel_requested = 0, deadline_at = CASE WHEN "
         "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
+        "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
         "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
         "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at",
     [PG_LOCK_SHARED - JOBQ_Q__COUNT] =
