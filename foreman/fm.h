@@ -168,6 +168,7 @@ struct fm_job {
   uint64_t gen;            /* the session it was claimed under */
   int64_t timeout_ms;      /* this run's limit, 0: none */
   int64_t claimed_ms, started_ms;
+  uint64_t started_ns;     /* uv_hrtime() at the start: the EWMA's clock */
   int held;                /* claimed as a prefetch: its start is to be
                               told (jobq_session_started) */
   enum fm_kill kill;       /* set once the foreman stops it */
@@ -408,7 +409,8 @@ struct fm {
   int beat_failing;
   int maybe_work;                  /* a claim may find jobs */
   int prefetch;                    /* the current prefetch (adapts) */
-  double job_ms;                   /* how long jobs run, on average (EWMA) */
+  double job_ms;                   /* how long jobs run, on average (EWMA,
+                                      to the microsecond) */
   int64_t *started;                /* held-back jobs started, for the next op */
   size_t nstarted, capstarted;
   int starved;                     /* a slot was idle for want of a
@@ -439,6 +441,12 @@ void fm_session_lost(struct fm *fm, const char *why);
 int fm_lease_out(const struct fm *fm);
 /* Tries to start waiting jobs and to claim more, as the state allows. */
 void fm_kick(struct fm *fm);
+/* The prefetch after a claim: halved when the claim came back short (the
+ * queue ran dry), doubled when a slot went idle waiting for it (starved),
+ * never more than the slots get through in about 50 ms at job_ms a job
+ * (the average run time), and within [min, max]. */
+int fm_prefetch_next(int prefetch, int short_batch, int starved, int concurrency,
+                     double job_ms, int min, int max);
 /* A CLAIM op for as many jobs as the slots and the prefetch have room
  * for, or NULL when no claim is due (one is out, nothing suggests work,
  * no room).  Alone (along 0) a claim also waits until the held-back jobs

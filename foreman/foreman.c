@@ -182,7 +182,7 @@ static void log_job(const struct fm_job *job, const struct fm_outcome *out) {
 void fm_job_finished(struct fm *fm, struct fm_job *job,
                      struct fm_outcome *out) {
   fm_list_remove(&fm->running, job);
-  double ms = (double)(fm_now_ms() - job->started_ms);
+  double ms = (double)(uv_hrtime() - job->started_ns) / 1e6;
   fm->job_ms = fm->job_ms > 0 ? fm->job_ms * 0.8 + ms * 0.2 : ms;
   if (fm->cfg->verbose) log_job(job, out);
   fm_acker_add(fm, job, out);
@@ -290,23 +290,28 @@ static void check_empty(struct fm *fm) {
   fm_db_submit(fm, fm_op_new(FM_OP_STATS, fm->gen, on_stats), 0);
 }
 
-/* After a claim: the prefetch halves when the queue ran dry, doubles when
- * slots went idle waiting for this claim and it came back full. */
-static void adapt_prefetch(struct fm *fm, int short_batch) {
-  const struct fm_config *cfg = fm->cfg;
-  int p = fm->prefetch;
+int fm_prefetch_next(int prefetch, int short_batch, int starved, int concurrency,
+                     double job_ms, int min, int max) {
+  int p = prefetch;
   if (short_batch)
     p = p / 2;
-  else if (fm->starved)
+  else if (starved)
     p = p * 2 + 1;
   /* Never hold back more than the slots get through in about 50 ms: a
    * job waiting here is one that another foreman could be running, and
-   * one that waits a whole lease when this foreman dies. */
-  double room = cfg->concurrency * 50.0 / (fm->job_ms > 1 ? fm->job_ms : 1);
+   * one that waits a whole lease when this foreman dies.  Jobs of a few
+   * microseconds count as 10: an average that small is mostly noise. */
+  double room = concurrency * 50.0 / (job_ms > 0.01 ? job_ms : 0.01);
   if (p > room) p = (int)room;
-  if (p < cfg->prefetch) p = cfg->prefetch;
-  if (p > cfg->prefetch_max) p = cfg->prefetch_max;
-  fm->prefetch = p;
+  if (p < min) p = min;
+  if (p > max) p = max;
+  return p;
+}
+
+static void adapt_prefetch(struct fm *fm, int short_batch) {
+  const struct fm_config *cfg = fm->cfg;
+  fm->prefetch = fm_prefetch_next(fm->prefetch, short_batch, fm->starved, cfg->concurrency,
+                                  fm->job_ms, cfg->prefetch, cfg->prefetch_max);
   fm->starved = 0;
 }
 
@@ -425,6 +430,7 @@ static void on_hold(uv_timer_t *t) { fm_kick(t->data); }
 /* Starts job in a free slot; -1 when it could not (it is released). */
 static int start_job(struct fm *fm, struct fm_job *job) {
   job->started_ms = fm_now_ms();
+  job->started_ns = uv_hrtime();
   if (job->held) fm_db_note_started(fm, job->job.id);
   fm_list_push(&fm->running, job);
   int rc = fm->cfg->persistent ? fm_workers_start(fm, job)

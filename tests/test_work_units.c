@@ -2,7 +2,8 @@
  * test_work_units.c - the foreman's pure parts, without processes: the
  * worker protocol's job line and its strict reply parser (every malformed
  * reply refused with a reason), base64, the scrubbing of the environment
- * jobs get, and the bounded buffers for a job's stdout and stderr.
+ * jobs get, the bounded buffers for a job's stdout and stderr, and how
+ * the prefetch adapts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,29 @@ static void test_tail_keeps_the_end(void **state) {
   free(t);
 }
 
+/* ---------------------------------------------------------------- prefetch */
+
+static void test_prefetch_adapts(void **state) {
+  (void)state;
+  /* A starved foreman doubles (plus one), a short claim halves. */
+  assert_int_equal(fm_prefetch_next(10, 0, 1, 4, 5.0, 1, 1000), 21);
+  assert_int_equal(fm_prefetch_next(10, 1, 1, 4, 5.0, 1, 1000), 5);
+  assert_int_equal(fm_prefetch_next(10, 0, 0, 4, 5.0, 1, 1000), 10);
+  assert_int_equal(fm_prefetch_next(1, 1, 0, 4, 5.0, 1, 1000), 1);
+  /* At most 50 ms of work held back: 4 slots of 10 ms jobs get through
+   * 20 jobs in that time. */
+  assert_int_equal(fm_prefetch_next(15, 0, 1, 4, 10.0, 1, 1000), 20);
+  /* Jobs of a tenth of a millisecond: 4 slots get through 2000 in 50 ms,
+   * so the prefetch grows to its maximum (a clock that counted whole
+   * milliseconds held it at 200). */
+  int p = 1;
+  for (int i = 0; i < 20; i++) p = fm_prefetch_next(p, 0, 1, 4, 0.1, 1, 1000);
+  assert_int_equal(p, 1000);
+  /* An average of almost nothing counts as 10 microseconds. */
+  assert_int_equal(fm_prefetch_next(5000, 0, 0, 1, 0.0, 1, 100000), 5000);
+  assert_int_equal(fm_prefetch_next(9000, 0, 0, 1, 0.0, 1, 100000), 5000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_base64_round_trip),
@@ -312,6 +336,7 @@ int main(void) {
       cmocka_unit_test(test_job_environment),
       cmocka_unit_test(test_capture_is_bounded),
       cmocka_unit_test(test_tail_keeps_the_end),
+      cmocka_unit_test(test_prefetch_adapts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
