@@ -173,8 +173,9 @@ int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n) {
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   int rc = JOBQ_OK;
   for (size_t i = 0; i < n; i++) acks[i].status = JOBQ_ACK_PENDING;
-  /* The store takes what it can in one statement; the rest, one by one. */
-  if (db->store->ack_plain != NULL && n > 1) rc = db->store->ack_plain(db, s, acks, n);
+  /* The store takes what it can in one statement (it may leave a lone
+   * one); the rest, one by one. */
+  if (db->store->ack_plain != NULL) rc = db->store->ack_plain(db, s, acks, n);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
     if (acks[i].status == JOBQ_ACK_PENDING) rc = ack(db, s, &acks[i]);
   return rc;

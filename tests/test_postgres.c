@@ -1,8 +1,9 @@
 /*
  * test_postgres.c - what only the PostgreSQL store does, against the
  * server that tests/run.sh started: the plans a connection keeps, the
- * BEGIN sent with a transaction's first statement, a connection made
- * again.
+ * BEGIN and the statements whose results no one reads sent with the next
+ * statement (the round trips of each kind of transaction), a lock that
+ * timed out while it waited to be sent, a connection made again.
  *
  * jobq prepares its statements once per connection and PostgreSQL plans
  * them once (generic plans).  A plan made while the hot table had no pages
@@ -245,6 +246,123 @@ static void test_a_connection_ended_by_the_server_is_made_again(void **state) {
   jobq_close(w);
 }
 
+/* ---------------------------------------------------------------- round trips */
+
+/* Starts counting the round trips of db's connection (libpq's trace of
+ * the messages it sends): round_trips() gives the count so far. */
+static FILE *trace_start(jobq *db) {
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  PQtrace(jobq_native(db), f);
+  PQsetTraceFlags(jobq_native(db), PQTRACE_SUPPRESS_TIMESTAMPS);
+  return f;
+}
+
+/* Each round trip ends with one Sync (extended protocol: one statement,
+ * or a pipeline of them) or is one Query (simple protocol). */
+static int round_trips(jobq *db, FILE *f) {
+  PQuntrace(jobq_native(db));
+  rewind(f);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *msg = strchr(line, '\t');
+    msg = msg ? strchr(msg + 1, '\t') : NULL;
+    if (line[0] == 'F' && msg != NULL &&
+        (strncmp(msg + 1, "Sync", 4) == 0 || strncmp(msg + 1, "Query", 5) == 0))
+      n++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* The round trips of each kind of transaction, once its statements are
+ * prepared: the queue's lock, the queues made sure of and the held-back
+ * starts go with the next statement; the BEGIN with the first; NOTIFY
+ * with the COMMIT. */
+static void test_round_trips(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 60000);
+  jobq_put_opts o[3];
+  for (int i = 0; i < 3; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "rt";
+    o[i].payload = "x";
+    o[i].payload_len = 1;
+  }
+  int64_t ids[3];
+  /* Once each first: every statement is prepared on first use. */
+  for (int round = 0; round < 2; round++) {
+    FILE *f = trace_start(t->db);
+    th_put(t->db, "rt", "one");
+    int put = round_trips(t->db, f);
+    f = trace_start(t->db);
+    assert_rc(jobq_put_many(t->db, o, 3, ids, NULL), JOBQ_OK);
+    int put_many = round_trips(t->db, f);
+    size_t n;
+    f = trace_start(t->db);
+    jobq_job *jobs = th_claim(s, "rt", 4, &n);
+    int claim = round_trips(t->db, f);
+    assert_int_equal(n, 4);
+    jobq_ack acks[4];
+    for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+    f = trace_start(t->db);
+    assert_rc(jobq_ack_many(s, acks, 3), JOBQ_OK);
+    int ack_many = round_trips(t->db, f);
+    f = trace_start(t->db);
+    assert_rc(jobq_complete(s, &jobs[3], "r", 1, NULL), JOBQ_OK);
+    int complete = round_trips(t->db, f);
+    for (size_t i = 0; i < 3; i++) assert_rc(acks[i].status, JOBQ_OK);
+    jobq_jobs_free(jobs, n);
+    if (round == 0) continue;
+    /* BEGIN and the queue made sure of and its lock with the barrier
+     * check; the insert; NOTIFY and COMMIT. */
+    assert_int_equal(put, 3);
+    /* BEGIN, the queues and their locks with the insert; NOTIFY, COMMIT. */
+    assert_int_equal(put_many, 2);
+    /* BEGIN with the identity; the session; the claim; COMMIT.  At most
+     * once a second, a look at the planner's statistics. */
+    assert_in_range(claim, 4, 5);
+    /* BEGIN with the session; the queues' locks with the completions;
+     * COMMIT.  One completion goes the same way. */
+    assert_int_equal(ack_many, 3);
+    assert_int_equal(complete, 3);
+  }
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE outcome = 'done'"), 8);
+  jobq_session_close(s);
+}
+
+/* A statement sent later (the queue's shared lock of a put) that times
+ * out waiting: the put fails with its error, and nothing of it stays. */
+static void test_a_lock_sent_later_that_times_out(void **state) {
+  tq *t = *state;
+  char url[sizeof t->url + 32];
+  snprintf(url, sizeof url, "%s&statement_timeout=200ms", t->url);
+  jobq *w = th_open(url);
+  th_put(w, "held", "before");
+  /* A barrier's put holds the queue's lock, exclusive, until commit. */
+  jobq_put_opts b;
+  jobq_put_opts_init(&b);
+  b.queue = "held";
+  b.barrier = 1;
+  int64_t id;
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_rc(jobq_put(t->db, &b, &id, NULL), JOBQ_OK);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "held";
+  o.payload = "waits";
+  o.payload_len = 5;
+  assert_rc(jobq_put(w, &o, &id, NULL), JOBQ_EBUSY);
+  th_assert_msg(w, "lock");
+  assert_rc(jobq_rollback(t->db), JOBQ_OK);
+  assert_int_equal(th_sql_int(w, "SELECT count(*) FROM jobq_jobs"), 1);
+  /* The connection goes on. */
+  th_put(w, "held", "after");
+  assert_int_equal(th_sql_int(w, "SELECT count(*) FROM jobq_jobs"), 2);
+  jobq_close(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
@@ -252,6 +370,8 @@ int main(void) {
       TQ_TEST(test_statistics_never_taken_are_taken),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
+      TQ_TEST(test_round_trips),
+      TQ_TEST(test_a_lock_sent_later_that_times_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

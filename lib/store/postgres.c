@@ -327,6 +327,24 @@ static const char *const own_sql[] = {
         "pg_has_role(c.relowner, 'MEMBER')",
 };
 
+/* What each statement does, for messages. */
+static const char *stmt_what(int id) {
+  switch (id) {
+    case PG_CLAIM: return "claiming jobs";
+    case PG_LOCK_SHARED:
+    case PG_LOCK:
+    case PG_LOCK_QUEUES:
+    case PG_LOCK_JOB_QUEUES: return "taking a queue's lock";
+    case PG_ENSURE_QUEUES: return "adding the queues";
+    case PG_PUT_PLAIN: return "putting jobs";
+    case PG_ACK_PLAIN: return "completing jobs";
+    case PG_STARTED: return "noting started jobs";
+    case PG_NOTIFY: return "sending wake-ups";
+    case PG_STALE_STATS: return "reading the job table's statistics";
+    default: return jobq__sql_name(id);
+  }
+}
+
 /* ---------------------------------------------------------------- state */
 
 /* A growing list of distinct queue names. */
@@ -334,6 +352,20 @@ typedef struct names {
   char **v;
   size_t n, cap;
 } names;
+
+#define MAX_PARAMS 16
+#define MAX_LATER 8
+
+/* A statement whose result no one reads, held until the next statement
+ * whose result is read (or the commit) so that both go in one round trip:
+ * a queue's lock, the queues of a put made sure of, the held-back starts.
+ * Its values are copied. */
+typedef struct later {
+  int id, n;
+  char *copy;                    /* the values, one after the other */
+  const char *values[MAX_PARAMS];
+  int lengths[MAX_PARAMS], formats[MAX_PARAMS];
+} later;
 
 typedef struct pg {
   PGconn *conn;
@@ -349,7 +381,10 @@ typedef struct pg {
   unsigned char prepared[PG__END];
   int64_t changes;
   names wake;                  /* queues with work made ready in this transaction */
+  int lazy;                    /* the transaction is the library's own */
   int begin_pending;           /* a lazy BEGIN, sent with the first statement */
+  later later[MAX_LATER];      /* statements sent with the next one (lazy only) */
+  int nlater;
   int64_t stats_checked_ms;    /* monotonic, when refresh_stats last looked */
 } pg;
 
@@ -365,18 +400,21 @@ static void names_clear(names *n) {
   n->n = 0;
 }
 
-static void names_add(names *n, const char *s) {
+/* Adds s unless the list has it: 0, or -1 when out of memory. */
+static int names_add(names *n, const char *s) {
   for (size_t i = 0; i < n->n; i++)
-    if (strcmp(n->v[i], s) == 0) return;
+    if (strcmp(n->v[i], s) == 0) return 0;
   if (n->n == n->cap) {
     size_t cap = n->cap ? n->cap * 2 : 8;
     char **v = realloc(n->v, cap * sizeof *v);
-    if (v == NULL) return; /* a lost wake-up: watchers poll as well */
+    if (v == NULL) return -1;
     n->v = v;
     n->cap = cap;
   }
   char *c = strdup(s);
-  if (c != NULL) n->v[n->n++] = c;
+  if (c == NULL) return -1;
+  n->v[n->n++] = c;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -507,7 +545,7 @@ static int prepare(jobq *db, int id) {
   int rc = JOBQ_OK;
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
     char what[64];
-    snprintf(what, sizeof what, "preparing %s", jobq__sql_name(id));
+    snprintf(what, sizeof what, "preparing the statement for %s", stmt_what(id));
     rc = pg_fail(db, res, what);
   } else {
     c->prepared[id] = 1;
@@ -516,23 +554,79 @@ static int prepare(jobq *db, int id) {
   return rc;
 }
 
-#define MAX_PARAMS 16
-
 static int begin_now(jobq *db);
 
-/* One statement to send: prepared statement name with its values, or,
- * without a name, sql without parameters. */
+/* One statement to send: prepared statement id with its values, or, with
+ * id -1, sql without parameters. */
 typedef struct sendable {
-  const char *name, *sql;
+  int id;
+  const char *sql;
   int n;
   const char *const *values;
   const int *lengths, *formats;
 } sendable;
 
+/* Which statements may wait: the store's own that return nothing used,
+ * and the library's one that makes sure of a queue (its changes are never
+ * asked for). */
+static int may_wait(int id) {
+  switch (id) {
+    case JOBQ_Q_QUEUE_ENSURE:
+    case PG_LOCK_SHARED:
+    case PG_LOCK:
+    case PG_ENSURE_QUEUES:
+    case PG_LOCK_QUEUES:
+    case PG_LOCK_JOB_QUEUES:
+    case PG_STARTED: return 1;
+    default: return 0;
+  }
+}
+
+static void later_clear(pg *c) {
+  for (int i = 0; i < c->nlater; i++) free(c->later[i].copy);
+  c->nlater = 0;
+}
+
+/* Holds statement id with its values for the next round trip; 0 when it
+ * cannot wait (the list is full, or out of memory) and must run now. */
+static int later_add(pg *c, int id, int n, const char *const *values, const int *lengths,
+                     const int *formats) {
+  if (c->nlater == MAX_LATER) return 0;
+  size_t size = 0;
+  for (int i = 0; i < n; i++) size += values[i] ? (size_t)lengths[i] + 1 : 0;
+  later *l = &c->later[c->nlater];
+  l->copy = malloc(size ? size : 1);
+  if (l->copy == NULL) return 0;
+  l->id = id;
+  l->n = n;
+  char *p = l->copy;
+  for (int i = 0; i < n; i++) {
+    l->lengths[i] = lengths[i];
+    l->formats[i] = formats[i];
+    l->values[i] = NULL;
+    if (values[i] == NULL) continue;
+    /* Text values are read up to their NUL: it is copied too. */
+    memcpy(p, values[i], (size_t)lengths[i]);
+    p[lengths[i]] = '\0';
+    l->values[i] = p;
+    p += lengths[i] + 1;
+  }
+  c->nlater++;
+  return 1;
+}
+
 static int send_one(PGconn *pc, const sendable *q) {
-  return q->name != NULL
-             ? PQsendQueryPrepared(pc, q->name, q->n, q->values, q->lengths, q->formats, 1)
-             : PQsendQueryParams(pc, q->sql, 0, NULL, NULL, NULL, NULL, 0);
+  char name[16];
+  return q->id >= 0 ? PQsendQueryPrepared(pc, stmt_name(name, q->id), q->n, q->values,
+                                          q->lengths, q->formats, 1)
+                    : PQsendQueryParams(pc, q->sql, 0, NULL, NULL, NULL, NULL, 0);
+}
+
+static PGresult *exec_one(PGconn *pc, const sendable *q) {
+  char name[16];
+  return q->id >= 0 ? PQexecPrepared(pc, stmt_name(name, q->id), q->n, q->values, q->lengths,
+                                     q->formats, 1)
+                    : PQexec(pc, q->sql);
 }
 
 /* Reads the results of one statement of a pipeline up to its end (NULL):
@@ -548,57 +642,105 @@ static PGresult *pipeline_result(PGconn *pc) {
   return first;
 }
 
-/* Two statements in one round trip (libpq's pipeline mode): *ra and *rb
- * get their results, both NULL when they could not be sent.  The second
- * does not run when the first fails (PGRES_PIPELINE_ABORTED). */
-static void pipeline2(pg *c, const sendable *a, const sendable *b, PGresult **ra,
-                      PGresult **rb) {
+/* The n statements of q in one round trip (libpq's pipeline mode): res[i]
+ * gets the result of q[i], NULL when it could not be sent.  A statement
+ * after one that failed does not run (PGRES_PIPELINE_ABORTED). */
+static void pipeline(pg *c, const sendable *q, size_t n, PGresult **res) {
   PGconn *pc = c->conn;
-  *ra = *rb = NULL;
+  for (size_t i = 0; i < n; i++) res[i] = NULL;
   if (!PQenterPipelineMode(pc)) return;
-  if (send_one(pc, a) && send_one(pc, b) && PQpipelineSync(pc)) {
-    *ra = pipeline_result(pc);
-    *rb = pipeline_result(pc);
+  size_t sent = 0;
+  while (sent < n && send_one(pc, &q[sent])) sent++;
+  if (sent == n && PQpipelineSync(pc)) {
+    for (size_t i = 0; i < n; i++) res[i] = pipeline_result(pc);
     PQclear(PQgetResult(pc)); /* PGRES_PIPELINE_SYNC */
   }
   PQexitPipelineMode(pc);
 }
 
-/* Runs prepared statement id, with a lazy BEGIN before it when one is
- * pending: *res gets its result (which may be an error), or the failure
- * to begin is returned. */
-static int exec_prepared(jobq *db, int id, int n, const char *const *values,
-                         const int *lengths, const int *formats, PGresult **res) {
+static int result_ok(const PGresult *res) {
+  ExecStatusType st = PQresultStatus(res);
+  return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+/* Nothing of a lazy transaction was sent yet: BEGIN at once, making a
+ * broken connection again (begin_now), on which what waits to be sent is
+ * prepared again. */
+static int restart(jobq *db) {
   pg *c = conn(db);
-  char name[16];
-  stmt_name(name, id);
-  if (c->begin_pending) {
-    c->begin_pending = 0;
-    const sendable begin = {.sql = "BEGIN"};
-    const sendable q = {name, NULL, n, values, lengths, formats};
-    PGresult *b;
-    pipeline2(c, &begin, &q, &b, res);
-    int begun = PQresultStatus(b) == PGRES_COMMAND_OK;
-    PQclear(b);
-    if (begun) return JOBQ_OK;
-    PQclear(*res);
-    /* BEGIN did not get through: nothing was done, so it goes again
-     * alone, making the connection again if it broke (begin_now). */
-    int rc = begin_now(db);
-    if (rc == JOBQ_OK) rc = prepare(db, id);
-    if (rc != JOBQ_OK) return rc;
+  int rc = begin_now(db);
+  for (int i = 0; i < c->nlater && rc == JOBQ_OK; i++) rc = prepare(db, c->later[i].id);
+  return rc;
+}
+
+/* Runs q, after what waits to be sent (a lazy BEGIN, the statements held
+ * for later), all in one round trip.  *res gets q's result, which may be
+ * an error; the failure of a statement sent before it is returned, with
+ * its message (*res NULL).  A BEGIN that did not get through did nothing:
+ * it goes again at once, making a broken connection again (begin_now),
+ * and the rest after it. */
+static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
+  pg *c = conn(db);
+  *res = NULL;
+  if (!c->begin_pending && c->nlater == 0) {
+    *res = exec_one(c->conn, q);
+    return JOBQ_OK;
   }
-  *res = PQexecPrepared(c->conn, name, n, values, lengths, formats, 1);
-  return JOBQ_OK;
+  sendable all[MAX_LATER + 2];
+  PGresult *got[MAX_LATER + 2];
+  int rc = JOBQ_OK;
+  for (int attempt = 0;; attempt++) {
+    size_t k = 0;
+    int begin = c->begin_pending;
+    c->begin_pending = 0;
+    if (begin) all[k++] = (sendable){.id = -1, .sql = "BEGIN"};
+    for (int i = 0; i < c->nlater; i++) {
+      const later *l = &c->later[i];
+      all[k++] = (sendable){l->id, NULL, l->n, l->values, l->lengths, l->formats};
+    }
+    all[k++] = *q;
+    pipeline(c, all, k, got);
+    if (begin && attempt == 0 && PQresultStatus(got[0]) != PGRES_COMMAND_OK) {
+      for (size_t i = 0; i < k; i++) PQclear(got[i]);
+      if ((rc = restart(db)) == JOBQ_OK && q->id >= 0) rc = prepare(db, q->id);
+      if (rc != JOBQ_OK) break;
+      continue;
+    }
+    /* The first failure is what went wrong; what came after it did not
+     * run. */
+    size_t i = 0;
+    for (; i + 1 < k && rc == JOBQ_OK; i++)
+      if (!result_ok(got[i]))
+        rc = pg_fail(db, got[i],
+                     all[i].id >= 0 ? stmt_what(all[i].id) : "starting a transaction");
+    for (size_t j = 0; j + 1 < k; j++) PQclear(got[j]);
+    if (rc == JOBQ_OK)
+      *res = got[k - 1];
+    else
+      PQclear(got[k - 1]);
+    break;
+  }
+  later_clear(c);
+  return rc;
+}
+
+/* Runs SQL without parameters after what waits to be sent. */
+static int run_after(jobq *db, const char *sql, const char *what) {
+  const sendable q = {.id = -1, .sql = sql};
+  PGresult *res;
+  int rc = exec_pending(db, &q, &res);
+  if (rc == JOBQ_OK && !result_ok(res)) rc = pg_fail(db, res, what);
+  PQclear(res);
+  return rc;
 }
 
 static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows) {
   pg *c = conn(db);
   if (n > MAX_PARAMS) return jobq__fail(db, JOBQ_EINVAL, "too many parameters");
   int rc = prepare(db, id);
-  /* Nothing was done yet in a lazy transaction: begin_now() makes a
-   * broken connection again. */
-  if (rc == JOBQ_ECONN && c->begin_pending && (rc = begin_now(db)) == JOBQ_OK)
+  /* Nothing was done yet in a lazy transaction: it begins again on a
+   * connection made again. */
+  if (rc == JOBQ_ECONN && c->begin_pending && (rc = restart(db)) == JOBQ_OK)
     rc = prepare(db, id);
   if (rc != JOBQ_OK) return rc;
   const char *values[MAX_PARAMS];
@@ -611,7 +753,7 @@ static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
       case 'i':
         /* In text, so that the server reads it as whatever integer type
          * the statement wants. */
-        snprintf(ints[i], sizeof ints[i], "%lld", (long long)a[i].i);
+        lengths[i] = snprintf(ints[i], sizeof ints[i], "%lld", (long long)a[i].i);
         values[i] = ints[i];
         formats[i] = 0;
         break;
@@ -619,12 +761,14 @@ static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
       default: values[i] = a[i].p; break; /* text, bytes, arrays */
     }
   }
+  if (rows == NULL && c->lazy && may_wait(id) &&
+      later_add(c, id, (int)n, values, lengths, formats))
+    return JOBQ_OK;
   PGresult *res;
-  if ((rc = exec_prepared(db, id, (int)n, values, lengths, formats, &res)) != JOBQ_OK)
-    return rc;
-  ExecStatusType st = PQresultStatus(res);
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    rc = pg_fail(db, res, jobq__sql_name(id));
+  const sendable q = {id, NULL, (int)n, values, lengths, formats};
+  if ((rc = exec_pending(db, &q, &res)) != JOBQ_OK) return rc;
+  if (!result_ok(res)) {
+    rc = pg_fail(db, res, stmt_what(id));
     PQclear(res);
     return rc;
   }
@@ -920,6 +1064,7 @@ static void pg_close(jobq *db) {
   for (int i = 0; i < 16; i++) free(c->owned[i]);
   names_clear(&c->wake);
   free(c->wake.v);
+  later_clear(c);
   free(c->schema);
   free(c);
   db->conn = NULL;
@@ -1227,15 +1372,20 @@ static int begin_now(jobq *db) {
   return rc;
 }
 
-/* A lazy BEGIN waits for the first statement (exec_prepared), which
- * saves a round trip on every transaction of the library's own. */
+/* A lazy BEGIN waits for the first statement (exec_pending), which
+ * saves a round trip on every transaction of the library's own; so do
+ * the statements that may wait (may_wait).  In a caller's transaction
+ * (jobq_begin) every statement runs at once: the caller's own statements
+ * on the connection come next. */
 static int pg_begin(jobq *db, int depth, int lazy) {
   pg *c = conn(db);
   if (depth > 0) {
     int rc = c->begin_pending ? begin_now(db) : JOBQ_OK;
-    return rc == JOBQ_OK ? run_plain(db, "SAVEPOINT jobq", "starting a savepoint") : rc;
+    return rc == JOBQ_OK ? run_after(db, "SAVEPOINT jobq", "starting a savepoint") : rc;
   }
   names_clear(&c->wake);
+  later_clear(c);
+  c->lazy = lazy;
   if (!lazy) return begin_now(db);
   int rc = connected(db);
   if (rc == JOBQ_OK) c->begin_pending = 1;
@@ -1243,43 +1393,49 @@ static int pg_begin(jobq *db, int depth, int lazy) {
 }
 
 static int pg_commit(jobq *db, int depth) {
-  if (depth > 0) return run_plain(db, "RELEASE SAVEPOINT jobq", "releasing a savepoint");
+  if (depth > 0) return run_after(db, "RELEASE SAVEPOINT jobq", "releasing a savepoint");
   pg *c = conn(db);
-  int pending = c->begin_pending, wakes = c->notify && c->wake.n > 0;
-  c->begin_pending = 0;
-  if (pending) {
+  if (c->begin_pending && c->nlater == 0) {
     /* No statement ran: there is nothing to commit. */
+    c->begin_pending = 0;
+    c->lazy = 0;
     names_clear(&c->wake);
     return JOBQ_OK;
   }
-  if (!wakes) return run_plain(db, "COMMIT", "committing");
-  /* The transaction's wake-ups, and the commit in the same round trip. */
-  array a;
-  arr_begin(&a, OID_TEXT, c->wake.n);
-  for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
-  names_clear(&c->wake);
-  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : prepare(db, PG_NOTIFY);
-  if (rc == JOBQ_OK) {
-    char name[16];
-    const char *values[] = {a.p};
-    const int lengths[] = {(int)a.len}, formats[] = {1};
-    const sendable notify = {stmt_name(name, PG_NOTIFY), NULL, 1, values, lengths, formats};
-    const sendable commit = {.sql = "COMMIT"};
-    PGresult *rn, *rcommit;
-    pipeline2(c, &notify, &commit, &rn, &rcommit);
-    if (PQresultStatus(rn) != PGRES_TUPLES_OK && PQresultStatus(rn) != PGRES_COMMAND_OK)
-      rc = pg_fail(db, rn, jobq__sql_name(PG_NOTIFY));
-    else if (PQresultStatus(rcommit) != PGRES_COMMAND_OK)
-      rc = pg_fail(db, rcommit, "committing");
-    PQclear(rn);
-    PQclear(rcommit);
+  /* The transaction's wake-ups go last, with the commit. */
+  int rc = JOBQ_OK;
+  if (c->notify && c->wake.n > 0) {
+    array a;
+    arr_begin(&a, OID_TEXT, c->wake.n);
+    for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
+    rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : prepare(db, PG_NOTIFY);
+    if (rc == JOBQ_OK) {
+      const char *values[] = {a.p};
+      const int lengths[] = {(int)a.len}, formats[] = {1};
+      /* A full list sends what it holds first. */
+      if (!later_add(c, PG_NOTIFY, 1, values, lengths, formats)) {
+        const sendable q = {PG_NOTIFY, NULL, 1, values, lengths, formats};
+        PGresult *res;
+        rc = exec_pending(db, &q, &res);
+        if (rc == JOBQ_OK && !result_ok(res)) rc = pg_fail(db, res, stmt_what(PG_NOTIFY));
+        PQclear(res);
+      }
+    }
+    free(a.p);
   }
-  free(a.p);
+  names_clear(&c->wake);
+  if (rc == JOBQ_OK) rc = run_after(db, "COMMIT", "committing");
+  later_clear(c);
+  c->begin_pending = 0;
+  c->lazy = 0;
   return rc;
 }
 
 static int pg_rollback(jobq *db, int depth) {
   pg *c = conn(db);
+  /* What waited to be sent was never sent. */
+  later_clear(c);
+  if (depth == 0) c->lazy = 0;
   if (depth == 0 && c->begin_pending) {
     c->begin_pending = 0;
     names_clear(&c->wake);
@@ -1293,7 +1449,8 @@ static int pg_rollback(jobq *db, int depth) {
   return JOBQ_OK;
 }
 
-static void pg_wake(jobq *db, const char *queue) { names_add(&conn(db)->wake, queue); }
+/* A wake-up lost for want of memory is no harm: watchers poll as well. */
+static void pg_wake(jobq *db, const char *queue) { (void)names_add(&conn(db)->wake, queue); }
 
 /* ---------------------------------------------------------------- locks */
 
@@ -1344,7 +1501,7 @@ static int refresh_stats(jobq *db) {
   if (rc != JOBQ_OK) return rc;
   int stale = r->nrows > 0;
   pg_done(db, r);
-  return stale ? run_plain(db, "ANALYZE (SKIP_LOCKED) jobq_jobs", "analyzing the job table")
+  return stale ? run_after(db, "ANALYZE (SKIP_LOCKED) jobq_jobs", "analyzing the job table")
                : JOBQ_OK;
 }
 
@@ -1461,8 +1618,20 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   int rc = JOBQ_OK;
   for (size_t i = 0; i < 8; i++)
     if (all[i]->failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&q)), NULL);
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&q)), NULL);
+  /* The queues once each: the server need not sort a thousand names. */
+  names distinct = {0};
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (names_add(&distinct, o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE) != 0)
+      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  array dq;
+  arr_begin(&dq, OID_TEXT, distinct.n);
+  for (size_t i = 0; i < distinct.n; i++) arr_bytes(&dq, distinct.v[i], strlen(distinct.v[i]));
+  names_clear(&distinct);
+  free(distinct.v);
+  if (rc == JOBQ_OK && dq.failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
+  if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
+  free(dq.p);
   jobq_rows *r = NULL;
   if (rc == JOBQ_OK)
     rc = pg_query(db, PG_PUT_PLAIN,
@@ -1484,10 +1653,17 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   return JOBQ_OK;
 }
 
+static int ack_id_cmp(const void *a, const void *b) {
+  int64_t x = (*(jobq_ack *const *)a)->id, y = (*(jobq_ack *const *)b)->id;
+  return (x > y) - (x < y);
+}
+
 static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
-  if (m < 2) return JOBQ_OK;
+  /* Even one: the statement is one round trip, where the common path
+   * takes six. */
+  if (m == 0) return JOBQ_OK;
   array ids, claims, results;
   arr_begin(&ids, OID_INT8, m);
   arr_begin(&claims, OID_TEXT, m);
@@ -1525,15 +1701,26 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   free(claims.p);
   free(results.p);
   if (rc != JOBQ_OK) return rc;
+  /* The completions by id, to find each one the statement archived. */
+  jobq_ack **by_id = malloc(m * sizeof *by_id);
+  if (by_id == NULL) {
+    pg_done(db, r);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0, k = 0; i < n; i++)
+    if (acks[i].kind == JOBQ_ACK_COMPLETE) by_id[k++] = &acks[i];
+  qsort(by_id, m, sizeof *by_id, ack_id_cmp);
   while (pg_next(db, r) == 1) {
-    int64_t id = pg_col_int(r, 0);
-    for (size_t i = 0; i < n; i++) {
-      if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) {
-        acks[i].status = JOBQ_OK;
-        acks[i].outcome = JOBQ_STATE_DONE;
-      }
+    jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
+    jobq_ack **hit = bsearch(&kp, by_id, m, sizeof *by_id, ack_id_cmp);
+    /* The same job twice in one batch: each of its completions. */
+    while (hit != NULL && hit > by_id && hit[-1]->id == key.id) hit--;
+    for (; hit != NULL && hit < by_id + m && (*hit)->id == key.id; hit++) {
+      (*hit)->status = JOBQ_OK;
+      (*hit)->outcome = JOBQ_STATE_DONE;
     }
   }
+  free(by_id);
   pg_done(db, r);
   return JOBQ_OK;
 }
