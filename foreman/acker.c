@@ -169,6 +169,7 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
      * after every batch would mostly come back empty, and it still costs
      * a commit that waits for the disk. */
     if (fm->watch == NULL) fm->maybe_work = 1;
+    fm->acked = 1;
     /* The outcomes that waited for this batch go now, before a claim of
      * its own could: the claim goes with them.  (A claim that ran with
      * this batch is already back, see foreman/dbthread.c.) */

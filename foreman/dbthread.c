@@ -81,6 +81,10 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   }
   int fd;
   op->watch_rc = jobq_watch(d->db, &fd);
+  /* Wake-ups for other queues are not this foreman's work (the names
+   * were checked when the foreman started). */
+  if (op->watch_rc == JOBQ_OK)
+    op->watch_rc = jobq_watch_queues(d->db, cfg->queues, cfg->nq);
   if (op->watch_rc == JOBQ_OK) {
     /* The loop polls its own copy, so that the handle's descriptor can be
      * closed (with the handle) whatever the loop is doing. */
@@ -144,7 +148,12 @@ static void run(struct fm_db *d, struct fm_op *op) {
       run_connect(d, op);
       return;
     case FM_OP_CLAIM:
-      if (op->drain) jobq_changed(d->db);
+      /* An error (a lost wake-up connection) may hide news: claim. */
+      if (op->drain && jobq_changed(d->db) == 0 && op->if_changed) {
+        op->rc = JOBQ_OK;
+        op->skipped = 1;
+        return;
+      }
       jobq_session_start_now(d->s, op->start_now);
       rc = jobq_claim(d->s, d->cfg->queues, d->cfg->nq, op->max, &op->jobs,
                       &op->njobs);

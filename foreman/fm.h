@@ -238,6 +238,8 @@ struct fm_op {
   size_t max;
   size_t start_now;            /* how many start at once (the rest are held) */
   int drain;                   /* call jobq_changed() first */
+  int if_changed;              /* and claim only if it says so */
+  int skipped;                 /* out: it said no: nothing was claimed */
   jobq_job *jobs;
   size_t njobs;
   /* ACK */
@@ -408,6 +410,8 @@ struct fm {
   int beat_out, claim_out, stats_out;
   int beat_failing;
   int maybe_work;                  /* a claim may find jobs */
+  int woken_only;                  /* ... for no reason but the watch */
+  int acked;                       /* outcomes committed since the last claim */
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,
                                       to the microsecond) */
@@ -427,6 +431,7 @@ struct fm {
   int closed;                      /* handles are being closed */
   int64_t started_ms;
   int64_t done, failed, retried, released, lost, timeouts, cancelled;
+  int64_t claims, empty_claims;    /* claims made, and those that found nothing */
 
   uv_timer_t beat_timer, lease_timer, poll_timer, reconnect_timer;
   uv_timer_t grace_timer, hold_timer;

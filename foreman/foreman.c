@@ -213,6 +213,7 @@ static void on_watch(uv_poll_t *p, int status, int events) {
   /* Level-triggered: stop until a claim has drained it (jobq_changed). */
   uv_poll_stop(p);
   w->on = 0;
+  if (!w->fm->maybe_work) w->fm->woken_only = 1;
   w->fm->maybe_work = 1;
   fm_kick(w->fm);
 }
@@ -346,6 +347,10 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   }
   if (fm->last_claim_err[0] != '\0') fm_log("claiming again");
   fm->last_claim_err[0] = '\0';
+  if (!op->skipped) {
+    fm->claims++;
+    fm->empty_claims += op->njobs == 0;
+  }
   for (size_t i = 0; i < op->njobs; i++) {
     struct fm_job *job = job_new(fm, &op->jobs[i]);
     job->held = i >= op->start_now;
@@ -393,6 +398,14 @@ struct fm_op *fm_claim_op(struct fm *fm, int along) {
   int now = free_slots(fm) - (int)fm->waiting.n;
   op->start_now = now > 0 ? (size_t)now : 0;
   op->drain = fm->watch != NULL;
+  /* Woken and nothing else: the wake-up may be for another queue
+   * (jobq_watch_queues), and then the claim would find nothing.  Outcomes
+   * of ours committed since the last claim may have made jobs ready (the
+   * next of a key, a barrier, a retry), which a watch does not count: our
+   * own commit.  Then it claims. */
+  op->if_changed = op->drain && fm->woken_only && !fm->acked;
+  fm->woken_only = 0;
+  fm->acked = 0;
   fm->claim_out = 1;
   return op;
 }
@@ -411,6 +424,7 @@ static void on_poll(uv_timer_t *t) {
   fm->poll_ms = fm->poll_ms * 2 > fm->cfg->poll_ms ? fm->cfg->poll_ms : fm->poll_ms * 2;
   uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(next, 20), 0);
   fm->maybe_work = 1;
+  fm->woken_only = 0;
   watch_arm(fm);
   fm_kick(fm);
   if (fm->running.n == 0 && fm->waiting.n == 0 && fm->claim_out == 0) check_empty(fm);
@@ -675,6 +689,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
   uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
   lease_arm(fm);
   fm->maybe_work = 1;
+  fm->woken_only = 0;
   if (fm->stopping) {
     fm_maybe_finish(fm);
     return;
@@ -712,10 +727,12 @@ static void finish(struct fm *fm) {
   if (fm->ever_connected) {
     char d[FM_DUR_BUF];
     fm_log("stopped after %s: %lld done, %lld failed, %lld retried later, "
-           "%lld released, %lld cancelled, %lld lost; session closed",
+           "%lld released, %lld cancelled, %lld lost; %lld claims, %lld empty; "
+           "session closed",
            fm_fmt_ms(d, fm_now_ms() - fm->started_ms), (long long)fm->done,
            (long long)fm->failed, (long long)fm->retried, (long long)fm->released,
-           (long long)fm->cancelled, (long long)fm->lost);
+           (long long)fm->cancelled, (long long)fm->lost, (long long)fm->claims,
+           (long long)fm->empty_claims);
   }
 }
 

@@ -202,6 +202,8 @@ static int set_queue(jobq *db, const char *queue, int paused, const char *policy
     rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
     if (rc == JOBQ_OK && paused >= 0)
       rc = jobq__sql_run(db, JOBQ_Q_SET_PAUSED, SQL_ARGS(V_TEXT(queue), V_INT(paused)));
+    /* A resumed queue's ready jobs are work again: watchers hear of it. */
+    if (rc == JOBQ_OK && paused == 0) jobq__wake(db, queue);
     if (rc == JOBQ_OK && policy != NULL)
       rc = jobq__sql_run(db, JOBQ_Q_SET_POLICY, SQL_ARGS(V_TEXT(queue), V_TEXT(policy)));
     rc = jobq__txn_end(db, rc);

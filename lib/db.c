@@ -79,6 +79,7 @@ int jobq_open(const char *url, jobq **out) {
 void jobq_close(jobq *db) {
   if (db == NULL) return;
   if (db->store != NULL && db->conn != NULL) db->store->close(db);
+  jobq__watch_release(db);
   free(db->url_redacted);
   free(db);
 }

@@ -40,6 +40,9 @@ struct jobq {
   /* Set by a store when it connects: a setting of the database that
    * weakens jobq's promises ("" when none); see jobq_warning(). */
   char warning[JOBQ_ERRMSG_MAX];
+  /* jobq_watch_queues(): the queues whose wake-ups count (none: all). */
+  char **watched;
+  size_t nwatched;
 };
 
 struct jobq_session {
@@ -72,6 +75,10 @@ struct jobq_session {
   size_t nqueues;
   int queues_unknown;
 };
+
+/* Whether a wake-up for queue counts, and the filter freed (lib/watch.c). */
+int jobq__watching(const jobq *db, const char *queue);
+void jobq__watch_release(jobq *db);
 
 /* Records err and a printf-style message on db (db may be NULL); returns
  * err so callers can `return jobq__fail(db, JOBQ_EINVAL, "...")`. */

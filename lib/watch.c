@@ -2,8 +2,12 @@
  * watch.c - wake-ups: a worker sleeps on a descriptor that the store makes
  * readable when another connection commits (inotify on SQLite's write-ahead
  * log, LISTEN on PostgreSQL), and asks jobq_changed() whether anything
- * changed, instead of polling the queue with claims.
+ * changed, instead of polling the queue with claims; and which queues'
+ * wake-ups a worker cares for (jobq_watch_queues).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 
 int jobq_watch(jobq *db, int *fd) {
@@ -22,6 +26,47 @@ int jobq_changed(jobq *db) {
   jobq__ok(db);
   if (db->store->changed == NULL) return 1;
   return db->store->changed(db);
+}
+
+static void watched_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq) {
+  if (db == NULL) return JOBQ_EINVAL;
+  jobq__ok(db);
+  if (nq > 0 && queues == NULL)
+    return jobq__fail(db, JOBQ_EINVAL, "invalid queues: NULL with a count of %zu", nq);
+  for (size_t i = 0; i < nq; i++) {
+    int rc = jobq_check_queue(db, queues[i]);
+    if (rc != JOBQ_OK) return rc;
+  }
+  char **v = nq ? calloc(nq, sizeof *v) : NULL;
+  if (nq && v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < nq; i++) {
+    if ((v[i] = strdup(queues[i])) == NULL) {
+      watched_free(v, i);
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
+  }
+  watched_free(db->watched, db->nwatched);
+  db->watched = v;
+  db->nwatched = nq;
+  return JOBQ_OK;
+}
+
+int jobq__watching(const jobq *db, const char *queue) {
+  if (db->nwatched == 0) return 1;
+  for (size_t i = 0; i < db->nwatched; i++)
+    if (strcmp(db->watched[i], queue) == 0) return 1;
+  return 0;
+}
+
+void jobq__watch_release(jobq *db) {
+  watched_free(db->watched, db->nwatched);
+  db->watched = NULL;
+  db->nwatched = 0;
 }
 
 void jobq__wake(jobq *db, const char *queue) {

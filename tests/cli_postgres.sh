@@ -4,9 +4,11 @@
 # database without the schema, bad URLs (options, sslmode, schema names,
 # ports), passwords kept out of every message, multi-host URLs that fail
 # over to the host that answers, a standby refused, least-privilege roles
-# that cannot drop or alter jobq's tables, and the jobq_put() SQL
-# function.  Each case works in a schema of its own.
+# that cannot drop or alter jobq's tables, the jobq_put() SQL function,
+# and a foreman that claims only on wake-ups for its own queues.  Each case
+# works in a schema of its own.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
 PG=${JOBQ_TEST_PG_URL:-}
 if [[ -z $PG ]]; then
@@ -215,6 +217,34 @@ t_sql_put_function() {
   psql_do -c "SET search_path = $S" -c "SELECT jobq_put('Bad Name', 'x'::bytea)" 2>"$D/err" &&
     fail "a bad queue name was taken"
   grep -q "invalid queue name" "$D/err" || fail "no message for the bad name: $(cat "$D/err")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# Every put on the server wakes every foreman (one NOTIFY channel), but a
+# claim costs a commit: a foreman of other queues does not claim for it.
+# Its own queue's jobs still wake it.
+t_foreman_claims_for_its_own_queues() {
+  new_schema
+  run init
+  expect_rc 0
+  work_env JOBQ_DB="$U"
+  start_work fm -q mine -- true
+  local fm=$W_PID log=$W_LOG
+  T_DBURL=$U
+  wait_until 10 'run sessions --json; grep -q "\"name\"" "$T_OUT"' || fail "the foreman opened no session"
+  local i sql=()
+  for i in $(seq 1 40); do sql+=(-c "SELECT jobq_put('theirs', 'x'::bytea)"); done
+  psql_do -c "SET search_path = $S" "${sql[@]}" >/dev/null
+  run put -q mine "ours"
+  wait_until 10 'run stats --json; [[ $(json_sum done) == 1 ]]' || fail "the foreman did not run its own job"
+  kill -TERM "$fm"
+  wait_exit "$fm" 10 || fail "the foreman did not stop"
+  local empty
+  empty=$(grep -o '[0-9]* claims, [0-9]* empty' "$log" | sed -E 's/.* ([0-9]+) empty/\1/')
+  [[ -n $empty ]] || fail "no claim counts in the summary: $(tail -1 "$log")"
+  # Its own polls come back empty too, a handful in these seconds; a claim
+  # on every wake-up would make 40 more.
+  [[ -n $empty && $empty -lt 20 ]] || fail "$empty empty claims for 40 jobs of another queue: $(tail -1 "$log")"
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 

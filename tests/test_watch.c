@@ -1,7 +1,9 @@
 /*
  * test_watch.c - wake-ups: jobq_watch()'s descriptor turns readable when
  * another connection commits, jobq_changed() reports each change once, and
- * a handle's own commits do not wake it.  The MariaDB/MySQL store has no
+ * a handle's own commits do not wake it, a handle that watches some queues
+ * hears of no other (where the store can tell), and a resumed queue wakes.  The MariaDB/MySQL
+ * store has no
  * wake-ups (workers poll): there, jobq_watch() must say so.
  */
 #include "helpers.h"
@@ -64,18 +66,69 @@ static void test_own_commit_is_no_change(void **state) {
   assert_int_equal(jobq_changed(t->db), 0);
 }
 
+static void test_only_watched_queues(void **state) {
+  tq *t = *state;
+  skip_unless_watching(t);
+  int fd = -1;
+  assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
+  const char *const mine[] = {"mine", "also.mine"};
+  assert_rc(jobq_watch_queues(t->db, mine, 2), JOBQ_OK);
+  /* A bad name is refused, and the filter stays as it was. */
+  const char *const bad[] = {"mine", "Not A Queue"};
+  assert_rc(jobq_watch_queues(t->db, bad, 2), JOBQ_EINVAL);
+  th_assert_msg(t->db, "Not A Queue");
+  assert_int_equal(jobq_changed(t->db), 0);
+
+  jobq *other = th_open(t->url);
+  th_put(other, "theirs", "x");
+  assert_true(readable(fd, 2000));
+  /* SQLite wakes every watcher on any commit: it cannot tell whose. */
+  assert_int_equal(jobq_changed(t->db), th_is_sqlite() ? 1 : 0);
+  th_put(other, "also.mine", "x");
+  assert_true(readable(fd, 2000));
+  assert_int_equal(jobq_changed(t->db), 1);
+
+  /* No queues: every queue again. */
+  assert_rc(jobq_watch_queues(t->db, NULL, 0), JOBQ_OK);
+  th_put(other, "theirs", "y");
+  assert_true(readable(fd, 2000));
+  assert_int_equal(jobq_changed(t->db), 1);
+  jobq_close(other);
+}
+
+static void test_resume_wakes(void **state) {
+  tq *t = *state;
+  skip_unless_watching(t);
+  int fd = -1;
+  assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
+  jobq *other = th_open(t->url);
+  assert_rc(jobq_pause(other, "paused"), JOBQ_OK);
+  th_put(other, "paused", "x");
+  assert_true(readable(fd, 2000));
+  jobq_changed(t->db);
+  assert_false(readable(fd, 50));
+  /* Its job becomes work when the queue is resumed: a wake-up says so. */
+  assert_rc(jobq_resume(other, "paused"), JOBQ_OK);
+  assert_true(readable(fd, 2000));
+  assert_int_equal(jobq_changed(t->db), 1);
+  jobq_close(other);
+}
+
 static void test_bad_handle(void **state) {
   (void)state;
   int fd = 7;
   assert_rc(jobq_watch(NULL, &fd), JOBQ_EINVAL);
   assert_int_equal(fd, -1);
   assert_rc(jobq_changed(NULL), JOBQ_EINVAL);
+  assert_rc(jobq_watch_queues(NULL, NULL, 0), JOBQ_EINVAL);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_other_commit_wakes),
       TQ_TEST(test_own_commit_is_no_change),
+      TQ_TEST(test_only_watched_queues),
+      TQ_TEST(test_resume_wakes),
       TQ_TEST(test_bad_handle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

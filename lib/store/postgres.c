@@ -1769,11 +1769,13 @@ static int pg_changed(jobq *db) {
     return jobq__fail(db, JOBQ_ECONN, "lost the wake-up connection to '%s': watch again",
                       c->redacted);
   }
-  /* This handle's own commits are no news to it. */
+  /* This handle's own commits are no news to it, nor work for queues it
+   * does not watch (the payload is the queue's name). */
   int changed = 0, self = PQbackendPID(c->conn);
   PGnotify *note;
   while ((note = PQnotifies(c->listener)) != NULL) {
-    changed |= note->be_pid != self;
+    changed |= note->be_pid != self &&
+               (note->extra[0] == '\0' || jobq__watching(db, note->extra));
     PQfreemem(note);
   }
   return changed;
