@@ -232,6 +232,7 @@ struct fm_op {
   int reopen;                  /* in: open a new handle first */
   int watch_fd;                /* out: a descriptor the loop owns, or -1 */
   int watch_rc;                /* out: why there is none */
+  int watch_filtered;          /* out: it wakes for this foreman's queues only */
   char watch_msg[256];
   char session_id[64];
   /* CLAIM */
@@ -411,6 +412,7 @@ struct fm {
   int beat_failing;
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
+  int watch_filtered;              /* the watch names the queue of a wake-up */
   int acked;                       /* outcomes committed since the last claim */
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,

@@ -333,12 +333,13 @@ void jobq_jobs_free(jobq_job *jobs, size_t n);
 int jobq_watch(jobq *db, int *fd);
 int jobq_changed(jobq *db);
 /*
- * Limits what jobq_changed() reports to work for these queues, where the
- * store can tell (PostgreSQL: each wake-up names its queue; SQLite: any
- * commit wakes every watcher).  nq 0: every queue, as at the start.  A
- * worker of a few queues among many then does not claim in vain each time
- * another queue gets a job.  The names are checked and copied; on error
- * the filter is unchanged.
+ * Limits what jobq_changed() reports to work for these queues; nq 0:
+ * every queue, as at the start.  A worker of a few queues among many then
+ * does not claim in vain each time another queue gets a job.  The names
+ * are checked and copied; on error the filter is unchanged.  JOBQ_ENOTSUP
+ * when the store's wake-ups do not name their queue (SQLite: any commit
+ * wakes every watcher, and jobq_changed() may say 0 while the commit that
+ * woke it is still being written: claim on the wake-up itself there).
  */
 int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
 

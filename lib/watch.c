@@ -34,14 +34,19 @@ static void watched_free(char **v, size_t n) {
 }
 
 int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq) {
-  if (db == NULL) return JOBQ_EINVAL;
+  int rc = jobq__ready(db);
+  if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  /* A store that names the queue of each wake-up is one that is told of
+   * them (wake): the others wake every watcher on every commit. */
+  if (db->store->wake == NULL || db->store->changed == NULL)
+    return jobq__fail(db, JOBQ_ENOTSUP,
+                      "the %s store's wake-ups do not name their queue: every commit wakes",
+                      db->store->scheme);
   if (nq > 0 && queues == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid queues: NULL with a count of %zu", nq);
-  for (size_t i = 0; i < nq; i++) {
-    int rc = jobq_check_queue(db, queues[i]);
-    if (rc != JOBQ_OK) return rc;
-  }
+  for (size_t i = 0; i < nq; i++)
+    if ((rc = jobq_check_queue(db, queues[i])) != JOBQ_OK) return rc;
   char **v = nq ? calloc(nq, sizeof *v) : NULL;
   if (nq && v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; i < nq; i++) {

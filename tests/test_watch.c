@@ -72,6 +72,14 @@ static void test_only_watched_queues(void **state) {
   int fd = -1;
   assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
   const char *const mine[] = {"mine", "also.mine"};
+  if (th_is_sqlite()) {
+    /* Any commit wakes every watcher: it cannot tell whose. */
+    assert_rc(jobq_watch_queues(t->db, mine, 2), JOBQ_ENOTSUP);
+    th_assert_msg(t->db, "every commit wakes");
+    print_message("skipped on sqlite: its wake-ups do not name their queue; checked "
+                  "that jobq_watch_queues says so\n");
+    skip();
+  }
   assert_rc(jobq_watch_queues(t->db, mine, 2), JOBQ_OK);
   /* A bad name is refused, and the filter stays as it was. */
   const char *const bad[] = {"mine", "Not A Queue"};
@@ -82,8 +90,7 @@ static void test_only_watched_queues(void **state) {
   jobq *other = th_open(t->url);
   th_put(other, "theirs", "x");
   assert_true(readable(fd, 2000));
-  /* SQLite wakes every watcher on any commit: it cannot tell whose. */
-  assert_int_equal(jobq_changed(t->db), th_is_sqlite() ? 1 : 0);
+  assert_int_equal(jobq_changed(t->db), 0);
   th_put(other, "also.mine", "x");
   assert_true(readable(fd, 2000));
   assert_int_equal(jobq_changed(t->db), 1);
