@@ -1372,6 +1372,14 @@ static int begin_now(jobq *db) {
   return rc;
 }
 
+/* The end of a transaction: nothing waits to be sent any more. */
+static void txn_over(pg *c) {
+  later_clear(c);
+  names_clear(&c->wake);
+  c->begin_pending = 0;
+  c->lazy = 0;
+}
+
 /* A lazy BEGIN waits for the first statement (exec_pending), which
  * saves a round trip on every transaction of the library's own; so do
  * the statements that may wait (may_wait).  In a caller's transaction
@@ -1383,8 +1391,7 @@ static int pg_begin(jobq *db, int depth, int lazy) {
     int rc = c->begin_pending ? begin_now(db) : JOBQ_OK;
     return rc == JOBQ_OK ? run_after(db, "SAVEPOINT jobq", "starting a savepoint") : rc;
   }
-  names_clear(&c->wake);
-  later_clear(c);
+  txn_over(c);
   c->lazy = lazy;
   if (!lazy) return begin_now(db);
   int rc = connected(db);
@@ -1392,60 +1399,48 @@ static int pg_begin(jobq *db, int depth, int lazy) {
   return rc;
 }
 
+/* The transaction's wake-ups, held to go with its commit (or sent now,
+ * after what is held, when the list is full). */
+static int notify_later(jobq *db) {
+  pg *c = conn(db);
+  array a;
+  arr_begin(&a, OID_TEXT, c->wake.n);
+  for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
+  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : prepare(db, PG_NOTIFY);
+  const char *values[] = {a.p};
+  const int lengths[] = {(int)a.len}, formats[] = {1};
+  if (rc == JOBQ_OK && !later_add(c, PG_NOTIFY, 1, values, lengths, formats))
+    rc = pg_query(db, PG_NOTIFY, SQL_ARGS(arr_val(&a)), NULL);
+  free(a.p);
+  return rc;
+}
+
 static int pg_commit(jobq *db, int depth) {
   if (depth > 0) return run_after(db, "RELEASE SAVEPOINT jobq", "releasing a savepoint");
   pg *c = conn(db);
-  if (c->begin_pending && c->nlater == 0) {
-    /* No statement ran: there is nothing to commit. */
-    c->begin_pending = 0;
-    c->lazy = 0;
-    names_clear(&c->wake);
-    return JOBQ_OK;
-  }
-  /* The transaction's wake-ups go last, with the commit. */
   int rc = JOBQ_OK;
-  if (c->notify && c->wake.n > 0) {
-    array a;
-    arr_begin(&a, OID_TEXT, c->wake.n);
-    for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
-    rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : prepare(db, PG_NOTIFY);
-    if (rc == JOBQ_OK) {
-      const char *values[] = {a.p};
-      const int lengths[] = {(int)a.len}, formats[] = {1};
-      /* A full list sends what it holds first. */
-      if (!later_add(c, PG_NOTIFY, 1, values, lengths, formats)) {
-        const sendable q = {PG_NOTIFY, NULL, 1, values, lengths, formats};
-        PGresult *res;
-        rc = exec_pending(db, &q, &res);
-        if (rc == JOBQ_OK && !result_ok(res)) rc = pg_fail(db, res, stmt_what(PG_NOTIFY));
-        PQclear(res);
-      }
-    }
-    free(a.p);
+  /* When no statement ran (nothing was sent, nothing waits), there is
+   * nothing to commit. */
+  if (!c->begin_pending || c->nlater > 0) {
+    if (c->notify && c->wake.n > 0) rc = notify_later(db);
+    if (rc == JOBQ_OK) rc = run_after(db, "COMMIT", "committing");
   }
-  names_clear(&c->wake);
-  if (rc == JOBQ_OK) rc = run_after(db, "COMMIT", "committing");
-  later_clear(c);
-  c->begin_pending = 0;
-  c->lazy = 0;
+  txn_over(c);
   return rc;
 }
 
 static int pg_rollback(jobq *db, int depth) {
   pg *c = conn(db);
-  /* What waited to be sent was never sent. */
-  later_clear(c);
-  if (depth == 0) c->lazy = 0;
-  if (depth == 0 && c->begin_pending) {
-    c->begin_pending = 0;
-    names_clear(&c->wake);
-    return JOBQ_OK;
-  }
-  if (PQstatus(c->conn) != CONNECTION_OK) return JOBQ_OK;
-  PGresult *res = PQexec(c->conn, depth > 0 ? "ROLLBACK TO SAVEPOINT jobq; RELEASE SAVEPOINT jobq"
-                                            : "ROLLBACK");
-  PQclear(res);
-  if (depth == 0) names_clear(&c->wake);
+  /* What waited to be sent was never sent; with a BEGIN still waiting,
+   * neither was anything else. */
+  int sent = depth > 0 || !c->begin_pending;
+  if (depth > 0)
+    later_clear(c);
+  else
+    txn_over(c);
+  if (sent && PQstatus(c->conn) == CONNECTION_OK)
+    PQclear(PQexec(c->conn, depth > 0 ? "ROLLBACK TO SAVEPOINT jobq; RELEASE SAVEPOINT jobq"
+                                      : "ROLLBACK"));
   return JOBQ_OK;
 }
 
