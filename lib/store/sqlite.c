@@ -956,8 +956,11 @@ static void jt_add(jtext *t, const char *fmt, ...) {
  * count them per queue.  The file is this transaction's alone meanwhile.
  */
 static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  jtext pairs = {0};
   size_t m = 0;
+  for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
+  if (m < 2) return JOBQ_OK;
+  jtext pairs = {0};
+  m = 0;
   jt_add(&pairs, "[");
   for (size_t i = 0; i < n; i++) {
     if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
@@ -965,10 +968,6 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   }
   jt_add(&pairs, "]");
   if (pairs.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (m < 2) {
-    free(pairs.p);
-    return JOBQ_OK;
-  }
   jobq_rows *r;
   /* The values stay bound (not copied) until the rows are read. */
   int rc = sq_query(db, SQ_ACK_PLAIN_FIND, SQL_ARGS(V_TEXT(pairs.p), V_TEXT(s->id)), &r);
