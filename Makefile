@@ -19,7 +19,10 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-unused-parameter -fPIC \
             -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
-LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+# libpq and libmariadb are loaded when a URL needs them (lib/store/clientlib.c),
+# not linked: only the tests that call them directly link them.
+LDLIBS   += $(shell pkg-config --libs sqlite3 jansson) -ldl -lpthread -lm
+CLIENT_LIBS := $(shell pkg-config --libs libpq libmariadb)
 # libuv is the foreman's alone: the library does not link it.
 UV_CFLAGS:= $(shell pkg-config --cflags libuv)
 UV_LIBS  := $(shell pkg-config --libs libuv)
@@ -93,7 +96,7 @@ $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS) -lcmocka
+	  $(LDLIBS) $(UV_LIBS) $(CLIENT_LIBS) -lcmocka
 
 $(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h cli/*.h foreman/*.h)
 	@mkdir -p $(dir $@)

@@ -11,14 +11,14 @@
  * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
  * no row locks, so there is no such ceiling to measure.
  */
-#include <libpq-fe.h>
-#include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "store/libmariadb.h"
+#include "store/libpq.h"
 #include "output.h"
 #include "util.h"
 

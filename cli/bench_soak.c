@@ -16,9 +16,7 @@
  * SQLite's dbstat table, each of jobq_jobs only (the archive grows by
  * design until it is pruned).
  */
-#include <libpq-fe.h>
 #include <math.h>
-#include <mysql.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +24,8 @@
 #include <time.h>
 
 #include "bench.h"
+#include "store/libmariadb.h"
+#include "store/libpq.h"
 #include "output.h"
 #include "util.h"
 

@@ -162,7 +162,10 @@ int jobq_set_max_payload(jobq *db, size_t bytes);
 int jobq_begin(jobq *db);
 int jobq_commit(jobq *db);
 int jobq_rollback(jobq *db);
-/* The engine's connection (sqlite3 * for SQLite).  Owned by db. */
+/* The engine's connection: sqlite3 * for SQLite, PGconn * for PostgreSQL,
+ * MYSQL * for MariaDB/MySQL.  Owned by db.  The library loads libpq and
+ * libmariadb when a URL needs them; a program that calls them itself
+ * links them itself (-lpq, -lmariadb) and gets the same library. */
 void *jobq_native(jobq *db);
 
 /* ---------------------------------------------------------------- names and limits */

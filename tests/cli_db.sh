@@ -3,7 +3,8 @@
 # at: an unknown URL scheme is a usage error (2), a directory, a missing
 # folder or a file that is not a database are refused with a message naming
 # the path and nothing created or changed, passwords never appear in any
-# output, and --db and JOBQ_DB both choose the file.
+# output, --db and JOBQ_DB both choose the file, and the network stores'
+# client libraries are loaded only for their own URLs.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 
 t_unknown_scheme() {
@@ -86,6 +87,31 @@ t_exit_codes() {
   run stats --bogus
   expect_rc 2
   expect_err_has "--bogus"
+}
+
+# libpq and libmariadb are loaded when a URL needs them: the SQLite store
+# runs without them, and a postgres or mysql URL that finds a broken one
+# says which library, and why, without trying to connect.
+t_client_library_loaded_on_demand() {
+  : >"$D/libpq.so.5"
+  : >"$D/libmariadb.so.3"
+  run_env LD_LIBRARY_PATH="$D" -- put x
+  expect_rc 0
+  run_env LD_LIBRARY_PATH="$D" -- --db postgres://127.0.0.1:1/x stats
+  expect_rc 1
+  expect_err_has "cannot load libpq.so.5"
+  expect_err_has "file too short"
+  expect_err_style
+  run_env LD_LIBRARY_PATH="$D" -- --db mysql://127.0.0.1:1/x stats
+  expect_rc 1
+  expect_err_has "cannot load libmariadb.so.3"
+  # with the real library, the same URL gets as far as connecting
+  run --db postgres://127.0.0.1:1/x stats
+  expect_rc_in 1 75
+  expect_err_has "cannot connect"
+  if ldd "$JOBQ" | grep -Eq 'libpq|libmariadb'; then
+    fail "jobq is linked with a client library: $(ldd "$JOBQ" | grep -E 'libpq|libmariadb')"
+  fi
 }
 
 run_cases

@@ -54,13 +54,13 @@
  */
 #include <ctype.h>
 #include <errmsg.h>
-#include <mysql.h>
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "store/libmariadb.h"
 
 #define MARIADB_MIN 100600L /* 10.6: SKIP LOCKED */
 #define MYSQL_MIN 80001L    /* 8.0.1: SKIP LOCKED */
@@ -906,6 +906,7 @@ static MYSQL *connect_host(jobq *db, const char *host, unsigned port) {
 static MYSQL *connect_any(jobq *db) {
   my *c = conn(db);
   MYSQL *m = NULL;
+  if (jobq__libmariadb_load(db) != JOBQ_OK) return NULL;
   for (size_t i = 0; i < c->nhosts && m == NULL; i++)
     m = connect_host(db, c->hosts[i], c->ports[i]);
   if (c->nhosts == 0) m = connect_host(db, NULL, 0);

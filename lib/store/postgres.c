@@ -26,13 +26,13 @@
  */
 #include <ctype.h>
 #include <endian.h>
-#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "store/libpq.h"
 
 /* Type oids of the results and arrays this store reads and sends. */
 enum {
@@ -962,6 +962,7 @@ static void ignore_notice(void *arg, const char *message) {
 
 static PGconn *connect_to(jobq *db) {
   pg *c = conn(db);
+  if (jobq__libpq_load(db) != JOBQ_OK) return NULL;
   PGconn *pc = PQconnectdbParams(c->keys, c->values, 0);
   if (pc == NULL) {
     jobq__fail(db, JOBQ_ENOMEM, "out of memory");
