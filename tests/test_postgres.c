@@ -192,6 +192,51 @@ static void test_statistics_never_taken_are_taken(void **state) {
   stats_renewed(*state, -1);
 }
 
+/* The vacuums of the hot table, so far. */
+static int64_t vacuums(jobq *db) {
+  return th_sql_int(db, "SELECT vacuum_count + autovacuum_count FROM pg_stat_user_tables "
+                        "WHERE relid = 'jobq_jobs'::regclass");
+}
+
+/* A claimer that finds 20000 dead rows in the hot table starts a vacuum
+ * of it, without waiting for autovacuum (turned off here) nor for the
+ * vacuum: the dead rows' entries at the head of the claim index would
+ * otherwise cost every claim a walk over them. */
+static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **state) {
+  tq *t = *state;
+  command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");
+  int64_t before = vacuums(t->db);
+  jobq *w = th_open(t->url);
+  jobq_session *s = th_session(w, 60000);
+  /* 11000 jobs claimed and done: 22000 dead rows. */
+  for (int round = 0; round < 11; round++) {
+    put_plain(t->db, "dead", 1000);
+    drain(s, "dead");
+  }
+  PQclear(rows_of(w, "SELECT pg_stat_force_next_flush()"));
+  for (int i = 0; i < 100; i++) {
+    if (th_sql_int(t->db, "SELECT n_dead_tup FROM pg_stat_user_tables "
+                          "WHERE relid = 'jobq_jobs'::regclass") >= 20000)
+      break;
+    th_sleep_ms(50);
+  }
+  assert_int_equal(vacuums(t->db), before);
+  /* A claim once a second looks at the statistics: the first one after
+   * they count the dead rows starts the vacuum. */
+  int64_t after = before;
+  for (int i = 0; i < 300 && after == before; i++) {
+    th_claim_none(s, "dead");
+    th_sleep_ms(100);
+    after = vacuums(t->db);
+  }
+  assert_true(after > before);
+  assert_true(th_sql_int(t->db, "SELECT n_dead_tup FROM pg_stat_user_tables "
+                                "WHERE relid = 'jobq_jobs'::regclass") < 20000);
+  jobq_session_close(s);
+  jobq_close(w);
+  command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
+}
+
 /* The library's own transactions send their BEGIN with their first
  * statement; jobq_begin() must begin at once, as the caller's own
  * statements on the connection come next. */
@@ -368,6 +413,7 @@ int main(void) {
       TQ_TEST(test_plans_made_on_an_emptied_table),
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
       TQ_TEST(test_statistics_never_taken_are_taken),
+      TQ_TEST(test_dead_rows_are_vacuumed_without_waiting_for_autovacuum),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
       TQ_TEST(test_round_trips),

@@ -24,7 +24,7 @@
   X(PQconsumeInput) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)         \
   X(PQexecParams) X(PQexecPrepared) X(PQexitPipelineMode) X(PQfinish)          \
   X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength)         \
-  X(PQgetvalue) X(PQnotifies) X(PQntuples) X(PQpipelineSync) X(PQprepare)      \
+  X(PQgetvalue) X(PQisBusy) X(PQnotifies) X(PQntuples) X(PQpipelineSync) X(PQprepare)      \
   X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)              \
   X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQserverVersion)               \
   X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
@@ -58,6 +58,7 @@ int jobq__libpq_load(jobq *db);
 #define PQgetisnull (jobq__libpq.PQgetisnull_)
 #define PQgetlength (jobq__libpq.PQgetlength_)
 #define PQgetvalue (jobq__libpq.PQgetvalue_)
+#define PQisBusy (jobq__libpq.PQisBusy_)
 #define PQnotifies (jobq__libpq.PQnotifies_)
 #define PQntuples (jobq__libpq.PQntuples_)
 #define PQpipelineSync (jobq__libpq.PQpipelineSync_)

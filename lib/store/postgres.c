@@ -316,15 +316,17 @@ static const char *const own_sql[] = {
         "coalesce(session, '') = $2 AND started = 0",
     [PG_NOTIFY - JOBQ_Q__COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
-    /* A row when the planner's count of the hot table's rows is under a
+    /* A row when this role may analyze and vacuum the hot table (see
+     * refresh_stats): whether the planner's count of its rows is under a
      * tenth of what the statistics collector counts live (or there is
      * none: -1, a table never vacuumed nor analyzed, as after jobq init),
-     * and this role may analyze the table (see refresh_stats). */
+     * and whether it has 20000 dead rows or more and no vacuum at work. */
     [PG_STALE_STATS - JOBQ_Q__COUNT] =
-        "SELECT 1 FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
-        "WHERE c.oid = 'jobq_jobs'::regclass AND "
-        "s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup AND "
-        "pg_has_role(c.relowner, 'MEMBER')",
+        "SELECT s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup, "
+        "s.n_dead_tup >= 20000 AND NOT EXISTS (SELECT 1 FROM "
+        "pg_stat_progress_vacuum v WHERE v.relid = c.oid) "
+        "FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+        "WHERE c.oid = 'jobq_jobs'::regclass AND pg_has_role(c.relowner, 'MEMBER')",
 };
 
 /* What each statement does, for messages. */
@@ -386,6 +388,8 @@ typedef struct pg {
   later later[MAX_LATER];      /* statements sent with the next one (lazy only) */
   int nlater;
   int64_t stats_checked_ms;    /* monotonic, when refresh_stats last looked */
+  PGconn *vacuum;              /* a vacuum of the hot table at work, or NULL */
+  int64_t vacuum_started_ms;   /* monotonic, when this handle last began one */
 } pg;
 
 struct jobq_rows {
@@ -1062,6 +1066,7 @@ static void pg_close(jobq *db) {
   if (c == NULL) return;
   if (c->conn != NULL) PQfinish(c->conn);
   if (c->listener != NULL) PQfinish(c->listener);
+  if (c->vacuum != NULL) PQfinish(c->vacuum);
   for (int i = 0; i < 16; i++) free(c->owned[i]);
   names_clear(&c->wake);
   free(c->wake.v);
@@ -1484,19 +1489,70 @@ static int claimed_cmp(const void *a, const void *b) {
  * 150 ms a claim).  Autovacuum analyzes once 5 % changed, but only at its
  * next round, up to a minute later; a claimer looks every second.
  * SKIP_LOCKED: a vacuum or another claimer's analyze at work already is
- * as good, and no claim waits for one. */
+ * as good, and no claim waits for one.
+ *
+ * The same look starts a vacuum of the hot table when it has 20000 dead
+ * rows or more and none is at work.  Every job leaves two dead rows
+ * (its claim and its acknowledgement) and their entries stay at the head
+ * of the claim index until a vacuum removes them; each claim walks over
+ * them all.  A million jobs done leave 6500 index pages to walk: 10 ms a
+ * claim, until autovacuum's next round, up to a minute later.  The
+ * vacuum runs on a connection of its own that the claim does not wait
+ * for; a later look closes it once it has finished. */
 #define STATS_CHECK_MS 1000
+#define VACUUM_EVERY_MS 10000  /* the least time between two of one handle */
+
+/* Closes the vacuum connection once its vacuum has ended (or failed). */
+static void vacuum_reap(pg *c) {
+  if (c->vacuum != NULL && !(PQconsumeInput(c->vacuum) && PQisBusy(c->vacuum))) {
+    PQfinish(c->vacuum);
+    c->vacuum = NULL;
+  }
+}
+
+/* Starts VACUUM of the hot table on a new connection and leaves it
+ * running.  Best effort: a vacuum that cannot start leaves the claim and
+ * db's last error as they were, and autovacuum still comes. */
+static void vacuum_start(jobq *db) {
+  pg *c = conn(db);
+  int err = db->err;
+  char msg[sizeof db->errmsg];
+  memcpy(msg, db->errmsg, sizeof msg);
+  PGconn *pc = connect_to(db);
+  db->err = err;
+  memcpy(db->errmsg, msg, sizeof msg);
+  if (pc == NULL) return;
+  PGresult *res = PQexec(pc, "SET statement_timeout = 0");
+  int ok = PQresultStatus(res) == PGRES_COMMAND_OK &&
+           PQsendQueryParams(pc, "VACUUM (SKIP_LOCKED) jobq_jobs", 0, NULL, NULL, NULL,
+                             NULL, 0) == 1;
+  PQclear(res);
+  if (!ok) {
+    PQfinish(pc);
+    return;
+  }
+  c->vacuum = pc;
+  c->vacuum_started_ms = jobq__mono_ms();
+}
 
 static int refresh_stats(jobq *db) {
   pg *c = conn(db);
   int64_t now = jobq__mono_ms();
   if (now - c->stats_checked_ms < STATS_CHECK_MS) return JOBQ_OK;
   c->stats_checked_ms = now;
+  vacuum_reap(c);
   jobq_rows *r;
   int rc = pg_query(db, PG_STALE_STATS, NULL, 0, &r);
   if (rc != JOBQ_OK) return rc;
-  int stale = r->nrows > 0;
+  int stale = 0, dirty = 0;
+  if (pg_next(db, r) == 1) {
+    stale = pg_col_int(r, 0) != 0;
+    dirty = pg_col_int(r, 1) != 0;
+  }
   pg_done(db, r);
+  if (dirty && c->vacuum == NULL &&
+      (c->vacuum_started_ms == 0 || now - c->vacuum_started_ms >= VACUUM_EVERY_MS))
+    vacuum_start(db);
   return stale ? run_after(db, "ANALYZE (SKIP_LOCKED) jobq_jobs", "analyzing the job table")
                : JOBQ_OK;
 }
