@@ -1511,10 +1511,13 @@ static void vacuum_reap(pg *c) {
 }
 
 /* Starts VACUUM of the hot table on a new connection and leaves it
- * running.  Best effort: a vacuum that cannot start leaves the claim and
- * db's last error as they were, and autovacuum still comes. */
+ * running.  Best effort: a vacuum that cannot start (the server's
+ * connection limit, say) leaves the claim and db's last error as they
+ * were, and is not tried again before VACUUM_EVERY_MS; autovacuum still
+ * comes. */
 static void vacuum_start(jobq *db) {
   pg *c = conn(db);
+  c->vacuum_started_ms = jobq__mono_ms();
   int err = db->err;
   char msg[sizeof db->errmsg];
   memcpy(msg, db->errmsg, sizeof msg);
@@ -1532,7 +1535,6 @@ static void vacuum_start(jobq *db) {
     return;
   }
   c->vacuum = pc;
-  c->vacuum_started_ms = jobq__mono_ms();
 }
 
 static int refresh_stats(jobq *db) {
