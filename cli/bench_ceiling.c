@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "output.h"
 #include "store/libmariadb.h"
 #include "store/libpq.h"
-#include "output.h"
 #include "util.h"
 
 #define DEFAULT_CONCURRENCY 4

@@ -24,9 +24,9 @@
 #include <time.h>
 
 #include "bench.h"
+#include "output.h"
 #include "store/libmariadb.h"
 #include "store/libpq.h"
-#include "output.h"
 #include "util.h"
 
 #define DEFAULT_SECONDS 1800
