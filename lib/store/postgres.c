@@ -1489,7 +1489,12 @@ static int claimed_cmp(const void *a, const void *b) {
  * 150 ms a claim).  Autovacuum analyzes once 5 % changed, but only at its
  * next round, up to a minute later; a claimer looks every second.
  * SKIP_LOCKED: a vacuum or another claimer's analyze at work already is
- * as good, and no claim waits for one.
+ * as good, and no claim waits for one.  It samples 3000 rows rather
+ * than 30000 (a statistics target of 10, for this analyze only): 24 ms
+ * instead of 116 to 181 for a table of a million rows here, which the
+ * claim that runs it waits for, and the plans need the row count, not
+ * fine histograms.  Autovacuum's own analyze, with the server's target,
+ * comes later.
  *
  * The same look starts a vacuum of the hot table when it has 20000 dead
  * rows or more and none is at work.  Every job leaves two dead rows
@@ -1555,8 +1560,10 @@ static int refresh_stats(jobq *db) {
   if (dirty && c->vacuum == NULL &&
       (c->vacuum_started_ms == 0 || now - c->vacuum_started_ms >= VACUUM_EVERY_MS))
     vacuum_start(db);
-  return stale ? run_after(db, "ANALYZE (SKIP_LOCKED) jobq_jobs", "analyzing the job table")
-               : JOBQ_OK;
+  if (!stale) return JOBQ_OK;
+  rc = run_after(db, "SET LOCAL default_statistics_target = 10", "analyzing the job table");
+  return rc == JOBQ_OK ? run_after(db, "ANALYZE (SKIP_LOCKED) jobq_jobs", "analyzing the job table")
+                       : rc;
 }
 
 static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
