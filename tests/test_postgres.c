@@ -139,6 +139,20 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_close(p);
 }
 
+/* A column of the hot table's row in pg_stat_user_tables (n_live_tup,
+ * n_dead_tup, ...), or an expression of them. */
+static int64_t table_stat(jobq *db, const char *column) {
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "SELECT %s FROM pg_stat_user_tables WHERE relid = 'jobq_jobs'::regclass", column);
+  return th_sql_int(db, sql);
+}
+
+/* Waits, up to 5 s, until the statistics collector counts at least n. */
+static void await_stat(jobq *db, const char *column, int64_t n) {
+  for (int i = 0; i < 100 && table_stat(db, column) < n; i++) th_sleep_ms(50);
+}
+
 /* Statistics that say the hot table has `tuples` rows while a backlog of
  * 3000 has come: a claimer analyzes the table again, and its plans read
  * the claim index and find acknowledged jobs by their ids. */
@@ -150,12 +164,7 @@ static void stats_renewed(tq *t, int tuples) {
            tuples);
   command(t->db, sql);
   /* The statistics collector counts the new jobs within a second. */
-  for (int i = 0; i < 100; i++) {
-    if (th_sql_int(t->db, "SELECT n_live_tup FROM pg_stat_user_tables "
-                          "WHERE relid = 'jobq_jobs'::regclass") >= 3000)
-      break;
-    usleep(50000);
-  }
+  await_stat(t->db, "n_live_tup", 3000);
   assert_int_equal(reltuples(t->db), tuples);
 
   jobq *w = th_open(t->url);
@@ -193,10 +202,7 @@ static void test_statistics_never_taken_are_taken(void **state) {
 }
 
 /* The vacuums of the hot table, so far. */
-static int64_t vacuums(jobq *db) {
-  return th_sql_int(db, "SELECT vacuum_count + autovacuum_count FROM pg_stat_user_tables "
-                        "WHERE relid = 'jobq_jobs'::regclass");
-}
+static int64_t vacuums(jobq *db) { return table_stat(db, "vacuum_count + autovacuum_count"); }
 
 /* A claimer that finds 20000 dead rows in the hot table starts a vacuum
  * of it, without waiting for autovacuum (turned off here) nor for the
@@ -214,12 +220,7 @@ static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **st
     drain(s, "dead");
   }
   PQclear(rows_of(w, "SELECT pg_stat_force_next_flush()"));
-  for (int i = 0; i < 100; i++) {
-    if (th_sql_int(t->db, "SELECT n_dead_tup FROM pg_stat_user_tables "
-                          "WHERE relid = 'jobq_jobs'::regclass") >= 20000)
-      break;
-    th_sleep_ms(50);
-  }
+  await_stat(t->db, "n_dead_tup", 20000);
   assert_int_equal(vacuums(t->db), before);
   /* A claim once a second looks at the statistics: the first one after
    * they count the dead rows starts the vacuum. */
@@ -230,8 +231,7 @@ static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **st
     after = vacuums(t->db);
   }
   assert_true(after > before);
-  assert_true(th_sql_int(t->db, "SELECT n_dead_tup FROM pg_stat_user_tables "
-                                "WHERE relid = 'jobq_jobs'::regclass") < 20000);
+  assert_true(table_stat(t->db, "n_dead_tup") < 20000);
   jobq_session_close(s);
   jobq_close(w);
   command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");

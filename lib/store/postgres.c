@@ -227,7 +227,7 @@ enum {
   PG_ACK_PLAIN,
   PG_STARTED,
   PG_NOTIFY,
-  PG_STALE_STATS,
+  PG_TABLE_STATS,
   PG__END
 };
 
@@ -321,7 +321,7 @@ static const char *const own_sql[] = {
      * tenth of what the statistics collector counts live (or there is
      * none: -1, a table never vacuumed nor analyzed, as after jobq init),
      * and whether it has 20000 dead rows or more and no vacuum at work. */
-    [PG_STALE_STATS - JOBQ_Q__COUNT] =
+    [PG_TABLE_STATS - JOBQ_Q__COUNT] =
         "SELECT s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup, "
         "s.n_dead_tup >= 20000 AND NOT EXISTS (SELECT 1 FROM "
         "pg_stat_progress_vacuum v WHERE v.relid = c.oid) "
@@ -342,7 +342,7 @@ static const char *stmt_what(int id) {
     case PG_ACK_PLAIN: return "completing jobs";
     case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
-    case PG_STALE_STATS: return "reading the job table's statistics";
+    case PG_TABLE_STATS: return "reading the job table's statistics";
     default: return jobq__sql_name(id);
   }
 }
@@ -1549,7 +1549,7 @@ static int refresh_stats(jobq *db) {
   c->stats_checked_ms = now;
   vacuum_reap(c);
   jobq_rows *r;
-  int rc = pg_query(db, PG_STALE_STATS, NULL, 0, &r);
+  int rc = pg_query(db, PG_TABLE_STATS, NULL, 0, &r);
   if (rc != JOBQ_OK) return rc;
   int stale = 0, dirty = 0;
   if (pg_next(db, r) == 1) {
