@@ -39,9 +39,8 @@ int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max
  * next transaction gives back those it holds. */
 static int claim_outcome(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n,
                          int rc) {
-  int err = db->err;
-  char msg[JOBQ_ERRMSG_MAX];
-  memcpy(msg, db->errmsg, sizeof msg);
+  jobq__error kept;
+  jobq__error_keep(db, &kept);
   int held = 0;
   if (jobq__txn_begin(db) == JOBQ_OK) {
     jobq_rows *r;
@@ -54,8 +53,7 @@ static int claim_outcome(jobq *db, jobq_session *s, const jobq_job *jobs, size_t
   }
   if (held) return jobq__ok(db);
   if (jobq__session_doubt(db, s, jobs, n) != JOBQ_OK) return JOBQ_ENOMEM;
-  db->err = err;
-  memcpy(db->errmsg, msg, sizeof msg);
+  jobq__error_restore(db, &kept);
   return rc;
 }
 

@@ -158,12 +158,10 @@ int jobq__txn_end(jobq *db, int rc) {
     if (rc == JOBQ_OK) return JOBQ_OK;
   }
   /* Keep the message of the failure, not of the rollback. */
-  int err = db->err;
-  char msg[JOBQ_ERRMSG_MAX];
-  memcpy(msg, db->errmsg, sizeof msg);
+  jobq__error kept;
+  jobq__error_keep(db, &kept);
   db->store->rollback(db, db->txn_depth);
-  db->err = err;
-  memcpy(db->errmsg, msg, sizeof msg);
+  jobq__error_restore(db, &kept);
   return rc;
 }
 

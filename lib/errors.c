@@ -39,6 +39,16 @@ int jobq__fail(jobq *db, int err, const char *fmt, ...) {
   return err;
 }
 
+void jobq__error_keep(const jobq *db, jobq__error *e) {
+  e->err = db->err;
+  memcpy(e->msg, db->errmsg, sizeof e->msg);
+}
+
+void jobq__error_restore(jobq *db, const jobq__error *e) {
+  db->err = e->err;
+  memcpy(db->errmsg, e->msg, sizeof db->errmsg);
+}
+
 int jobq__ok(jobq *db) {
   if (db != NULL) {
     db->err = JOBQ_OK;

@@ -87,6 +87,15 @@ int jobq__fail(jobq *db, int err, const char *fmt, ...)
 /* Clears the last error; returns JOBQ_OK. */
 int jobq__ok(jobq *db);
 
+/* The last error, kept across work whose own failure must not replace
+ * it (a rollback after a failed commit, say). */
+typedef struct jobq__error {
+  int err;
+  char msg[JOBQ_ERRMSG_MAX];
+} jobq__error;
+void jobq__error_keep(const jobq *db, jobq__error *e);
+void jobq__error_restore(jobq *db, const jobq__error *e);
+
 /* JOBQ_OK when db is a connected handle, else JOBQ_EINVAL (with a
  * message when db is not NULL). */
 int jobq__usable(jobq *db);

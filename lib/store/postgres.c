@@ -1523,12 +1523,10 @@ static void vacuum_reap(pg *c) {
 static void vacuum_start(jobq *db) {
   pg *c = conn(db);
   c->vacuum_started_ms = jobq__mono_ms();
-  int err = db->err;
-  char msg[sizeof db->errmsg];
-  memcpy(msg, db->errmsg, sizeof msg);
+  jobq__error kept;
+  jobq__error_keep(db, &kept);
   PGconn *pc = connect_to(db);
-  db->err = err;
-  memcpy(db->errmsg, msg, sizeof msg);
+  jobq__error_restore(db, &kept);
   if (pc == NULL) return;
   PGresult *res = PQexec(pc, "SET statement_timeout = 0");
   int ok = PQresultStatus(res) == PGRES_COMMAND_OK &&
