@@ -535,37 +535,64 @@ static int archive_all(jobq *db, const char *queue, int64_t total,
   return status;
 }
 
+/* The claim rate of queue, measured ROUNDS times over measure jobs, each
+ * round's jobs put back after it (not timed) so that the queue keeps its
+ * size: rates[] gets the rounds' rates, sorted.  One round lasts a
+ * twentieth of a second on SQLite, where one slow flush moves it by a
+ * third; the median of several does not move with one. */
+enum { ROUNDS = 5 };
+static int claim_rounds(jobq *db, const char *queue, int64_t measure,
+                        double rates[ROUNDS], struct bench_run *run) {
+  for (int i = 0; i < ROUNDS; i++) {
+    int status = claim_rate(db, queue, measure, &rates[i], run);
+    if (status != BENCH_OK) return status;
+    int rc = bench_fill(db, queue, measure, "x", "backlog (filling):");
+    if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+    if (bench_stop) return interrupted(run);
+  }
+  qsort(rates, ROUNDS, sizeof *rates, cmp_double);
+  return BENCH_OK;
+}
+
+/* The rows of one variant: its median rate, its ratio to base's, and its
+ * slowest round (the first claims beside a fresh backlog may plan anew). */
+static void backlog_rows(struct bench_report *rep, const char *variant,
+                         const double rates[ROUNDS], const double base[ROUNDS]) {
+  double median = rates[ROUNDS / 2];
+  bench_add(rep, "backlog", variant, "throughput", median, "jobs/s");
+  if (rates != base) bench_add(rep, "backlog", variant, "ratio", median / base[ROUNDS / 2], "x");
+  bench_add(rep, "backlog", variant, "slowest round", rates[0], "jobs/s");
+}
+
 int bench_backlog(const struct bench_config *cfg, jobq *db,
                   struct bench_report *rep, struct bench_run *run) {
   char q[BENCH_QUEUE_BUF];
   bench_queue(cfg, "backlog", q);
   const int64_t base = 1000, measure = 500;
-  double r_base = 0, r_ready = 0, r_archived = 0;
+  double r_base[ROUNDS], r_ready[ROUNDS], r_archived[ROUNDS];
   int status = BENCH_OK;
   int rc = bench_fill(db, q, base, "x", "backlog (filling):");
   if (rc != JOBQ_OK) status = bench_lib_fail(run, db, rc, "filling the queue");
-  if (status == BENCH_OK) status = claim_rate(db, q, measure, &r_base, run);
-  /* Back to 1000 ready, then the backlog on top. */
+  if (status == BENCH_OK) status = claim_rounds(db, q, measure, r_base, run);
+  /* 1000 ready, then the backlog on top. */
   if (status == BENCH_OK &&
-      (rc = bench_fill(db, q, measure + cfg->backlog, "x", "backlog (filling):")) != JOBQ_OK)
+      (rc = bench_fill(db, q, cfg->backlog, "x", "backlog (filling):")) != JOBQ_OK)
     status = bench_lib_fail(run, db, rc, "filling the queue");
   if (status == BENCH_OK && bench_stop) status = interrupted(run);
-  if (status == BENCH_OK) status = claim_rate(db, q, measure, &r_ready, run);
+  if (status == BENCH_OK) status = claim_rounds(db, q, measure, r_ready, run);
   /* Everything archived, then 1000 ready beside the archive. */
-  if (status == BENCH_OK) status = archive_all(db, q, base + cfg->backlog - measure, run);
+  if (status == BENCH_OK) status = archive_all(db, q, base + cfg->backlog, run);
   if (status == BENCH_OK && (rc = bench_fill(db, q, base, "x", "backlog (filling):")) != JOBQ_OK)
     status = bench_lib_fail(run, db, rc, "filling the queue");
   if (status == BENCH_OK && bench_stop) status = interrupted(run);
-  if (status == BENCH_OK) status = claim_rate(db, q, measure, &r_archived, run);
+  if (status == BENCH_OK) status = claim_rounds(db, q, measure, r_archived, run);
   if (status != BENCH_OK) return status;
   char ready[48], archived[48];
   snprintf(ready, sizeof ready, "%lld ready", (long long)cfg->backlog);
   snprintf(archived, sizeof archived, "%lld archived", (long long)cfg->backlog);
-  bench_add(rep, "backlog", "1000 ready", "throughput", r_base, "jobs/s");
-  bench_add(rep, "backlog", ready, "throughput", r_ready, "jobs/s");
-  bench_add(rep, "backlog", ready, "ratio", r_ready / r_base, "x");
-  bench_add(rep, "backlog", archived, "throughput", r_archived, "jobs/s");
-  bench_add(rep, "backlog", archived, "ratio", r_archived / r_base, "x");
+  backlog_rows(rep, "1000 ready", r_base, r_base);
+  backlog_rows(rep, ready, r_ready, r_base);
+  backlog_rows(rep, archived, r_archived, r_base);
   return BENCH_OK;
 }
 

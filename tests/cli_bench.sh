@@ -62,8 +62,16 @@ for v in variants("scale"):
         want = ["ceiling", "empty claims", "share of ceiling", "throughput"]
     if metrics != want:
         errors.append("scale %s: metrics %s, expected %s" % (v, metrics, want))
-if len(variants("backlog")) != 3:
-    errors.append("backlog phases %s" % variants("backlog"))
+backlog = [x for x in doc["workloads"] if x["name"] == "backlog"][0]
+phases = sorted(set(variants("backlog")))
+if len(phases) != 3:
+    errors.append("backlog phases %s" % phases)
+for v in phases:
+    got = {r["metric"]: r["value"] for r in backlog["results"] if r["variant"] == v}
+    if not 0 < got.get("slowest round", 0) <= got.get("throughput", 0):
+        errors.append("backlog %s: the slowest round is not under the median: %s" % (v, got))
+    if ("ratio" in got) == (v == "1000 ready"):
+        errors.append("backlog %s: metrics %s" % (v, sorted(got)))
 if store != "sqlite":
     if variants("ceiling") != ["bare sql"]:
         errors.append("ceiling results %s" % variants("ceiling"))
