@@ -109,10 +109,11 @@ int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 /* The bare-SQL ceiling of bench_ceiling.c with procs claimers taking batch
- * rows at a time from rows rows (PostgreSQL and MariaDB/MySQL): *rate gets
- * rows per second.  Its own table, dropped at the end. */
+ * rows at a time from rows rows (PostgreSQL and MariaDB/MySQL), in one
+ * transaction or, fenced, in two: *rate gets rows per second.  Its own
+ * table, dropped at the end. */
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
-                       int64_t rows, const char *label, double *rate,
+                       int fenced, int64_t rows, const char *label, double *rate,
                        struct bench_run *run);
 int bench_foreman_use(const struct bench_config *, jobq *, struct bench_report *,
                       struct bench_run *);

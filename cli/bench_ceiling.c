@@ -8,6 +8,14 @@
  * select a batch of ids ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED,
  * delete them, commit, until the table is empty.  The table is dropped at
  * the end.  Every value is bound; only the pid's digits are in the text.
+ *
+ * The fenced variant is the same protocol split the way a queue that
+ * fences its acknowledgements must split it, with no jobq logic either:
+ * one transaction marks a batch of ready rows running under a claim token
+ * (the rows are written, and leave the ready index), a second one deletes
+ * them where they still carry that token.  Two commits per batch where
+ * the bare one has one; jobq adds to it the archive of each job, its
+ * counters and its session.
  * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
  * no row locks, so there is no such ceiling to measure.
  */
@@ -29,8 +37,16 @@ struct ceiling {
   const struct bench_config *cfg;
   char table[64];
   size_t batch;
+  int fenced;  /* claim in one transaction, delete in a second */
   struct bench_shared *shared;
 };
+
+/* A claim token for this process's next batch: unique among the
+ * claimers of one run. */
+static long long next_token(void) {
+  static long long seq;
+  return ((long long)getpid() << 32) + ++seq;
+}
 
 /* ---------------------------------------------------------------- PostgreSQL */
 
@@ -49,9 +65,14 @@ static int pg_exec(PGconn *pc, const char *sql, char *err, size_t size) {
 static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
                      size_t size) {
   char sql[256];
-  snprintf(sql, sizeof sql,
-           "CREATE TABLE %s (id bigserial PRIMARY KEY, payload bytea NOT NULL)",
-           c->table);
+  if (c->fenced)
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id bigserial PRIMARY KEY, state smallint NOT NULL DEFAULT 0, "
+             "claim bigint, payload bytea NOT NULL); CREATE INDEX ON %s(id) WHERE state = 0",
+             c->table, c->table);
+  else
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id bigserial PRIMARY KEY, payload bytea NOT NULL)", c->table);
   if (!pg_exec(pc, sql, err, size)) return -1;
   snprintf(sql, sizeof sql,
            "INSERT INTO %s(payload) SELECT $1::bytea FROM generate_series(1, $2::int)",
@@ -108,6 +129,57 @@ static int pg_claimer(PGconn *pc, const struct ceiling *c) {
   }
   free(ids);
   return status;
+fail:
+  cli_error("ceiling: %s", err);
+  free(ids);
+  return 1;
+}
+
+/* The fenced protocol: each statement its own transaction. */
+static int pg_fenced_claimer(PGconn *pc, const struct ceiling *c) {
+  char claim[320], del[256], limit[24], token[24];
+  snprintf(claim, sizeof claim,
+           "UPDATE %s SET state = 1, claim = $2::bigint WHERE id = ANY(ARRAY(SELECT id FROM "
+           "%s WHERE state = 0 ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)) RETURNING id",
+           c->table, c->table);
+  snprintf(del, sizeof del, "DELETE FROM %s WHERE id = ANY($1::bigint[]) AND claim = $2::bigint",
+           c->table);
+  snprintf(limit, sizeof limit, "%zu", c->batch);
+  char err[512] = "";
+  size_t cap = c->batch * 24 + 3;
+  char *ids = cli_xmalloc(cap);
+  while (!bench_stop) {
+    snprintf(token, sizeof token, "%lld", next_token());
+    const char *v1[] = {limit, token};
+    PGresult *res = PQexecParams(pc, claim, 2, NULL, v1, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+      pg_ok(res, err, sizeof err);
+      goto fail;
+    }
+    int n = PQntuples(res);
+    size_t o = 0;
+    ids[o++] = '{';
+    for (int i = 0; i < n; i++)
+      o += (size_t)snprintf(ids + o, cap - o, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
+    snprintf(ids + o, cap - o, "}");
+    PQclear(res);
+    if (n == 0) break;
+    const char *v2[] = {ids, token};
+    res = PQexecParams(pc, del, 2, NULL, v2, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+      pg_ok(res, err, sizeof err);
+      goto fail;
+    }
+    long deleted = strtol(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    if (deleted != n) {
+      snprintf(err, sizeof err, "the fenced delete removed %ld of %d rows", deleted, n);
+      goto fail;
+    }
+    atomic_fetch_add(&c->shared->claimed, n);
+  }
+  free(ids);
+  return 0;
 fail:
   cli_error("ceiling: %s", err);
   free(ids);
@@ -176,9 +248,11 @@ static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
                      size_t size) {
   char sql[256];
   snprintf(sql, sizeof sql,
-           "CREATE TABLE %s (id BIGINT AUTO_INCREMENT PRIMARY KEY, payload BLOB NOT "
+           "CREATE TABLE %s (id BIGINT AUTO_INCREMENT PRIMARY KEY, %spayload BLOB NOT "
            "NULL) ENGINE=InnoDB",
-           c->table);
+           c->table,
+           c->fenced ? "state TINYINT NOT NULL DEFAULT 0, claim BIGINT, "
+                       "INDEX ready (state, id), " : "");
   if (!my_exec(my, sql, err, size)) return -1;
   MYSQL_BIND b[FILL_ROWS];
   MYSQL_STMT *full = my_insert(my, c, FILL_ROWS, b, err, size);
@@ -202,25 +276,25 @@ static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
   return ok ? 0 : -1;
 }
 
-/* The DELETE of k ids, prepared and bound to ids[]. */
-static MYSQL_STMT *my_delete(MYSQL *my, const struct ceiling *c, size_t k,
-                             long long *ids, char *err, size_t size) {
-  char head[128];
-  snprintf(head, sizeof head, "DELETE FROM %s WHERE id IN (", c->table);
+/* head followed by k placeholders for ids[] and ")", prepared and bound:
+ * the token (when not NULL) to a placeholder in head, then ids[]. */
+static MYSQL_STMT *my_by_ids(MYSQL *my, const char *head, size_t k, long long *ids,
+                             long long *token, char *err, size_t size) {
   char *text = placeholders(head, "?", ",", ")", k);
   MYSQL_STMT *st = mysql_stmt_init(my);
-  MYSQL_BIND *b = cli_xmalloc(k * sizeof *b);
-  memset(b, 0, k * sizeof *b);
-  for (size_t i = 0; i < k; i++) {
+  size_t nb = k + (token != NULL);
+  MYSQL_BIND *b = cli_xmalloc(nb * sizeof *b);
+  memset(b, 0, nb * sizeof *b);
+  for (size_t i = 0; i < nb; i++) {
     b[i].buffer_type = MYSQL_TYPE_LONGLONG;
-    b[i].buffer = &ids[i];
+    b[i].buffer = token != NULL && i == 0 ? token : &ids[i - (token != NULL)];
   }
-  if (st == NULL || mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
-      mysql_stmt_bind_param(st, b) != 0) {
-    if (st != NULL) {
-      stmt_fail(st, err, size);
-      mysql_stmt_close(st);
-    }
+  if (st == NULL) {
+    snprintf(err, size, "out of memory");
+  } else if (mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
+             mysql_stmt_bind_param(st, b) != 0) {
+    stmt_fail(st, err, size);
+    mysql_stmt_close(st);
     st = NULL;
   }
   free(b);
@@ -228,14 +302,41 @@ static MYSQL_STMT *my_delete(MYSQL *my, const struct ceiling *c, size_t k,
   return st;
 }
 
+/* Runs head's statement for the first n of ids[] (full: the one prepared
+ * for a whole batch, used when n is one).  *affected: the rows it changed;
+ * *code: the server's error number on failure.  1 or 0. */
+static int my_run_ids(MYSQL *my, MYSQL_STMT *full, size_t batch, const char *head,
+                      size_t n, long long *ids, long long *token,
+                      unsigned long long *affected, unsigned *code, char *err, size_t size) {
+  MYSQL_STMT *st = n == batch ? full : my_by_ids(my, head, n, ids, token, err, size);
+  int ok = st != NULL && mysql_stmt_execute(st) == 0;
+  if (st == NULL) {
+    *code = mysql_errno(my);
+  } else if (!ok) {
+    *code = mysql_stmt_errno(st);
+    stmt_fail(st, err, size);
+  } else {
+    *affected = mysql_stmt_affected_rows(st);
+  }
+  if (st != NULL && st != full) mysql_stmt_close(st);
+  return ok;
+}
+
 static int my_claimer(MYSQL *my, const struct ceiling *c) {
-  char err[512] = "out of memory", sql[256];
-  snprintf(sql, sizeof sql, "SELECT id FROM %s ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+  char err[512] = "out of memory", sql[256], del_head[128], claim_head[128];
+  snprintf(sql, sizeof sql, "SELECT id FROM %s%s ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+           c->table, c->fenced ? " WHERE state = 0" : "");
+  snprintf(del_head, sizeof del_head, "DELETE FROM %s WHERE %sid IN (", c->table,
+           c->fenced ? "claim = ? AND " : "");
+  snprintf(claim_head, sizeof claim_head, "UPDATE %s SET state = 1, claim = ? WHERE id IN (",
            c->table);
   long long *ids = cli_xmalloc(c->batch * sizeof *ids);
-  long long limit = (long long)c->batch, id = 0;
+  long long limit = (long long)c->batch, id = 0, token = 0;
+  long long *tok = c->fenced ? &token : NULL;
   MYSQL_STMT *sel = mysql_stmt_init(my);
-  MYSQL_STMT *del_full = my_delete(my, c, c->batch, ids, err, sizeof err);
+  MYSQL_STMT *del_full = my_by_ids(my, del_head, c->batch, ids, tok, err, sizeof err);
+  MYSQL_STMT *claim_full =
+      c->fenced ? my_by_ids(my, claim_head, c->batch, ids, tok, err, sizeof err) : NULL;
   MYSQL_BIND pb, rb;
   memset(&pb, 0, sizeof pb);
   memset(&rb, 0, sizeof rb);
@@ -243,14 +344,16 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
   pb.buffer = &limit;
   rb.buffer_type = MYSQL_TYPE_LONGLONG;
   rb.buffer = &id;
-  int ok = sel != NULL && del_full != NULL;
+  int ok = sel != NULL && del_full != NULL && (claim_full != NULL || !c->fenced);
   if (ok && (mysql_stmt_prepare(sel, sql, strlen(sql)) != 0 ||
              mysql_stmt_bind_param(sel, &pb) != 0 || mysql_stmt_bind_result(sel, &rb) != 0))
     ok = stmt_fail(sel, err, sizeof err);
   while (ok && !bench_stop) {
     if (!(ok = my_exec(my, "START TRANSACTION", err, sizeof err))) break;
     unsigned code = 0;
+    unsigned long long changed = 0;
     size_t n = 0;
+    token = next_token();
     if (mysql_stmt_execute(sel) != 0 || mysql_stmt_store_result(sel) != 0) {
       code = mysql_stmt_errno(sel);
       ok = stmt_fail(sel, err, sizeof err);
@@ -258,22 +361,12 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
       while (n < c->batch && mysql_stmt_fetch(sel) == 0) ids[n++] = id;
       mysql_stmt_free_result(sel);
     }
-    if (ok && n == c->batch) {
-      if (mysql_stmt_execute(del_full) != 0) {
-        code = mysql_stmt_errno(del_full);
-        ok = stmt_fail(del_full, err, sizeof err);
-      }
-    } else if (ok && n > 0) {
-      MYSQL_STMT *d = my_delete(my, c, n, ids, err, sizeof err);
-      if (d == NULL) {
-        code = mysql_errno(my);
-        ok = 0;
-      } else if (mysql_stmt_execute(d) != 0) {
-        code = mysql_stmt_errno(d);
-        ok = stmt_fail(d, err, sizeof err);
-      }
-      if (d != NULL) mysql_stmt_close(d);
-    }
+    /* Bare: delete them now.  Fenced: mark them claimed now, and delete
+     * them in a transaction of their own after the commit. */
+    if (ok && n > 0)
+      ok = my_run_ids(my, c->fenced ? claim_full : del_full, c->batch,
+                      c->fenced ? claim_head : del_head, n, ids, tok, &changed, &code, err,
+                      sizeof err);
     if (ok && !(ok = my_exec(my, "COMMIT", err, sizeof err))) code = mysql_errno(my);
     /* InnoDB picks deadlock victims among lockers of neighbouring rows:
      * as any client of this protocol would, roll back and go again. */
@@ -282,11 +375,24 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
       continue;
     }
     if (!ok || n == 0) break;
-    atomic_fetch_add(&c->shared->claimed, (long long)n);
+    while (c->fenced && ok) {
+      ok = my_run_ids(my, del_full, c->batch, del_head, n, ids, tok, &changed, &code, err,
+                      sizeof err);
+      if (ok && changed != n) {
+        snprintf(err, sizeof err, "the fenced delete removed %llu of %zu rows", changed, n);
+        ok = 0;
+      } else if (!ok && (code == 1213 || code == 1205)) {
+        ok = 1;  /* the victim of a deadlock: again */
+        continue;
+      }
+      break;
+    }
+    if (ok) atomic_fetch_add(&c->shared->claimed, (long long)n);
   }
   if (!ok) cli_error("ceiling: %s", err);
   if (sel != NULL) mysql_stmt_close(sel);
   if (del_full != NULL) mysql_stmt_close(del_full);
+  if (claim_full != NULL) mysql_stmt_close(claim_full);
   free(ids);
   return ok ? 0 : 1;
 }
@@ -307,18 +413,19 @@ static int child(const void *arg, int index) {
   }
   atomic_fetch_add(&c->shared->ready, 1);
   bench_await_go(c->shared, 1e9);
-  int status = c->cfg->store == BENCH_POSTGRES ? pg_claimer(native, c)
-                                                : my_claimer(native, c);
+  int status = c->cfg->store != BENCH_POSTGRES ? my_claimer(native, c)
+               : c->fenced                       ? pg_fenced_claimer(native, c)
+                                                 : pg_claimer(native, c);
   jobq_close(db);
   return status;
 }
 
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
-                       int64_t rows, const char *label, double *rate,
+                       int fenced, int64_t rows, const char *label, double *rate,
                        struct bench_run *run) {
   void *native = jobq_native(db);
   if (native == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
-  struct ceiling c = {cfg, "", batch, NULL};
+  struct ceiling c = {cfg, "", batch, fenced, NULL};
   snprintf(c.table, sizeof c.table, "jobq_bench_ceiling_%ld", cfg->pid);
   char err[512] = "";
   int created = cfg->store == BENCH_POSTGRES ? pg_create(native, &c, rows, err, sizeof err)
@@ -365,9 +472,13 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
   }
   int procs = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
   size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
-  double rate;
-  int status = bench_ceiling_rate(cfg, db, procs, batch, cfg->jobs, "ceiling:", &rate, run);
+  double bare, fenced;
+  int status = bench_ceiling_rate(cfg, db, procs, batch, 0, cfg->jobs, "ceiling:", &bare, run);
   if (status == BENCH_OK)
-    bench_add(rep, "ceiling", "bare sql", "throughput", rate, "jobs/s");
-  return status;
+    status = bench_ceiling_rate(cfg, db, procs, batch, 1, cfg->jobs, "ceiling (fenced):",
+                                &fenced, run);
+  if (status != BENCH_OK) return status;
+  bench_add(rep, "ceiling", "bare sql", "throughput", bare, "jobs/s");
+  bench_add(rep, "ceiling", "fenced sql", "throughput", fenced, "jobs/s");
+  return BENCH_OK;
 }
