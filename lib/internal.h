@@ -196,6 +196,14 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
 int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wait);
 /* Whether queue has an unfinished barrier. */
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
+/* For a store's put_plain (lib/put.c): each distinct queue of the n jobs
+ * made sure of and locked for puts, in name order, and wait[i] set when an
+ * unfinished barrier in job i's queue makes it wait. */
+int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
+                            unsigned char *wait);
+/* The JOBQ_PUT_ROW_VALUES values of one plain job in jobq__sql_put_rows()'s
+ * INSERT (they point into o). */
+void jobq__put_plain_row(jobq_val *row, const jobq_put_opts *o, int wait);
 /* Lets the next waiting job of queue's key run when its turn has come. */
 int jobq__promote_key(jobq *db, const char *queue, const char *key);
 /* Moves a job to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or

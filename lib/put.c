@@ -6,6 +6,7 @@
  * barrier goes in as `waiting` (lib/order.c).  Batches of plain jobs go
  * through the store's set-based fast path when it has one.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -80,6 +81,50 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int64_t *id,
   if ((rc = unique_find(db, o, id)) != JOBQ_OK) return rc;
   *existed = 1;
   return JOBQ_OK;
+}
+
+/* ---------------------------------------------------------------- plain batches */
+
+static const char *queue_of(const jobq_put_opts *o) {
+  return o->queue != NULL ? o->queue : JOBQ_DEFAULT_QUEUE;
+}
+
+static int queue_cmp(const void *a, const void *b) {
+  return strcmp(queue_of(*(const jobq_put_opts *const *)a),
+                queue_of(*(const jobq_put_opts *const *)b));
+}
+
+int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
+                            unsigned char *wait) {
+  const jobq_put_opts **by = malloc((n ? n : 1) * sizeof *by);
+  if (by == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) by[i] = &opts[i];
+  qsort(by, n, sizeof *by, queue_cmp);
+  int rc = JOBQ_OK, yes = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const char *queue = queue_of(by[i]);
+    if (i == 0 || strcmp(queue, queue_of(by[i - 1])) != 0) {
+      jobq_jobref qref = {0, queue, NULL, 0};
+      rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
+      if (rc == JOBQ_OK) rc = jobq__order_lock(db, &qref, 0);
+      if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, queue, &yes);
+    }
+    wait[by[i] - opts] = (unsigned char)yes;
+  }
+  free(by);
+  return rc;
+}
+
+void jobq__put_plain_row(jobq_val *row, const jobq_put_opts *o, int wait) {
+  row[0] = V_TEXT(queue_of(o));
+  row[1] = V_INT(o->priority);
+  row[2] = V_INT(o->run_at_ms);
+  row[3] = V_INT(o->delay_ms);
+  row[4] = V_TEXT(wait ? "waiting" : "ready");
+  row[5] = V_BYTES(o->payload, o->payload_len);
+  row[6] = V_INT(o->max_attempts);
+  row[7] = V_INT(o->timeout_ms);
+  row[8] = V_INT(o->backoff_ms);
 }
 
 static int plain(const jobq_put_opts *o) {

@@ -65,6 +65,12 @@ char *jobq__sql_spell(int dialect, const char *text, int **order,
 char *jobq__sql_text(int dialect, int id, int **order, size_t *norder);
 /* The statement's name ("KEY_NEXT"), for messages. */
 const char *jobq__sql_name(int id);
+/* The INSERT of rows plain jobs at once (a store's put_plain), in the
+ * common notation: JOBQ_PUT_ROW_VALUES values a row, as
+ * jobq__put_plain_row() gives them.  A new string, or NULL when out of
+ * memory. */
+#define JOBQ_PUT_ROW_VALUES 9
+char *jobq__sql_put_rows(int rows);
 
 /* ---------------------------------------------------------------- values */
 

@@ -328,6 +328,48 @@ static void test_put_many_unique_inside_batch(void **state) {
   assert_int_equal(th_count_jobs(t->db, 0), 2);
 }
 
+/* A batch of plain jobs large enough to go in statements of several sizes
+ * (149 = 2 x 64 + 16 + 4 + 1 on SQLite and MariaDB), in three queues
+ * interleaved, one of them behind a barrier: each id is its own job's,
+ * and only that queue's jobs wait. */
+static void test_put_many_plain_ids_are_their_jobs(void **state) {
+  tq *t = *state;
+  enum { N = 149 };
+  static const char *const queues[] = {"plain-b", "plain-a", "plain-c"};
+  jobq_put_opts b;
+  jobq_put_opts_init(&b);
+  b.queue = "plain-c";
+  b.barrier = 1;
+  int64_t barrier = th_put_opts(t->db, &b);
+  jobq_put_opts o[N];
+  char payload[N][16];
+  int64_t ids[N];
+  for (int k = 0; k < N; k++) {
+    jobq_put_opts_init(&o[k]);
+    o[k].queue = queues[k % 3];
+    o[k].priority = k % 5 - 2;
+    o[k].delay_ms = k % 7 == 0 ? 60000 : 0;
+    o[k].max_attempts = 1 + k % 4;
+    snprintf(payload[k], sizeof payload[k], "job %d", k);
+    o[k].payload = payload[k];
+    o[k].payload_len = strlen(payload[k]);
+  }
+  assert_rc(jobq_put_many(t->db, o, N, ids, NULL), JOBQ_OK);
+  for (int k = 0; k < N; k++) {
+    if (k > 0) assert_true(ids[k] > ids[k - 1]);
+    assert_true(ids[k] > barrier);
+    jobq_job_info *i = th_show(t->db, ids[k]);
+    assert_string_equal(i->queue, queues[k % 3]);
+    assert_int_equal(i->priority, k % 5 - 2);
+    assert_int_equal(i->max_attempts, 1 + k % 4);
+    assert_int_equal(i->payload_len, strlen(payload[k]));
+    assert_memory_equal(i->payload, payload[k], i->payload_len);
+    assert_int_equal(i->state, k % 3 == 2 ? JOBQ_STATE_WAITING : JOBQ_STATE_READY);
+    jobq_info_free(i, 1);
+  }
+  assert_int_equal(th_count_jobs(t->db, 0), N + 1);
+}
+
 static void test_payload_bytes_exact(void **state) {
   tq *t = *state;
   static const unsigned char bytes[] = {0x00, 0xff, 0xfe, 0x80, 'a', 0x00,
@@ -448,6 +490,7 @@ int main(void) {
       TQ_TEST(test_bad_payload_and_keys),
       TQ_TEST(test_put_many_all_or_none),
       TQ_TEST(test_put_many_unique_inside_batch),
+      TQ_TEST(test_put_many_plain_ids_are_their_jobs),
       TQ_TEST(test_payload_bytes_exact),
       TQ_TEST(test_unique_keys),
   };

@@ -316,24 +316,9 @@ static char *own_text(int id) {
       sb_params(&b, 1, CHUNK);
       sb_add(&b, ")");
       break;
-    default: {
-      /* Plain jobs, 9 values a row: queue, priority, run_at (0: now +
-       * delay), delay, state, payload, max_attempts, timeout, backoff. */
-      int rows = put_rows(id);
-      sb_add(&b, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-                 "max_attempts, timeout_ms, backoff_ms, created_at) VALUES ");
-      for (int r = 0; r < rows; r++) {
-        char row[256];
-        int p = r * 9;
-        snprintf(row, sizeof row,
-                 "%s(?%d, ?%d, CASE WHEN ?%d > 0 THEN ?%d ELSE {now} + ?%d END, ?%d, "
-                 "?%d, ?%d, ?%d, ?%d, {now})",
-                 r ? ", " : "", p + 1, p + 2, p + 3, p + 3, p + 4, p + 5, p + 6, p + 7,
-                 p + 8, p + 9);
-        sb_add(&b, row);
-      }
-      break;
-    }
+    default:
+      free(b.p);
+      return jobq__sql_put_rows(put_rows(id));
   }
   return b.p;
 }
@@ -1642,26 +1627,11 @@ static size_t packet_budget(my *c) { return c->max_packet > (1 << 20) ? c->max_p
 
 static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
   my *c = conn(db);
-  const char **qs = malloc(n * sizeof *qs), **dq = NULL;
-  int *wait = NULL;
-  size_t nd = 0;
-  if (qs == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t i = 0; i < n; i++) qs[i] = o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE;
-  int rc = distinct(qs, n, &dq, &nd) == JOBQ_OK && (wait = calloc(nd, sizeof *wait)) != NULL
-               ? JOBQ_OK
-               : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  /* Per queue, in name order: its row, its shared lock, and whether a
-   * barrier makes the new jobs wait. */
-  for (size_t q = 0; q < nd && rc == JOBQ_OK; q++) {
-    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(dq[q])));
-    if (rc == JOBQ_OK) rc = my_lock(db, 'q', dq[q], NULL, 0);
-    if (rc == JOBQ_OK)
-      rc = jobq__sql_exists(db, JOBQ_Q_BARRIER_BEFORE, &wait[q],
-                            SQL_ARGS(V_TEXT(dq[q]), V_INT(INT64_MAX)));
-  }
+  unsigned char *wait = malloc(n ? n : 1);
+  jobq_val *v = malloc(64 * JOBQ_PUT_ROW_VALUES * sizeof *v);
+  int rc = wait != NULL && v != NULL ? jobq__put_plain_prepare(db, o, n, wait)
+                                     : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   size_t done = 0, budget = packet_budget(c);
-  jobq_val *v = rc == JOBQ_OK ? malloc(64 * 9 * sizeof *v) : NULL;
-  if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   while (rc == JOBQ_OK && done < n) {
     /* The largest statement whose rows fit; one row each when the server
      * may not hand out consecutive ids. */
@@ -1676,25 +1646,10 @@ static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
       }
     }
     int id = rows == 64 ? MY_PUT_64 : rows == 16 ? MY_PUT_16 : rows == 4 ? MY_PUT_4 : MY_PUT_1;
-    for (size_t i = 0; i < rows; i++) {
-      const jobq_put_opts *p = &o[done + i];
-      const char *queue = qs[done + i];
-      int w = 0;
-      for (size_t q = 0; q < nd; q++)
-        if (strcmp(dq[q], queue) == 0) w = wait[q];
-      jobq_val *row = &v[i * 9];
-      row[0] = V_TEXT(queue);
-      row[1] = V_INT(p->priority);
-      row[2] = V_INT(p->run_at_ms);
-      row[3] = V_INT(p->delay_ms);
-      row[4] = V_TEXT(w ? "waiting" : "ready");
-      row[5] = V_BYTES(p->payload, p->payload_len);
-      row[6] = V_INT(p->max_attempts);
-      row[7] = V_INT(p->timeout_ms);
-      row[8] = V_INT(p->backoff_ms);
-    }
+    for (size_t i = 0; i < rows; i++)
+      jobq__put_plain_row(&v[i * JOBQ_PUT_ROW_VALUES], &o[done + i], wait[done + i]);
     int64_t changed = 0;
-    rc = jobq__sql_change(db, id, &changed, v, rows * 9);
+    rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);
     if (rc == JOBQ_OK && changed != (int64_t)rows)
       rc = jobq__fail(db, JOBQ_EDB, "putting %zu jobs inserted %lld", rows,
                       (long long)changed);
@@ -1706,8 +1661,6 @@ static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   }
   free(v);
   free(wait);
-  free(dq);
-  free(qs);
   return rc;
 }
 

@@ -140,7 +140,9 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
-/* This store's own statements, numbered after lib/sql.h's: the claim. */
+/* This store's own statements, numbered after lib/sql.h's: the claim,
+ * the completions and the puts of plain jobs (1, 4, 16 or 64 a
+ * statement, whose text jobq__sql_put_rows() gives). */
 enum {
   SQ_CANDIDATES = JOBQ_Q__COUNT,
   SQ_CLAIM,
@@ -149,10 +151,19 @@ enum {
   SQ_ACK_PLAIN_DELETE,
   SQ_ACK_RESULT,
   SQ_DATA_VERSION,
+  SQ_PUT_1,
+  SQ_PUT_4,
+  SQ_PUT_16,
+  SQ_PUT_64,
   SQ__END
 };
 
-static const char *const own_sql[] = {
+/* Rows of one put statement, by statement. */
+static int put_rows(int id) {
+  return id == SQ_PUT_64 ? 64 : id == SQ_PUT_16 ? 16 : id == SQ_PUT_4 ? 4 : 1;
+}
+
+static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
     [SQ_CANDIDATES - JOBQ_Q__COUNT] =
         "SELECT id, priority, run_at FROM jobq_jobs WHERE queue = ?1 "
         "AND state = 'ready' AND run_at <= jobq_now() "
@@ -269,8 +280,16 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
     sqlite3_clear_bindings(st);
     return st;
   }
-  char *text = id < JOBQ_Q__COUNT ? jobq__sql_text(JOBQ_DIALECT_SQLITE, id, NULL, NULL)
-                                  : strdup(own_sql[id - JOBQ_Q__COUNT]);
+  char *text = NULL;
+  if (id < JOBQ_Q__COUNT) {
+    text = jobq__sql_text(JOBQ_DIALECT_SQLITE, id, NULL, NULL);
+  } else if (id >= SQ_PUT_1) {
+    char *common = jobq__sql_put_rows(put_rows(id));
+    text = common ? jobq__sql_spell(JOBQ_DIALECT_SQLITE, common, NULL, NULL) : NULL;
+    free(common);
+  } else {
+    text = strdup(own_sql[id - JOBQ_Q__COUNT]);
+  }
   if (text == NULL) {
     jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     return NULL;
@@ -949,6 +968,40 @@ static void jt_add(jtext *t, const char *fmt, ...) {
 }
 
 /*
+ * Plain jobs (no key, barrier or unique key) put 64 to a statement rather
+ * than one: per job, a statement's start and end and the write of the
+ * AUTOINCREMENT counter cost SQLite about as much as the row itself.  The
+ * rows of one statement take consecutive ids, as AUTOINCREMENT gives each
+ * one more than the largest yet, and the file is this transaction's alone.
+ */
+static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
+  unsigned char *wait = malloc(n ? n : 1);
+  jobq_val *v = malloc(64 * JOBQ_PUT_ROW_VALUES * sizeof *v);
+  int rc = wait != NULL && v != NULL ? jobq__put_plain_prepare(db, o, n, wait)
+                                     : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t done = 0; rc == JOBQ_OK && done < n;) {
+    size_t left = n - done;
+    int id = left >= 64 ? SQ_PUT_64 : left >= 16 ? SQ_PUT_16 : left >= 4 ? SQ_PUT_4 : SQ_PUT_1;
+    size_t rows = (size_t)put_rows(id);
+    for (size_t i = 0; i < rows; i++)
+      jobq__put_plain_row(&v[i * JOBQ_PUT_ROW_VALUES], &o[done + i], wait[done + i]);
+    int64_t changed = 0;
+    rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);
+    if (rc == JOBQ_OK && changed != (int64_t)rows)
+      rc = jobq__fail(db, JOBQ_EDB, "putting %zu jobs inserted %lld", rows,
+                      (long long)changed);
+    /* The last row's id is the one reported. */
+    int64_t last = sq_insert_id(db);
+    for (size_t i = 0; rc == JOBQ_OK && i < rows; i++)
+      ids[done + i] = last - (int64_t)(rows - 1 - i);
+    done += rows;
+  }
+  free(v);
+  free(wait);
+  return rc;
+}
+
+/*
  * Completions of plain jobs (no key, no barrier, in queues without a
  * barrier) in a few statements for the whole batch, instead of a handful
  * per job: find which of them the session still holds, archive those and
@@ -1103,6 +1156,7 @@ const jobq_store jobq__store_sqlite = {
     .changes = sq_changes,
     .insert_id = sq_insert_id,
     .claim = sq_claim,
+    .put_plain = sq_put_plain,
     .ack_plain = sq_ack_plain,
     .watch = sq_watch,
     .changed = sq_changed,
