@@ -438,6 +438,8 @@ char *jobq__sql_text(int dialect, int id, int **order, size_t *norder) {
   return jobq__sql_spell(dialect, own ? own : t->common, order, norder);
 }
 
+/* Each row: queue, priority, run_at (0: now + delay), delay, state,
+ * payload, max_attempts, timeout, backoff. */
 char *jobq__sql_put_rows(int rows) {
   buf b = {malloc(256), 0, 256};
   if (b.p == NULL) return NULL;
