@@ -93,89 +93,67 @@ static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
   return ok ? 0 : -1;
 }
 
-static int pg_claimer(PGconn *pc, const struct ceiling *c) {
-  char sel[256], del[256], limit[24];
-  snprintf(sel, sizeof sel,
-           "SELECT id FROM %s ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED", c->table);
-  snprintf(del, sizeof del, "DELETE FROM %s WHERE id = ANY($1::bigint[])", c->table);
-  snprintf(limit, sizeof limit, "%zu", c->batch);
-  char err[512] = "";
-  size_t cap = c->batch * 24 + 3;
-  char *ids = cli_xmalloc(cap);
-  int status = 0;
-  while (!bench_stop) {
-    if (!pg_exec(pc, "BEGIN", err, sizeof err)) goto fail;
-    const char *v1[] = {limit};
-    PGresult *res = PQexecParams(pc, sel, 1, NULL, v1, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-      pg_ok(res, err, sizeof err);
-      goto fail;
-    }
-    int n = PQntuples(res);
-    size_t o = 0;
-    ids[o++] = '{';
-    for (int i = 0; i < n; i++)
-      o += (size_t)snprintf(ids + o, cap - o, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
-    snprintf(ids + o, cap - o, "}");
-    PQclear(res);
-    if (n > 0) {
-      const char *v2[] = {ids};
-      if (!pg_ok(PQexecParams(pc, del, 1, NULL, v2, NULL, NULL, 0), err, sizeof err))
-        goto fail;
-    }
-    if (!pg_exec(pc, "COMMIT", err, sizeof err)) goto fail;
-    if (n == 0) break;
-    atomic_fetch_add(&c->shared->claimed, n);
-  }
-  free(ids);
-  return status;
-fail:
-  cli_error("ceiling: %s", err);
-  free(ids);
-  return 1;
+/* The ids of res's first column as an array literal in ids ("{1,2}"):
+ * their number. */
+static int pg_ids(PGresult *res, char *ids, size_t cap) {
+  int n = PQntuples(res);
+  size_t o = 0;
+  ids[o++] = '{';
+  for (int i = 0; i < n; i++)
+    o += (size_t)snprintf(ids + o, cap - o, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
+  snprintf(ids + o, cap - o, "}");
+  return n;
 }
 
-/* The fenced protocol: each statement its own transaction. */
-static int pg_fenced_claimer(PGconn *pc, const struct ceiling *c) {
-  char claim[320], del[256], limit[24], token[24];
-  snprintf(claim, sizeof claim,
-           "UPDATE %s SET state = 1, claim = $2::bigint WHERE id = ANY(ARRAY(SELECT id FROM "
-           "%s WHERE state = 0 ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)) RETURNING id",
-           c->table, c->table);
-  snprintf(del, sizeof del, "DELETE FROM %s WHERE id = ANY($1::bigint[]) AND claim = $2::bigint",
-           c->table);
+/* Bare: the select and its delete in one transaction.  Fenced: the claim
+ * and its delete, each a transaction of its own. */
+static int pg_claimer(PGconn *pc, const struct ceiling *c) {
+  char take[320], del[256], limit[24], token[24] = "";
+  if (c->fenced) {
+    snprintf(take, sizeof take,
+             "UPDATE %s SET state = 1, claim = $2::bigint WHERE id = ANY(ARRAY(SELECT id "
+             "FROM %s WHERE state = 0 ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)) "
+             "RETURNING id",
+             c->table, c->table);
+    snprintf(del, sizeof del,
+             "DELETE FROM %s WHERE id = ANY($1::bigint[]) AND claim = $2::bigint", c->table);
+  } else {
+    snprintf(take, sizeof take,
+             "SELECT id FROM %s ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED", c->table);
+    snprintf(del, sizeof del, "DELETE FROM %s WHERE id = ANY($1::bigint[])", c->table);
+  }
+  int params = c->fenced ? 2 : 1;
   snprintf(limit, sizeof limit, "%zu", c->batch);
   char err[512] = "";
   size_t cap = c->batch * 24 + 3;
   char *ids = cli_xmalloc(cap);
   while (!bench_stop) {
-    snprintf(token, sizeof token, "%lld", next_token());
+    if (!c->fenced && !pg_exec(pc, "BEGIN", err, sizeof err)) goto fail;
+    if (c->fenced) snprintf(token, sizeof token, "%lld", next_token());
     const char *v1[] = {limit, token};
-    PGresult *res = PQexecParams(pc, claim, 2, NULL, v1, NULL, NULL, 0);
+    PGresult *res = PQexecParams(pc, take, params, NULL, v1, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
       pg_ok(res, err, sizeof err);
       goto fail;
     }
-    int n = PQntuples(res);
-    size_t o = 0;
-    ids[o++] = '{';
-    for (int i = 0; i < n; i++)
-      o += (size_t)snprintf(ids + o, cap - o, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
-    snprintf(ids + o, cap - o, "}");
+    int n = pg_ids(res, ids, cap);
     PQclear(res);
+    if (n > 0) {
+      const char *v2[] = {ids, token};
+      res = PQexecParams(pc, del, params, NULL, v2, NULL, NULL, 0);
+      if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        pg_ok(res, err, sizeof err);
+        goto fail;
+      }
+      long deleted = strtol(PQcmdTuples(res), NULL, 10);
+      PQclear(res);
+      if (deleted != n) {
+        snprintf(err, sizeof err, "the delete removed %ld of %d rows", deleted, n);
+        goto fail;
+      }
+    }
+    if (!c->fenced && !pg_exec(pc, "COMMIT", err, sizeof err)) goto fail;
     if (n == 0) break;
-    const char *v2[] = {ids, token};
-    res = PQexecParams(pc, del, 2, NULL, v2, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-      pg_ok(res, err, sizeof err);
-      goto fail;
-    }
-    long deleted = strtol(PQcmdTuples(res), NULL, 10);
-    PQclear(res);
-    if (deleted != n) {
-      snprintf(err, sizeof err, "the fenced delete removed %ld of %d rows", deleted, n);
-      goto fail;
-    }
     atomic_fetch_add(&c->shared->claimed, n);
   }
   free(ids);
@@ -216,6 +194,21 @@ static char *placeholders(const char *head, const char *one, const char *sep,
   return sql;
 }
 
+/* text prepared and bound to b: the statement, or NULL with err set. */
+static MYSQL_STMT *my_prepare(MYSQL *my, const char *text, MYSQL_BIND *b, char *err,
+                              size_t size) {
+  MYSQL_STMT *st = mysql_stmt_init(my);
+  if (st == NULL) {
+    snprintf(err, size, "out of memory");
+  } else if (mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
+             mysql_stmt_bind_param(st, b) != 0) {
+    stmt_fail(st, err, size);
+    mysql_stmt_close(st);
+    st = NULL;
+  }
+  return st;
+}
+
 /* The INSERT of k rows of payload "x", prepared and bound. */
 static MYSQL_STMT *my_insert(MYSQL *my, const struct ceiling *c, size_t k,
                              MYSQL_BIND *b, char *err, size_t size) {
@@ -231,15 +224,7 @@ static MYSQL_STMT *my_insert(MYSQL *my, const struct ceiling *c, size_t k,
     b[i].buffer_length = 1;
     b[i].length = &len;
   }
-  MYSQL_STMT *st = mysql_stmt_init(my);
-  if (st == NULL) {
-    snprintf(err, size, "out of memory");
-  } else if (mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
-             mysql_stmt_bind_param(st, b) != 0) {
-    stmt_fail(st, err, size);
-    mysql_stmt_close(st);
-    st = NULL;
-  }
+  MYSQL_STMT *st = my_prepare(my, text, b, err, size);
   free(text);
   return st;
 }
@@ -281,7 +266,6 @@ static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
 static MYSQL_STMT *my_by_ids(MYSQL *my, const char *head, size_t k, long long *ids,
                              long long *token, char *err, size_t size) {
   char *text = placeholders(head, "?", ",", ")", k);
-  MYSQL_STMT *st = mysql_stmt_init(my);
   size_t nb = k + (token != NULL);
   MYSQL_BIND *b = cli_xmalloc(nb * sizeof *b);
   memset(b, 0, nb * sizeof *b);
@@ -289,14 +273,7 @@ static MYSQL_STMT *my_by_ids(MYSQL *my, const char *head, size_t k, long long *i
     b[i].buffer_type = MYSQL_TYPE_LONGLONG;
     b[i].buffer = token != NULL && i == 0 ? token : &ids[i - (token != NULL)];
   }
-  if (st == NULL) {
-    snprintf(err, size, "out of memory");
-  } else if (mysql_stmt_prepare(st, text, strlen(text)) != 0 ||
-             mysql_stmt_bind_param(st, b) != 0) {
-    stmt_fail(st, err, size);
-    mysql_stmt_close(st);
-    st = NULL;
-  }
+  MYSQL_STMT *st = my_prepare(my, text, b, err, size);
   free(b);
   free(text);
   return st;
@@ -413,9 +390,8 @@ static int child(const void *arg, int index) {
   }
   atomic_fetch_add(&c->shared->ready, 1);
   bench_await_go(c->shared, 1e9);
-  int status = c->cfg->store != BENCH_POSTGRES ? my_claimer(native, c)
-               : c->fenced                       ? pg_fenced_claimer(native, c)
-                                                 : pg_claimer(native, c);
+  int status = c->cfg->store == BENCH_POSTGRES ? pg_claimer(native, c)
+                                                : my_claimer(native, c);
   jobq_close(db);
   return status;
 }

@@ -201,9 +201,12 @@ int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
  * unfinished barrier in job i's queue makes it wait. */
 int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
                             unsigned char *wait);
-/* The JOBQ_PUT_ROW_VALUES values of one plain job in jobq__sql_put_rows()'s
- * INSERT (they point into o). */
-void jobq__put_plain_row(jobq_val *row, const jobq_put_opts *o, int wait);
+/* Runs the store's statement id, jobq__sql_put_rows(rows)'s INSERT, for
+ * the plain jobs o[0..rows), wait[] as jobq__put_plain_prepare() gave it;
+ * v has room for rows * JOBQ_PUT_ROW_VALUES values.  An error unless it
+ * inserted each of them. */
+int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
+                           const unsigned char *wait, size_t rows, jobq_val *v);
 /* Lets the next waiting job of queue's key run when its turn has come. */
 int jobq__promote_key(jobq *db, const char *queue, const char *key);
 /* Moves a job to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or

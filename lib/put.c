@@ -115,16 +115,25 @@ int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
   return rc;
 }
 
-void jobq__put_plain_row(jobq_val *row, const jobq_put_opts *o, int wait) {
-  row[0] = V_TEXT(queue_of(o));
-  row[1] = V_INT(o->priority);
-  row[2] = V_INT(o->run_at_ms);
-  row[3] = V_INT(o->delay_ms);
-  row[4] = V_TEXT(wait ? "waiting" : "ready");
-  row[5] = V_BYTES(o->payload, o->payload_len);
-  row[6] = V_INT(o->max_attempts);
-  row[7] = V_INT(o->timeout_ms);
-  row[8] = V_INT(o->backoff_ms);
+int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
+                           const unsigned char *wait, size_t rows, jobq_val *v) {
+  for (size_t i = 0; i < rows; i++) {
+    jobq_val *row = &v[i * JOBQ_PUT_ROW_VALUES];
+    row[0] = V_TEXT(queue_of(&o[i]));
+    row[1] = V_INT(o[i].priority);
+    row[2] = V_INT(o[i].run_at_ms);
+    row[3] = V_INT(o[i].delay_ms);
+    row[4] = V_TEXT(wait[i] ? "waiting" : "ready");
+    row[5] = V_BYTES(o[i].payload, o[i].payload_len);
+    row[6] = V_INT(o[i].max_attempts);
+    row[7] = V_INT(o[i].timeout_ms);
+    row[8] = V_INT(o[i].backoff_ms);
+  }
+  int64_t changed = 0;
+  int rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);
+  if (rc == JOBQ_OK && changed != (int64_t)rows)
+    rc = jobq__fail(db, JOBQ_EDB, "putting %zu jobs inserted %lld", rows, (long long)changed);
+  return rc;
 }
 
 static int plain(const jobq_put_opts *o) {

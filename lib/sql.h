@@ -67,7 +67,7 @@ char *jobq__sql_text(int dialect, int id, int **order, size_t *norder);
 const char *jobq__sql_name(int id);
 /* The INSERT of rows plain jobs at once (a store's put_plain), in the
  * common notation: JOBQ_PUT_ROW_VALUES values a row, as
- * jobq__put_plain_row() gives them.  A new string, or NULL when out of
+ * jobq__put_plain_insert() binds them.  A new string, or NULL when out of
  * memory. */
 #define JOBQ_PUT_ROW_VALUES 9
 char *jobq__sql_put_rows(int rows);

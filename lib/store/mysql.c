@@ -1646,13 +1646,7 @@ static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
       }
     }
     int id = rows == 64 ? MY_PUT_64 : rows == 16 ? MY_PUT_16 : rows == 4 ? MY_PUT_4 : MY_PUT_1;
-    for (size_t i = 0; i < rows; i++)
-      jobq__put_plain_row(&v[i * JOBQ_PUT_ROW_VALUES], &o[done + i], wait[done + i]);
-    int64_t changed = 0;
-    rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);
-    if (rc == JOBQ_OK && changed != (int64_t)rows)
-      rc = jobq__fail(db, JOBQ_EDB, "putting %zu jobs inserted %lld", rows,
-                      (long long)changed);
+    rc = jobq__put_plain_insert(db, id, &o[done], &wait[done], rows, v);
     /* A multi-row insert takes consecutive ids (innodb_autoinc_lock_mode 0
      * or 1), the first of them reported. */
     for (size_t i = 0; rc == JOBQ_OK && i < rows; i++)

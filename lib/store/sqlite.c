@@ -984,13 +984,7 @@ static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
     size_t left = n - done;
     int id = left >= 64 ? SQ_PUT_64 : left >= 16 ? SQ_PUT_16 : left >= 4 ? SQ_PUT_4 : SQ_PUT_1;
     size_t rows = (size_t)put_rows(id);
-    for (size_t i = 0; i < rows; i++)
-      jobq__put_plain_row(&v[i * JOBQ_PUT_ROW_VALUES], &o[done + i], wait[done + i]);
-    int64_t changed = 0;
-    rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);
-    if (rc == JOBQ_OK && changed != (int64_t)rows)
-      rc = jobq__fail(db, JOBQ_EDB, "putting %zu jobs inserted %lld", rows,
-                      (long long)changed);
+    rc = jobq__put_plain_insert(db, id, &o[done], &wait[done], rows, v);
     /* The last row's id is the one reported. */
     int64_t last = sq_insert_id(db);
     for (size_t i = 0; rc == JOBQ_OK && i < rows; i++)
