@@ -280,7 +280,7 @@ static MYSQL_STMT *my_by_ids(MYSQL *my, const char *head, size_t k, long long *i
 }
 
 /* Runs head's statement for the first n of ids[] (full: the one prepared
- * for a whole batch, used when n is one).  *affected: the rows it changed;
+ * for a whole batch, used when n is that).  *affected: the rows it changed;
  * *code: the server's error number on failure.  1 or 0. */
 static int my_run_ids(MYSQL *my, MYSQL_STMT *full, size_t batch, const char *head,
                       size_t n, long long *ids, long long *token,
@@ -352,17 +352,16 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
       continue;
     }
     if (!ok || n == 0) break;
-    while (c->fenced && ok) {
-      ok = my_run_ids(my, del_full, c->batch, del_head, n, ids, tok, &changed, &code, err,
-                      sizeof err);
+    /* Fenced: the delete, again when it was a deadlock's victim. */
+    if (c->fenced) {
+      do {
+        ok = my_run_ids(my, del_full, c->batch, del_head, n, ids, tok, &changed, &code, err,
+                        sizeof err);
+      } while (!ok && (code == 1213 || code == 1205));
       if (ok && changed != n) {
         snprintf(err, sizeof err, "the fenced delete removed %llu of %zu rows", changed, n);
         ok = 0;
-      } else if (!ok && (code == 1213 || code == 1205)) {
-        ok = 1;  /* the victim of a deadlock: again */
-        continue;
       }
-      break;
     }
     if (ok) atomic_fetch_add(&c->shared->claimed, (long long)n);
   }

@@ -537,9 +537,10 @@ static int archive_all(jobq *db, const char *queue, int64_t total,
 
 /* The claim rate of queue, measured ROUNDS times over measure jobs, each
  * round's jobs put back after it (not timed) so that the queue keeps its
- * size: rates[] gets the rounds' rates, sorted.  One round lasts a
- * twentieth of a second on SQLite, where one slow flush moves it by a
- * third; the median of several does not move with one. */
+ * size: rates[] gets the rounds' rates, sorted.  One round lasts 30 to
+ * 60 ms on SQLite and about a tenth of a second on PostgreSQL, and one
+ * round's rate alone moved by a third from run to run; the median of
+ * several moves less. */
 enum { ROUNDS = 5 };
 static int claim_rounds(jobq *db, const char *queue, int64_t measure,
                         double rates[ROUNDS], struct bench_run *run) {
