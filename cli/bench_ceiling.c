@@ -64,7 +64,7 @@ static int pg_exec(PGconn *pc, const char *sql, char *err, size_t size) {
 
 static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
                      size_t size) {
-  char sql[256];
+  char sql[512];
   if (c->fenced)
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (id bigserial PRIMARY KEY, state smallint NOT NULL DEFAULT 0, "
@@ -108,7 +108,7 @@ static int pg_ids(PGresult *res, char *ids, size_t cap) {
 /* Bare: the select and its delete in one transaction.  Fenced: the claim
  * and its delete, each a transaction of its own. */
 static int pg_claimer(PGconn *pc, const struct ceiling *c) {
-  char take[320], del[256], limit[24], token[24] = "";
+  char take[512], del[256], limit[24], token[24] = "";
   if (c->fenced) {
     snprintf(take, sizeof take,
              "UPDATE %s SET state = 1, claim = $2::bigint WHERE id = ANY(ARRAY(SELECT id "
