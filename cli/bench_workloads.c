@@ -555,13 +555,15 @@ static int claim_rounds(jobq *db, const char *queue, int64_t measure,
   return BENCH_OK;
 }
 
-/* The rows of one variant: its median rate, its ratio to base's, and its
- * slowest round (the first claims beside a fresh backlog may plan anew). */
+/* The rows of one variant: its median rate, its ratio to base's (none
+ * when base is NULL: the base itself), and its slowest round (the first
+ * claims beside a fresh backlog may plan anew). */
 static void backlog_rows(struct bench_report *rep, const char *variant,
-                         const double rates[ROUNDS], const double base[ROUNDS]) {
+                         const double rates[ROUNDS], const double *base) {
   double median = rates[ROUNDS / 2];
   bench_add(rep, "backlog", variant, "throughput", median, "jobs/s");
-  if (rates != base) bench_add(rep, "backlog", variant, "ratio", median / base[ROUNDS / 2], "x");
+  if (base != NULL)
+    bench_add(rep, "backlog", variant, "ratio", median / base[ROUNDS / 2], "x");
   bench_add(rep, "backlog", variant, "slowest round", rates[0], "jobs/s");
 }
 
@@ -591,7 +593,7 @@ int bench_backlog(const struct bench_config *cfg, jobq *db,
   char ready[48], archived[48];
   snprintf(ready, sizeof ready, "%lld ready", (long long)cfg->backlog);
   snprintf(archived, sizeof archived, "%lld archived", (long long)cfg->backlog);
-  backlog_rows(rep, "1000 ready", r_base, r_base);
+  backlog_rows(rep, "1000 ready", r_base, NULL);
   backlog_rows(rep, ready, r_ready, r_base);
   backlog_rows(rep, archived, r_archived, r_base);
   return BENCH_OK;
