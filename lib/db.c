@@ -205,56 +205,10 @@ int jobq_rollback(jobq *db) {
   return db->store->rollback(db, 0);
 }
 
-static int identity(jobq *db, jobq_identity *out);
-
-int jobq__identity_check(jobq *db) {
-  jobq_identity id;
-  int rc = identity(db, &id);
-  if (rc != JOBQ_OK) return rc;
-  if (!db->identity_known) {
-    memcpy(db->queue_id, id.queue_id, sizeof db->queue_id);
-    db->epoch = id.epoch;
-    db->max_seq = id.seq;
-    db->identity_known = 1;
-    return JOBQ_OK;
-  }
-  if (strcmp(db->queue_id, id.queue_id) != 0)
-    return jobq__fail(db, JOBQ_EIDENTITY,
-                      "the database's queue id is '%s' but this worker started on "
-                      "'%s': a different database was swapped in; stopping claims",
-                      id.queue_id, db->queue_id);
-  if (id.epoch < db->epoch)
-    return jobq__fail(db, JOBQ_EIDENTITY,
-                      "the database's epoch went back from %lld to %lld: it was "
-                      "restored from an older backup; run 'jobq epoch bump' once "
-                      "it is the database to use",
-                      (long long)db->epoch, (long long)id.epoch);
-  if (id.epoch > db->epoch) {
-    /* An operator bumped the epoch: every earlier session was ended, and
-     * the job sequence may legitimately have gone back. */
-    db->epoch = id.epoch;
-    db->max_seq = id.seq;
-    return JOBQ_OK;
-  }
-  if (id.seq < db->max_seq)
-    return jobq__fail(db, JOBQ_EIDENTITY,
-                      "the job sequence went back from %lld to %lld without an "
-                      "epoch change: the database was restored from a backup or "
-                      "failed over to a stale replica; run 'jobq epoch bump' once "
-                      "it is the database to use",
-                      (long long)db->max_seq, (long long)id.seq);
-  db->max_seq = id.seq;
-  return JOBQ_OK;
-}
-
-/* The database's identity: queue id, epoch, schema version, its clock,
- * and the highest job id it ever gave. */
-static int identity(jobq *db, jobq_identity *out) {
+/* The identity in the first five columns of a row of IDENT or
+ * CLAIM_ENTER. */
+static void identity_cols(jobq *db, jobq_rows *r, jobq_identity *out) {
   memset(out, 0, sizeof *out);
-  jobq_rows *r;
-  int got = jobq__sql_row(db, JOBQ_Q_IDENT, &r, SQL_ARGS());
-  if (got < 0) return got;
-  if (got == 0) return jobq__fail(db, JOBQ_EDB, "jobq_meta has no row: run jobq init");
   size_t len;
   const char *qid = db->store->col_bytes(r, 0, &len);
   snprintf(out->queue_id, sizeof out->queue_id, "%.*s", (int)len, qid);
@@ -262,8 +216,73 @@ static int identity(jobq *db, jobq_identity *out) {
   out->schema_version = (int)jobq__col_int(db, r, 2);
   out->now_ms = jobq__col_int(db, r, 3);
   out->seq = jobq__col_int(db, r, 4);
+}
+
+static int no_identity(jobq *db) {
+  return jobq__fail(db, JOBQ_EDB, "jobq_meta has no row: run jobq init");
+}
+
+/* The database's identity: queue id, epoch, schema version, its clock,
+ * and the highest job id it ever gave. */
+static int identity(jobq *db, jobq_identity *out) {
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_IDENT, &r, SQL_ARGS());
+  if (got < 0) return got;
+  if (got == 0) return no_identity(db);
+  identity_cols(db, r, out);
   jobq__rows_done(db, r);
   return JOBQ_OK;
+}
+
+/* Checks identity id, just read, against what db has seen. */
+static int identity_compare(jobq *db, const jobq_identity *id) {
+  if (!db->identity_known) {
+    memcpy(db->queue_id, id->queue_id, sizeof db->queue_id);
+    db->epoch = id->epoch;
+    db->max_seq = id->seq;
+    db->identity_known = 1;
+    return JOBQ_OK;
+  }
+  if (strcmp(db->queue_id, id->queue_id) != 0)
+    return jobq__fail(db, JOBQ_EIDENTITY,
+                      "the database's queue id is '%s' but this worker started on "
+                      "'%s': a different database was swapped in; stopping claims",
+                      id->queue_id, db->queue_id);
+  if (id->epoch < db->epoch)
+    return jobq__fail(db, JOBQ_EIDENTITY,
+                      "the database's epoch went back from %lld to %lld: it was "
+                      "restored from an older backup; run 'jobq epoch bump' once "
+                      "it is the database to use",
+                      (long long)db->epoch, (long long)id->epoch);
+  if (id->epoch > db->epoch) {
+    /* An operator bumped the epoch: every earlier session was ended, and
+     * the job sequence may legitimately have gone back. */
+    db->epoch = id->epoch;
+    db->max_seq = id->seq;
+    return JOBQ_OK;
+  }
+  if (id->seq < db->max_seq)
+    return jobq__fail(db, JOBQ_EIDENTITY,
+                      "the job sequence went back from %lld to %lld without an "
+                      "epoch change: the database was restored from a backup or "
+                      "failed over to a stale replica; run 'jobq epoch bump' once "
+                      "it is the database to use",
+                      (long long)db->max_seq, (long long)id->seq);
+  db->max_seq = id->seq;
+  return JOBQ_OK;
+}
+
+int jobq__identity_check(jobq *db) {
+  jobq_identity id;
+  int rc = identity(db, &id);
+  return rc == JOBQ_OK ? identity_compare(db, &id) : rc;
+}
+
+int jobq__identity_check_row(jobq *db, jobq_rows *r) {
+  if (r == NULL) return no_identity(db);
+  jobq_identity id;
+  identity_cols(db, r, &id);
+  return identity_compare(db, &id);
 }
 
 int jobq_identity_get(jobq *db, jobq_identity *out) {

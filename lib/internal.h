@@ -125,6 +125,9 @@ int jobq__txn_retry(jobq *db, int rc, int *attempt);
  * transaction; records it the first time.  JOBQ_EIDENTITY on a different
  * queue id or a job sequence that went back without an epoch change. */
 int jobq__identity_check(jobq *db);
+/* The same check of the identity in the first five columns of r, a row
+ * of CLAIM_ENTER (NULL: there was no row). */
+int jobq__identity_check_row(jobq *db, jobq_rows *r);
 
 /* Random bytes from the kernel into buf (never fails in practice; falls
  * back to the clock and pid).  jobq__rand() draws from db's generator. */

@@ -133,6 +133,27 @@ static const text texts[JOBQ_Q__COUNT] = {
                "FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE",
          .mysql = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 "
                   "END FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
+    /* A claim's look before it claims: IDENT's columns, then SESSION_LOCK's
+     * (NULL when there is no such session), with the same lock on the
+     * session's row and none on jobq_meta's: one round trip instead of
+     * two. */
+    [JOBQ_Q_CLAIM_ENTER] =
+        {.common = NULL,
+         .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
+                   "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
+                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM jobq_meta "
+                   "m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
+         .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
+               "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
+               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
+               "jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
+               "jobq_sessions WHERE id = ?1 FOR KEY SHARE) s ON true WHERE m.id = 1",
+         .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
+                  "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
+                  "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
+                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
+                  "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
+                  "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
     [JOBQ_Q_SESSION_DELETE] = {.common = "DELETE FROM jobq_sessions WHERE id = ?1"},
     [JOBQ_Q_SESSION_JOBS] = {.common = "SELECT id, attempts, max_attempts, "
                              "cancel_requested, queue, started FROM jobq_jobs "
