@@ -208,28 +208,32 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
 
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks) {
-  /* A claim reads the identity and the session in one statement. */
-  jobq_rows *r;
-  int got = jobq__sql_row(db, claim ? JOBQ_Q_CLAIM_ENTER : JOBQ_Q_SESSION_LOCK, &r,
-                          SQL_ARGS(V_TEXT(s->id)));
-  if (got < 0) return got;
-  int rc = JOBQ_OK, col = claim ? 5 : 0;
-  if (claim) rc = jobq__identity_check_row(db, got == 1 ? r : NULL);
-  if (rc == JOBQ_OK && claim && db->epoch != s->epoch)
-    rc = jobq__fail(db, JOBQ_EEXPIRED,
-                    "session '%s' belongs to epoch %lld, the database is at "
-                    "epoch %lld: open a new session",
-                    s->id, (long long)s->epoch, (long long)db->epoch);
-  /* No such session reads as NULLs: epoch 0, not alive. */
-  int alive = got == 1 && jobq__col_int(db, r, col) == s->epoch &&
-              jobq__col_int(db, r, col + 1);
-  if (got == 1) jobq__rows_done(db, r);
-  if (rc != JOBQ_OK) return rc;
-  /* An acknowledgement goes on: its claim tokens are its fence. */
-  if (claim && !alive)
-    return jobq__fail(db, JOBQ_EEXPIRED,
+  int rc;
+  if (claim) {
+    /* The identity and the session in one statement. */
+    jobq_rows *r;
+    int got = jobq__sql_row(db, JOBQ_Q_CLAIM_ENTER, &r, SQL_ARGS(V_TEXT(s->id)));
+    if (got < 0) return got;
+    rc = jobq__identity_check_row(db, got == 1 ? r : NULL);
+    if (rc == JOBQ_OK && db->epoch != s->epoch)
+      rc = jobq__fail(db, JOBQ_EEXPIRED,
+                      "session '%s' belongs to epoch %lld, the database is at "
+                      "epoch %lld: open a new session",
+                      s->id, (long long)s->epoch, (long long)db->epoch);
+    /* No such session reads as NULLs: epoch 0, not alive. */
+    int alive = got == 1 && jobq__col_int(db, r, 5) == s->epoch && jobq__col_int(db, r, 6);
+    if (got == 1) jobq__rows_done(db, r);
+    if (rc == JOBQ_OK && !alive)
+      rc = jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
+  } else {
+    /* An acknowledgement goes on, alive or not: its claim tokens are its
+     * fence.  It only locks the row, and reads nothing back (a store may
+     * send it with the next statement). */
+    rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
+  }
+  if (rc != JOBQ_OK) return rc;
   rc = give_back_doubtful(db, s);
   return rc == JOBQ_OK ? jobq__session_note_started(db, s, acks, nacks) : rc;
 }

@@ -571,11 +571,13 @@ typedef struct sendable {
 } sendable;
 
 /* Which statements may wait: the store's own that return nothing used,
- * and the library's one that makes sure of a queue (its changes are never
- * asked for). */
+ * and the library's that make sure of a queue (its changes are never
+ * asked for) and that lock a session's row for an acknowledgement (its
+ * rows are never read then). */
 static int may_wait(int id) {
   switch (id) {
     case JOBQ_Q_QUEUE_ENSURE:
+    case JOBQ_Q_SESSION_LOCK:
     case PG_LOCK_SHARED:
     case PG_LOCK:
     case PG_ENSURE_QUEUES:
