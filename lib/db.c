@@ -208,7 +208,6 @@ int jobq_rollback(jobq *db) {
 /* The identity in the first five columns of a row of IDENT or
  * CLAIM_ENTER. */
 static void identity_cols(jobq *db, jobq_rows *r, jobq_identity *out) {
-  memset(out, 0, sizeof *out);
   size_t len;
   const char *qid = db->store->col_bytes(r, 0, &len);
   snprintf(out->queue_id, sizeof out->queue_id, "%.*s", (int)len, qid);
@@ -225,6 +224,7 @@ static int no_identity(jobq *db) {
 /* The database's identity: queue id, epoch, schema version, its clock,
  * and the highest job id it ever gave. */
 static int identity(jobq *db, jobq_identity *out) {
+  memset(out, 0, sizeof *out);
   jobq_rows *r;
   int got = jobq__sql_row(db, JOBQ_Q_IDENT, &r, SQL_ARGS());
   if (got < 0) return got;
