@@ -5,7 +5,8 @@
  * gets that job's id.  A job that must wait for its ordering key or a
  * barrier goes in as `waiting` (lib/order.c).  Plain jobs, one or many,
  * go through the store's set-based fast path when it has one: on
- * PostgreSQL, one round trip fewer than the general way for one job.
+ * PostgreSQL one round trip, where the general way takes three for one
+ * job.
  */
 #include <stdlib.h>
 #include <string.h>

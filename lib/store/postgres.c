@@ -361,12 +361,15 @@ typedef struct names {
 /* A statement whose result no one reads, held until the next statement
  * whose result is read (or the commit) so that both go in one round trip:
  * a queue's lock, the queues of a put made sure of, the held-back starts.
- * Its values are copied. */
+ * Or a put's INSERT, whose ids are read when that round trip comes back
+ * (ids).  Its values are copied. */
 typedef struct later {
   int id, n;
   char *copy;                    /* the values, one after the other */
   const char *values[MAX_PARAMS];
   int lengths[MAX_PARAMS], formats[MAX_PARAMS];
+  int64_t *ids;                  /* where the rows' first column goes, or NULL */
+  size_t nids;
 } later;
 
 typedef struct pg {
@@ -605,6 +608,7 @@ static int later_add(pg *c, int id, int n, const char *const *values, const int 
   if (l->copy == NULL) return 0;
   l->id = id;
   l->n = n;
+  l->ids = NULL;
   char *p = l->copy;
   for (int i = 0; i < n; i++) {
     l->lengths[i] = lengths[i];
@@ -679,6 +683,25 @@ static int restart(jobq *db) {
   return rc;
 }
 
+static int64_t pg_col_int(jobq_rows *r, int col);
+
+static int int64_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The ids an INSERT of nids jobs returned, into ids in the order of the
+ * jobs: the rows come back in no promised order, and the ids were given
+ * in the order of the rows inserted, which is the jobs'. */
+static int insert_ids(jobq *db, PGresult *res, int64_t *ids, size_t nids) {
+  jobq_rows r = {res, 0, PQntuples(res)};
+  if ((size_t)r.nrows != nids)
+    return jobq__fail(db, JOBQ_EDB, "putting %zu jobs returned %d ids", nids, r.nrows);
+  for (; r.row < r.nrows; r.row++) ids[r.row] = pg_col_int(&r, 0);
+  qsort(ids, nids, sizeof *ids, int64_cmp);
+  return JOBQ_OK;
+}
+
 /* Runs q, after what waits to be sent (a lazy BEGIN, the statements held
  * for later), all in one round trip.  *res gets q's result, which may be
  * an error; the failure of a statement sent before it is returned, with
@@ -719,6 +742,9 @@ static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
       if (!result_ok(got[i]))
         rc = pg_fail(db, got[i],
                      all[i].id >= 0 ? stmt_what(all[i].id) : "starting a transaction");
+    for (int j = 0; j < c->nlater && rc == JOBQ_OK; j++)
+      if (c->later[j].ids != NULL)
+        rc = insert_ids(db, got[j + begin], c->later[j].ids, c->later[j].nids);
     for (size_t j = 0; j + 1 < k; j++) PQclear(got[j]);
     if (rc == JOBQ_OK)
       *res = got[k - 1];
@@ -740,7 +766,20 @@ static int run_after(jobq *db, const char *sql, const char *what) {
   return rc;
 }
 
+/* Runs statement id with a, or holds it for the next round trip (below).
+ * With ids: an INSERT of nids jobs, whose ids go there (insert_ids), held
+ * in a transaction of the library's own until its next round trip (the
+ * commit's, for a put), run at once in a caller's. */
+static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
+                 int64_t *ids, size_t nids);
+static void pg_done(jobq *db, jobq_rows *r);
+
 static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows) {
+  return query(db, id, a, n, rows, NULL, 0);
+}
+
+static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
+                 int64_t *ids, size_t nids) {
   pg *c = conn(db);
   if (n > MAX_PARAMS) return jobq__fail(db, JOBQ_EINVAL, "too many parameters");
   int rc = prepare(db, id);
@@ -767,9 +806,19 @@ static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
       default: values[i] = a[i].p; break; /* text, bytes, arrays */
     }
   }
-  if (rows == NULL && c->lazy && may_wait(id) &&
-      later_add(c, id, (int)n, values, lengths, formats))
+  if (rows == NULL && c->lazy && (ids != NULL || may_wait(id)) &&
+      later_add(c, id, (int)n, values, lengths, formats)) {
+    c->later[c->nlater - 1].ids = ids;
+    c->later[c->nlater - 1].nids = nids;
     return JOBQ_OK;
+  }
+  if (ids != NULL) {
+    jobq_rows *got;
+    if ((rc = query(db, id, a, n, &got, NULL, 0)) != JOBQ_OK) return rc;
+    rc = insert_ids(db, got->res, ids, nids);
+    pg_done(db, got);
+    return rc;
+  }
   PGresult *res;
   const sendable q = {id, NULL, (int)n, values, lengths, formats};
   if ((rc = exec_pending(db, &q, &res)) != JOBQ_OK) return rc;
@@ -1649,11 +1698,6 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
 
 /* ---------------------------------------------------------------- fast paths */
 
-static int int64_cmp(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
 static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
   array q, pr, ra, de, pl, ma, to, bo;
   arr_begin(&q, OID_TEXT, n);
@@ -1693,21 +1737,15 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
   if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
   free(dq.p);
-  jobq_rows *r = NULL;
+  /* In a transaction of the library's own, the INSERT goes with the
+   * COMMIT, and the ids come back with it: a put is one round trip. */
   if (rc == JOBQ_OK)
-    rc = pg_query(db, PG_PUT_PLAIN,
-                  SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de),
-                           arr_val(&pl), arr_val(&ma), arr_val(&to), arr_val(&bo)),
-                  &r);
+    rc = query(db, PG_PUT_PLAIN,
+               SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
+                        arr_val(&ma), arr_val(&to), arr_val(&bo)),
+               NULL, ids, n);
   for (size_t i = 0; i < 8; i++) free(all[i]->p);
   if (rc != JOBQ_OK) return rc;
-  size_t k = 0;
-  while (k < n && pg_next(db, r) == 1) ids[k++] = pg_col_int(r, 0);
-  pg_done(db, r);
-  if (k != n)
-    return jobq__fail(db, JOBQ_EDB, "putting %zu jobs returned %zu ids", n, k);
-  /* Ids are given in insert order, which is the order of the jobs. */
-  qsort(ids, n, sizeof *ids, int64_cmp);
   for (size_t i = 0; i < n; i++)
     if (o[i].run_at_ms == 0 && o[i].delay_ms == 0)
       pg_wake(db, o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE);
