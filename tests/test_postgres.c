@@ -428,6 +428,37 @@ static void test_a_lock_sent_later_that_times_out(void **state) {
   jobq_close(w);
 }
 
+/* A put's INSERT, held to go with the COMMIT, that the server refuses:
+ * the put fails with the INSERT's error, gives no id, leaves nothing, and
+ * the connection goes on.  One job and many take the same path. */
+static void test_a_held_insert_that_fails(void **state) {
+  tq *t = *state;
+  command(t->db, "ALTER TABLE jobq_jobs ADD CONSTRAINT no_refused "
+                 "CHECK (payload <> '\\x72656675736564'::bytea)");
+  jobq_put_opts o[2];
+  for (int i = 0; i < 2; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "held";
+    o[i].payload = i == 0 ? "fine" : "refused";
+    o[i].payload_len = strlen(o[i].payload);
+  }
+  int64_t ids[2] = {-1, -1};
+  assert_rc(jobq_put(t->db, &o[1], &ids[0], NULL), JOBQ_EDB);
+  th_assert_msg(t->db, "no_refused");
+  assert_int_equal(ids[0], -1);
+  assert_rc(jobq_put_many(t->db, o, 2, ids, NULL), JOBQ_EDB);
+  th_assert_msg(t->db, "no_refused");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
+  command(t->db, "ALTER TABLE jobq_jobs DROP CONSTRAINT no_refused");
+  /* The connection goes on, and the ids come back with the commit. */
+  assert_rc(jobq_put_many(t->db, o, 2, ids, NULL), JOBQ_OK);
+  assert_true(ids[0] > 0 && ids[1] == ids[0] + 1);
+  jobq_job_info *j;
+  assert_rc(jobq_show(t->db, ids[1], &j), JOBQ_OK);
+  assert_memory_equal(j->payload, "refused", 7);
+  jobq_info_free(j, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
@@ -438,6 +469,7 @@ int main(void) {
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
       TQ_TEST(test_round_trips),
       TQ_TEST(test_a_lock_sent_later_that_times_out),
+      TQ_TEST(test_a_held_insert_that_fails),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
