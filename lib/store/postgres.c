@@ -772,7 +772,6 @@ static int run_after(jobq *db, const char *sql, const char *what) {
  * commit's, for a put), run at once in a caller's. */
 static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
                  int64_t *ids, size_t nids);
-static void pg_done(jobq *db, jobq_rows *r);
 
 static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows) {
   return query(db, id, a, n, rows, NULL, 0);
@@ -812,13 +811,6 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
     c->later[c->nlater - 1].nids = nids;
     return JOBQ_OK;
   }
-  if (ids != NULL) {
-    jobq_rows *got;
-    if ((rc = query(db, id, a, n, &got, NULL, 0)) != JOBQ_OK) return rc;
-    rc = insert_ids(db, got->res, ids, nids);
-    pg_done(db, got);
-    return rc;
-  }
   PGresult *res;
   const sendable q = {id, NULL, (int)n, values, lengths, formats};
   if ((rc = exec_pending(db, &q, &res)) != JOBQ_OK) return rc;
@@ -830,8 +822,9 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
   const char *t = PQcmdTuples(res);
   c->changes = t && *t ? strtoll(t, NULL, 10) : 0;
   if (rows == NULL) {
+    rc = ids != NULL ? insert_ids(db, res, ids, nids) : JOBQ_OK;
     PQclear(res);
-    return JOBQ_OK;
+    return rc;
   }
   jobq_rows *r = malloc(sizeof *r);
   if (r == NULL) {
