@@ -126,17 +126,15 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* A claim or an acknowledgement holds its session row: reapers pass
      * the session by until it commits (jobq__session_enter); heartbeats
      * (which change no key) still go through. */
+    /* An acknowledgement's lock on its session's row; nothing is read. */
     [JOBQ_Q_SESSION_LOCK] =
-        {.common = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END FROM "
-         "jobq_sessions WHERE id = ?1",
-         .pg = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END "
-               "FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE",
-         .mysql = "SELECT epoch, CASE WHEN expires_at >= {now} THEN 1 ELSE 0 "
-                  "END FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
-    /* A claim's look before it claims: IDENT's columns, then SESSION_LOCK's
-     * (NULL when there is no such session), with the same lock on the
-     * session's row and none on jobq_meta's: one round trip instead of
-     * two. */
+        {.common = "SELECT 1 FROM jobq_sessions WHERE id = ?1",
+         .pg = "SELECT 1 FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE",
+         .mysql = "SELECT 1 FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
+    /* A claim's look before it claims: IDENT's columns, then the session's
+     * epoch and whether its lease holds (NULL when there is no such
+     * session), with SESSION_LOCK's lock on the session's row and none on
+     * jobq_meta's. */
     [JOBQ_Q_CLAIM_ENTER] =
         {.common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
