@@ -115,6 +115,13 @@ int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
                        int fenced, int64_t rows, const char *label, double *rate,
                        struct bench_run *run);
+/* The latency floor of bench_ceiling.c (PostgreSQL): a stamped row put
+ * and notified in one durable commit, BENCH_LATENCY_RATE a second, as the
+ * latency workload puts its jobs, and claimed by a listener woken by the
+ * notification in one durable commit, with nothing of jobq in between.
+ * Adds "ceiling", "latency floor", p50/p99/max in ms. */
+int bench_latency_floor(const struct bench_config *cfg, jobq *db,
+                        struct bench_report *rep, struct bench_run *run);
 int bench_foreman_use(const struct bench_config *, jobq *, struct bench_report *,
                       struct bench_run *);
 int bench_soak(const struct bench_config *, jobq *, struct bench_report *,
@@ -227,6 +234,10 @@ int bench_claimers(const struct bench_claimer *c, int n, const char *label,
 /* What a forked child runs (index: 0 to n - 1); its exit status.  It adds
  * 1 to shared->ready once connected and waits for shared->go. */
 typedef int (*bench_child_fn)(const void *arg, int index);
+/* Forks one child running fn(arg, index), with SIGINT and SIGTERM setting
+ * its bench_stop; its pid, or -1 after a message (bench_stop is set). */
+pid_t bench_spawn(bench_child_fn fn, const void *arg, int index,
+                  struct bench_shared *shared);
 /* Forks n children running fn(arg, index), starts them all at once
  * (shared->go) when all are ready, shows progress from shared->claimed
  * out of total under label, calls tick(ctx) (when not NULL) every 5 ms
@@ -268,6 +279,18 @@ int bench_drain_foreman(const struct bench_config *cfg, jobq *db,
 
 /* Sleeps s seconds, or less when bench_stop is set. */
 void bench_sleep(double s);
+
+/* The latency workloads put their jobs at this rate, one at a time. */
+#define BENCH_LATENCY_RATE 50.0
+/* How many jobs they put (--seconds, or a tenth of --jobs, 20 to 500). */
+int64_t bench_latency_jobs(const struct bench_config *cfg);
+/* Sleeps until the time of put i of a series begun at t0 (bench_now()). */
+void bench_pace(double t0, int64_t i);
+
+/* Sorts v in place; the percentile p (0..100) of n sorted values (0 with
+ * none). */
+void bench_sort(double *v, size_t n);
+double bench_percentile(const double *v, size_t n, double p);
 
 /* The queue's stats entry: 1 found, 0 none, < 0 error. */
 int bench_queue_stats(jobq *db, const char *queue, jobq_queue_stats *out);

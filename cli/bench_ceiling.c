@@ -19,9 +19,12 @@
  * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
  * no row locks, so there is no such ceiling to measure.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -373,6 +376,202 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
   return ok ? 0 : 1;
 }
 
+/* ---------------------------------------------------------------- the latency floor */
+
+/* A put and a claim with nothing of jobq between them, on PostgreSQL: the
+ * parent puts a stamped row and notifies the listener in one statement,
+ * one durable commit as jobq's put is, at the latency workload's pace; a
+ * listener process, woken by the notification, claims the oldest ready row
+ * under a token in one statement, one durable commit as the least a fenced
+ * claim can be, and notes when the claim came back.  Both connections are
+ * the store's own (jobq_open), with its settings: synchronous_commit on. */
+struct floor {
+  const struct bench_config *cfg;
+  char table[64], channel[64];
+  int64_t n;                     /* rows put, the first one a warm-up */
+  struct bench_shared *shared;
+};
+
+static int floor_fail(PGresult *res, const char *what) {
+  char err[512];
+  pg_ok(res, err, sizeof err);
+  cli_error("ceiling (latency floor): %s: %s", what, err);
+  return 1;
+}
+
+/* Claims every ready row, one statement each, noting when each claim came
+ * back (after the claim, outside what it measures). */
+static int floor_claim_all(PGconn *pc, const struct floor *f, const char *take,
+                           const char *note) {
+  for (;;) {
+    char token[24];
+    snprintf(token, sizeof token, "%lld", next_token());
+    const char *v1[] = {token};
+    PGresult *res = PQexecParams(pc, take, 1, NULL, v1, NULL, NULL, 0);
+    int64_t at = bench_wall_ns();
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) return floor_fail(res, "claiming");
+    if (PQntuples(res) == 0) {
+      PQclear(res);
+      return 0;
+    }
+    char id[24], started[24];
+    snprintf(id, sizeof id, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    snprintf(started, sizeof started, "%lld", (long long)at);
+    const char *v2[] = {id, started};
+    res = PQexecParams(pc, note, 2, NULL, v2, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) return floor_fail(res, "noting a claim");
+    PQclear(res);
+    atomic_fetch_add(&f->shared->claimed, 1);
+  }
+}
+
+static int floor_listener(const void *arg, int index) {
+  const struct floor *f = arg;
+  (void)index;
+  jobq *db;
+  int rc = jobq_open(f->cfg->url, &db);
+  PGconn *pc = rc == JOBQ_OK ? jobq_native(db) : NULL;
+  char take[512], note[256], listen[96];
+  snprintf(listen, sizeof listen, "LISTEN %s", f->channel);
+  if (pc == NULL || !pg_exec(pc, listen, NULL, 0)) {
+    cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
+    atomic_fetch_add(&f->shared->ready, 1);
+    jobq_close(db);
+    return 1;
+  }
+  snprintf(take, sizeof take,
+           "UPDATE %s SET state = 1, claim = $1::bigint WHERE id = ANY(ARRAY(SELECT id "
+           "FROM %s WHERE state = 0 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)) "
+           "RETURNING id",
+           f->table, f->table);
+  snprintf(note, sizeof note, "UPDATE %s SET started_ns = $2::bigint WHERE id = $1::bigint",
+           f->table);
+  atomic_fetch_add(&f->shared->ready, 1);
+  int status = bench_await_go(f->shared, 60) == 1 ? 0 : 1;
+  while (status == 0 && !bench_stop && atomic_load(&f->shared->claimed) < f->n) {
+    int woken = 0;
+    for (PGnotify *nt; (nt = PQnotifies(pc)) != NULL; woken = 1) PQfreemem(nt);
+    if (woken) {
+      status = floor_claim_all(pc, f, take, note);
+      continue;
+    }
+    struct pollfd p = {PQsocket(pc), POLLIN, 0};
+    if (poll(&p, 1, 100) < 0 && errno != EINTR) status = 1;
+    if (status == 0 && !PQconsumeInput(pc)) {
+      cli_error("ceiling (latency floor): %s", PQerrorMessage(pc));
+      status = 1;
+    }
+  }
+  jobq_close(db);
+  return status;
+}
+
+/* Puts the rows at the latency workload's pace, each stamped just before
+ * its statement goes; 0, or -1 after a message in run. */
+static int floor_put(PGconn *pc, const struct floor *f, struct bench_run *run) {
+  char put[256];
+  snprintf(put, sizeof put,
+           "WITH i AS (INSERT INTO %s(stamp_ns) VALUES ($1::bigint) RETURNING 1) "
+           "SELECT pg_notify($2, '') FROM i",
+           f->table);
+  struct cli_progress bar;
+  cli_progress_start(&bar, "ceiling (latency floor):", "rows", f->n);
+  double t0 = bench_now();
+  int status = 0;
+  for (int64_t i = 0; i < f->n && status == 0 && !bench_stop; i++) {
+    bench_pace(t0, i);
+    char stamp[24];
+    snprintf(stamp, sizeof stamp, "%lld", (long long)bench_wall_ns());
+    const char *v[] = {stamp, f->channel};
+    char err[512];
+    if (!pg_ok(PQexecParams(pc, put, 2, NULL, v, NULL, NULL, 0), err, sizeof err))
+      status = -1, bench_fail(run, "latency floor: putting a row: %s", err);
+    cli_progress_update(&bar, i + 1, i + 1);
+  }
+  cli_progress_end(&bar);
+  return status;
+}
+
+/* The claims' latencies in ms, sorted, the warm-up row left out: *n of
+ * them in *out (the caller frees it); 0, or -1 after a message in run. */
+static int floor_read(PGconn *pc, const struct floor *f, double **out, size_t *n,
+                      struct bench_run *run) {
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "SELECT (started_ns - stamp_ns) / 1e6 FROM %s WHERE started_ns IS NOT NULL "
+           "AND id > (SELECT min(id) FROM %s)",
+           f->table, f->table);
+  PGresult *res = PQexec(pc, sql);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    char err[512];
+    pg_ok(res, err, sizeof err);
+    return bench_fail(run, "latency floor: reading the claims: %s", err), -1;
+  }
+  *n = (size_t)PQntuples(res);
+  *out = cli_xmalloc((*n ? *n : 1) * sizeof **out);
+  for (size_t i = 0; i < *n; i++) (*out)[i] = strtod(PQgetvalue(res, (int)i, 0), NULL);
+  PQclear(res);
+  bench_sort(*out, *n);
+  return 0;
+}
+
+int bench_latency_floor(const struct bench_config *cfg, jobq *db,
+                        struct bench_report *rep, struct bench_run *run) {
+  PGconn *pc = jobq_native(db);
+  if (pc == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
+  struct floor f = {cfg, "", "", bench_latency_jobs(cfg) + 1, NULL};
+  snprintf(f.table, sizeof f.table, "jobq_bench_floor_%ld", cfg->pid);
+  snprintf(f.channel, sizeof f.channel, "jobq_bench_floor_%ld", cfg->pid);
+  char sql[384], err[512];
+  snprintf(sql, sizeof sql,
+           "CREATE TABLE %s (id bigserial PRIMARY KEY, state smallint NOT NULL DEFAULT 0, "
+           "claim bigint, stamp_ns bigint NOT NULL, started_ns bigint); "
+           "CREATE INDEX ON %s(id) WHERE state = 0",
+           f.table, f.table);
+  if (!pg_exec(pc, sql, err, sizeof err))
+    return bench_fail(run, "creating table '%s': %s", f.table, err);
+  f.shared = bench_shared_new();
+  int status = BENCH_OK;
+  pid_t pid = bench_spawn(floor_listener, &f, 0, f.shared);
+  if (pid < 0) status = bench_fail(run, "cannot start the latency floor's listener");
+  /* The listener is up (or gave up) before the first put. */
+  while (status == BENCH_OK && atomic_load(&f.shared->ready) < 1 && !bench_stop &&
+         waitpid(pid, NULL, WNOHANG) == 0)
+    bench_sleep(0.005);
+  close(f.shared->go[1]);
+  f.shared->go[1] = -1;
+  if (status == BENCH_OK && floor_put(pc, &f, run) != 0) status = BENCH_FAILED;
+  /* The last claim comes back within milliseconds; 30 s is a hung one. */
+  double until = bench_now() + 30;
+  while (status == BENCH_OK && atomic_load(&f.shared->claimed) < f.n && !bench_stop &&
+         bench_now() < until)
+    bench_sleep(0.02);
+  if (pid > 0 && bench_wait(pid, 1) != 0 && status == BENCH_OK)
+    status = bench_fail(run, "the latency floor's listener failed (%lld of %lld rows claimed)",
+                        (long long)atomic_load(&f.shared->claimed), (long long)f.n);
+  if (status == BENCH_OK && bench_stop) status = bench_fail(run, "interrupted");
+  double *v = NULL;
+  size_t nv = 0;
+  if (status == BENCH_OK && floor_read(pc, &f, &v, &nv, run) != 0) status = BENCH_FAILED;
+  if (status == BENCH_OK && nv != (size_t)(f.n - 1))
+    status = bench_fail(run, "latency floor: %zu of %lld rows were claimed", nv,
+                        (long long)(f.n - 1));
+  if (status == BENCH_OK) {
+    bench_add(rep, "ceiling", "latency floor", "p50", bench_percentile(v, nv, 50), "ms");
+    bench_add(rep, "ceiling", "latency floor", "p99", bench_percentile(v, nv, 99), "ms");
+    bench_add(rep, "ceiling", "latency floor", "max", v[nv - 1], "ms");
+  }
+  free(v);
+  bench_shared_free(f.shared);
+  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", f.table);
+  if (!pg_exec(pc, sql, err, sizeof err)) {
+    cli_error("could not drop table '%s': %s", f.table, err);
+    if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", f.table, err);
+  }
+  return status;
+}
+
 /* ---------------------------------------------------------------- the workload */
 
 static int child(const void *arg, int index) {
@@ -455,5 +654,7 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
   if (status != BENCH_OK) return status;
   bench_add(rep, "ceiling", "bare sql", "throughput", bare, "jobs/s");
   bench_add(rep, "ceiling", "fenced sql", "throughput", fenced, "jobs/s");
-  return BENCH_OK;
+  /* MariaDB/MySQL has nothing to wake a listener with: a worker polls, and
+   * a floor there would be the poll interval chosen for it. */
+  return cfg->store == BENCH_POSTGRES ? bench_latency_floor(cfg, db, rep, run) : BENCH_OK;
 }

@@ -44,6 +44,19 @@ void bench_sleep(double s) {
   }
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+void bench_sort(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
+
+double bench_percentile(const double *v, size_t n, double p) {
+  if (n == 0) return 0;
+  size_t i = (size_t)(p / 100 * (double)(n - 1) + 0.5);
+  return v[i < n ? i : n - 1];
+}
+
 /* ---------------------------------------------------------------- failures */
 
 int bench_fail(struct bench_run *run, const char *fmt, ...) {
@@ -282,29 +295,38 @@ static void child_signal(int sig) {
   bench_stop = 1;
 }
 
+pid_t bench_spawn(bench_child_fn fn, const void *arg, int index,
+                  struct bench_shared *shared) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    cli_error("cannot start a child process: %s", cli_strerror(errno));
+    bench_stop = 1;
+    return -1;
+  }
+  if (pid == 0) {
+    close(shared->go[1]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = child_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    _exit(fn(arg, index));
+  }
+  return pid;
+}
+
 int bench_fork(int n, bench_child_fn fn, const void *arg, struct bench_shared *shared,
                const char *label, int64_t total, void (*tick)(void *), void *ctx,
                double *seconds) {
   pid_t *pids = cli_xmalloc((size_t)n * sizeof *pids);
-  fflush(stdout);
-  fflush(stderr);
   int started = 0, bad = 0;
   for (; started < n; started++) {
-    pid_t pid = fork();
+    pid_t pid = bench_spawn(fn, arg, started, shared);
     if (pid < 0) {
-      cli_error("cannot start a child process: %s", cli_strerror(errno));
-      bench_stop = 1;
       bad = 1;
       break;
-    }
-    if (pid == 0) {
-      close(shared->go[1]);
-      struct sigaction sa;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = child_signal;
-      sigaction(SIGINT, &sa, NULL);
-      sigaction(SIGTERM, &sa, NULL);
-      _exit(fn(arg, started));
     }
     pids[started] = pid;
   }

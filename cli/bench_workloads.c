@@ -223,18 +223,6 @@ int bench_drain(const struct bench_config *cfg, jobq *db,
 
 /* ---------------------------------------------------------------- latency */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The percentile p (0..100) of n sorted values. */
-static double percentile(const double *v, size_t n, double p) {
-  if (n == 0) return 0;
-  size_t i = (size_t)(p / 100 * (double)(n - 1) + 0.5);
-  return v[i < n ? i : n - 1];
-}
-
 /* Waits until queue has want jobs done (or the time is up). */
 static int wait_done(jobq *db, const char *queue, int64_t want, double timeout,
                      struct bench_run *run, const char *variant) {
@@ -315,8 +303,7 @@ static int collect(jobq *db, const char *queue, double **out, size_t *nout,
  * args, then reports the percentiles of put to start. */
 static int latency_run(const struct bench_config *cfg, jobq *db,
                        struct bench_report *rep, struct bench_run *run,
-                       const char *variant, int64_t n, double rate,
-                       const char *const *args) {
+                       const char *variant, int64_t n, const char *const *args) {
   char q[BENCH_QUEUE_BUF], name[32], label[64];
   snprintf(name, sizeof name, "latency-%s", variant);
   bench_queue(cfg, name, q);
@@ -345,9 +332,7 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   cli_progress_start(&bar, label, "jobs", n);
   double t0 = bench_now();
   for (int64_t i = 0; i < n && status == BENCH_OK && !bench_stop; i++) {
-    double at = t0 + (double)i / rate;
-    double now = bench_now();
-    if (at > now) bench_sleep(at - now);
+    bench_pace(t0, i);
     char text[32];
     snprintf(text, sizeof text, "%lld", (long long)bench_wall_ns());
     o.payload = text;
@@ -375,29 +360,38 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
     return bench_fail(run, "%s: %zu of %lld jobs have a start time", variant, nv,
                       (long long)n);
   }
-  qsort(v, nv, sizeof *v, cmp_double);
-  bench_add(rep, "latency", variant, "p50", percentile(v, nv, 50), "ms");
-  bench_add(rep, "latency", variant, "p99", percentile(v, nv, 99), "ms");
+  bench_sort(v, nv);
+  bench_add(rep, "latency", variant, "p50", bench_percentile(v, nv, 50), "ms");
+  bench_add(rep, "latency", variant, "p99", bench_percentile(v, nv, 99), "ms");
   bench_add(rep, "latency", variant, "max", v[nv - 1], "ms");
   free(v);
   return BENCH_OK;
 }
 
+int64_t bench_latency_jobs(const struct bench_config *cfg) {
+  return cfg->seconds > 0 ? (int64_t)(BENCH_LATENCY_RATE * (double)cfg->seconds)
+         : cfg->jobs / 10 > 500 ? 500
+         : cfg->jobs / 10 < 20  ? 20
+                                : cfg->jobs / 10;
+}
+
+void bench_pace(double t0, int64_t i) {
+  double at = t0 + (double)i / BENCH_LATENCY_RATE;
+  double now = bench_now();
+  if (at > now) bench_sleep(at - now);
+}
+
 int bench_latency(const struct bench_config *cfg, jobq *db,
                   struct bench_report *rep, struct bench_run *run) {
-  const double rate = 50;
-  int64_t n = cfg->seconds > 0 ? (int64_t)(rate * (double)cfg->seconds)
-                               : cfg->jobs / 10 > 500 ? 500
-                               : cfg->jobs / 10 < 20  ? 20
-                                                      : cfg->jobs / 10;
+  int64_t n = bench_latency_jobs(cfg);
   const char *persistent[] = {"--persistent", "-c", "1", "--", cfg->self, "bench",
                               "--internal-worker-stamp", NULL};
-  if (latency_run(cfg, db, rep, run, "persistent", n, rate, persistent) != BENCH_OK)
+  if (latency_run(cfg, db, rep, run, "persistent", n, persistent) != BENCH_OK)
     return BENCH_FAILED;
   int64_t few = n / 5 < 10 ? 10 : n / 5;
   const char *fork_args[] = {"-c", "1", "--", cfg->self, "bench", "--internal-stamp",
                              NULL};
-  return latency_run(cfg, db, rep, run, "fork", few, rate, fork_args);
+  return latency_run(cfg, db, rep, run, "fork", few, fork_args);
 }
 
 /* ---------------------------------------------------------------- scale */
@@ -551,7 +545,7 @@ static int claim_rounds(jobq *db, const char *queue, int64_t measure,
     if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
     if (bench_stop) return interrupted(run);
   }
-  qsort(rates, ROUNDS, sizeof *rates, cmp_double);
+  bench_sort(rates, ROUNDS);
   return BENCH_OK;
 }
 

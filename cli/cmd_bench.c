@@ -174,6 +174,11 @@ static int run_workloads(struct bench_config *cfg, jobq *db, const int *want,
     bench_add(rep, "drain", "library", "of ceiling", 100 * lib / ceiling, "%");
   if (lib > 0 && fenced > 0)
     bench_add(rep, "drain", "library", "of fenced ceiling", 100 * lib / fenced, "%");
+  /* And the persistent foreman's start latency over the bare SQL's. */
+  double p50 = bench_find(rep, "latency", "persistent", "p50");
+  double floor = bench_find(rep, "ceiling", "latency floor", "p50");
+  if (p50 > 0 && floor > 0)
+    bench_add(rep, "latency", "persistent", "p50 over floor", p50 / floor, "x");
   return status;
 }
 
