@@ -108,12 +108,16 @@ int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
+/* The protocols of bench_ceiling.c: a claim and its delete in one
+ * transaction; fenced, in two; archived, fenced with each row moved to an
+ * archive table by its delete. */
+enum bench_ceiling_mode { BENCH_BARE, BENCH_FENCED, BENCH_ARCHIVED };
 /* The bare-SQL ceiling of bench_ceiling.c with procs claimers taking batch
- * rows at a time from rows rows (PostgreSQL and MariaDB/MySQL), in one
- * transaction or, fenced, in two: *rate gets rows per second.  Its own
- * table, dropped at the end. */
+ * rows at a time from rows rows (PostgreSQL and MariaDB/MySQL) by protocol
+ * mode (enum bench_ceiling_mode): *rate gets rows per second.  Its own
+ * tables, dropped at the end. */
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
-                       int fenced, int64_t rows, const char *label, double *rate,
+                       int mode, int64_t rows, const char *label, double *rate,
                        struct bench_run *run);
 /* The latency floor of bench_ceiling.c (PostgreSQL): a stamped row put
  * and notified in one durable commit, BENCH_LATENCY_RATE a second, as the

@@ -14,8 +14,11 @@
  * one transaction marks a batch of ready rows running under a claim token
  * (the rows are written, and leave the ready index), a second one deletes
  * them where they still carry that token.  Two commits per batch where
- * the bare one has one; jobq adds to it the archive of each job, its
- * counters and its session.
+ * the bare one has one.  The archived variant is the fenced one whose
+ * delete also moves each row to an archive table (its id, payload, a
+ * result, its token and when it finished, indexed by that time for
+ * retention), as a queue that keeps the outcome of every job must; jobq
+ * adds to it a wider row, its counters and its session.
  * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
  * no row locks, so there is no such ceiling to measure.
  */
@@ -40,7 +43,9 @@ struct ceiling {
   const struct bench_config *cfg;
   char table[64];
   size_t batch;
-  int fenced;  /* claim in one transaction, delete in a second */
+  int fenced;    /* claim in one transaction, delete in a second */
+  int archived;  /* fenced, and the delete archives each row */
+  char archive[64];
   struct bench_shared *shared;
 };
 
@@ -77,6 +82,14 @@ static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (id bigserial PRIMARY KEY, payload bytea NOT NULL)", c->table);
   if (!pg_exec(pc, sql, err, size)) return -1;
+  if (c->archived) {
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id bigint PRIMARY KEY, payload bytea NOT NULL, result bytea, "
+             "claim bigint NOT NULL, finished_at bigint NOT NULL); "
+             "CREATE INDEX ON %s(finished_at)",
+             c->archive, c->archive);
+    if (!pg_exec(pc, sql, err, size)) return -1;
+  }
   snprintf(sql, sizeof sql,
            "INSERT INTO %s(payload) SELECT $1::bytea FROM generate_series(1, $2::int)",
            c->table);
@@ -109,17 +122,25 @@ static int pg_ids(PGresult *res, char *ids, size_t cap) {
 }
 
 /* Bare: the select and its delete in one transaction.  Fenced: the claim
- * and its delete, each a transaction of its own. */
+ * and its delete, each a transaction of its own.  Archived: the delete
+ * moves the rows to the archive. */
 static int pg_claimer(PGconn *pc, const struct ceiling *c) {
-  char take[512], del[256], limit[24], token[24] = "";
+  char take[512], del[512], limit[24], token[24] = "";
   if (c->fenced) {
     snprintf(take, sizeof take,
              "UPDATE %s SET state = 1, claim = $2::bigint WHERE id = ANY(ARRAY(SELECT id "
              "FROM %s WHERE state = 0 ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)) "
              "RETURNING id",
              c->table, c->table);
-    snprintf(del, sizeof del,
-             "DELETE FROM %s WHERE id = ANY($1::bigint[]) AND claim = $2::bigint", c->table);
+    if (c->archived)
+      snprintf(del, sizeof del,
+               "WITH d AS (DELETE FROM %s WHERE id = ANY($1::bigint[]) AND claim = $2::bigint "
+               "RETURNING id, payload, claim) INSERT INTO %s SELECT id, payload, ''::bytea, "
+               "claim, (extract(epoch FROM statement_timestamp()) * 1000)::bigint FROM d",
+               c->table, c->archive);
+    else
+      snprintf(del, sizeof del,
+               "DELETE FROM %s WHERE id = ANY($1::bigint[]) AND claim = $2::bigint", c->table);
   } else {
     snprintf(take, sizeof take,
              "SELECT id FROM %s ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED", c->table);
@@ -242,6 +263,14 @@ static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
            c->fenced ? "state TINYINT NOT NULL DEFAULT 0, claim BIGINT, "
                        "INDEX ready (state, id), " : "");
   if (!my_exec(my, sql, err, size)) return -1;
+  if (c->archived) {
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id BIGINT PRIMARY KEY, payload BLOB NOT NULL, result BLOB, "
+             "claim BIGINT NOT NULL, finished_at BIGINT NOT NULL, INDEX (finished_at)) "
+             "ENGINE=InnoDB",
+             c->archive);
+    if (!my_exec(my, sql, err, size)) return -1;
+  }
   MYSQL_BIND b[FILL_ROWS];
   MYSQL_STMT *full = my_insert(my, c, FILL_ROWS, b, err, size);
   int ok = full != NULL;
@@ -303,13 +332,17 @@ static int my_run_ids(MYSQL *my, MYSQL_STMT *full, size_t batch, const char *hea
 }
 
 static int my_claimer(MYSQL *my, const struct ceiling *c) {
-  char err[512] = "out of memory", sql[256], del_head[128], claim_head[128];
+  char err[512] = "out of memory", sql[256], del_head[128], claim_head[128], arch_head[256];
   snprintf(sql, sizeof sql, "SELECT id FROM %s%s ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
            c->table, c->fenced ? " WHERE state = 0" : "");
   snprintf(del_head, sizeof del_head, "DELETE FROM %s WHERE %sid IN (", c->table,
            c->fenced ? "claim = ? AND " : "");
   snprintf(claim_head, sizeof claim_head, "UPDATE %s SET state = 1, claim = ? WHERE id IN (",
            c->table);
+  snprintf(arch_head, sizeof arch_head,
+           "INSERT INTO %s SELECT id, payload, '', claim, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 "
+           "AS SIGNED) FROM %s WHERE claim = ? AND id IN (",
+           c->archive, c->table);
   long long *ids = cli_xmalloc(c->batch * sizeof *ids);
   long long limit = (long long)c->batch, id = 0, token = 0;
   long long *tok = c->fenced ? &token : NULL;
@@ -317,6 +350,8 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
   MYSQL_STMT *del_full = my_by_ids(my, del_head, c->batch, ids, tok, err, sizeof err);
   MYSQL_STMT *claim_full =
       c->fenced ? my_by_ids(my, claim_head, c->batch, ids, tok, err, sizeof err) : NULL;
+  MYSQL_STMT *arch_full =
+      c->archived ? my_by_ids(my, arch_head, c->batch, ids, tok, err, sizeof err) : NULL;
   MYSQL_BIND pb, rb;
   memset(&pb, 0, sizeof pb);
   memset(&rb, 0, sizeof rb);
@@ -324,7 +359,8 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
   pb.buffer = &limit;
   rb.buffer_type = MYSQL_TYPE_LONGLONG;
   rb.buffer = &id;
-  int ok = sel != NULL && del_full != NULL && (claim_full != NULL || !c->fenced);
+  int ok = sel != NULL && del_full != NULL && (claim_full != NULL || !c->fenced) &&
+           (arch_full != NULL || !c->archived);
   if (ok && (mysql_stmt_prepare(sel, sql, strlen(sql)) != 0 ||
              mysql_stmt_bind_param(sel, &pb) != 0 || mysql_stmt_bind_result(sel, &rb) != 0))
     ok = stmt_fail(sel, err, sizeof err);
@@ -355,14 +391,28 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
       continue;
     }
     if (!ok || n == 0) break;
-    /* Fenced: the delete, again when it was a deadlock's victim. */
+    /* Fenced: the delete, again when it was a deadlock's victim.
+     * Archived: the rows copied to the archive first, in the same
+     * transaction. */
     if (c->fenced) {
+      unsigned long long copied = n;
       do {
-        ok = my_run_ids(my, del_full, c->batch, del_head, n, ids, tok, &changed, &code, err,
-                        sizeof err);
+        if (c->archived) {
+          ok = my_exec(my, "START TRANSACTION", err, sizeof err) &&
+               my_run_ids(my, arch_full, c->batch, arch_head, n, ids, tok, &copied, &code,
+                          err, sizeof err);
+        }
+        if (ok)
+          ok = my_run_ids(my, del_full, c->batch, del_head, n, ids, tok, &changed, &code, err,
+                          sizeof err);
+        if (ok && c->archived && !(ok = my_exec(my, "COMMIT", err, sizeof err)))
+          code = mysql_errno(my);
+        if (!ok && c->archived && (code == 1213 || code == 1205))
+          my_exec(my, "ROLLBACK", err, sizeof err);
       } while (!ok && (code == 1213 || code == 1205));
-      if (ok && changed != n) {
-        snprintf(err, sizeof err, "the fenced delete removed %llu of %zu rows", changed, n);
+      if (ok && (changed != n || copied != n)) {
+        snprintf(err, sizeof err, "the fenced delete removed %llu and archived %llu of %zu rows",
+                 changed, copied, n);
         ok = 0;
       }
     }
@@ -372,6 +422,7 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
   if (sel != NULL) mysql_stmt_close(sel);
   if (del_full != NULL) mysql_stmt_close(del_full);
   if (claim_full != NULL) mysql_stmt_close(claim_full);
+  if (arch_full != NULL) mysql_stmt_close(arch_full);
   free(ids);
   return ok ? 0 : 1;
 }
@@ -595,12 +646,13 @@ static int child(const void *arg, int index) {
 }
 
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
-                       int fenced, int64_t rows, const char *label, double *rate,
+                       int mode, int64_t rows, const char *label, double *rate,
                        struct bench_run *run) {
   void *native = jobq_native(db);
   if (native == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
-  struct ceiling c = {cfg, "", batch, fenced, NULL};
+  struct ceiling c = {cfg, "", batch, mode != BENCH_BARE, mode == BENCH_ARCHIVED, "", NULL};
   snprintf(c.table, sizeof c.table, "jobq_bench_ceiling_%ld", cfg->pid);
+  snprintf(c.archive, sizeof c.archive, "jobq_bench_archive_%ld", cfg->pid);
   char err[512] = "";
   int created = cfg->store == BENCH_POSTGRES ? pg_create(native, &c, rows, err, sizeof err)
                                               : my_create(native, &c, rows, err, sizeof err);
@@ -624,9 +676,9 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
     else
       *rate = (double)rows / secs;
   }
-  /* The table goes, whatever happened. */
-  char sql[128];
-  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", c.table);
+  /* The tables go, whatever happened. */
+  char sql[160];
+  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s, %s", c.table, c.archive);
   int dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
                                               : my_exec(native, sql, err, sizeof err);
   if (!dropped) {
@@ -646,14 +698,19 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
   }
   int procs = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
   size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
-  double bare, fenced;
-  int status = bench_ceiling_rate(cfg, db, procs, batch, 0, cfg->jobs, "ceiling:", &bare, run);
-  if (status == BENCH_OK)
-    status = bench_ceiling_rate(cfg, db, procs, batch, 1, cfg->jobs, "ceiling (fenced):",
-                                &fenced, run);
-  if (status != BENCH_OK) return status;
-  bench_add(rep, "ceiling", "bare sql", "throughput", bare, "jobs/s");
-  bench_add(rep, "ceiling", "fenced sql", "throughput", fenced, "jobs/s");
+  static const struct {
+    int mode;
+    const char *label, *variant;
+  } protocols[] = {{BENCH_BARE, "ceiling:", "bare sql"},
+                   {BENCH_FENCED, "ceiling (fenced):", "fenced sql"},
+                   {BENCH_ARCHIVED, "ceiling (archived):", "archived sql"}};
+  for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++) {
+    double rate;
+    int status = bench_ceiling_rate(cfg, db, procs, batch, protocols[i].mode, cfg->jobs,
+                                    protocols[i].label, &rate, run);
+    if (status != BENCH_OK) return status;
+    bench_add(rep, "ceiling", protocols[i].variant, "throughput", rate, "jobs/s");
+  }
   /* MariaDB/MySQL has nothing to wake a listener with: a worker polls, and
    * a floor there would be the poll interval chosen for it. */
   return cfg->store == BENCH_POSTGRES ? bench_latency_floor(cfg, db, rep, run) : BENCH_OK;

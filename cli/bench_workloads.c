@@ -427,7 +427,7 @@ int bench_scale(const struct bench_config *cfg, jobq *db,
       /* What the bare SQL does with as many claimers on this machine. */
       double top;
       snprintf(label, sizeof label, "scale (%d, bare sql):", procs);
-      if (bench_ceiling_rate(cfg, db, procs, batch, 0, per, label, &top, run) != BENCH_OK)
+      if (bench_ceiling_rate(cfg, db, procs, batch, BENCH_BARE, per, label, &top, run) != BENCH_OK)
         return BENCH_FAILED;
       bench_add(rep, "scale", variant, "ceiling", top, "jobs/s");
       bench_add(rep, "scale", variant, "share of ceiling", 100.0 * (double)per / secs / top,

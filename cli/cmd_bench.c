@@ -165,15 +165,17 @@ static int run_workloads(struct bench_config *cfg, jobq *db, const int *want,
     }
     if (bench_cleanup(db) != 0) status = CLI_EXIT_ERROR;
   }
-  /* The library drain as a share of what bare SQL claims reach, in one
-   * transaction and fenced in two. */
+  /* The library drain as a share of what bare SQL claims reach: in one
+   * transaction, fenced in two, and archived as well. */
+  static const char *const shares[][2] = {{"bare sql", "of ceiling"},
+                                          {"fenced sql", "of fenced ceiling"},
+                                          {"archived sql", "of archived ceiling"}};
   double lib = bench_find(rep, "drain", "library", "throughput");
-  double ceiling = bench_find(rep, "ceiling", "bare sql", "throughput");
-  double fenced = bench_find(rep, "ceiling", "fenced sql", "throughput");
-  if (lib > 0 && ceiling > 0)
-    bench_add(rep, "drain", "library", "of ceiling", 100 * lib / ceiling, "%");
-  if (lib > 0 && fenced > 0)
-    bench_add(rep, "drain", "library", "of fenced ceiling", 100 * lib / fenced, "%");
+  for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++) {
+    double ceiling = bench_find(rep, "ceiling", shares[i][0], "throughput");
+    if (lib > 0 && ceiling > 0)
+      bench_add(rep, "drain", "library", shares[i][1], 100 * lib / ceiling, "%");
+  }
   /* And the persistent foreman's start latency over the bare SQL's. */
   double p50 = bench_find(rep, "latency", "persistent", "p50");
   double floor = bench_find(rep, "ceiling", "latency floor", "p50");

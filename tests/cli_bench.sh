@@ -73,11 +73,23 @@ for v in phases:
     if ("ratio" in got) == (v == "1000 ready"):
         errors.append("backlog %s: metrics %s" % (v, sorted(got)))
 if store != "sqlite":
-    if variants("ceiling") != ["bare sql", "fenced sql"]:
+    if variants("ceiling") != ["bare sql", "fenced sql", "archived sql"]:
         errors.append("ceiling results %s" % variants("ceiling"))
     shares = sorted(r["metric"] for r in drain["results"] if r["unit"] == "%")
-    if shares != ["of ceiling", "of fenced ceiling"]:
+    if shares != ["of archived ceiling", "of ceiling", "of fenced ceiling"]:
         errors.append("drain library as a share of the ceilings: %s" % shares)
+# The latency floor: PostgreSQL only (MariaDB has no wake-ups to measure).
+ceiling = [x for x in doc["workloads"] if x["name"] == "ceiling"][0]
+floor = {r["metric"]: r["value"] for r in ceiling["results"] if r["variant"] == "latency floor"}
+latency = [x for x in doc["workloads"] if x["name"] == "latency"][0]
+over = [r["value"] for r in latency["results"] if r["metric"] == "p50 over floor"]
+if store == "postgres":
+    if not 0 < floor.get("p50", 0) <= floor.get("p99", 0) <= floor.get("max", 0):
+        errors.append("latency floor %s" % floor)
+    if len(over) != 1 or not over[0] > 0:
+        errors.append("latency p50 over the floor: %s" % over)
+elif floor or over:
+    errors.append("a latency floor on %s: %s %s" % (store, floor, over))
 foreman = [x for x in doc["workloads"] if x["name"] == "foreman"][0]
 if foreman.get("verified") is not True:
     errors.append("foreman drains not verified: %s" % foreman)
