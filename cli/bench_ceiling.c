@@ -18,7 +18,12 @@
  * delete also moves each row to an archive table (its id, payload, a
  * result, its token and when it finished, indexed by that time for
  * retention), as a queue that keeps the outcome of every job must; jobq
- * adds to it a wider row, its counters and its session.
+ * adds to it a wider row, the claim's order by priority and run time,
+ * its counters and its session.
+ *
+ * On PostgreSQL the workload ends with the latency floor: a put and a
+ * claim of bare SQL, each one durable commit, the claimer woken by
+ * NOTIFY, timed as the latency workload times jobq (see struct floor).
  * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
  * no row locks, so there is no such ceiling to measure.
  */
