@@ -482,17 +482,23 @@ static int floor_claim_all(PGconn *pc, const struct floor *f, const char *take,
   }
 }
 
+/* The listener: ready once it listens (a listener that could not start
+ * ends without being ready), then claims until every row is claimed. */
 static int floor_listener(const void *arg, int index) {
   const struct floor *f = arg;
   (void)index;
   jobq *db;
   int rc = jobq_open(f->cfg->url, &db);
   PGconn *pc = rc == JOBQ_OK ? jobq_native(db) : NULL;
-  char take[512], note[256], listen[96];
+  char take[512], note[256], listen[96], err[512];
   snprintf(listen, sizeof listen, "LISTEN %s", f->channel);
-  if (pc == NULL || !pg_exec(pc, listen, NULL, 0)) {
+  if (pc == NULL) {
     cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
-    atomic_fetch_add(&f->shared->ready, 1);
+    jobq_close(db);
+    return 1;
+  }
+  if (!pg_exec(pc, listen, err, sizeof err)) {
+    cli_error("ceiling (latency floor): %s", err);
     jobq_close(db);
     return 1;
   }
@@ -541,8 +547,10 @@ static int floor_put(PGconn *pc, const struct floor *f, struct bench_run *run) {
     snprintf(stamp, sizeof stamp, "%lld", (long long)bench_wall_ns());
     const char *v[] = {stamp, f->channel};
     char err[512];
-    if (!pg_ok(PQexecParams(pc, put, 2, NULL, v, NULL, NULL, 0), err, sizeof err))
-      status = -1, bench_fail(run, "latency floor: putting a row: %s", err);
+    if (!pg_ok(PQexecParams(pc, put, 2, NULL, v, NULL, NULL, 0), err, sizeof err)) {
+      bench_fail(run, "latency floor: putting a row: %s", err);
+      status = -1;
+    }
     cli_progress_update(&bar, i + 1, i + 1);
   }
   cli_progress_end(&bar);
@@ -562,7 +570,8 @@ static int floor_read(PGconn *pc, const struct floor *f, double **out, size_t *n
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     char err[512];
     pg_ok(res, err, sizeof err);
-    return bench_fail(run, "latency floor: reading the claims: %s", err), -1;
+    bench_fail(run, "latency floor: reading the claims: %s", err);
+    return -1;
   }
   *n = (size_t)PQntuples(res);
   *out = cli_xmalloc((*n ? *n : 1) * sizeof **out);
@@ -591,19 +600,24 @@ int bench_latency_floor(const struct bench_config *cfg, jobq *db,
   int status = BENCH_OK;
   pid_t pid = bench_spawn(floor_listener, &f, 0, f.shared);
   if (pid < 0) status = bench_fail(run, "cannot start the latency floor's listener");
-  /* The listener is up (or gave up) before the first put. */
-  while (status == BENCH_OK && atomic_load(&f.shared->ready) < 1 && !bench_stop &&
-         waitpid(pid, NULL, WNOHANG) == 0)
-    bench_sleep(0.005);
+  /* The listener listens before the first put. */
+  while (status == BENCH_OK && atomic_load(&f.shared->ready) < 1) {
+    if (bench_stop) {
+      status = bench_fail(run, "interrupted");
+    } else if (waitpid(pid, NULL, WNOHANG) != 0) {
+      pid = -1;
+      status = bench_fail(run, "the latency floor's listener could not start");
+    } else {
+      bench_sleep(0.005);
+    }
+  }
   close(f.shared->go[1]);
   f.shared->go[1] = -1;
   if (status == BENCH_OK && floor_put(pc, &f, run) != 0) status = BENCH_FAILED;
-  /* The last claim comes back within milliseconds; 30 s is a hung one. */
-  double until = bench_now() + 30;
-  while (status == BENCH_OK && atomic_load(&f.shared->claimed) < f.n && !bench_stop &&
-         bench_now() < until)
-    bench_sleep(0.02);
-  if (pid > 0 && bench_wait(pid, 1) != 0 && status == BENCH_OK)
+  /* It ends once it has claimed every row, milliseconds after the last
+   * put: 30 s is a hung one (stopped, and found out below by the rows it
+   * did not claim); after a failure it is stopped at once. */
+  if (pid > 0 && bench_wait(pid, status == BENCH_OK ? 30 : 0.01) != 0 && status == BENCH_OK)
     status = bench_fail(run, "the latency floor's listener failed (%lld of %lld rows claimed)",
                         (long long)atomic_load(&f.shared->claimed), (long long)f.n);
   if (status == BENCH_OK && bench_stop) status = bench_fail(run, "interrupted");

@@ -44,6 +44,12 @@ void bench_sleep(double s) {
   }
 }
 
+void bench_pace(double t0, int64_t i) {
+  double at = t0 + (double)i / BENCH_LATENCY_RATE;
+  double now = bench_now();
+  if (at > now) bench_sleep(at - now);
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

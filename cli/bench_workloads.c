@@ -375,12 +375,6 @@ int64_t bench_latency_jobs(const struct bench_config *cfg) {
                                 : cfg->jobs / 10;
 }
 
-void bench_pace(double t0, int64_t i) {
-  double at = t0 + (double)i / BENCH_LATENCY_RATE;
-  double now = bench_now();
-  if (at > now) bench_sleep(at - now);
-}
-
 int bench_latency(const struct bench_config *cfg, jobq *db,
                   struct bench_report *rep, struct bench_run *run) {
   int64_t n = bench_latency_jobs(cfg);
