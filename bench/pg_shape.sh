@@ -44,7 +44,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${JOBQ_BUILD:-build}
 [[ $build = /* ]] || build=$root/$build
 [[ -x $build/jobq ]] || { echo "pg_shape.sh: $build/jobq is missing: run make first" >&2; exit 1; }
-command -v pgbench >/dev/null || { echo "pg_shape.sh: pgbench is missing (Debian package postgresql-client)" >&2; exit 1; }
+command -v pgbench >/dev/null || { echo "pg_shape.sh: pgbench is missing (it comes with the Debian package postgresql)" >&2; exit 1; }
 dir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-pgshape.XXXXXX")
 scripts=$(mktemp -d "${TMPDIR:-/tmp}/jobq-pgshape-sql.XXXXXX")
 trap '[[ -d $dir ]] && "$root/tests/pgserver.sh" stop "$dir"; rm -rf "$scripts"' EXIT

@@ -512,19 +512,22 @@ class Chaos:
                     open_runs[(jid, claim)] = r
                 elif f_[0] == "E" and (jid, claim) in open_runs:
                     open_runs[(jid, claim)]["end"] = t
-        # A run that never logged its end was killed: with its process, or
-        # with its foreman (whose guard kills its jobs at once).
+        # A run that never logged its end was killed: with its process
+        # (SIGKILL, sent just after the event's time: it runs no more), or
+        # with its foreman, whose guard kills its jobs at once, or by its
+        # foreman when it lost its session (both within 100 ms).
         for rs in out.values():
             rs.sort(key=lambda r: r["start"])
             for r in rs:
                 if r["end"] is not None:
                     continue
-                ends = [t for t, k, d in self.events if t > r["start"] and
-                        ((k == "kill_job" and d == r["pid"]) or
-                         (k in ("kill_foreman", "last_fault") and d == r["foreman"]))]
-                ends += [t for t in lost.get(r["foreman"], []) if t > r["start"]]
+                ends = [t + 10 * 10**6 for t, k, d in self.events if t > r["start"] and
+                        k == "kill_job" and d == r["pid"]]
+                ends += [t + 100 * 10**6 for t, k, d in self.events if t > r["start"] and
+                         k in ("kill_foreman", "last_fault") and d == r["foreman"]]
+                ends += [t + 100 * 10**6 for t in lost.get(r["foreman"], []) if t > r["start"]]
                 if ends:
-                    r["killed"] = min(ends) + 100 * 10**6
+                    r["killed"] = min(ends)
         return out
 
     def check(self, left):
