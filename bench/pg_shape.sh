@@ -45,9 +45,13 @@ build=${JOBQ_BUILD:-build}
 [[ $build = /* ]] || build=$root/$build
 [[ -x $build/jobq ]] || { echo "pg_shape.sh: $build/jobq is missing: run make first" >&2; exit 1; }
 command -v pgbench >/dev/null || { echo "pg_shape.sh: pgbench is missing (it comes with the Debian package postgresql)" >&2; exit 1; }
-dir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-pgshape.XXXXXX")
-scripts=$(mktemp -d "${TMPDIR:-/tmp}/jobq-pgshape-sql.XXXXXX")
-trap '[[ -d $dir ]] && "$root/tests/pgserver.sh" stop "$dir"; rm -rf "$scripts"' EXIT
+# One folder for the run: the server's cluster (made by pgserver.sh, which
+# wants a path that does not exist yet, owned by the server's user when we
+# are root: that user must be able to pass through) and the pgbench scripts.
+work=$(mktemp -d)
+chmod 711 "$work"
+dir=$work/pg scripts=$work
+trap '[[ -d $dir ]] && "$root/tests/pgserver.sh" stop "$dir"; rm -rf "$work"' EXIT
 
 url=$("$root/tests/pgserver.sh" start "$dir")
 sql() { psql "$url" -qAtX -v ON_ERROR_STOP=1 -c "$1"; }
@@ -83,9 +87,9 @@ measure() {
   [[ $left == 0 ]] || { echo "pg_shape.sh: $name: $left rows were left" >&2; exit 1; }
   sql "VACUUM $table"
   c1=$(server_cpu)
-  awk -v name="$name" -v n="$rows" -v t="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
-    -v c="$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" 'BEGIN {
-    printf "%-8s %8.0f rows/s  %6.1f us of server CPU per row\n", name, n / t, c * 1e6 / n }'
+  awk -v name="$name" -v n="$rows" -v t0="$t0" -v t1="$t1" -v c0="$c0" -v c1="$c1" 'BEGIN {
+    printf "%-8s %8.0f rows/s  %6.1f us of server CPU per row\n", name, n / (t1 - t0),
+      (c1 - c0) * 1e6 / n }'
 }
 
 # pgbench_drain SCRIPT: the clients run SCRIPT until every row was taken.
