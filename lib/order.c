@@ -73,9 +73,7 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait
   int yes = barrier_known, rc = JOBQ_OK;
   *wait = 1;
   if (j->barrier) {
-    rc = j->id ? exists_qi(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id, &yes)
-               : jobq__sql_exists(db, JOBQ_Q_ANY_IN_QUEUE, &yes,
-                                  SQL_ARGS(V_TEXT(j->queue)));
+    rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id ? j->id : INT64_MAX, &yes);
   } else if (j->id != 0 || barrier_known < 0) {
     rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
                    &yes);

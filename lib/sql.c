@@ -65,9 +65,14 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "VALUES (?1, {now})"},
     [JOBQ_Q_UNIQUE_FIND] = {.common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                             "unique_key = ?2"},
-    [JOBQ_Q_ANY_IN_QUEUE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 LIMIT 1"},
+    /* A generic plan on PostgreSQL expects any row to match, and to find
+     * one at once by scanning the table or the primary key: it reads all
+     * of the jobs before ?2 when none is the queue's.  Bounds on the pair
+     * (queue, id), in its order, leave it the queue index alone. */
     [JOBQ_Q_ANY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
-                           "id < ?2 LIMIT 1"},
+                           "id < ?2 LIMIT 1",
+                           .pg = "SELECT 1 FROM jobq_jobs WHERE (queue, id) > (?1, 0) AND "
+                                 "(queue, id) < (?1, ?2) ORDER BY queue, id LIMIT 1"},
     [JOBQ_Q_BARRIER_FIRST] =
         {.common = "SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
          "ORDER BY id LIMIT 1",

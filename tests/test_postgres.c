@@ -139,6 +139,60 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_close(p);
 }
 
+/* 1 when job id is waiting, 0 when it is not, read with SQL. */
+static int64_t waiting(jobq *db, int64_t id) {
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM jobq_jobs WHERE id = %lld AND state = 'waiting'",
+           (long long)id);
+  return th_sql_int(db, sql);
+}
+
+/* Whether anything comes before a barrier, with a backlog in another
+ * queue: the generic plan, which expects any row to match and to find one
+ * at once by a scan of the table or of the primary key, reads the queue
+ * index (the others read all the jobs when none is there).  And the
+ * jobq_put() SQL function finds a ready job and a running one before a
+ * barrier as the library does. */
+static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **state) {
+  tq *t = *state;
+  put_plain(t->db, "backlog", 5000);
+  command(t->db, "ANALYZE jobq_jobs");
+  jobq_put_opts b;
+  jobq_put_opts_init(&b);
+  b.queue = "fence";
+  b.barrier = 1;
+  int64_t first = th_put_opts(t->db, &b);
+  assert_int_equal(waiting(t->db, first), 0);
+  int64_t second = th_put_opts(t->db, &b);
+  assert_int_equal(waiting(t->db, second), 1);
+
+  command(t->db, "SET plan_cache_mode = force_generic_plan");
+  char *plan = plan_of(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, id) > ($1, 0)",
+                       "('fence', 1000000)");
+  command(t->db, "RESET plan_cache_mode");
+  if (!strstr(plan, "jobq_jobs_queue")) fail_msg("the look does not read the queue index:\n%s", plan);
+  free(plan);
+
+  /* The SQL function: a barrier in an empty queue is ready; behind a
+   * ready job or a running one it waits. */
+  assert_true(th_sql_int(t->db, "SELECT jobq_put('sqlempty', '', barrier => true)") > 0);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'sqlempty' "
+                                     "AND state = 'ready'"),
+                   1);
+  th_put(t->db, "sqlready", "first");
+  assert_int_equal(waiting(t->db, th_sql_int(t->db, "SELECT jobq_put('sqlready', '', "
+                                                    "barrier => true)")),
+                   1);
+  th_put(t->db, "sqlrunning", "first");
+  jobq_session *s = th_session(t->db, 60000);
+  jobq_job *j = th_claim_one(s, "sqlrunning");
+  assert_int_equal(waiting(t->db, th_sql_int(t->db, "SELECT jobq_put('sqlrunning', '', "
+                                                    "barrier => true)")),
+                   1);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
 /* A column of the hot table's row in pg_stat_user_tables (n_live_tup,
  * n_dead_tup, ...), or an expression of them. */
 static int64_t table_stat(jobq *db, const char *column) {
@@ -462,6 +516,7 @@ static void test_a_held_insert_that_fails(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
+      TQ_TEST(test_a_barrier_looks_for_earlier_jobs_in_the_queue_index),
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
       TQ_TEST(test_statistics_never_taken_are_taken),
       TQ_TEST(test_dead_rows_are_vacuumed_without_waiting_for_autovacuum),

@@ -181,7 +181,11 @@ static const char *const migrations[] = {
     "  INSERT INTO jobq_queues(name, created_at) VALUES (queue, now_ms) ON CONFLICT DO NOTHING;\n"
     "  IF barrier THEN\n"
     "    PERFORM pg_advisory_xact_lock(hashtextextended('q:' || queue, 0));\n"
-    "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue);\n"
+    /* As the library's look (lib/sql.c, JOBQ_Q_ANY_BEFORE). */
+    "    must_wait := EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j\n"
+    "      WHERE (j.queue, j.id) > (jobq_put.queue, 0)\n"
+    "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807)\n"
+    "      ORDER BY j.queue, j.id LIMIT 1) f);\n"
     "  ELSE\n"
     "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n"
     "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n"
