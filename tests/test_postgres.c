@@ -255,6 +255,39 @@ static void test_statistics_never_taken_are_taken(void **state) {
   stats_renewed(*state, -1);
 }
 
+/* A claimer that took a full batch from a table the planner counts empty
+ * (as vacuum leaves it) analyzes it before its next claim, without
+ * waiting for the statistics collector to count the rows (a backend
+ * reports its inserts once a second at most; here the counters were
+ * reset): until then each claim plans for no rows and reads all of the
+ * queue's ready jobs. */
+static void test_a_full_batch_from_a_table_counted_empty_is_analyzed(void **state) {
+  tq *t = *state;
+  put_plain(t->db, "counted", 3000);
+  PQclear(rows_of(t->db, "SELECT pg_stat_force_next_flush()"));
+  command(t->db, "UPDATE pg_class SET reltuples = 0 WHERE oid = 'jobq_jobs'::regclass");
+  PQclear(rows_of(t->db, "SELECT pg_stat_reset_single_table_counters('jobq_jobs'::regclass)"));
+  assert_int_equal(table_stat(t->db, "n_live_tup"), 0);
+
+  jobq *w = th_open(t->url);
+  jobq_session *ws = th_session(w, 60000);
+  for (int round = 0; round < 2; round++) {
+    /* The first look finds nothing to analyze; the full batch it took
+     * makes the second one analyze. */
+    assert_int_equal(reltuples(t->db), 0);
+    size_t n;
+    jobq_job *jobs = th_claim(ws, "counted", 10, &n);
+    assert_int_equal(n, 10);
+    jobq_jobs_free(jobs, n);
+  }
+  assert_true(reltuples(t->db) >= 1000);
+  char *claim = plan_of(w, "WITH q AS", "('{counted}', 10, 'none', 10, '{t}')");
+  if (!strstr(claim, "jobq_jobs_claim")) fail_msg("the claim does not read the claim index:\n%s", claim);
+  free(claim);
+  jobq_session_close(ws);
+  jobq_close(w);
+}
+
 /* The vacuums of the hot table, so far. */
 static int64_t vacuums(jobq *db) { return table_stat(db, "vacuum_count + autovacuum_count"); }
 
@@ -519,6 +552,7 @@ int main(void) {
       TQ_TEST(test_a_barrier_looks_for_earlier_jobs_in_the_queue_index),
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
       TQ_TEST(test_statistics_never_taken_are_taken),
+      TQ_TEST(test_a_full_batch_from_a_table_counted_empty_is_analyzed),
       TQ_TEST(test_dead_rows_are_vacuumed_without_waiting_for_autovacuum),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
