@@ -327,8 +327,8 @@ static const char *const own_sql[] = {
      * vacuumed nor analyzed, as after jobq init); whether it has 20000
      * dead rows or more and no vacuum at work; and the planner's count. */
     [PG_TABLE_STATS - JOBQ_Q__COUNT] =
-        "SELECT c.reltuples * 10 < greatest(CASE WHEN s.n_live_tup >= 200 THEN "
-        "s.n_live_tup ELSE 0 END, $1), s.n_dead_tup >= 20000 AND NOT EXISTS "
+        "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "
+        "($1 > 0 AND c.reltuples * 10 < $1), s.n_dead_tup >= 20000 AND NOT EXISTS "
         "(SELECT 1 FROM pg_stat_progress_vacuum v WHERE v.relid = c.oid), "
         "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "
         "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "
