@@ -43,6 +43,7 @@ struct jobq {
   /* jobq_watch_queues(): the queues whose wake-ups count (none: all). */
   char **watched;
   size_t nwatched;
+  int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
 };
 
 struct jobq_session {

@@ -408,6 +408,13 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
 
 /* Reaps a bounded share per call: the rest goes with the next one. */
 #define REAP_BATCH 64
+/* Running jobs without a session row come only from a restore or a hand
+ * edit, and finding that there are none walks the session index, dead
+ * entries included (on PostgreSQL, every claimed job's until a vacuum:
+ * 50 to 77 ms a look right after a million jobs were archived).  A
+ * session's reap looks at most this often per handle; jobq_reap() looks
+ * every time. */
+#define ORPHANS_EVERY_MS 60000
 
 int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
   if (count != NULL) *count = 0;
@@ -421,6 +428,7 @@ int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
     jobq__rows_done(db, r);
   }
   if (silence < 0) return JOBQ_OK; /* no session at all */
+  int by_hand = guard_ms < 0;       /* jobq_reap() */
   if (guard_ms < 0) guard_ms = longest;
   if (silence > guard_ms) {
     /* Nobody heartbeated for a whole lease: the database (or this whole
@@ -446,8 +454,13 @@ int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
   for (size_t i = 0; i < ns && rc == JOBQ_OK; i++) rc = jobq__end_session(db, sid[i], 1);
   if (rc == JOBQ_OK && count != NULL) *count = (int64_t)ns;
   /* Running jobs with no session row at all are lost as well. */
-  if (rc == JOBQ_OK)
+  int64_t now = jobq__mono_ms();
+  if (rc == JOBQ_OK && (by_hand || db->orphans_swept_ms == 0 ||
+                        now - db->orphans_swept_ms >= ORPHANS_EVERY_MS)) {
     rc = jobq__sql_ids(db, JOBQ_Q_ORPHANS, REAP_BATCH, &ids, &n, SQL_ARGS(V_INT(REAP_BATCH)));
+    /* A full batch leaves more for the next look, at once. */
+    if (rc == JOBQ_OK) db->orphans_swept_ms = n == REAP_BATCH ? 0 : now;
+  }
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
     rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
                        SQL_ARGS(V_INT(ids[i]), V_TEXT("the job's session vanished"), V_INT(0)));

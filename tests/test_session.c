@@ -284,6 +284,36 @@ static void test_reap_call(void **state) {
   skip();
 }
 
+/* A running job whose session row is gone (a restore, a hand edit) is
+ * lost as a reaped session's is.  A session's own reap looks for such
+ * jobs once a minute at most per handle (the look walks the session
+ * index); jobq_reap() looks every time. */
+static void test_job_whose_session_vanished(void **state) {
+  tq *t = *state;
+  int64_t id = th_put(t->db, "q", NULL);
+  jobq_session *s = th_session(t->db, 60000);
+  jobq_job *j = th_claim_one(s, "q");
+  /* Its open looks, and finds nothing. */
+  jobq *db2 = th_open(t->url);
+  jobq_session *other = th_session(db2, 60000);
+  char sql[128];
+  snprintf(sql, sizeof sql, "DELETE FROM jobq_sessions WHERE id = '%s'", jobq_session_id(s));
+  assert_int_equal(th_sql(t->db, sql), 0);
+  assert_rc(jobq_heartbeat(other, NULL, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_RUNNING);
+  assert_rc(jobq_reap(db2, NULL), JOBQ_OK);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_int_equal(i->prev_lost, 1);
+  assert_non_null(i->last_error);
+  assert_non_null(strstr(i->last_error, "vanished"));
+  jobq_info_free(i, 1);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+  jobq_session_close(other);
+  jobq_close(db2);
+}
+
 /* jobq_reap() applies the stall guard too: when no session heartbeated
  * for a lease, it renews instead of reaping. */
 static void test_reap_call_stall_guard(void **state) {
@@ -532,6 +562,7 @@ int main(void) {
       TQ_TEST(test_heartbeat_keeps_jobs),
       TQ_TEST(test_reap_call),
       TQ_TEST(test_reap_call_stall_guard),
+      TQ_TEST(test_job_whose_session_vanished),
       TQ_TEST(test_close_releases),
       TQ_TEST(test_stall_guard),
       TQ_TEST(test_cancel_requests),
