@@ -193,6 +193,32 @@ static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **stat
   jobq_session_close(s);
 }
 
+/* Whether a key has jobs, asked by the put of a keyed job, with a
+ * backlog of few keys: the generic plan reads the key index, also for a
+ * key that has none (a scan of the table would read all of it). */
+static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
+  tq *t = *state;
+  jobq_put_opts *o = calloc(3000, sizeof *o);
+  int64_t *ids = calloc(3000, sizeof *ids);
+  assert_true(o != NULL && ids != NULL);
+  for (size_t i = 0; i < 3000; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "keys";
+    o[i].key = i % 2 ? "one" : "two";
+  }
+  assert_rc(jobq_put_many(t->db, o, 3000, ids, NULL), JOBQ_OK);
+  free(o);
+  free(ids);
+  command(t->db, "ANALYZE jobq_jobs");
+  th_put_key(t->db, "keys", "three");
+  command(t->db, "SET plan_cache_mode = force_generic_plan");
+  char *plan = plan_of(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, order_key) >= ($1, $2)",
+                       "('keys', 'four')");
+  command(t->db, "RESET plan_cache_mode");
+  if (!strstr(plan, "jobq_jobs_key")) fail_msg("the look does not read the key index:\n%s", plan);
+  free(plan);
+}
+
 /* A column of the hot table's row in pg_stat_user_tables (n_live_tup,
  * n_dead_tup, ...), or an expression of them. */
 static int64_t table_stat(jobq *db, const char *column) {
@@ -553,6 +579,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
       TQ_TEST(test_a_barrier_looks_for_earlier_jobs_in_the_queue_index),
+      TQ_TEST(test_a_key_looks_for_its_jobs_in_the_key_index),
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
       TQ_TEST(test_statistics_never_taken_are_taken),
       TQ_TEST(test_a_full_batch_from_a_table_counted_empty_is_analyzed),
