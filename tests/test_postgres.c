@@ -139,6 +139,17 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_close(p);
 }
 
+/* Fails unless the generic plan of the connection's prepared statement
+ * whose text starts with prefix, run with args, reads index. */
+static void generic_plan_reads(jobq *db, const char *prefix, const char *args,
+                               const char *index) {
+  command(db, "SET plan_cache_mode = force_generic_plan");
+  char *plan = plan_of(db, prefix, args);
+  command(db, "RESET plan_cache_mode");
+  if (!strstr(plan, index)) fail_msg("the plan does not read %s:\n%s", index, plan);
+  free(plan);
+}
+
 /* 1 when job id is waiting, 0 when it is not, read with SQL. */
 static int64_t waiting(jobq *db, int64_t id) {
   char sql[96];
@@ -166,12 +177,8 @@ static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **stat
   int64_t second = th_put_opts(t->db, &b);
   assert_int_equal(waiting(t->db, second), 1);
 
-  command(t->db, "SET plan_cache_mode = force_generic_plan");
-  char *plan = plan_of(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, id) > ($1, 0)",
-                       "('fence', 1000000)");
-  command(t->db, "RESET plan_cache_mode");
-  if (!strstr(plan, "jobq_jobs_queue")) fail_msg("the look does not read the queue index:\n%s", plan);
-  free(plan);
+  generic_plan_reads(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, id) > ($1, 0)",
+                     "('fence', 1000000)", "jobq_jobs_queue");
 
   /* The SQL function: a barrier in an empty queue is ready; behind a
    * ready job or a running one it waits. */
@@ -211,12 +218,8 @@ static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   free(ids);
   command(t->db, "ANALYZE jobq_jobs");
   th_put_key(t->db, "keys", "three");
-  command(t->db, "SET plan_cache_mode = force_generic_plan");
-  char *plan = plan_of(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, order_key) >= ($1, $2)",
-                       "('keys', 'four')");
-  command(t->db, "RESET plan_cache_mode");
-  if (!strstr(plan, "jobq_jobs_key")) fail_msg("the look does not read the key index:\n%s", plan);
-  free(plan);
+  generic_plan_reads(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, order_key) >= ($1, $2)",
+                     "('keys', 'four')", "jobq_jobs_key");
 }
 
 /* A column of the hot table's row in pg_stat_user_tables (n_live_tup,
