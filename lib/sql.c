@@ -84,19 +84,35 @@ static const text texts[JOBQ_Q__COUNT] = {
          "id < ?2 LIMIT 1",
          .sqlite = "SELECT 1 FROM jobq_jobs INDEXED BY jobq_jobs_barrier "
                    "WHERE queue = ?1 AND barrier = 1 AND id < ?2 LIMIT 1"},
-    /* On PostgreSQL as JOBQ_Q_ANY_BEFORE, for the key index: with few
-     * keys in the statistics, a generic plan scanned the table for a key
-     * that has no job (96 ms at 300000 jobs). */
+    /* The three looks at a key read the key index, (queue, order_key,
+     * state, id), within the key and the states asked for: a key's
+     * waiting jobs, however many, are not walked to find its active one.
+     * The active states are named, not "<> 'waiting'", which no index
+     * can seek.  On PostgreSQL, whose generic plans expect any row to
+     * match at once when few keys are in the statistics, and then scan
+     * the table (96 ms at 300000 jobs for a key without jobs, 14 ms at
+     * 200000 for a key without an active job), the key and the states
+     * are bounds, in the index's order: the planner estimates them as
+     * narrow, and only that index gives the order.  Bounds on the pair
+     * (queue, order_key) let it use the queue index too, with an
+     * incremental sort that reads the whole queue.  No state lies
+     * between 'ready' and 'running'. */
     [JOBQ_Q_KEY_ANY] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                         "order_key = ?2 LIMIT 1",
-                        .pg = "SELECT 1 FROM jobq_jobs WHERE (queue, order_key) >= (?1, ?2) "
-                              "AND (queue, order_key) <= (?1, ?2) AND order_key IS NOT NULL "
-                              "ORDER BY queue, order_key, id LIMIT 1"},
+                        .pg = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= ?2 "
+                              "AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1"},
     [JOBQ_Q_KEY_ACTIVE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
-                           "order_key = ?2 AND state <> 'waiting' LIMIT 1"},
+                           "order_key = ?2 AND state IN ('ready', 'running') LIMIT 1",
+                           .pg = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND (order_key, "
+                                 "state) >= (?2, 'ready') AND (order_key, state) <= (?2, "
+                                 "'running') AND order_key IS NOT NULL ORDER BY order_key, "
+                                 "state, id LIMIT 1"},
     [JOBQ_Q_KEY_NEXT] = {.common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
-                         "order_key = ?2 AND state = 'waiting' ORDER BY id "
-                         "LIMIT 1"},
+                         "order_key = ?2 AND state = 'waiting' ORDER BY id LIMIT 1",
+                         .pg = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND (order_key, "
+                               "state) >= (?2, 'waiting') AND (order_key, state) <= (?2, "
+                               "'waiting') AND order_key IS NOT NULL ORDER BY order_key, "
+                               "state, id LIMIT 1"},
     [JOBQ_Q_BLOCKED] = {.common = "SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
                         "order_key = ?2"},
     [JOBQ_Q_BLOCK] =

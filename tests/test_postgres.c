@@ -140,13 +140,16 @@ static void test_plans_made_on_an_emptied_table(void **state) {
 }
 
 /* Fails unless the generic plan of the connection's prepared statement
- * whose text starts with prefix, run with args, reads index. */
+ * whose text starts with prefix, run with args, reads index within the
+ * statement's bounds: no filter over what it reads, no sort. */
 static void generic_plan_reads(jobq *db, const char *prefix, const char *args,
                                const char *index) {
   command(db, "SET plan_cache_mode = force_generic_plan");
   char *plan = plan_of(db, prefix, args);
   command(db, "RESET plan_cache_mode");
   if (!strstr(plan, index)) fail_msg("the plan does not read %s:\n%s", index, plan);
+  if (strstr(plan, "Filter") || strstr(plan, "Sort"))
+    fail_msg("the plan filters or sorts what it reads:\n%s", plan);
   free(plan);
 }
 
@@ -200,9 +203,14 @@ static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **stat
   jobq_session_close(s);
 }
 
-/* Whether a key has jobs, asked by the put of a keyed job, with a
- * backlog of few keys: the generic plan reads the key index, also for a
- * key that has none (a scan of the table would read all of it). */
+/* The looks at a key, with a backlog of few keys and one of plain ready
+ * jobs: whether it has jobs
+ * (the put of a keyed job), which of its jobs waits next (the finish of
+ * one) and whether one is active (a cancelled waiting job): each generic
+ * plan reads the key index within the key and the states asked for.  A
+ * scan of the table reads all of it for a key that has no such job; a
+ * read of the key's entries walks its waiting jobs to find the active
+ * one. */
 static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   tq *t = *state;
   jobq_put_opts *o = calloc(3000, sizeof *o);
@@ -215,11 +223,31 @@ static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   }
   assert_rc(jobq_put_many(t->db, o, 3000, ids, NULL), JOBQ_OK);
   free(o);
-  free(ids);
+  /* Ready jobs elsewhere: "ready" is common in the statistics. */
+  put_plain(t->db, "backlog", 5000);
   command(t->db, "ANALYZE jobq_jobs");
   th_put_key(t->db, "keys", "three");
-  generic_plan_reads(t->db, "SELECT 1 FROM jobq_jobs WHERE (queue, order_key) >= ($1, $2)",
+  generic_plan_reads(t->db, "SELECT 1 FROM jobq_jobs WHERE queue = $1 AND order_key >= $2",
                      "('keys', 'four')", "jobq_jobs_key");
+
+  /* A key's head finishes: the next of its key is looked for. */
+  jobq_session *s = th_session(t->db, 60000);
+  jobq_job *j = th_claim_one(s, "keys");
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+  generic_plan_reads(t->db, "SELECT id FROM jobq_jobs WHERE queue = $1 AND (order_key, state)",
+                     "('keys', 'four')", "jobq_jobs_key");
+
+  /* A waiting job is cancelled: whether its key has an active job
+   * decides whether the next one may run. */
+  int now;
+  assert_int_equal(th_state(t->db, ids[2999]), JOBQ_STATE_WAITING);
+  assert_rc(jobq_cancel(t->db, ids[2999], &now), JOBQ_OK);
+  assert_int_equal(now, 1);
+  generic_plan_reads(t->db, "SELECT 1 FROM jobq_jobs WHERE queue = $1 AND (order_key, state)",
+                     "('keys', 'four')", "jobq_jobs_key");
+  free(ids);
 }
 
 /* A column of the hot table's row in pg_stat_user_tables (n_live_tup,

@@ -93,7 +93,7 @@ static const char *const migrations[] = {
     "CREATE INDEX jobq_jobs_claim ON jobq_jobs(queue, priority DESC, run_at, id)"
     "  WHERE state = 'ready';"
     "CREATE INDEX jobq_jobs_session ON jobq_jobs(session) WHERE session IS NOT NULL;"
-    "CREATE INDEX jobq_jobs_key ON jobq_jobs(queue, order_key, id)"
+    "CREATE INDEX jobq_jobs_key ON jobq_jobs(queue, order_key, state, id)"
     "  WHERE order_key IS NOT NULL;"
     "CREATE INDEX jobq_jobs_barrier ON jobq_jobs(queue, id) WHERE barrier = 1;"
     "CREATE INDEX jobq_jobs_queue ON jobq_jobs(queue, id);"
