@@ -137,7 +137,8 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
   } else if (rc == JOBQ_OK) {
     rc = jobq__order_lock(db, &ref, 1);
     if (rc == JOBQ_OK)
-      rc = jobq__archive(db, &ref, p.state, a->data, a->len, p.error, p.error_len);
+      rc = jobq__archive(db, &ref, JOBQ_STATE_RUNNING, p.state, a->data, a->len, p.error,
+                         p.error_len);
   }
   free(clean);
   free(queue);

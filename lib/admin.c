@@ -149,7 +149,7 @@ static int cancel_blocking(jobq *db, int64_t id, int *now) {
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_MARK_CANCELLED, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK) rc = jobq__count_add(db, a.queue, 0, -1, 1);
-  if (rc == JOBQ_OK) rc = jobq__promote_key(db, a.queue, a.key);
+  if (rc == JOBQ_OK) rc = jobq__promote_key(db, a.queue, a.key, 0);
   if (rc == JOBQ_OK) *now = 1;
   archived_release(&a);
   return rc;
@@ -170,7 +170,8 @@ static int cancel(jobq *db, int64_t id, int *now) {
     *now = 1;
     const char *e = "cancelled by an operator";
     rc = jobq__order_lock(db, &ref, 1);
-    if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, JOBQ_STATE_CANCELLED, NULL, 0, e, strlen(e));
+    if (rc == JOBQ_OK)
+      rc = jobq__archive(db, &ref, state, JOBQ_STATE_CANCELLED, NULL, 0, e, strlen(e));
   }
   jobq__job_ref_release(&ref);
   return rc;

@@ -211,13 +211,18 @@ int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
  * inserted each of them. */
 int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
                            const unsigned char *wait, size_t rows, jobq_val *v);
-/* Lets the next waiting job of queue's key run when its turn has come. */
-int jobq__promote_key(jobq *db, const char *queue, const char *key);
-/* Moves a job to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or
+/* Lets the next waiting job of queue's key run when its turn has come.
+ * head_left: the key's one active (ready or running) job has just left
+ * the hot table, so that none is active and the look for one is spared:
+ * made after every finish of a keyed job, it would walk the key index's
+ * entries of the key's finished jobs that vacuum has not removed yet. */
+int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left);
+/* Moves a job that was in state from (JOBQ_STATE_WAITING, _READY or
+ * _RUNNING) to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or
  * _CANCELLED), counts it, and lets the jobs that waited for it run.  A
  * result is kept for DONE only; error (or NULL to keep the job's last
  * error) becomes the last error.  The order locks must be held. */
-int jobq__archive(jobq *db, const jobq_jobref *job, int state,
+int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
 /* Adds to a queue's counters of finished jobs. */

@@ -98,10 +98,11 @@ static int make_ready(jobq *db, const char *queue, int64_t id) {
   return jobq__sql_run(db, JOBQ_Q_MAKE_READY, SQL_ARGS(V_INT(id)));
 }
 
-int jobq__promote_key(jobq *db, const char *queue, const char *key) {
+int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left) {
   int yes, rc;
   if ((rc = exists_qk(db, JOBQ_Q_BLOCKED, queue, key, &yes)) != JOBQ_OK || yes) return rc;
-  if ((rc = exists_qk(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes)
+  if (!head_left &&
+      ((rc = exists_qk(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes))
     return rc;
   int64_t next;
   rc = jobq__sql_int(db, JOBQ_Q_KEY_NEXT, 0, &next, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
@@ -167,7 +168,7 @@ static int promote_after_barrier(jobq *db, const char *queue) {
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     jobq_jobref k = {0, queue, keys[i], 0};
     rc = lock(db, 'k', queue, keys[i], 1);
-    if (rc == JOBQ_OK) rc = jobq__promote_key(db, k.queue, k.key);
+    if (rc == JOBQ_OK) rc = jobq__promote_key(db, k.queue, k.key, 0);
   }
   for (size_t i = 0; i < n; i++) free(keys[i]);
   free(keys);
@@ -186,7 +187,7 @@ int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                                 V_INT(cancelled)));
 }
 
-int jobq__archive(jobq *db, const jobq_jobref *j, int state, const void *result,
+int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const void *result,
                   size_t result_len, const char *error, size_t error_len) {
   jobq_val res = state == JOBQ_STATE_DONE ? V_BYTES(result, result_len) : V_NULL;
   int rc = jobq__sql_run(db, JOBQ_Q_ARCHIVE,
@@ -209,7 +210,10 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int state, const void *result,
                          SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
   }
   if (rc != JOBQ_OK) return rc;
-  if (j->key != NULL && !blocked) rc = jobq__promote_key(db, j->queue, j->key);
+  /* A key has one active job at a time: a ready or running one that
+   * leaves was it. */
+  if (j->key != NULL && !blocked)
+    rc = jobq__promote_key(db, j->queue, j->key, from != JOBQ_STATE_WAITING);
   if (rc != JOBQ_OK) return rc;
   return j->barrier ? promote_after_barrier(db, j->queue) : promote_barrier(db, j->queue);
 }

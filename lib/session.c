@@ -177,7 +177,7 @@ static int release(jobq *db, const held *h, int lost) {
   int got = jobq__job_ref(db, h->id, &ref, &state);
   if (got != 1) return got < 0 ? got : JOBQ_OK;
   int rc = jobq__order_lock(db, &ref, 1);
-  if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, finish, NULL, 0, e, strlen(e));
+  if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, state, finish, NULL, 0, e, strlen(e));
   jobq__job_ref_release(&ref);
   return rc;
 }
