@@ -106,6 +106,8 @@ int bench_scale(const struct bench_config *, jobq *, struct bench_report *,
                 struct bench_run *);
 int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
+int bench_keys(const struct bench_config *, jobq *, struct bench_report *,
+               struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 /* The protocols of bench_ceiling.c: a claim and its delete in one

@@ -3,8 +3,9 @@
  * queues of its own: enqueue (single and batched puts), drain (library
  * claimers, a persistent foreman, a fork-per-job foreman, each verified
  * exactly once), latency (put to start on an idle foreman), scale (claimer
- * processes from 1 to 64) and backlog (the claim rate beside a large ready
- * backlog or a large archive).  Also the hidden worker modes that the
+ * processes from 1 to 64), backlog (the claim rate beside a large ready
+ * backlog or a large archive) and keys (the jobs of one ordering key, put
+ * and worked in order).  Also the hidden worker modes that the
  * `jobq work` children run.  The bare-SQL ceiling is in bench_ceiling.c.
  */
 #include <errno.h>
@@ -480,11 +481,26 @@ static int claim_rate(jobq *db, const char *queue, int64_t want, double *rate,
   return status;
 }
 
+/* Claims up to max jobs of queue on s, heartbeating first when a third
+ * of the lease has passed since *beat; BENCH_OK or the failure. */
+static int claim_beating(jobq *db, jobq_session *s, const char *queue, size_t max,
+                         double *beat, jobq_job **jobs, size_t *n, struct bench_run *run) {
+  const char *const qs[] = {queue};
+  int rc;
+  if (bench_now() - *beat > BENCH_LEASE_MS / 3000.0) {
+    if ((rc = jobq_heartbeat(s, NULL, NULL)) != JOBQ_OK)
+      return bench_lib_fail(run, db, rc, "heartbeat");
+    *beat = bench_now();
+  }
+  if ((rc = jobq_claim(s, qs, 1, max, jobs, n)) != JOBQ_OK)
+    return bench_lib_fail(run, db, rc, "claim");
+  return BENCH_OK;
+}
+
 /* Archives every ready job of queue as done, 1000 at a time, as fast as
  * the library goes: one claim and one acknowledgement per 1000. */
 static int archive_all(jobq *db, const char *queue, int64_t total,
                        struct bench_run *run) {
-  const char *const qs[] = {queue};
   jobq_session *s;
   int rc = session(db, &s);
   if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
@@ -495,19 +511,9 @@ static int archive_all(jobq *db, const char *queue, int64_t total,
   int status = BENCH_OK;
   double beat = bench_now();
   while (!bench_stop && status == BENCH_OK) {
-    if (bench_now() - beat > BENCH_LEASE_MS / 3000.0) {
-      if ((rc = jobq_heartbeat(s, NULL, NULL)) != JOBQ_OK) {
-        status = bench_lib_fail(run, db, rc, "heartbeat");
-        break;
-      }
-      beat = bench_now();
-    }
     jobq_job *jobs;
     size_t n;
-    if ((rc = jobq_claim(s, qs, 1, 1000, &jobs, &n)) != JOBQ_OK) {
-      status = bench_lib_fail(run, db, rc, "claim");
-      break;
-    }
+    if ((status = claim_beating(db, s, queue, 1000, &beat, &jobs, &n, run)) != BENCH_OK) break;
     for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
     if (n > 0 && (rc = jobq_ack_many(s, acks, n)) != JOBQ_OK)
       status = bench_lib_fail(run, db, rc, "complete");
@@ -584,6 +590,103 @@ int bench_backlog(const struct bench_config *cfg, jobq *db,
   backlog_rows(rep, "1000 ready", r_base, NULL);
   backlog_rows(rep, ready, r_ready, r_base);
   backlog_rows(rep, archived, r_archived, r_base);
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- keys */
+
+/* Puts n jobs of one ordering key (batches of 1000) on queue. */
+static int fill_key(jobq *db, const char *queue, int64_t n, double *rate,
+                    struct bench_run *run) {
+  jobq_put_opts *opts = cli_xmalloc(1000 * sizeof *opts);
+  int64_t *ids = cli_xmalloc(1000 * sizeof *ids);
+  for (size_t i = 0; i < 1000; i++) {
+    jobq_put_opts_init(&opts[i]);
+    opts[i].queue = queue;
+    opts[i].key = "k";
+    opts[i].payload = "x";
+    opts[i].payload_len = 1;
+  }
+  struct cli_progress bar;
+  cli_progress_start(&bar, "keys (filling):", "jobs", n);
+  int rc = JOBQ_OK;
+  double t0 = bench_now();
+  for (int64_t done = 0; done < n && rc == JOBQ_OK && !bench_stop;) {
+    size_t k = n - done < 1000 ? (size_t)(n - done) : 1000;
+    rc = jobq_put_many(db, opts, k, ids, NULL);
+    done += (int64_t)k;
+    cli_progress_update(&bar, done, done);
+  }
+  *rate = (double)n / (bench_now() - t0);
+  cli_progress_end(&bar);
+  free(opts);
+  free(ids);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "keyed put");
+  return bench_stop ? interrupted(run) : BENCH_OK;
+}
+
+/* One session works the key's jobs, one at a time as the key allows,
+ * checking that they come in the order put; tenth[0] and tenth[1] get
+ * the rates of the first and the last tenth of them. */
+static int drain_key(jobq *db, const char *queue, int64_t n, double *rate,
+                     double tenth[2], struct bench_run *run) {
+  jobq_session *s;
+  int rc = session(db, &s);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
+  struct cli_progress bar;
+  cli_progress_start(&bar, "keys (draining):", "jobs", n);
+  int64_t done = 0, last = 0, slice = n / 10;
+  int status = BENCH_OK;
+  double t0 = bench_now(), beat = t0, first_end = t0, last_start = t0;
+  while (done < n && !bench_stop && status == BENCH_OK) {
+    jobq_job *jobs;
+    size_t got;
+    if ((status = claim_beating(db, s, queue, 10, &beat, &jobs, &got, run)) != BENCH_OK) break;
+    if (got != 1)
+      status = bench_fail(run, "a claim of the key's jobs got %zu after %lld, expected 1", got,
+                          (long long)done);
+    else if (jobs[0].id <= last)
+      status = bench_fail(run, "job %lld of the key came after job %lld", (long long)jobs[0].id,
+                          (long long)last);
+    else if ((rc = jobq_complete(s, &jobs[0], NULL, 0, NULL)) != JOBQ_OK)
+      status = bench_lib_fail(run, db, rc, "complete");
+    if (got > 0) last = jobs[0].id;
+    jobq_jobs_free(jobs, got);
+    done += (int64_t)got;
+    if (done == slice) first_end = bench_now();
+    if (done == n - slice) last_start = bench_now();
+    cli_progress_update(&bar, done, done);
+  }
+  double t1 = bench_now();
+  cli_progress_end(&bar);
+  jobq_session_close(s);
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status != BENCH_OK) return status;
+  *rate = (double)n / (t1 - t0);
+  tenth[0] = (double)slice / (first_end - t0);
+  tenth[1] = (double)slice / (t1 - last_start);
+  return BENCH_OK;
+}
+
+int bench_keys(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
+               struct bench_run *run) {
+  char q[BENCH_QUEUE_BUF];
+  bench_queue(cfg, "keys", q);
+  int64_t n = cfg->jobs / 10 < 200 ? 200 : cfg->jobs / 10;
+  double put = 0, drain = 0, tenth[2] = {0, 0};
+  run->verified = 0;
+  int status = fill_key(db, q, n, &put, run);
+  if (status == BENCH_OK) status = drain_key(db, q, n, &drain, tenth, run);
+  if (status == BENCH_OK) status = verify(db, q, n, "keys", run);
+  if (status != BENCH_OK) return status;
+  char variant[48];
+  snprintf(variant, sizeof variant, "%lld on one key", (long long)n);
+  bench_add(rep, "keys", variant, "put", put, "jobs/s");
+  bench_add(rep, "keys", variant, "drain", drain, "jobs/s");
+  bench_add(rep, "keys", variant, "drain, first tenth", tenth[0], "jobs/s");
+  bench_add(rep, "keys", variant, "drain, last tenth", tenth[1], "jobs/s");
+  bench_add(rep, "keys", variant, "first tenth / last", tenth[0] / tenth[1], "x");
+  run->verified = 1;
   return BENCH_OK;
 }
 

@@ -20,7 +20,7 @@ errors = []
 if doc.get("store") != store:
     errors.append("store is %r, expected %r" % (doc.get("store"), store))
 names = [w["name"] for w in doc["workloads"]]
-want = ["enqueue", "drain", "latency", "scale", "backlog", "ceiling", "foreman"]
+want = ["enqueue", "drain", "latency", "scale", "backlog", "keys", "ceiling", "foreman"]
 if names != want:
     errors.append("workloads %s, expected %s" % (names, want))
 for w in doc["workloads"]:
@@ -72,6 +72,15 @@ for v in phases:
         errors.append("backlog %s: the slowest round is not under the median: %s" % (v, got))
     if ("ratio" in got) == (v == "1000 ready"):
         errors.append("backlog %s: metrics %s" % (v, sorted(got)))
+keys = [x for x in doc["workloads"] if x["name"] == "keys"][0]
+if keys.get("verified") is not True:
+    errors.append("keys not verified: %s" % keys)
+got = {r["metric"]: r["value"] for r in keys["results"]}
+if [r["variant"] for r in keys["results"]] != ["200 on one key"] * 5 or sorted(got) != [
+        "drain", "drain, first tenth", "drain, last tenth", "first tenth / last", "put"]:
+    errors.append("keys results %s" % keys["results"])
+elif abs(got["first tenth / last"] - got["drain, first tenth"] / got["drain, last tenth"]) > 1e-6 * got["first tenth / last"]:
+    errors.append("keys: the ratio is not first tenth over last: %s" % got)
 if store != "sqlite":
     if variants("ceiling") != ["bare sql", "fenced sql", "archived sql"]:
         errors.append("ceiling results %s" % variants("ceiling"))
