@@ -492,6 +492,49 @@ static void test_keys_compare_bytes(void **state) {
   assert_int_equal(existed, 0);
 }
 
+/* Keyed jobs in one batch: the first of each key (queue and key, byte
+ * for byte) runs unless the key had a job before, the later ones wait
+ * behind it in order, in the transaction that put them all. */
+static void test_keyed_jobs_in_one_batch(void **state) {
+  tq *t = *state;
+  int64_t before = th_put_key(t->db, "q", "c");
+  static const char *const queues[] = {"q", "q", "q", "r", "q", "q", "q", "q"};
+  static const char *const keys[] = {"a", "b", "a", "a", "b", "c", "A", "a"};
+  static const int want[] = {JOBQ_STATE_READY,   JOBQ_STATE_READY,   JOBQ_STATE_WAITING,
+                             JOBQ_STATE_READY,   JOBQ_STATE_WAITING, JOBQ_STATE_WAITING,
+                             JOBQ_STATE_READY,   JOBQ_STATE_WAITING};
+  jobq_put_opts o[8];
+  int64_t ids[8];
+  for (int i = 0; i < 8; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = queues[i];
+    o[i].key = keys[i];
+  }
+  assert_rc(jobq_put_many(t->db, o, 8, ids, NULL), JOBQ_OK);
+  for (int i = 0; i < 8; i++) {
+    if (th_state(t->db, ids[i]) != want[i])
+      fail_msg("job %d (%s/%s) is %s, expected %s", i, queues[i], keys[i],
+               jobq_state_name(th_state(t->db, ids[i])), jobq_state_name(want[i]));
+  }
+  /* Each key hands on to its next job, in the order put. */
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  const int64_t heads[] = {before, ids[0], ids[1], ids[6]};
+  jobq_job *j = claim_exactly(s, "q", heads, 4, &n);
+  complete_all(s, j, n);
+  const int64_t next[] = {ids[2], ids[4], ids[5]};
+  j = claim_exactly(s, "q", next, 3, &n);
+  complete_all(s, j, n);
+  const int64_t last[] = {ids[7]};
+  j = claim_exactly(s, "q", last, 1, &n);
+  complete_all(s, j, n);
+  th_claim_none(s, "q");
+  const int64_t other[] = {ids[3]};
+  j = claim_exactly(s, "r", other, 1, &n);
+  complete_all(s, j, n);
+  jobq_session_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_key_one_at_a_time),
@@ -509,6 +552,7 @@ int main(void) {
       TQ_TEST(test_key_waits_for_delayed_head),
       TQ_TEST(test_barrier_after_waiting_keys),
       TQ_TEST(test_keys_compare_bytes),
+      TQ_TEST(test_keyed_jobs_in_one_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
