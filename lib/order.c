@@ -80,13 +80,15 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait
   }
   if (rc != JOBQ_OK || yes) return rc;
   if (j->key != NULL) {
-    /* A new job waits behind any unfinished job of its key; a retried one
-     * is older than the key's waiting jobs and waits only for a running
-     * (or ready) one. */
-    rc = exists_qk(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_ANY, j->queue, j->key,
+    /* A new job waits behind any unfinished job of its key, or a dead
+     * one that blocks it (one look for both); a retried one is older than
+     * the key's waiting jobs and waits only for a running (or ready) one,
+     * or a blocking dead one. */
+    rc = exists_qk(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_TAKEN, j->queue, j->key,
                    &yes);
     if (rc != JOBQ_OK || yes) return rc;
-    if ((rc = exists_qk(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes)
+    if (j->id != 0 &&
+        ((rc = exists_qk(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes))
       return rc;
   }
   *wait = 0;

@@ -97,10 +97,15 @@ static const text texts[JOBQ_Q__COUNT] = {
      * (queue, order_key) let it use the queue index too, with an
      * incremental sort that reads the whole queue.  No state lies
      * between 'ready' and 'running'. */
-    [JOBQ_Q_KEY_ANY] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
-                        "order_key = ?2 LIMIT 1",
-                        .pg = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= ?2 "
-                              "AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1"},
+    /* Whether a new job of the key waits: the key has a job, or a dead
+     * one blocks it (one round trip for both). */
+    [JOBQ_Q_KEY_TAKEN] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+                          "order_key = ?2 UNION ALL SELECT 1 FROM jobq_blocked WHERE "
+                          "queue = ?1 AND order_key = ?2 LIMIT 1",
+                          .pg = "(SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= "
+                                "?2 AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1) "
+                                "UNION ALL (SELECT 1 FROM jobq_blocked WHERE queue = ?1 AND "
+                                "order_key = ?2) LIMIT 1"},
     [JOBQ_Q_KEY_ACTIVE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "order_key = ?2 AND state IN ('ready', 'running') LIMIT 1",
                            .pg = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND (order_key, "

@@ -227,7 +227,7 @@ static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   put_plain(t->db, "backlog", 5000);
   command(t->db, "ANALYZE jobq_jobs");
   th_put_key(t->db, "keys", "three");
-  generic_plan_reads(t->db, "SELECT 1 FROM jobq_jobs WHERE queue = $1 AND order_key >= $2",
+  generic_plan_reads(t->db, "(SELECT 1 FROM jobq_jobs WHERE queue = $1 AND order_key >= $2",
                      "('keys', 'four')", "jobq_jobs_key");
 
   /* A key's head finishes: the next of its key is looked for. */
