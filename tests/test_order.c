@@ -185,7 +185,17 @@ static void test_dead_head_blocks_until_cancel(void **state) {
   jobq_session *s = th_session(t->db, 0);
   kill_head(s, "q", a);
   th_claim_none(s, "q");
+  /* A job put on a key whose only job left is the dead head waits too. */
+  int64_t lone = put_full(t->db, "q", "lone", 0, 0, 1);
+  kill_head(s, "q", lone);
+  int64_t after = put_full(t->db, "q", "lone", 0, 0, 1);
+  assert_int_equal(th_state(t->db, after), JOBQ_STATE_WAITING);
   int now = 9;
+  assert_rc(jobq_cancel(t->db, lone, &now), JOBQ_OK);
+  assert_int_equal(th_state(t->db, after), JOBQ_STATE_READY);
+  jobq_job *l = th_claim_one(s, "q");
+  assert_int_equal(l->id, after);
+  complete_all(s, l, 1);
   assert_rc(jobq_cancel(t->db, a, &now), JOBQ_OK);
   assert_int_equal(th_state(t->db, a), JOBQ_STATE_CANCELLED);
   assert_int_equal(th_state(t->db, b), JOBQ_STATE_READY);
