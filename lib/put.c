@@ -97,14 +97,19 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
     if ((rc = jobq__must_wait(db, &ref, o->barrier ? -1 : q->barrier, &wait)) != JOBQ_OK)
       return rc;
   }
-  int inserted;
-  rc = jobq__sql_insert(
-      db, JOBQ_Q_INSERT_JOB, id, &inserted,
-      SQL_ARGS(V_TEXT(o->queue), V_INT(o->priority), V_INT(o->run_at_ms),
-               V_INT(o->delay_ms), V_TEXT(wait ? "waiting" : "ready"), V_TEXT(o->key),
-               V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
-               V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
-               V_INT(o->timeout_ms), V_INT(o->backoff_ms)));
+  const jobq_val row[] = {V_TEXT(o->queue),    V_INT(o->priority),
+                         V_INT(o->run_at_ms), V_INT(o->delay_ms),
+                         V_TEXT(wait ? "waiting" : "ready"), V_TEXT(o->key),
+                         V_INT(o->barrier ? 1 : 0),        V_TEXT(o->unique_key),
+                         V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
+                         V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
+  const size_t nrow = sizeof row / sizeof row[0];
+  int inserted = 1;
+  /* Without a unique key the row always goes in: its id may come later. */
+  if (o->unique_key == NULL && db->store->insert_later != NULL)
+    rc = db->store->insert_later(db, JOBQ_Q_INSERT_JOB, row, nrow, id);
+  else
+    rc = jobq__sql_insert(db, JOBQ_Q_INSERT_JOB, id, &inserted, row, nrow);
   if (rc != JOBQ_OK) return rc;
   if (inserted) {
     /* The queue has a barrier from now on. */

@@ -492,6 +492,26 @@ static void test_round_trips(void **state) {
     f = trace_start(t->db);
     assert_rc(jobq_put_many(t->db, o, 3, ids, NULL), JOBQ_OK);
     int put_many = round_trips(t->db, f);
+    jobq_put_opts keyed[3];
+    static const char *const keys[] = {"a", "b", "a"};
+    int64_t kids[3];
+    for (int i = 0; i < 3; i++) {
+      jobq_put_opts_init(&keyed[i]);
+      keyed[i].queue = round ? "rtk" : "rtk0";
+      keyed[i].key = keys[i];
+    }
+    f = trace_start(t->db);
+    assert_rc(jobq_put_many(t->db, keyed, 3, kids, NULL), JOBQ_OK);
+    int put_keyed = round_trips(t->db, f);
+    /* The ids that came back with later round trips are the jobs'. */
+    for (int i = 0; i < 3; i++) {
+      char sql[128];
+      snprintf(sql, sizeof sql,
+               "SELECT count(*) FROM jobq_jobs WHERE id = %lld AND order_key = '%s' AND "
+               "state = '%s'",
+               (long long)kids[i], keys[i], i < 2 ? "ready" : "waiting");
+      assert_int_equal(th_sql_int(t->db, sql), 1);
+    }
     size_t n;
     f = trace_start(t->db);
     jobq_job *jobs = th_claim(s, "rt", 4, &n);
@@ -529,6 +549,11 @@ static void test_round_trips(void **state) {
     assert_int_equal(put, 1);
     /* The same for many. */
     assert_int_equal(put_many, 1);
+    /* Keyed jobs a, b, a: the queue's barriers looked at with BEGIN, the
+     * queue made sure of and the locks; a's key; b's key with a's INSERT;
+     * NOTIFY and COMMIT with b's and the second a's INSERTs, which waits
+     * without a look (its key had a job earlier in the transaction). */
+    assert_int_equal(put_keyed, 4);
     /* BEGIN with the identity and the session; the claim; COMMIT.  At
      * most once a second, a look at the planner's statistics. */
     assert_in_range(claim, 3, 4);

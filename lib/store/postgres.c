@@ -1770,6 +1770,10 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   return JOBQ_OK;
 }
 
+static int pg_insert_later(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id) {
+  return query(db, id, a, n, NULL, new_id, 1);
+}
+
 static int ack_id_cmp(const void *a, const void *b) {
   int64_t x = (*(jobq_ack *const *)a)->id, y = (*(jobq_ack *const *)b)->id;
   return (x > y) - (x < y);
@@ -1920,6 +1924,7 @@ const jobq_store jobq__store_postgres = {
     .lock = pg_lock,
     .claim = pg_claim,
     .put_plain = pg_put_plain,
+    .insert_later = pg_insert_later,
     .ack_plain = pg_ack_plain,
     .started = pg_started,
     .wake = pg_wake,

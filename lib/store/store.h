@@ -133,6 +133,11 @@ typedef struct jobq_store {
    * otherwise). */
   int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
                    int64_t *ids);
+  /* Runs statement id, an INSERT of one job that always inserts it and
+   * returns its id as a row, with a[0..n); the id goes to *new_id by the
+   * commit at the latest (in a transaction of the library's own it is
+   * sent with the next round trip).  NULL: such an INSERT runs at once. */
+  int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
   int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
   int (*started)(jobq *db, jobq_session *s, const int64_t *ids, size_t n);
 
