@@ -40,9 +40,9 @@ static const char *queue_of(const jobq_put_opts *o) {
 
 /* The ordering keys (queue and key) of which a put transaction has put
  * a job: a later job of one of them waits behind that one, and the key's
- * lock is held already, so that it costs its INSERT alone (on PostgreSQL
- * one round trip, not two).  An open-addressing table of opts indexes + 1
- * (0: empty), twice the batch's size rounded up to a power of 2. */
+ * lock is held already, so that it costs its INSERT alone.  An
+ * open-addressing table of opts indexes + 1 (0: empty), twice the batch's
+ * size rounded up to a power of 2. */
 typedef struct keys_put {
   size_t *slot;
   size_t mask;
@@ -97,12 +97,11 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
     if ((rc = jobq__must_wait(db, &ref, o->barrier ? -1 : q->barrier, &wait)) != JOBQ_OK)
       return rc;
   }
-  const jobq_val row[] = {V_TEXT(o->queue),    V_INT(o->priority),
-                         V_INT(o->run_at_ms), V_INT(o->delay_ms),
-                         V_TEXT(wait ? "waiting" : "ready"), V_TEXT(o->key),
-                         V_INT(o->barrier ? 1 : 0),        V_TEXT(o->unique_key),
-                         V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
-                         V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
+  const jobq_val row[] = {V_TEXT(o->queue), V_INT(o->priority), V_INT(o->run_at_ms),
+                          V_INT(o->delay_ms), V_TEXT(wait ? "waiting" : "ready"),
+                          V_TEXT(o->key), V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
+                          V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
+                          V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
   const size_t nrow = sizeof row / sizeof row[0];
   int inserted = 1;
   /* Without a unique key the row always goes in: its id may come later. */

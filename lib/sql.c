@@ -96,9 +96,9 @@ static const text texts[JOBQ_Q__COUNT] = {
      * narrow, and only that index gives the order.  Bounds on the pair
      * (queue, order_key) let it use the queue index too, with an
      * incremental sort that reads the whole queue.  No state lies
-     * between 'ready' and 'running'. */
-    /* Whether a new job of the key waits: the key has a job, or a dead
-     * one blocks it (one round trip for both). */
+     * between 'ready' and 'running'.  KEY_TAKEN, whether a new job of the
+     * key waits, also asks whether a dead job blocks the key, so that
+     * both take one round trip. */
     [JOBQ_Q_KEY_TAKEN] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                           "order_key = ?2 UNION ALL SELECT 1 FROM jobq_blocked WHERE "
                           "queue = ?1 AND order_key = ?2 LIMIT 1",

@@ -193,7 +193,7 @@ static const char *const migrations[] = {
     "  IF order_key IS NOT NULL THEN\n"
     "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n"
     "    must_wait := must_wait\n"
-    /* As the library's look (JOBQ_Q_KEY_ANY). */
+    /* As the library's look (JOBQ_Q_KEY_TAKEN). */
     "      OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n"
     "        AND j.order_key >= jobq_put.order_key AND j.order_key <= jobq_put.order_key\n"
     "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n"
