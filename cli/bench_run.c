@@ -139,12 +139,18 @@ int bench_queue_stats(jobq *db, const char *queue, jobq_queue_stats *out) {
 
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label) {
+  return bench_fill_key(db, queue, NULL, n, payload, label);
+}
+
+int bench_fill_key(jobq *db, const char *queue, const char *key, int64_t n,
+                   const char *payload, const char *label) {
   enum { CHUNK = 1000 };
   static jobq_put_opts opts[CHUNK];
   static int64_t ids[CHUNK];
   for (size_t i = 0; i < CHUNK; i++) {
     jobq_put_opts_init(&opts[i]);
     opts[i].queue = queue;
+    opts[i].key = key;
     opts[i].payload = payload;
     opts[i].payload_len = strlen(payload);
   }

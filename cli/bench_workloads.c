@@ -595,36 +595,6 @@ int bench_backlog(const struct bench_config *cfg, jobq *db,
 
 /* ---------------------------------------------------------------- keys */
 
-/* Puts n jobs of one ordering key (batches of 1000) on queue. */
-static int fill_key(jobq *db, const char *queue, int64_t n, double *rate,
-                    struct bench_run *run) {
-  jobq_put_opts *opts = cli_xmalloc(1000 * sizeof *opts);
-  int64_t *ids = cli_xmalloc(1000 * sizeof *ids);
-  for (size_t i = 0; i < 1000; i++) {
-    jobq_put_opts_init(&opts[i]);
-    opts[i].queue = queue;
-    opts[i].key = "k";
-    opts[i].payload = "x";
-    opts[i].payload_len = 1;
-  }
-  struct cli_progress bar;
-  cli_progress_start(&bar, "keys (filling):", "jobs", n);
-  int rc = JOBQ_OK;
-  double t0 = bench_now();
-  for (int64_t done = 0; done < n && rc == JOBQ_OK && !bench_stop;) {
-    size_t k = n - done < 1000 ? (size_t)(n - done) : 1000;
-    rc = jobq_put_many(db, opts, k, ids, NULL);
-    done += (int64_t)k;
-    cli_progress_update(&bar, done, done);
-  }
-  *rate = (double)n / (bench_now() - t0);
-  cli_progress_end(&bar);
-  free(opts);
-  free(ids);
-  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "keyed put");
-  return bench_stop ? interrupted(run) : BENCH_OK;
-}
-
 /* One session works the key's jobs, one at a time as the key allows,
  * checking that they come in the order put; tenth[0] and tenth[1] get
  * the rates of the first and the last tenth of them. */
@@ -673,10 +643,13 @@ int bench_keys(const struct bench_config *cfg, jobq *db, struct bench_report *re
   char q[BENCH_QUEUE_BUF];
   bench_queue(cfg, "keys", q);
   int64_t n = cfg->jobs / 10 < 200 ? 200 : cfg->jobs / 10;
-  double put = 0, drain = 0, tenth[2] = {0, 0};
   run->verified = 0;
-  int status = fill_key(db, q, n, &put, run);
-  if (status == BENCH_OK) status = drain_key(db, q, n, &drain, tenth, run);
+  double t0 = bench_now();
+  int rc = bench_fill_key(db, q, "k", n, "x", "keys (filling):");
+  double put = (double)n / (bench_now() - t0), drain = 0, tenth[2] = {0, 0};
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "keyed put");
+  if (bench_stop) return interrupted(run);
+  int status = drain_key(db, q, n, &drain, tenth, run);
   if (status == BENCH_OK) status = verify(db, q, n, "keys", run);
   if (status != BENCH_OK) return status;
   char variant[48];
