@@ -184,15 +184,16 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   jobq__ok(db);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
-  int all_plain = db->store->put_plain != NULL;
+  int all_plain = db->store->put_plain != NULL, keyed = 0;
   for (size_t i = 0; i < n; i++) {
     rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
     all_plain = all_plain && plain(&opts[i]);
+    keyed = keyed || opts[i].key != NULL;
   }
   if (existed != NULL) memset(existed, 0, n);
   keys_put keys = {NULL, 0};
-  if (!all_plain && n > 1) {
+  if (keyed && n > 1) {
     if (n > SIZE_MAX / 4 / sizeof *keys.slot) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     size_t size = 4;
     while (size < 2 * n) size *= 2;
