@@ -204,13 +204,12 @@ static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **stat
 }
 
 /* The looks at a key, with a backlog of few keys and one of plain ready
- * jobs: whether it has jobs
- * (the put of a keyed job), which of its jobs waits next (the finish of
- * one) and whether one is active (a cancelled waiting job): each generic
- * plan reads the key index within the key and the states asked for.  A
- * scan of the table reads all of it for a key that has no such job; a
- * read of the key's entries walks its waiting jobs to find the active
- * one. */
+ * jobs: whether it has jobs (the put of a keyed job), which of its jobs
+ * waits next (the finish of one) and whether one is active (a cancelled
+ * waiting job): each generic plan reads the key index within the key and
+ * the states asked for.  A scan of the table reads all of it for a key
+ * that has no such job; a read of the key's entries walks its waiting
+ * jobs to find the active one. */
 static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   tq *t = *state;
   jobq_put_opts *o = calloc(3000, sizeof *o);
