@@ -104,49 +104,122 @@ static int ack_before(jobq *db, jobq_ack *a) {
   return rc;
 }
 
-/* One acknowledgement, fenced by the claim; sets a->status. */
-static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
+/* An acknowledgement and its job's row, read and locked (ack_read). */
+typedef struct ack_job {
+  jobq_ack *a;
+  jobq_ack_row row;
+  jobq_jobref ref; /* queue and key are the ack_job's own */
+} ack_job;
+
+/* Reads and locks a's job, fenced by its claim, into *j: 1; 0 when the
+ * claim does not hold, a->status said by ack_before(); or an error. */
+static int ack_read(jobq *db, jobq_session *s, jobq_ack *a, ack_job *j) {
   a->status = JOBQ_ELOST;
   jobq_rows *r;
   int got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
                           SQL_ARGS(V_INT(a->id), V_TEXT(s->id), V_TEXT(a->claim)));
   if (got < 0) return got;
-  if (got == 0) return ack_before(db, a);
-  jobq_ack_row row = {(int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
-                      jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
+  if (got == 0) {
+    int rc = ack_before(db, a);
+    return rc != JOBQ_OK ? rc : 0;
+  }
+  j->a = a;
+  j->row = (jobq_ack_row){(int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
+                          jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
   int failed = 0;
   char *queue = jobq__col_text(db, r, 4, &failed);
   char *key = jobq__col_text(db, r, 5, &failed);
-  jobq_jobref ref = {a->id, queue, key, (int)jobq__col_int(db, r, 6)};
+  j->ref = (jobq_jobref){a->id, queue, key, (int)jobq__col_int(db, r, 6)};
   jobq__rows_done(db, r);
+  if (!failed) return 1;
+  free(queue);
+  free(key);
+  return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+}
+
+static void ack_job_free(ack_job *j) {
+  free((char *)j->ref.queue);
+  free((char *)j->ref.key);
+}
+
+/* Where ack_read()'s job goes, and sets its ack's status. */
+static int ack_apply(jobq *db, ack_job *j) {
+  jobq_ack *a = j->a;
   jobq_ack_plan p;
-  jobq__ack_plan(&row, a, jobq__rand(db), &p);
+  jobq__ack_plan(&j->row, a, jobq__rand(db), &p);
   /* Error texts come from anywhere (a job's stderr): keep them valid
    * UTF-8 without NULs, which every engine's text type takes. */
   char *clean = NULL;
-  int rc = failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
-  if (rc == JOBQ_OK && p.error != NULL &&
-      jobq__utf8_clean(p.error, p.error_len, &clean, &p.error_len) != JOBQ_OK)
+  int rc = JOBQ_OK;
+  if (p.error != NULL && jobq__utf8_clean(p.error, p.error_len, &clean, &p.error_len) != JOBQ_OK)
     rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   if (clean != NULL) p.error = clean;
   if (rc == JOBQ_OK && p.state == JOBQ_STATE_READY) {
-    if (p.delay_ms == 0) jobq__wake(db, queue);
+    if (p.delay_ms == 0) jobq__wake(db, j->ref.queue);
     rc = jobq__sql_run(db, JOBQ_Q_ACK_REQUEUE,
                        SQL_ARGS(V_INT(a->id), V_INT(p.delay_ms), V_INT(p.spend ? 0 : 1),
                                 V_TEXTN(p.error, p.error_len)));
   } else if (rc == JOBQ_OK) {
-    rc = jobq__order_lock(db, &ref, 1);
+    rc = jobq__order_lock(db, &j->ref, 1);
     if (rc == JOBQ_OK)
-      rc = jobq__archive(db, &ref, JOBQ_STATE_RUNNING, p.state, a->data, a->len, p.error,
+      rc = jobq__archive(db, &j->ref, JOBQ_STATE_RUNNING, p.state, a->data, a->len, p.error,
                          p.error_len);
   }
   free(clean);
-  free(queue);
-  free(key);
   if (rc == JOBQ_OK) {
     a->status = JOBQ_OK;
     a->outcome = p.state;
   }
+  return rc;
+}
+
+/* One acknowledgement, fenced by the claim; sets a->status. */
+static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
+  ack_job j;
+  int rc = ack_read(db, s, a, &j);
+  if (rc <= 0) return rc;
+  rc = ack_apply(db, &j);
+  ack_job_free(&j);
+  return rc;
+}
+
+static int ack_id_cmp(const void *x, const void *y) {
+  const jobq_ack *a = *(jobq_ack *const *)x, *b = *(jobq_ack *const *)y;
+  if (a->id != b->id) return a->id < b->id ? -1 : 1;
+  return (a > b) - (a < b); /* the batch's order */
+}
+
+static int ack_job_cmp(const void *x, const void *y) {
+  const jobq_jobref *a = &((const ack_job *)x)->ref, *b = &((const ack_job *)y)->ref;
+  int c = jobq__lock_order(a->queue, a->key, b->queue, b->key);
+  return c != 0 ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+/* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
+ * row read and locked first, in id order, then each job finished, its queue's and key's locks taken in
+ * jobq__lock_order() as a put takes them.  Finished in the batch's
+ * order, two jobs of other keys took their locks the other way round
+ * from a put of both keys, and the two transactions deadlocked (on
+ * PostgreSQL each such deadlock costs a second before it is found).  A
+ * second ack of one job comes last, one by one, and finds it
+ * acknowledged. */
+static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
+  ack_job *jobs = malloc(m * sizeof *jobs);
+  if (jobs == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  size_t nj = 0;
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < m && rc == JOBQ_OK; i++) {
+    if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
+    int got = ack_read(db, s, pending[i], &jobs[nj]);
+    if (got < 0) rc = got;
+    nj += got > 0;
+  }
+  if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
+  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i]);
+  for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);
+  free(jobs);
+  for (size_t i = 1; i < m && rc == JOBQ_OK; i++)
+    if (pending[i]->id == pending[i - 1]->id) rc = ack(db, s, pending[i]);
   return rc;
 }
 
@@ -172,13 +245,28 @@ int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n) {
 }
 
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  int rc = JOBQ_OK;
+  if (n == 0) return JOBQ_OK;
   for (size_t i = 0; i < n; i++) acks[i].status = JOBQ_ACK_PENDING;
+  jobq_ack **pending = malloc(n * sizeof *pending);
+  if (pending == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) pending[i] = &acks[i];
+  qsort(pending, n, sizeof *pending, ack_id_cmp);
+  int repeated = 0;
+  for (size_t i = 1; i < n; i++) repeated = repeated || pending[i]->id == pending[i - 1]->id;
   /* The store takes what it can in one statement (it may leave a lone
-   * one); the rest, one by one. */
-  if (db->store->ack_plain != NULL) rc = db->store->ack_plain(db, s, acks, n);
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (acks[i].status == JOBQ_ACK_PENDING) rc = ack(db, s, &acks[i]);
+   * one), unless a job comes twice: its second ack must find the first's
+   * work.  The rest, one by one. */
+  int rc = JOBQ_OK;
+  size_t m = n;
+  if (db->store->ack_plain != NULL && !repeated) {
+    rc = db->store->ack_plain(db, s, acks, n);
+    m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (pending[i]->status == JOBQ_ACK_PENDING) pending[m++] = pending[i];
+  }
+  if (rc == JOBQ_OK && m == 1) rc = ack(db, s, pending[0]);
+  if (rc == JOBQ_OK && m > 1) rc = ack_many(db, s, pending, m);
+  free(pending);
   return rc;
 }
 

@@ -144,6 +144,7 @@ static int txn_begin(jobq *db, int lazy) {
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   db->retry = 0;
+  if (db->txn_depth == 0) db->count_shard = 0;
   rc = db->store->begin(db, db->txn_depth, lazy);
   if (rc == JOBQ_OK) db->txn_depth++;
   return rc;

@@ -44,6 +44,8 @@ struct jobq {
   char **watched;
   size_t nwatched;
   int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
+  int count_shard;             /* 1 + the counters' shard of this transaction;
+                                  0: not drawn yet (jobq__count_shard) */
 };
 
 struct jobq_session {
@@ -194,6 +196,14 @@ typedef struct jobq_jobref {
  * read or changed (put, finish, retry), on stores with concurrent
  * writers.  finishing: the job leaves the hot table. */
 int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
+/* The lock of queue's ordering key key alone (its queue's taken before). */
+int jobq__order_lock_key(jobq *db, const char *queue, const char *key);
+/* The order in which a transaction that needs the locks of several jobs
+ * takes them (<0, 0, >0 as strcmp): by queue, then key (none first), byte
+ * by byte; every queue's lock before any key's.  Taken in any other order,
+ * two transactions that need the same two keys deadlock. */
+int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
+                     const char *key_b);
 /* Whether a new job (id 0) or a retried one (its id) must wait.  For a
  * new job that is no barrier, barrier_known may say whether its queue has
  * an unfinished barrier (0 or 1; -1: look). */
@@ -226,6 +236,11 @@ int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
 /* Adds to a queue's counters of finished jobs. */
+/* The shard of the queues' counters (jobq_counts) that this transaction
+ * adds to: one, drawn at random at its first use.  A transaction that
+ * added to several, each drawn anew, deadlocked with another that took
+ * two of them the other way round. */
+int64_t jobq__count_shard(jobq *db);
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                     int64_t cancelled);
 /* The ordering facts of an unfinished job, its row locked: fills ref

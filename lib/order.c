@@ -53,6 +53,18 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
   return rc;
 }
 
+int jobq__order_lock_key(jobq *db, const char *queue, const char *key) {
+  return lock(db, 'k', queue, key, 1);
+}
+
+int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
+                     const char *key_b) {
+  int c = strcmp(queue_a, queue_b);
+  if (c != 0) return c;
+  if (key_a == NULL || key_b == NULL) return (key_a != NULL) - (key_b != NULL);
+  return strcmp(key_a, key_b);
+}
+
 /* ---------------------------------------------------------------- decisions */
 
 static int exists_qk(jobq *db, int id, const char *queue, const char *key,
@@ -180,13 +192,17 @@ static int promote_after_barrier(jobq *db, const char *queue) {
 
 /* ---------------------------------------------------------------- archive */
 
+int64_t jobq__count_shard(jobq *db) {
+  /* Counters live in 16 rows per queue, so that writers spread over them. */
+  if (db->count_shard == 0) db->count_shard = 1 + (int)(jobq__rand(db) % 16);
+  return db->count_shard - 1;
+}
+
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                     int64_t cancelled) {
-  /* Counters live in 16 rows per queue, picked at random. */
-  int64_t shard = (int64_t)(jobq__rand(db) % 16);
   return jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
-                       SQL_ARGS(V_TEXT(queue), V_INT(shard), V_INT(done), V_INT(dead),
-                                V_INT(cancelled)));
+                       SQL_ARGS(V_TEXT(queue), V_INT(jobq__count_shard(db)), V_INT(done),
+                                V_INT(dead), V_INT(cancelled)));
 }
 
 int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const void *result,

@@ -65,8 +65,39 @@ static size_t *key_slot(const keys_put *k, const jobq_put_opts *opts, const char
   }
 }
 
-/* One job into queue_seen *q's transaction.  key_put: a job of its key
- * went in earlier in the transaction. */
+static int queue_key_cmp(const void *a, const void *b) {
+  const jobq_put_opts *x = *(const jobq_put_opts *const *)a;
+  const jobq_put_opts *y = *(const jobq_put_opts *const *)b;
+  return jobq__lock_order(queue_of(x), x->key, queue_of(y), y->key);
+}
+
+/* Makes sure of the n jobs' queues and takes their named locks (lib/order.c)
+ * before anything is decided: each queue's (exclusive where the batch puts
+ * a barrier), then each key's, each once, in jobq__lock_order().  Taken
+ * as each job came, two batches of the same keys in other orders
+ * deadlocked, again on every retry. */
+static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
+  const jobq_put_opts **by = malloc((n ? n : 1) * sizeof *by);
+  if (by == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) by[i] = &opts[i];
+  qsort(by, n, sizeof *by, queue_key_cmp);
+  int rc = JOBQ_OK;
+  for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
+    jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
+    for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
+      qref.barrier = qref.barrier || by[end]->barrier;
+    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
+    if (rc == JOBQ_OK) rc = jobq__order_lock(db, &qref, 0);
+  }
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (by[i]->key != NULL && (i == 0 || queue_key_cmp(&by[i - 1], &by[i]) != 0))
+      rc = jobq__order_lock_key(db, queue_of(by[i]), by[i]->key);
+  free(by);
+  return rc;
+}
+
+/* One job into queue_seen *q's transaction, its locks taken (lock_all).
+ * key_put: a job of its key went in earlier in the transaction. */
 static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int64_t *id,
                    int *existed) {
   *existed = 0;
@@ -81,16 +112,10 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
     }
   }
   jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
-  if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier) {
-    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(o->queue)));
-    if (rc != JOBQ_OK) return rc;
-    jobq_jobref qref = {0, o->queue, NULL, o->barrier != 0};
-    if ((rc = jobq__order_lock(db, &qref, 0)) != JOBQ_OK) return rc;
+  if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier)
     *q = (queue_seen){o->queue, -1};
-  }
   int wait = 1;
   if (!key_put) {
-    if (o->key != NULL && (rc = jobq__order_lock(db, &ref, 0)) != JOBQ_OK) return rc;
     if (!o->barrier && q->barrier < 0 &&
         (rc = jobq__barrier_pending(db, o->queue, &q->barrier)) != JOBQ_OK)
       return rc;
@@ -209,6 +234,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     } else {
       queue_seen q = {NULL, -1};
       if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
+      rc = lock_all(db, opts, n);
       for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
         jobq_put_opts o = opts[i];
         if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;

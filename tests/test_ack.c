@@ -378,6 +378,45 @@ static void test_repeated_complete(void **state) {
   jobq_session_close(s);
 }
 
+/* One job twice in a batch, among others: the first of its acks counts,
+ * the second finds it acknowledged (already, for the same kind; lost for
+ * a failure after a completion), whatever their places in the batch. */
+static void test_repeated_in_one_batch(void **state) {
+  tq *t = *state;
+  int64_t ids[3];
+  for (int k = 0; k < 3; k++) ids[k] = put_with(t->db, 5, 1000);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, "q", 3, &n);
+  assert_int_equal(n, 3);
+  jobq_ack a[5];
+  jobq_ack_init(&a[0], &j[2], JOBQ_ACK_COMPLETE);
+  a[0].data = "first";
+  a[0].len = 5;
+  jobq_ack_init(&a[1], &j[0], JOBQ_ACK_COMPLETE);
+  jobq_ack_init(&a[2], &j[2], JOBQ_ACK_COMPLETE);
+  a[2].data = "second";
+  a[2].len = 6;
+  jobq_ack_init(&a[3], &j[1], JOBQ_ACK_RETRY);
+  jobq_ack_init(&a[4], &j[2], JOBQ_ACK_FAIL);
+  assert_rc(jobq_ack_many(s, a, 5), JOBQ_OK);
+  static const int status[] = {JOBQ_OK, JOBQ_OK, JOBQ_OK, JOBQ_OK, JOBQ_ELOST};
+  static const int already[] = {0, 0, 1, 0, 0};
+  for (int k = 0; k < 5; k++) {
+    if (a[k].status != status[k] || a[k].already != already[k])
+      fail_msg("ack %d: status %d, already %d; expected %d, %d", k, a[k].status, a[k].already,
+               status[k], already[k]);
+  }
+  jobq_job_info *i = th_show(t->db, ids[2]);
+  assert_int_equal(i->state, JOBQ_STATE_DONE);
+  assert_memory_equal(i->result, "first", 5);
+  jobq_info_free(i, 1);
+  assert_int_equal(th_state(t->db, ids[0]), JOBQ_STATE_DONE);
+  assert_int_equal(th_state(t->db, ids[1]), JOBQ_STATE_READY);
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
 /* A session that stopped heartbeating is reaped by another; its claim is
  * gone, so its acks are refused, even after the job was claimed again. */
 static void test_lost_claim_cannot_ack(void **state) {
@@ -559,6 +598,7 @@ int main(void) {
       TQ_TEST(test_ack_many_mixed),
       TQ_TEST(test_fencing),
       TQ_TEST(test_repeated_complete),
+      TQ_TEST(test_repeated_in_one_batch),
       TQ_TEST(test_lost_claim_cannot_ack),
       TQ_TEST(test_repeated_fail_and_lost_fail),
       TQ_TEST(test_bad_ack_arguments),

@@ -8,6 +8,8 @@
  */
 #include "helpers.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -545,6 +547,219 @@ static void test_keyed_jobs_in_one_batch(void **state) {
   jobq_session_close(s);
 }
 
+/* ---------------------------------------------------------------- a race */
+
+/* Producers put batches of jobs over a few keys (and some without) while
+ * workers claim and complete them, each on its own connection.  Checked
+ * throughout: no key ever has two active jobs; each key's jobs are claimed
+ * in the order put; every job ends done once and none is left waiting. */
+enum { RACE_KEYS = 4, RACE_PRODUCERS = 2, RACE_BATCHES = 25, RACE_BATCH = 20,
+       RACE_WORKERS = 3, RACE_JOBS = RACE_PRODUCERS * RACE_BATCHES * RACE_BATCH };
+
+typedef struct race {
+  const char *url;
+  pthread_mutex_t mu;
+  int64_t last[RACE_KEYS];  /* the last job of each key claimed */
+  int done, producers_left;
+  char failure[256];        /* the first failure, "" while none */
+} race;
+
+static void race_fail(race *r, const char *fmt, ...) {
+  pthread_mutex_lock(&r->mu);
+  if (r->failure[0] == '\0') {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->failure, sizeof r->failure, fmt, ap);
+    va_end(ap);
+  }
+  pthread_mutex_unlock(&r->mu);
+}
+
+static int race_over(race *r) {
+  pthread_mutex_lock(&r->mu);
+  int over = r->failure[0] != '\0' || r->done == RACE_JOBS;
+  pthread_mutex_unlock(&r->mu);
+  return over;
+}
+
+static const char *const race_keys[RACE_KEYS] = {"k0", "k1", "k2", "k3"};
+
+static void *race_producer(void *arg) {
+  race *r = arg;
+  jobq *db;
+  if (jobq_open(r->url, &db) != JOBQ_OK) {
+    race_fail(r, "a producer could not open the queue");
+    return NULL;
+  }
+  unsigned seed = (unsigned)(uintptr_t)&db;
+  for (int b = 0; b < RACE_BATCHES && !race_over(r); b++) {
+    jobq_put_opts o[RACE_BATCH];
+    int64_t ids[RACE_BATCH];
+    for (int i = 0; i < RACE_BATCH; i++) {
+      jobq_put_opts_init(&o[i]);
+      o[i].queue = "race";
+      int k = rand_r(&seed) % (RACE_KEYS + 1);
+      o[i].key = k < RACE_KEYS ? race_keys[k] : NULL;
+    }
+    int rc = jobq_put_many(db, o, RACE_BATCH, ids, NULL);
+    if (rc != JOBQ_OK) race_fail(r, "put: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+  }
+  jobq_close(db);
+  pthread_mutex_lock(&r->mu);
+  r->producers_left--;
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+static void *race_worker(void *arg) {
+  race *r = arg;
+  jobq *db;
+  jobq_session *s = NULL;
+  if (jobq_open(r->url, &db) != JOBQ_OK) {
+    race_fail(r, "a worker could not open the queue");
+    return NULL;
+  }
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = 120000; /* no heartbeats: as long as the test may take */
+  int rc = jobq_session_open(db, &so, &s);
+  if (rc != JOBQ_OK) race_fail(r, "session: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+  const char *queue = "race";
+  while (rc == JOBQ_OK && !race_over(r)) {
+    jobq_job *jobs;
+    size_t n;
+    if ((rc = jobq_claim(s, &queue, 1, 5, &jobs, &n)) != JOBQ_OK) {
+      race_fail(r, "claim: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+      break;
+    }
+    jobq_ack acks[5];
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < n; i++) {
+      jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+      if (jobs[i].key == NULL) continue;
+      int k = jobs[i].key[1] - '0';
+      if (jobs[i].id <= r->last[k] && r->failure[0] == '\0')
+        snprintf(r->failure, sizeof r->failure, "job %lld of key %s claimed after job %lld",
+                 (long long)jobs[i].id, jobs[i].key, (long long)r->last[k]);
+      r->last[k] = jobs[i].id;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (n > 0 && (rc = jobq_ack_many(s, acks, n)) != JOBQ_OK)
+      race_fail(r, "ack: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+    for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+      if (acks[i].status != JOBQ_OK) race_fail(r, "job %lld's ack was lost", (long long)acks[i].id);
+    jobq_jobs_free(jobs, n);
+    pthread_mutex_lock(&r->mu);
+    r->done += (int)n;
+    pthread_mutex_unlock(&r->mu);
+    if (n == 0) th_sleep_ms(2);
+  }
+  jobq_session_close(s);
+  jobq_close(db);
+  return NULL;
+}
+
+/* A put of a job of a key whose head is finishing in a transaction not
+ * committed yet waits for it (the key's lock), then finds the key free:
+ * deciding at once, it saw the head still there and waited behind it, and
+ * the head's finish, which could not see the new job, handed the key on
+ * to no one. */
+typedef struct put_after {
+  const char *url;
+  volatile int done;
+  int rc;
+  int64_t ids[2];
+} put_after;
+
+static void *put_after_head(void *arg) {
+  put_after *p = arg;
+  jobq *db;
+  if ((p->rc = jobq_open(p->url, &db)) == JOBQ_OK) {
+    static const char *const keys[] = {"other", "k"};
+    jobq_put_opts o[2];
+    for (int i = 0; i < 2; i++) {
+      jobq_put_opts_init(&o[i]);
+      o[i].queue = "q";
+      o[i].key = keys[i];
+    }
+    p->rc = jobq_put_many(db, o, 2, p->ids, NULL);
+    jobq_close(db);
+  }
+  p->done = 1;
+  return NULL;
+}
+
+static void test_a_put_waits_for_its_keys_finish(void **state) {
+  tq *t = *state;
+  int64_t head = th_put_key(t->db, "q", "k");
+  jobq_session *s = th_session(t->db, 60000);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, head);
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  put_after p = {.url = t->url};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, put_after_head, &p), 0);
+  th_sleep_ms(300);
+  int waited = !p.done;
+  assert_rc(jobq_commit(t->db), JOBQ_OK);
+  pthread_join(th, NULL);
+  assert_rc(p.rc, JOBQ_OK);
+  assert_true(waited);
+  assert_int_equal(th_state(t->db, p.ids[1]), JOBQ_STATE_READY);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+/* The server's count of deadlocks so far (SQLite: none; PostgreSQL: of
+ * the database, as far as its backends have reported them). */
+static int64_t deadlocks(jobq *db) {
+  if (th_is_sqlite()) return 0;
+  if (th_is_mysql())
+    return th_sql_int(db, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE "
+                          "VARIABLE_NAME = 'INNODB_DEADLOCKS'");
+  th_sql_int(db, "SELECT 1 FROM pg_stat_clear_snapshot()");
+  return th_sql_int(db, "SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                        "current_database()");
+}
+
+static void test_keys_under_concurrent_puts_and_finishes(void **state) {
+  tq *t = *state;
+  int64_t deadlocks_before = deadlocks(t->db);
+  race r = {.url = t->url, .producers_left = RACE_PRODUCERS};
+  pthread_mutex_init(&r.mu, NULL);
+  pthread_t th[RACE_PRODUCERS + RACE_WORKERS];
+  for (int i = 0; i < RACE_PRODUCERS + RACE_WORKERS; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, i < RACE_PRODUCERS ? race_producer : race_worker,
+                                    &r),
+                     0);
+  /* Looked at from a connection of its own, throughout. */
+  int64_t deadline = th_now_ms() + 120000, looks = 0, twice = 0;
+  while (!race_over(&r) && th_now_ms() < deadline) {
+    int64_t n = th_sql_int(t->db, "SELECT count(*) FROM (SELECT order_key FROM jobq_jobs WHERE "
+                                  "queue = 'race' AND order_key IS NOT NULL AND state IN "
+                                  "('ready', 'running') GROUP BY order_key HAVING count(*) > 1) x");
+    if (n > 0 && twice == 0) twice = n;
+    looks++;
+  }
+  if (!race_over(&r)) race_fail(&r, "%d of %d jobs done after 120 s", r.done, RACE_JOBS);
+  for (int i = 0; i < RACE_PRODUCERS + RACE_WORKERS; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&r.mu);
+  if (r.failure[0] != '\0') fail_msg("%s", r.failure);
+  if (twice > 0) fail_msg("%lld keys had two active jobs at once", (long long)twice);
+  /* Puts and acknowledgements take the keys' locks in one order: none
+   * deadlocked (each would have run again).  The threads' backends
+   * report theirs as they end. */
+  th_sleep_ms(500);
+  int64_t deadlocked = deadlocks(t->db) - deadlocks_before;
+  if (deadlocked > 0) fail_msg("%lld transactions deadlocked", (long long)deadlocked);
+  assert_true(looks > 0);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'race'"), 0);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(DISTINCT id) FROM jobq_done WHERE queue = "
+                                     "'race' AND outcome = 'done'"),
+                   RACE_JOBS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_key_one_at_a_time),
@@ -563,6 +778,8 @@ int main(void) {
       TQ_TEST(test_barrier_after_waiting_keys),
       TQ_TEST(test_keys_compare_bytes),
       TQ_TEST(test_keyed_jobs_in_one_batch),
+      TQ_TEST(test_a_put_waits_for_its_keys_finish),
+      TQ_TEST(test_keys_under_concurrent_puts_and_finishes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1754,7 +1754,7 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     if (rc == JOBQ_OK) rc = jobq__sql_change(db, MY_ACK_DELETE, &changed, v, CHUNK);
   }
   /* 4. The counters, once per queue. */
-  int64_t shard = (int64_t)(jobq__rand(db) % 16);
+  int64_t shard = jobq__count_shard(db);
   for (size_t q = 0; q < nd && rc == JOBQ_OK; q++) {
     int64_t count = 0;
     for (size_t j = 0; j < m; j++) count += pa[j].take && strcmp(pa[j].queue, dq[q]) == 0;

@@ -270,10 +270,12 @@ static const char *const own_sql[] = {
     [PG_ENSURE_QUEUES - JOBQ_Q__COUNT] =
         "INSERT INTO jobq_queues(name, created_at) SELECT DISTINCT q, {now} FROM "
         "unnest($1::text[]) q ON CONFLICT (name) DO NOTHING",
-    /* Shared queue locks, taken in name order. */
+    /* Shared queue locks, taken in the names' byte order, as everywhere
+     * (lib/put.c). */
     [PG_LOCK_QUEUES - JOBQ_Q__COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || q, 0)) FROM "
-        "(SELECT DISTINCT q FROM unnest($1::text[]) q ORDER BY q) x",
+        "(SELECT DISTINCT u.q COLLATE \"C\" AS q FROM unnest($1::text[]) AS u(q) ORDER BY "
+        "1) x",
     [PG_LOCK_JOB_QUEUES - JOBQ_Q__COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0)) "
         "FROM (SELECT DISTINCT queue FROM jobq_jobs WHERE id = ANY($1::bigint[]) "
@@ -1816,7 +1818,7 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   if (rc == JOBQ_OK)
     rc = pg_query(db, PG_ACK_PLAIN,
                   SQL_ARGS(arr_val(&ids), arr_val(&claims), arr_val(&results),
-                           V_TEXT(s->id), V_INT((int64_t)(jobq__rand(db) % 16))),
+                           V_TEXT(s->id), V_INT(jobq__count_shard(db))),
                   &r);
   free(ids.p);
   free(claims.p);
