@@ -4,9 +4,9 @@
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
  * barrier goes in as `waiting` (lib/order.c).  Plain jobs, one or many,
- * go through the store's set-based fast path when it has one: on
- * PostgreSQL one round trip, where the general way takes three for one
- * job.
+ * go through the store's set-based fast path when it has one, and so do
+ * jobs with ordering keys where the store takes them (PostgreSQL): one
+ * round trip, where the general way takes three for one job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -197,8 +197,9 @@ int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
   return rc;
 }
 
-static int plain(const jobq_put_opts *o) {
-  return o->key == NULL && !o->barrier && o->unique_key == NULL;
+/* Whether the store's put_plain takes o. */
+static int plain(const jobq *db, const jobq_put_opts *o) {
+  return (o->key == NULL || db->store->put_plain_keys) && !o->barrier && o->unique_key == NULL;
 }
 
 /* index_names: prefix messages with "job N: " (jobq_put_many). */
@@ -213,12 +214,12 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   for (size_t i = 0; i < n; i++) {
     rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
-    all_plain = all_plain && plain(&opts[i]);
+    all_plain = all_plain && plain(db, &opts[i]);
     keyed = keyed || opts[i].key != NULL;
   }
   if (existed != NULL) memset(existed, 0, n);
   keys_put keys = {NULL, 0};
-  if (keyed && n > 1) {
+  if (keyed && n > 1 && !all_plain) {
     if (n > SIZE_MAX / 4 / sizeof *keys.slot) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     size_t size = 4;
     while (size < 2 * n) size *= 2;

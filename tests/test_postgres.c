@@ -204,12 +204,13 @@ static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **stat
 }
 
 /* The looks at a key, with a backlog of few keys and one of plain ready
- * jobs: whether it has jobs (the put of a keyed job), which of its jobs
- * waits next (the finish of one) and whether one is active (a cancelled
- * waiting job): each generic plan reads the key index within the key and
- * the states asked for.  A scan of the table reads all of it for a key
- * that has no such job; a read of the key's entries walks its waiting
- * jobs to find the active one. */
+ * jobs: whether it has jobs (the put of a keyed job, in a batch of its
+ * own and beside a job with a unique key), which of its jobs waits next
+ * (the finish of one) and whether one is active (a cancelled waiting
+ * job): each generic plan reads the key index within the key and the
+ * states asked for.  A scan of the table reads all of it for a key that
+ * has no such job; a read of the key's entries walks its waiting jobs to
+ * find the active one. */
 static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   tq *t = *state;
   jobq_put_opts *o = calloc(3000, sizeof *o);
@@ -226,6 +227,21 @@ static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   put_plain(t->db, "backlog", 5000);
   command(t->db, "ANALYZE jobq_jobs");
   th_put_key(t->db, "keys", "three");
+  command(t->db, "SET plan_cache_mode = force_generic_plan");
+  char *put = plan_of(t->db, "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key",
+                      "('{keys}', '{0}', '{0}', '{0}', '{x}', '{1}', '{0}', '{0}', '{four}')");
+  command(t->db, "RESET plan_cache_mode");
+  if (!strstr(put, "using jobq_jobs_key on jobq_jobs j") ||
+      !strstr(put, "Index Cond: ((queue = u.q) AND (order_key >= u.k) AND (order_key <= u.k))") ||
+      strstr(put, "Seq Scan on jobq_jobs"))
+    fail_msg("the put does not look for the key's jobs in the key index:\n%s", put);
+  free(put);
+  jobq_put_opts u;
+  jobq_put_opts_init(&u);
+  u.queue = "keys";
+  u.key = "three";
+  u.unique_key = "three";
+  th_put_opts(t->db, &u);
   generic_plan_reads(t->db, "(SELECT 1 FROM jobq_jobs WHERE queue = $1 AND order_key >= $2",
                      "('keys', 'four')", "jobq_jobs_key");
 
@@ -467,6 +483,33 @@ static int round_trips(jobq *db, FILE *f) {
   return n;
 }
 
+/* Puts jobs of keys a, b, a into queue, the first with unique key unique
+ * (NULL: none); the round trips it took.  Checks that each id that came
+ * back late is its job's, in the state its key gives it. */
+static int put_keys(jobq *db, const char *queue, const char *unique) {
+  static const char *const keys[] = {"a", "b", "a"};
+  jobq_put_opts o[3];
+  int64_t ids[3];
+  for (int i = 0; i < 3; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = queue;
+    o[i].key = keys[i];
+  }
+  o[0].unique_key = unique;
+  FILE *f = trace_start(db);
+  assert_rc(jobq_put_many(db, o, 3, ids, NULL), JOBQ_OK);
+  int n = round_trips(db, f);
+  for (int i = 0; i < 3; i++) {
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM jobq_jobs WHERE id = %lld AND queue = '%s' AND order_key = "
+             "'%s' AND state = '%s'",
+             (long long)ids[i], queue, keys[i], i < 2 ? "ready" : "waiting");
+    assert_int_equal(th_sql_int(db, sql), 1);
+  }
+  return n;
+}
+
 /* The round trips of each kind of transaction, once its statements are
  * prepared: the queue's lock, the queues made sure of, an
  * acknowledgement's lock on its session, the held-back starts and a
@@ -491,26 +534,8 @@ static void test_round_trips(void **state) {
     f = trace_start(t->db);
     assert_rc(jobq_put_many(t->db, o, 3, ids, NULL), JOBQ_OK);
     int put_many = round_trips(t->db, f);
-    jobq_put_opts keyed[3];
-    static const char *const keys[] = {"a", "b", "a"};
-    int64_t kids[3];
-    for (int i = 0; i < 3; i++) {
-      jobq_put_opts_init(&keyed[i]);
-      keyed[i].queue = round ? "rtk" : "rtk0";
-      keyed[i].key = keys[i];
-    }
-    f = trace_start(t->db);
-    assert_rc(jobq_put_many(t->db, keyed, 3, kids, NULL), JOBQ_OK);
-    int put_keyed = round_trips(t->db, f);
-    /* The ids that came back with later round trips are the jobs'. */
-    for (int i = 0; i < 3; i++) {
-      char sql[128];
-      snprintf(sql, sizeof sql,
-               "SELECT count(*) FROM jobq_jobs WHERE id = %lld AND order_key = '%s' AND "
-               "state = '%s'",
-               (long long)kids[i], keys[i], i < 2 ? "ready" : "waiting");
-      assert_int_equal(th_sql_int(t->db, sql), 1);
-    }
+    int put_keyed = put_keys(t->db, round ? "rtk" : "rtk0", NULL);
+    int put_general = put_keys(t->db, round ? "rtu" : "rtu0", "u");
     size_t n;
     f = trace_start(t->db);
     jobq_job *jobs = th_claim(s, "rt", 4, &n);
@@ -548,11 +573,16 @@ static void test_round_trips(void **state) {
     assert_int_equal(put, 1);
     /* The same for many. */
     assert_int_equal(put_many, 1);
-    /* Keyed jobs a, b, a: the queue's barriers looked at with BEGIN, the
-     * queue made sure of and the locks; a's key; b's key with a's INSERT;
-     * NOTIFY and COMMIT with b's and the second a's INSERTs, which waits
-     * without a look (its key had a job earlier in the transaction). */
-    assert_int_equal(put_keyed, 4);
+    /* Keyed jobs a, b, a: as many, with the keys' locks before the
+     * insert, which looks at the keys itself. */
+    assert_int_equal(put_keyed, 1);
+    /* The same with a unique key on the first, one job at a time: BEGIN
+     * with a's unique key; the queue made sure of, the locks and the
+     * queue's barriers; a's key; a's INSERT, at once for its unique key;
+     * b's lock and key; NOTIFY and COMMIT with b's and the second a's
+     * INSERTs, which waits without a look (its key had a job earlier in
+     * the transaction). */
+    assert_int_equal(put_general, 6);
     /* BEGIN with the identity and the session; the claim; COMMIT.  At
      * most once a second, a look at the planner's statistics. */
     assert_in_range(claim, 3, 4);

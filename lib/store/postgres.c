@@ -230,7 +230,9 @@ enum {
   PG_ENSURE_QUEUES,
   PG_LOCK_QUEUES,
   PG_LOCK_JOB_QUEUES,
+  PG_LOCK_KEYS,
   PG_PUT_PLAIN,
+  PG_PUT_KEYED,
   PG_ACK_PLAIN,
   PG_STARTED,
   PG_NOTIFY,
@@ -280,6 +282,12 @@ static const char *const own_sql[] = {
         "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0)) "
         "FROM (SELECT DISTINCT queue FROM jobq_jobs WHERE id = ANY($1::bigint[]) "
         "ORDER BY queue) x",
+    /* The keys' locks, "k:queue/key" as pg_lock() names them, each once
+     * and in the byte order of queue, then key. */
+    [PG_LOCK_KEYS - JOBQ_Q__COUNT] =
+        "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
+        "(SELECT DISTINCT u.q COLLATE \"C\" AS q, u.k COLLATE \"C\" AS k FROM "
+        "unnest($1::text[], $2::text[]) AS u(q, k) WHERE u.k IS NOT NULL ORDER BY 1, 2) x",
     /* Plain jobs, in order; a queue with a barrier gets them waiting. */
     [PG_PUT_PLAIN - JOBQ_Q__COUNT] =
         "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
@@ -290,6 +298,25 @@ static const char *const own_sql[] = {
         "$2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], "
         "$7::bigint[], $8::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, "
         "n) ORDER BY u.n RETURNING id",
+    /* The same with ordering keys ($9, NULL for a job without), after
+     * PG_LOCK_KEYS, so that the statement sees every job of its keys put
+     * or finished before.  A keyed job waits behind an earlier one of its
+     * key in the batch, or as JOBQ_Q_KEY_TAKEN decides (the key's jobs in
+     * the key index, or a dead job that blocks it). */
+    [PG_PUT_KEYED - JOBQ_Q__COUNT] =
+        "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+        "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+        "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+        "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT NULL "
+        "AND (u.nth > 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
+        "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
+        "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
+        "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
+        "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now} FROM (SELECT *, "
+        "row_number() OVER (PARTITION BY u.q, u.k ORDER BY u.n) AS nth FROM "
+        "unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], "
+        "$6::integer[], $7::bigint[], $8::bigint[], $9::text[]) WITH ORDINALITY AS "
+        "u(q, p, r, d, pl, m, t, b, k, n)) u ORDER BY u.n RETURNING id",
     /* Completions of plain jobs in queues without barriers, fenced like
      * ACK_ROW, moved to the archive and counted in one statement.  The
      * session is compared through coalesce() so that no plan starts from
@@ -348,8 +375,10 @@ static const char *stmt_what(int id) {
     case PG_LOCK:
     case PG_LOCK_QUEUES:
     case PG_LOCK_JOB_QUEUES: return "taking a queue's lock";
+    case PG_LOCK_KEYS: return "taking the keys' locks";
     case PG_ENSURE_QUEUES: return "adding the queues";
-    case PG_PUT_PLAIN: return "putting jobs";
+    case PG_PUT_PLAIN:
+    case PG_PUT_KEYED: return "putting jobs";
     case PG_ACK_PLAIN: return "completing jobs";
     case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
@@ -544,6 +573,9 @@ static void arr_bytes(array *a, const void *p, size_t n) {
   if (n > 0) arr_put(a, p, n);
 }
 
+/* A NULL element (the header's flag is a hint the server need not have). */
+static void arr_null(array *a) { arr_i32(a, -1); }
+
 static jobq_val arr_val(const array *a) { return (jobq_val){.type = 'a', .p = a->p, .len = a->len}; }
 
 /* ---------------------------------------------------------------- executor */
@@ -601,6 +633,7 @@ static int may_wait(int id) {
     case PG_ENSURE_QUEUES:
     case PG_LOCK_QUEUES:
     case PG_LOCK_JOB_QUEUES:
+    case PG_LOCK_KEYS:
     case PG_STARTED: return 1;
     default: return 0;
   }
@@ -1719,7 +1752,9 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
 /* ---------------------------------------------------------------- fast paths */
 
 static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
-  array q, pr, ra, de, pl, ma, to, bo;
+  int keyed = 0;
+  for (size_t i = 0; i < n; i++) keyed = keyed || o[i].key != NULL;
+  array q, pr, ra, de, pl, ma, to, bo, k;
   arr_begin(&q, OID_TEXT, n);
   arr_begin(&pr, OID_INT4, n);
   arr_begin(&ra, OID_INT8, n);
@@ -1728,6 +1763,7 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   arr_begin(&ma, OID_INT4, n);
   arr_begin(&to, OID_INT8, n);
   arr_begin(&bo, OID_INT8, n);
+  arr_begin(&k, OID_TEXT, keyed ? n : 0);
   for (size_t i = 0; i < n; i++) {
     const char *queue = o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE;
     arr_bytes(&q, queue, strlen(queue));
@@ -1738,10 +1774,16 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
     arr_int4(&ma, o[i].max_attempts);
     arr_int8(&to, o[i].timeout_ms);
     arr_int8(&bo, o[i].backoff_ms);
+    if (!keyed) continue;
+    if (o[i].key != NULL)
+      arr_bytes(&k, o[i].key, strlen(o[i].key));
+    else
+      arr_null(&k);
   }
-  array *all[] = {&q, &pr, &ra, &de, &pl, &ma, &to, &bo};
+  array *all[] = {&q, &pr, &ra, &de, &pl, &ma, &to, &bo, &k};
+  const size_t nall = sizeof all / sizeof all[0];
   int rc = JOBQ_OK;
-  for (size_t i = 0; i < 8; i++)
+  for (size_t i = 0; i < nall; i++)
     if (all[i]->failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   /* The queues once each: the server need not sort a thousand names. */
   names distinct = {0};
@@ -1757,14 +1799,22 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
   if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
   free(dq.p);
+  /* The keys' locks after the queues', as lib/order.c takes them. */
+  if (rc == JOBQ_OK && keyed)
+    rc = pg_query(db, PG_LOCK_KEYS, SQL_ARGS(arr_val(&q), arr_val(&k)), NULL);
   /* In a transaction of the library's own, the INSERT goes with the
    * COMMIT, and the ids come back with it: a put is one round trip. */
-  if (rc == JOBQ_OK)
+  if (rc == JOBQ_OK && keyed)
+    rc = query(db, PG_PUT_KEYED,
+               SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
+                        arr_val(&ma), arr_val(&to), arr_val(&bo), arr_val(&k)),
+               NULL, ids, n);
+  else if (rc == JOBQ_OK)
     rc = query(db, PG_PUT_PLAIN,
                SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
                         arr_val(&ma), arr_val(&to), arr_val(&bo)),
                NULL, ids, n);
-  for (size_t i = 0; i < 8; i++) free(all[i]->p);
+  for (size_t i = 0; i < nall; i++) free(all[i]->p);
   if (rc != JOBQ_OK) return rc;
   for (size_t i = 0; i < n; i++)
     if (o[i].run_at_ms == 0 && o[i].delay_ms == 0)
@@ -1926,6 +1976,7 @@ const jobq_store jobq__store_postgres = {
     .lock = pg_lock,
     .claim = pg_claim,
     .put_plain = pg_put_plain,
+    .put_plain_keys = 1,
     .insert_later = pg_insert_later,
     .ack_plain = pg_ack_plain,
     .started = pg_started,

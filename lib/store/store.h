@@ -133,6 +133,10 @@ typedef struct jobq_store {
    * otherwise). */
   int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
                    int64_t *ids);
+  /* Non-zero: put_plain also takes jobs with an ordering key (still
+   * without barrier or unique key), and makes the ones that must wait
+   * for their key wait as lib/order.c would, under the same locks. */
+  int put_plain_keys;
   /* Runs statement id, an INSERT of one job that always inserts it and
    * returns its id as a row, with a[0..n); the id goes to *new_id by the
    * commit at the latest (in a transaction of the library's own it is
