@@ -167,8 +167,9 @@ int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what);
  * progress bar labelled label; JOBQ_OK or the error (message on db). */
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label);
-/* The same, every job with the ordering key key (NULL: none). */
-int bench_fill_key(jobq *db, const char *queue, const char *key, int64_t n,
+/* The same, every job with the ordering key key (NULL: none), or with
+ * each: a key of its own, key followed by the job's number. */
+int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,
                    const char *payload, const char *label);
 
 /* The lease of the run's own sessions: long, so that a claimer starved of

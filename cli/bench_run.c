@@ -139,18 +139,19 @@ int bench_queue_stats(jobq *db, const char *queue, jobq_queue_stats *out) {
 
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label) {
-  return bench_fill_key(db, queue, NULL, n, payload, label);
+  return bench_fill_key(db, queue, NULL, 0, n, payload, label);
 }
 
-int bench_fill_key(jobq *db, const char *queue, const char *key, int64_t n,
+int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,
                    const char *payload, const char *label) {
   enum { CHUNK = 1000 };
   static jobq_put_opts opts[CHUNK];
   static int64_t ids[CHUNK];
+  static char keys[CHUNK][48];
   for (size_t i = 0; i < CHUNK; i++) {
     jobq_put_opts_init(&opts[i]);
     opts[i].queue = queue;
-    opts[i].key = key;
+    opts[i].key = key != NULL && each ? keys[i] : key;
     opts[i].payload = payload;
     opts[i].payload_len = strlen(payload);
   }
@@ -159,6 +160,8 @@ int bench_fill_key(jobq *db, const char *queue, const char *key, int64_t n,
   int rc = JOBQ_OK;
   for (int64_t done = 0; done < n && rc == JOBQ_OK && !bench_stop;) {
     size_t k = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
+    for (size_t i = 0; key != NULL && each && i < k; i++)
+      snprintf(keys[i], sizeof keys[i], "%s%lld", key, (long long)(done + (int64_t)i));
     rc = jobq_put_many(db, opts, k, ids, NULL);
     done += (int64_t)k;
     cli_progress_update(&bar, done, done);

@@ -106,6 +106,24 @@ static int verify(jobq *db, const char *queue, int64_t n, const char *variant,
   return BENCH_OK;
 }
 
+/* Drains the n jobs of queue q with the library's claimer processes
+ * (label: their progress bar) and checks that each ended done once;
+ * *rate gets jobs per second. */
+static int drain_claimers(const struct bench_config *cfg, jobq *db, const char *q, int64_t n,
+                          const char *label, const char *variant, double *rate,
+                          struct bench_run *run) {
+  struct bench_claimer c = {cfg->url, q, cfg->batch > 0 ? (size_t)cfg->batch : 100,
+                            n, 0, bench_shared_new(), 0, NULL};
+  double secs;
+  int bad = bench_claimers(&c, (int)concurrency(cfg), label, &secs);
+  bench_shared_free(c.shared);
+  if (bench_stop) return interrupted(run);
+  if (bad) return bench_fail(run, "%s: a claimer process failed", variant);
+  if (verify(db, q, n, variant, run) != BENCH_OK) return BENCH_FAILED;
+  *rate = (double)n / secs;
+  return BENCH_OK;
+}
+
 static int drain_library(const struct bench_config *cfg, jobq *db,
                          struct bench_report *rep, struct bench_run *run) {
   char q[BENCH_QUEUE_BUF];
@@ -113,16 +131,10 @@ static int drain_library(const struct bench_config *cfg, jobq *db,
   int rc = bench_fill(db, q, cfg->jobs, "x", "drain (filling):");
   if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
   if (bench_stop) return interrupted(run);
-  struct bench_claimer c = {cfg->url, q, cfg->batch > 0 ? (size_t)cfg->batch : 100,
-                            cfg->jobs, 0, bench_shared_new(), 0, NULL};
-  double secs;
-  int bad = bench_claimers(&c, (int)concurrency(cfg), "drain (library):", &secs);
-  bench_shared_free(c.shared);
-  if (bench_stop) return interrupted(run);
-  if (bad) return bench_fail(run, "library: a claimer process failed");
-  if (verify(db, q, cfg->jobs, "library", run) != BENCH_OK) return BENCH_FAILED;
-  bench_add(rep, "drain", "library", "throughput", (double)cfg->jobs / secs, "jobs/s");
-  return BENCH_OK;
+  double rate;
+  int status = drain_claimers(cfg, db, q, cfg->jobs, "drain (library):", "library", &rate, run);
+  if (status == BENCH_OK) bench_add(rep, "drain", "library", "throughput", rate, "jobs/s");
+  return status;
 }
 
 /* Raises m->peak_kib to pid's peak resident memory so far (VmHWM) and
@@ -645,7 +657,7 @@ int bench_keys(const struct bench_config *cfg, jobq *db, struct bench_report *re
   int64_t n = cfg->jobs / 10 < 200 ? 200 : cfg->jobs / 10;
   run->verified = 0;
   double t0 = bench_now();
-  int rc = bench_fill_key(db, q, "k", n, "x", "keys (filling):");
+  int rc = bench_fill_key(db, q, "k", 0, n, "x", "keys (filling):");
   double put = (double)n / (bench_now() - t0), drain = 0, tenth[2] = {0, 0};
   if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "keyed put");
   if (bench_stop) return interrupted(run);
@@ -659,6 +671,19 @@ int bench_keys(const struct bench_config *cfg, jobq *db, struct bench_report *re
   bench_add(rep, "keys", variant, "drain, first tenth", tenth[0], "jobs/s");
   bench_add(rep, "keys", variant, "drain, last tenth", tenth[1], "jobs/s");
   bench_add(rep, "keys", variant, "first tenth / last", tenth[0] / tenth[1], "x");
+  /* As many jobs, each with a key of its own, drained as the library
+   * drain does. */
+  bench_queue(cfg, "keys-each", q);
+  t0 = bench_now();
+  rc = bench_fill_key(db, q, "k", 1, n, "x", "keys (filling):");
+  put = (double)n / (bench_now() - t0);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "keyed put");
+  if (bench_stop) return interrupted(run);
+  status = drain_claimers(cfg, db, q, n, "keys (draining):", "keys", &drain, run);
+  if (status != BENCH_OK) return status;
+  snprintf(variant, sizeof variant, "%lld, a key each", (long long)n);
+  bench_add(rep, "keys", variant, "put", put, "jobs/s");
+  bench_add(rep, "keys", variant, "drain, library", drain, "jobs/s");
   run->verified = 1;
   return BENCH_OK;
 }

@@ -81,7 +81,7 @@ static int parse_workloads(const char *text, int *want) {
                   cli_quote(shown, text), word, best);
       else
         cli_error("invalid --workload '%s': expected all, or a comma list of enqueue, "
-                  "drain, latency, scale, backlog, ceiling, foreman, soak",
+                  "drain, latency, scale, backlog, keys, ceiling, foreman, soak",
                   cli_quote(shown, text));
       return CLI_EXIT_USAGE;
     }
@@ -198,7 +198,7 @@ static int run(int argc, char **argv) {
   const struct cli_option options[] = {
       CLI_STRING('w', "workload", &workload, "NAME",
                  "all (default: every one but soak), or a comma list of enqueue, "
-                 "drain, latency, scale, backlog, ceiling, foreman, soak"),
+                 "drain, latency, scale, backlog, keys, ceiling, foreman, soak"),
       CLI_STRING('n', "jobs", &jobs, "N",
                  "jobs per drain (default 100000 on SQLite, 50000 on servers); the "
                  "other workloads scale from it"),
