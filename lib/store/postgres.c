@@ -1885,10 +1885,9 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   qsort(by_id, m, sizeof *by_id, ack_id_cmp);
   while (pg_next(db, r) == 1) {
     jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
+    /* No job comes twice in a batch given to ack_plain (lib/ack.c). */
     jobq_ack **hit = bsearch(&kp, by_id, m, sizeof *by_id, ack_id_cmp);
-    /* The same job twice in one batch: each of its completions. */
-    while (hit != NULL && hit > by_id && hit[-1]->id == key.id) hit--;
-    for (; hit != NULL && hit < by_id + m && (*hit)->id == key.id; hit++) {
+    if (hit != NULL) {
       (*hit)->status = JOBQ_OK;
       (*hit)->outcome = JOBQ_STATE_DONE;
     }
