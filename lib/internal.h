@@ -77,6 +77,9 @@ struct jobq_session {
   char **queues;
   size_t nqueues;
   int queues_unknown;
+  /* Whether this session has claimed a job with an ordering key: only
+   * then may its completions need the keys' locks. */
+  int keyed;
 };
 
 /* Whether a wake-up for queue counts, and the filter freed (lib/watch.c). */

@@ -304,6 +304,7 @@ int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t 
 #define SESSION_QUEUES 32
 
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) s->keyed = s->keyed || jobs[i].key != NULL;
   for (size_t i = 0; i < n && !s->queues_unknown; i++) {
     size_t k = 0;
     while (k < s->nqueues && strcmp(s->queues[k], jobs[i].queue) != 0) k++;

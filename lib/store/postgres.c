@@ -230,6 +230,7 @@ enum {
   PG_ENSURE_QUEUES,
   PG_LOCK_QUEUES,
   PG_LOCK_JOB_QUEUES,
+  PG_LOCK_JOB_KEYS,
   PG_LOCK_KEYS,
   PG_PUT_PLAIN,
   PG_PUT_KEYED,
@@ -282,6 +283,11 @@ static const char *const own_sql[] = {
         "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0)) "
         "FROM (SELECT DISTINCT queue FROM jobq_jobs WHERE id = ANY($1::bigint[]) "
         "ORDER BY queue) x",
+    /* The keys' locks of jobs $1, as PG_LOCK_KEYS takes them. */
+    [PG_LOCK_JOB_KEYS - JOBQ_Q__COUNT] =
+        "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
+        "(SELECT DISTINCT queue COLLATE \"C\" AS q, order_key COLLATE \"C\" AS k FROM "
+        "jobq_jobs WHERE id = ANY($1::bigint[]) AND order_key IS NOT NULL ORDER BY 1, 2) x",
     /* The keys' locks, "k:queue/key" as pg_lock() names them, each once
      * and in the byte order of queue, then key. */
     [PG_LOCK_KEYS - JOBQ_Q__COUNT] =
@@ -317,19 +323,24 @@ static const char *const own_sql[] = {
         "unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], "
         "$6::integer[], $7::bigint[], $8::bigint[], $9::text[]) WITH ORDINALITY AS "
         "u(q, p, r, d, pl, m, t, b, k, n)) u ORDER BY u.n RETURNING id",
-    /* Completions of plain jobs in queues without barriers, fenced like
-     * ACK_ROW, moved to the archive and counted in one statement.  The
-     * session is compared through coalesce() so that no plan starts from
-     * the session's index: analyzed while the session held nothing, it
-     * promises one job, and that plan compared each of the session's jobs
-     * with every acknowledgement (1000 by 1000: 180 ms).  The primary key
-     * finds each job at once. */
+    /* Completions of jobs that are no barrier in queues without one,
+     * fenced like ACK_ROW, moved to the archive and counted in one
+     * statement; with $6, after PG_LOCK_JOB_KEYS, also of jobs with
+     * ordering keys, each key handed on to its next waiting job as
+     * lib/order.c does (the key not blocked; no barrier before it, since
+     * the queue has none).  Its rows are the ids archived, then (id 0)
+     * the queues of the jobs made ready.  The session is compared
+     * through coalesce() so that no plan starts from the session's index:
+     * analyzed while the session held nothing, it promises one job, and
+     * that plan compared each of the session's jobs with every
+     * acknowledgement (1000 by 1000: 180 ms).  The primary key finds each
+     * job at once. */
     [PG_ACK_PLAIN - JOBQ_Q__COUNT] =
         "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS "
         "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE "
         "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = $4 AND j.state = "
-        "'running' AND j.order_key IS NULL AND j.barrier = 0 AND NOT EXISTS "
-        "(SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "
+        "'running' AND (j.order_key IS NULL OR $6::boolean) AND j.barrier = 0 AND NOT "
+        "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "
         "RETURNING j.id, j.queue, j.priority, j.run_at, j.order_key, j.barrier, "
         "j.unique_key, j.payload, a.result AS new_result, j.attempts, "
         "j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, "
@@ -344,7 +355,15 @@ static const char *const own_sql[] = {
         "RETURNING id, queue), c AS (INSERT INTO jobq_counts(queue, shard, "
         "n_done) SELECT queue, $5, count(*) FROM i GROUP BY queue ON CONFLICT "
         "(queue, shard) DO UPDATE SET n_done = jobq_counts.n_done + "
-        "excluded.n_done) SELECT id FROM i",
+        "excluded.n_done), k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
+        "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
+        "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
+        "(x.order_key, x.state) >= (k.order_key, 'waiting') AND (x.order_key, "
+        "x.state) <= (k.order_key, 'waiting') AND x.order_key IS NOT NULL ORDER BY "
+        "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
+        "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
+        "RETURNING w.queue) SELECT id, NULL::text FROM i UNION ALL SELECT DISTINCT "
+        "0::bigint, queue FROM p",
     /* Held-back jobs the session has started, found by their key for
      * the reason PG_ACK_PLAIN gives. */
     [PG_STARTED - JOBQ_Q__COUNT] =
@@ -375,6 +394,7 @@ static const char *stmt_what(int id) {
     case PG_LOCK:
     case PG_LOCK_QUEUES:
     case PG_LOCK_JOB_QUEUES: return "taking a queue's lock";
+    case PG_LOCK_JOB_KEYS:
     case PG_LOCK_KEYS: return "taking the keys' locks";
     case PG_ENSURE_QUEUES: return "adding the queues";
     case PG_PUT_PLAIN:
@@ -633,6 +653,7 @@ static int may_wait(int id) {
     case PG_ENSURE_QUEUES:
     case PG_LOCK_QUEUES:
     case PG_LOCK_JOB_QUEUES:
+    case PG_LOCK_JOB_KEYS:
     case PG_LOCK_KEYS:
     case PG_STARTED: return 1;
     default: return 0;
@@ -1864,11 +1885,15 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   } else if (rc == JOBQ_OK) {
     rc = pg_query(db, PG_LOCK_JOB_QUEUES, SQL_ARGS(arr_val(&ids)), NULL);
   }
+  /* The keys' locks after the queues', when the session may hold keyed
+   * jobs; otherwise the statement leaves keyed jobs alone. */
+  if (rc == JOBQ_OK && s->keyed) rc = pg_query(db, PG_LOCK_JOB_KEYS, SQL_ARGS(arr_val(&ids)), NULL);
   jobq_rows *r = NULL;
   if (rc == JOBQ_OK)
     rc = pg_query(db, PG_ACK_PLAIN,
                   SQL_ARGS(arr_val(&ids), arr_val(&claims), arr_val(&results),
-                           V_TEXT(s->id), V_INT(jobq__count_shard(db))),
+                           V_TEXT(s->id), V_INT(jobq__count_shard(db)),
+                           V_INT(s->keyed != 0)),
                   &r);
   free(ids.p);
   free(claims.p);
@@ -1885,6 +1910,11 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   qsort(by_id, m, sizeof *by_id, ack_id_cmp);
   while (pg_next(db, r) == 1) {
     jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
+    if (key.id == 0) {
+      size_t len;
+      pg_wake(db, pg_col_bytes(r, 1, &len));
+      continue;
+    }
     /* No job comes twice in a batch given to ack_plain (lib/ack.c). */
     jobq_ack **hit = bsearch(&kp, by_id, m, sizeof *by_id, ack_id_cmp);
     if (hit != NULL) {
