@@ -196,13 +196,13 @@ static int ack_job_cmp(const void *x, const void *y) {
 }
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
- * row read and locked first, in id order, then each job finished, its queue's and key's locks taken in
- * jobq__lock_order() as a put takes them.  Finished in the batch's
- * order, two jobs of other keys took their locks the other way round
- * from a put of both keys, and the two transactions deadlocked (on
- * PostgreSQL each such deadlock costs a second before it is found).  A
- * second ack of one job comes last, one by one, and finds it
- * acknowledged. */
+ * row read and locked first, in id order, then each job finished, its
+ * queue's and key's locks taken in jobq__lock_order() as a put takes
+ * them.  Finished in the batch's order, two jobs of other keys took their
+ * locks the other way round from a put of both keys, and the two
+ * transactions deadlocked (on PostgreSQL each such deadlock costs a
+ * second before it is found).  A second ack of one job comes last, one
+ * by one, and finds it acknowledged. */
 static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
   ack_job *jobs = malloc(m * sizeof *jobs);
   if (jobs == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");

@@ -75,8 +75,9 @@ static int queue_key_cmp(const void *a, const void *b) {
  * before anything is decided: each queue's (exclusive where the batch puts
  * a barrier), then each key's, each once, in jobq__lock_order().  Taken
  * as each job came, two batches of the same keys in other orders
- * deadlocked, again on every retry. */
-static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
+ * deadlocked, again on every retry.  wait (NULL: not asked): wait[i] set
+ * when an unfinished barrier in job i's queue makes it wait. */
+static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char *wait) {
   const jobq_put_opts **by = malloc((n ? n : 1) * sizeof *by);
   if (by == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) by[i] = &opts[i];
@@ -88,6 +89,9 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
       qref.barrier = qref.barrier || by[end]->barrier;
     rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
     if (rc == JOBQ_OK) rc = jobq__order_lock(db, &qref, 0);
+    int yes = 0;
+    if (rc == JOBQ_OK && wait != NULL) rc = jobq__barrier_pending(db, qref.queue, &yes);
+    for (size_t k = i; k < end && wait != NULL; k++) wait[by[k] - opts] = (unsigned char)yes;
   }
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
     if (by[i]->key != NULL && (i == 0 || queue_key_cmp(&by[i - 1], &by[i]) != 0))
@@ -150,30 +154,9 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
 
 /* ---------------------------------------------------------------- plain batches */
 
-static int queue_cmp(const void *a, const void *b) {
-  return strcmp(queue_of(*(const jobq_put_opts *const *)a),
-                queue_of(*(const jobq_put_opts *const *)b));
-}
-
 int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
                             unsigned char *wait) {
-  const jobq_put_opts **by = malloc((n ? n : 1) * sizeof *by);
-  if (by == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t i = 0; i < n; i++) by[i] = &opts[i];
-  qsort(by, n, sizeof *by, queue_cmp);
-  int rc = JOBQ_OK, yes = 0;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    const char *queue = queue_of(by[i]);
-    if (i == 0 || strcmp(queue, queue_of(by[i - 1])) != 0) {
-      jobq_jobref qref = {0, queue, NULL, 0};
-      rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
-      if (rc == JOBQ_OK) rc = jobq__order_lock(db, &qref, 0);
-      if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, queue, &yes);
-    }
-    wait[by[i] - opts] = (unsigned char)yes;
-  }
-  free(by);
-  return rc;
+  return lock_all(db, opts, n, wait);
 }
 
 int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
@@ -235,7 +218,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     } else {
       queue_seen q = {NULL, -1};
       if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
-      rc = lock_all(db, opts, n);
+      rc = lock_all(db, opts, n, NULL);
       for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
         jobq_put_opts o = opts[i];
         if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;

@@ -261,7 +261,8 @@ static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   command(t->db, "SET plan_cache_mode = force_generic_plan");
   char *ack = plan_of(t->db, "WITH a AS", "('{1}', '{x}', '{x}', 'none', 0, true)");
   command(t->db, "RESET plan_cache_mode");
-  if (!strstr(ack, "Index Cond: ((queue = k.queue) AND (ROW(order_key, state) >= ROW(k.order_key, 'waiting'::text))") ||
+  if (!strstr(ack, "Index Cond: ((queue = k.queue) AND (ROW(order_key, state) >= "
+                   "ROW(k.order_key, 'waiting'::text))") ||
       strstr(ack, "Seq Scan on jobq_jobs"))
     fail_msg("the completions do not look for a key's next job in the key index:\n%s", ack);
   free(ack);

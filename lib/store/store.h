@@ -123,12 +123,13 @@ typedef struct jobq_store {
    * allows; the session and identity were checked in this transaction. */
   int (*claim)(jobq *db, jobq_session *s, const char *const *queues,
                size_t nq, size_t max, jobq_job **jobs, size_t *n);
-  /* Optional fast paths.  put_plain: n validated jobs without barrier or
-   * unique key, and without key unless put_plain_keys (below), into ids (in a transaction of the library's
-   * own, the ids may come as late as its commit).  ack_plain: the acks
-   * that need no ordering work (see lib/ack.c), of n jobs that are all
-   * different; each one taken gets its status and outcome, the others
-   * keep status 1 for the library to do.  started: marks the n jobs ids of session s that it still holds
+  /* Optional fast paths.  put_plain: n validated jobs without barrier
+   * or unique key, and without key unless put_plain_keys (below), into
+   * ids (in a transaction of the library's own, the ids may come as late
+   * as its commit).  ack_plain: the acks it can do in one statement (see
+   * lib/ack.c), of n jobs that are all different; each one taken gets
+   * its status and outcome, the others keep status 1 for the library to
+   * do.  started: marks the n jobs ids of session s that it still holds
    * as started, in one statement (JOBQ_Q_SESSION_STARTED for each,
    * otherwise). */
   int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
