@@ -1886,8 +1886,17 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     rc = pg_query(db, PG_LOCK_JOB_QUEUES, SQL_ARGS(arr_val(&ids)), NULL);
   }
   /* The keys' locks after the queues', when the session may hold keyed
-   * jobs; otherwise the statement leaves keyed jobs alone. */
-  if (rc == JOBQ_OK && s->keyed) rc = pg_query(db, PG_LOCK_JOB_KEYS, SQL_ARGS(arr_val(&ids)), NULL);
+   * jobs (otherwise the statement leaves keyed jobs alone): of every job
+   * of the batch, so that the ones left to the library, which takes
+   * their locks again, wait for none out of jobq__lock_order(). */
+  if (rc == JOBQ_OK && s->keyed) {
+    array all;
+    arr_begin(&all, OID_INT8, n);
+    for (size_t i = 0; i < n; i++) arr_int8(&all, acks[i].id);
+    rc = all.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                    : pg_query(db, PG_LOCK_JOB_KEYS, SQL_ARGS(arr_val(&all)), NULL);
+    free(all.p);
+  }
   jobq_rows *r = NULL;
   if (rc == JOBQ_OK)
     rc = pg_query(db, PG_ACK_PLAIN,
