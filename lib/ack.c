@@ -142,8 +142,9 @@ static void ack_job_free(ack_job *j) {
   free((char *)j->ref.key);
 }
 
-/* Where ack_read()'s job goes, and sets its ack's status. */
-static int ack_apply(jobq *db, ack_job *j) {
+/* Where ack_read()'s job goes, and sets its ack's status.  locked: its
+ * order locks are held already. */
+static int ack_apply(jobq *db, ack_job *j, int locked) {
   jobq_ack *a = j->a;
   jobq_ack_plan p;
   jobq__ack_plan(&j->row, a, jobq__rand(db), &p);
@@ -160,7 +161,7 @@ static int ack_apply(jobq *db, ack_job *j) {
                        SQL_ARGS(V_INT(a->id), V_INT(p.delay_ms), V_INT(p.spend ? 0 : 1),
                                 V_TEXTN(p.error, p.error_len)));
   } else if (rc == JOBQ_OK) {
-    rc = jobq__order_lock(db, &j->ref, 1);
+    if (!locked) rc = jobq__order_lock(db, &j->ref, 1);
     if (rc == JOBQ_OK)
       rc = jobq__archive(db, &j->ref, JOBQ_STATE_RUNNING, p.state, a->data, a->len, p.error,
                          p.error_len);
@@ -178,7 +179,7 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
   ack_job j;
   int rc = ack_read(db, s, a, &j);
   if (rc <= 0) return rc;
-  rc = ack_apply(db, &j);
+  rc = ack_apply(db, &j, 0);
   ack_job_free(&j);
   return rc;
 }
@@ -196,13 +197,15 @@ static int ack_job_cmp(const void *x, const void *y) {
 }
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
- * row read and locked first, in id order, then each job finished, its
- * queue's and key's locks taken in jobq__lock_order() as a put takes
- * them.  Finished in the batch's order, two jobs of other keys took their
- * locks the other way round from a put of both keys, and the two
+ * row read and locked first, in id order, then every job's queue and key
+ * locks in jobq__lock_order() as a put takes them, then each job
+ * finished.  Finished in the batch's order, two jobs of other keys took
+ * their locks the other way round from a put of both keys, and the two
  * transactions deadlocked (on PostgreSQL each such deadlock costs a
- * second before it is found).  A second ack of one job comes last, one
- * by one, and finds it acknowledged. */
+ * second before it is found); finished as they were locked, the queue's
+ * counter row, which each finish adds to, was held between two keys'
+ * locks.  A second ack of one job comes last, one by one, and finds it
+ * acknowledged. */
 static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
   ack_job *jobs = malloc(m * sizeof *jobs);
   if (jobs == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -215,7 +218,8 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     nj += got > 0;
   }
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
-  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i]);
+  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = jobq__order_lock(db, &jobs[i].ref, 1);
+  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i], 1);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);
   free(jobs);
   for (size_t i = 1; i < m && rc == JOBQ_OK; i++)

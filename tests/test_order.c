@@ -808,9 +808,9 @@ static void test_keys_under_concurrent_puts_and_finishes(void **state) {
   pthread_mutex_destroy(&r.mu);
   if (r.failure[0] != '\0') fail_msg("%s", r.failure);
   if (twice > 0) fail_msg("%lld keys had two active jobs at once", (long long)twice);
-  /* Puts and acknowledgements take the keys' locks in one order: none
-   * deadlocked (each would have run again).  The threads' backends
-   * report theirs as they end. */
+  /* Puts and acknowledgements take the keys' locks in one order, and
+   * add to the counters after them: none deadlocked (each would have run
+   * again).  The threads' backends report theirs as they end. */
   th_sleep_ms(500);
   int64_t deadlocked = deadlocks(t->db) - deadlocks_before;
   if (deadlocked > 0) fail_msg("%lld transactions deadlocked", (long long)deadlocked);
