@@ -104,15 +104,20 @@ static int ack_before(jobq *db, jobq_ack *a) {
   return rc;
 }
 
-/* An acknowledgement and its job's row, read and locked (ack_read). */
+/* An acknowledgement, its job's row read and locked, and where the job
+ * goes (ack_read). */
 typedef struct ack_job {
   jobq_ack *a;
-  jobq_ack_row row;
   jobq_jobref ref; /* queue and key are the ack_job's own */
+  jobq_ack_plan plan;
 } ack_job;
 
-/* Reads and locks a's job, fenced by its claim, into *j: 1; 0 when the
- * claim does not hold, a->status said by ack_before(); or an error. */
+/* Whether j's job leaves the hot table, under its order locks. */
+static int ack_leaves(const ack_job *j) { return j->plan.state != JOBQ_STATE_READY; }
+
+/* Reads and locks a's job, fenced by its claim, into *j, with its plan:
+ * 1; 0 when the claim does not hold, a->status said by ack_before(); or
+ * an error. */
 static int ack_read(jobq *db, jobq_session *s, jobq_ack *a, ack_job *j) {
   a->status = JOBQ_ELOST;
   jobq_rows *r;
@@ -124,8 +129,9 @@ static int ack_read(jobq *db, jobq_session *s, jobq_ack *a, ack_job *j) {
     return rc != JOBQ_OK ? rc : 0;
   }
   j->a = a;
-  j->row = (jobq_ack_row){(int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
-                          jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
+  jobq_ack_row row = {(int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
+                      jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
+  jobq__ack_plan(&row, a, jobq__rand(db), &j->plan);
   int failed = 0;
   char *queue = jobq__col_text(db, r, 4, &failed);
   char *key = jobq__col_text(db, r, 5, &failed);
@@ -142,12 +148,11 @@ static void ack_job_free(ack_job *j) {
   free((char *)j->ref.key);
 }
 
-/* Where ack_read()'s job goes, and sets its ack's status.  locked: its
- * order locks are held already. */
-static int ack_apply(jobq *db, ack_job *j, int locked) {
+/* Sends ack_read()'s job where its plan says, its order locks held if it
+ * leaves the hot table, and sets its ack's status. */
+static int ack_apply(jobq *db, ack_job *j) {
   jobq_ack *a = j->a;
-  jobq_ack_plan p;
-  jobq__ack_plan(&j->row, a, jobq__rand(db), &p);
+  jobq_ack_plan p = j->plan;
   /* Error texts come from anywhere (a job's stderr): keep them valid
    * UTF-8 without NULs, which every engine's text type takes. */
   char *clean = NULL;
@@ -161,10 +166,8 @@ static int ack_apply(jobq *db, ack_job *j, int locked) {
                        SQL_ARGS(V_INT(a->id), V_INT(p.delay_ms), V_INT(p.spend ? 0 : 1),
                                 V_TEXTN(p.error, p.error_len)));
   } else if (rc == JOBQ_OK) {
-    if (!locked) rc = jobq__order_lock(db, &j->ref, 1);
-    if (rc == JOBQ_OK)
-      rc = jobq__archive(db, &j->ref, JOBQ_STATE_RUNNING, p.state, a->data, a->len, p.error,
-                         p.error_len);
+    rc = jobq__archive(db, &j->ref, JOBQ_STATE_RUNNING, p.state, a->data, a->len, p.error,
+                       p.error_len);
   }
   free(clean);
   if (rc == JOBQ_OK) {
@@ -179,7 +182,8 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
   ack_job j;
   int rc = ack_read(db, s, a, &j);
   if (rc <= 0) return rc;
-  rc = ack_apply(db, &j, 0);
+  rc = ack_leaves(&j) ? jobq__order_lock(db, &j.ref, 1) : JOBQ_OK;
+  if (rc == JOBQ_OK) rc = ack_apply(db, &j);
   ack_job_free(&j);
   return rc;
 }
@@ -197,9 +201,9 @@ static int ack_job_cmp(const void *x, const void *y) {
 }
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
- * row read and locked first, in id order, then every job's queue and key
- * locks in jobq__lock_order() as a put takes them, then each job
- * finished.  Finished in the batch's order, two jobs of other keys took
+ * row read and locked first, in id order, then the queue and key locks of
+ * every job that leaves the hot table, in jobq__lock_order() as a put
+ * takes them, then each job sent where it goes.  Finished in the batch's order, two jobs of other keys took
  * their locks the other way round from a put of both keys, and the two
  * transactions deadlocked (on PostgreSQL each such deadlock costs a
  * second before it is found); finished as they were locked, the queue's
@@ -218,8 +222,9 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     nj += got > 0;
   }
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
-  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = jobq__order_lock(db, &jobs[i].ref, 1);
-  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i], 1);
+  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
+    if (ack_leaves(&jobs[i])) rc = jobq__order_lock(db, &jobs[i].ref, 1);
+  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i]);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);
   free(jobs);
   for (size_t i = 1; i < m && rc == JOBQ_OK; i++)

@@ -238,12 +238,12 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
 int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
-/* Adds to a queue's counters of finished jobs. */
 /* The shard of the queues' counters (jobq_counts) that this transaction
  * adds to: one, drawn at random at its first use.  A transaction that
  * added to several, each drawn anew, deadlocked with another that took
  * two of them the other way round. */
 int64_t jobq__count_shard(jobq *db);
+/* Adds to a queue's counters of finished jobs. */
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                     int64_t cancelled);
 /* The ordering facts of an unfinished job, its row locked: fills ref

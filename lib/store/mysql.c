@@ -1695,11 +1695,11 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
       int64_t id = my_col_int(r, 0);
       size_t len;
       const char *claim = my_col_bytes(r, 1, &len);
-      /* The first ack of the job with its claim; a repeat in the same
-       * batch is left to the library, which finds it done. */
+      /* The ack of the job, with its claim (no job comes twice in a
+       * batch given to ack_plain: lib/ack.c). */
       for (size_t i = at; i < at + k; i++) {
         jobq_ack *a = &acks[pa[i].idx];
-        if (a->id != id || pa[i].queue != NULL || strlen(a->claim) != len ||
+        if (a->id != id || strlen(a->claim) != len ||
             memcmp(a->claim, claim, len) != 0)
           continue;
         pa[i].queue = jobq__col_text(db, r, 2, &failed);

@@ -304,8 +304,9 @@ static const char *const own_sql[] = {
         "$2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], "
         "$7::bigint[], $8::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, "
         "n) ORDER BY u.n RETURNING id",
-    /* The same with ordering keys ($9, NULL for a job without), after
-     * PG_LOCK_KEYS, so that the statement sees every job of its keys put
+    /* The same with ordering keys ($9, NULL for a job without), a
+     * statement of its own so that a plain batch does not sort for the
+     * window below; after PG_LOCK_KEYS, so that the statement sees every job of its keys put
      * or finished before.  A keyed job waits behind an earlier one of its
      * key in the batch, or as JOBQ_Q_KEY_TAKEN decides (the key's jobs in
      * the key index, or a dead job that blocks it). */
