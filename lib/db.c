@@ -80,6 +80,9 @@ void jobq_close(jobq *db) {
   if (db == NULL) return;
   if (db->store != NULL && db->conn != NULL) db->store->close(db);
   jobq__watch_release(db);
+  db->txn_depth = 0;
+  jobq__counts_settle(db, 0);
+  free(db->counts);
   free(db->url_redacted);
   free(db);
 }
@@ -144,7 +147,6 @@ static int txn_begin(jobq *db, int lazy) {
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   db->retry = 0;
-  if (db->txn_depth == 0) db->count_shard = 0;
   rc = db->store->begin(db, db->txn_depth, lazy);
   if (rc == JOBQ_OK) db->txn_depth++;
   return rc;
@@ -153,16 +155,21 @@ static int txn_begin(jobq *db, int lazy) {
 int jobq__txn_begin(jobq *db) { return txn_begin(db, 1); }
 
 int jobq__txn_end(jobq *db, int rc) {
+  if (rc == JOBQ_OK && db->txn_depth == 1) rc = jobq__counts_write(db);
   db->txn_depth--;
   if (rc == JOBQ_OK) {
     rc = db->store->commit(db, db->txn_depth);
-    if (rc == JOBQ_OK) return JOBQ_OK;
+    if (rc == JOBQ_OK) {
+      jobq__counts_settle(db, 1);
+      return JOBQ_OK;
+    }
   }
   /* Keep the message of the failure, not of the rollback. */
   jobq__error kept;
   jobq__error_keep(db, &kept);
   db->store->rollback(db, db->txn_depth);
   jobq__error_restore(db, &kept);
+  jobq__counts_settle(db, 0);
   return rc;
 }
 
@@ -203,6 +210,7 @@ int jobq_rollback(jobq *db) {
     return jobq__fail(db, JOBQ_ESTATE, "no transaction is open: call jobq_begin first");
   jobq__ok(db);
   db->txn_depth = 0;
+  jobq__counts_settle(db, 0);
   return db->store->rollback(db, 0);
 }
 

@@ -44,8 +44,14 @@ struct jobq {
   char **watched;
   size_t nwatched;
   int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
-  int count_shard;             /* 1 + the counters' shard of this transaction;
-                                  0: not drawn yet (jobq__count_shard) */
+  /* What the open transaction and its savepoints added to the
+   * counters, one entry per queue and level (lib/counts.c). */
+  struct jobq_count {
+    char *queue;
+    int depth;  /* the txn_depth that added it */
+    int64_t done, dead, cancelled;
+  } *counts;
+  size_t ncounts, capcounts;
 };
 
 struct jobq_session {
@@ -238,14 +244,17 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
 int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
-/* The shard of the queues' counters (jobq_counts) that this transaction
- * adds to: one, drawn at random at its first use.  A transaction that
- * added to several, each drawn anew, deadlocked with another that took
- * two of them the other way round. */
-int64_t jobq__count_shard(jobq *db);
-/* Adds to a queue's counters of finished jobs. */
+/* Adds to a queue's counters of finished jobs (lib/counts.c): in a
+ * transaction, at its end (jobq__counts_write). */
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                     int64_t cancelled);
+/* Writes what the transaction added to the counters: the last thing
+ * before the outermost commit. */
+int jobq__counts_write(jobq *db);
+/* After a transaction or savepoint ended (db->txn_depth already the
+ * level around it): what it added is kept for the level around it
+ * (kept), or dropped; everything once the outermost has ended. */
+void jobq__counts_settle(jobq *db, int kept);
 /* The ordering facts of an unfinished job, its row locked: fills ref
  * (release it with jobq__job_ref_release) and *state, and returns 1; 0
  * when there is no such job. */

@@ -192,19 +192,6 @@ static int promote_after_barrier(jobq *db, const char *queue) {
 
 /* ---------------------------------------------------------------- archive */
 
-int64_t jobq__count_shard(jobq *db) {
-  /* Counters live in 16 rows per queue, so that writers spread over them. */
-  if (db->count_shard == 0) db->count_shard = 1 + (int)(jobq__rand(db) % 16);
-  return db->count_shard - 1;
-}
-
-int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
-                    int64_t cancelled) {
-  return jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
-                       SQL_ARGS(V_TEXT(queue), V_INT(jobq__count_shard(db)), V_INT(done),
-                                V_INT(dead), V_INT(cancelled)));
-}
-
 int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const void *result,
                   size_t result_len, const char *error, size_t error_len) {
   jobq_val res = state == JOBQ_STATE_DONE ? V_BYTES(result, result_len) : V_NULL;

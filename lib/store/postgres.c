@@ -325,12 +325,13 @@ static const char *const own_sql[] = {
         "$6::integer[], $7::bigint[], $8::bigint[], $9::text[]) WITH ORDINALITY AS "
         "u(q, p, r, d, pl, m, t, b, k, n)) u ORDER BY u.n RETURNING id",
     /* Completions of jobs that are no barrier in queues without one,
-     * fenced like ACK_ROW, moved to the archive and counted in one
-     * statement; with $6, after PG_LOCK_JOB_KEYS, also of jobs with
-     * ordering keys, each key handed on to its next waiting job as
-     * lib/order.c does (the key not blocked; no barrier before it, since
-     * the queue has none).  Its rows are the ids archived, then (id 0)
-     * the queues of the jobs made ready.  The session is compared
+     * fenced like ACK_ROW and moved to the archive in one statement;
+     * with $5, after PG_LOCK_JOB_KEYS, also of jobs with ordering keys,
+     * each key handed on to its next waiting job as lib/order.c does (the
+     * key not blocked; no barrier before it, since the queue has none).
+     * Its rows are the ids archived with their queues, for the counters
+     * (lib/counts.c), then (id 0) the queues of the jobs made ready.  The
+     * session is compared
      * through coalesce() so that no plan starts from the session's index:
      * analyzed while the session held nothing, it promises one job, and
      * that plan compared each of the session's jobs with every
@@ -340,7 +341,7 @@ static const char *const own_sql[] = {
         "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS "
         "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE "
         "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = $4 AND j.state = "
-        "'running' AND (j.order_key IS NULL OR $6::boolean) AND j.barrier = 0 AND NOT "
+        "'running' AND (j.order_key IS NULL OR $5::boolean) AND j.barrier = 0 AND NOT "
         "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "
         "RETURNING j.id, j.queue, j.priority, j.run_at, j.order_key, j.barrier, "
         "j.unique_key, j.payload, a.result AS new_result, j.attempts, "
@@ -353,17 +354,14 @@ static const char *const own_sql[] = {
         "queue, priority, run_at, 'done', order_key, barrier, unique_key, payload, "
         "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, "
         "claim, created_at, claimed_at, {now}, last_error, prev_lost FROM d "
-        "RETURNING id, queue), c AS (INSERT INTO jobq_counts(queue, shard, "
-        "n_done) SELECT queue, $5, count(*) FROM i GROUP BY queue ON CONFLICT "
-        "(queue, shard) DO UPDATE SET n_done = jobq_counts.n_done + "
-        "excluded.n_done), k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
+        "RETURNING id, queue), k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
         "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
         "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
         "(x.order_key, x.state) >= (k.order_key, 'waiting') AND (x.order_key, "
         "x.state) <= (k.order_key, 'waiting') AND x.order_key IS NOT NULL ORDER BY "
         "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
         "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
-        "RETURNING w.queue) SELECT id, NULL::text FROM i UNION ALL SELECT DISTINCT "
+        "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
         "0::bigint, queue FROM p",
     /* Held-back jobs the session has started, found by their key for
      * the reason PG_ACK_PLAIN gives. */
@@ -643,10 +641,12 @@ typedef struct sendable {
 
 /* Which statements may wait: the store's own that return nothing used,
  * and the library's that make sure of a queue (its changes are never
- * asked for) and that lock a session's row for an acknowledgement (its
- * rows are never read then). */
+ * asked for), that lock a session's row for an acknowledgement (its
+ * rows are never read then) and that add to the counters (sent with the
+ * commit). */
 static int may_wait(int id) {
   switch (id) {
+    case JOBQ_Q_COUNT_ADD:
     case JOBQ_Q_QUEUE_ENSURE:
     case JOBQ_Q_SESSION_LOCK:
     case PG_LOCK_SHARED:
@@ -1902,8 +1902,7 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   if (rc == JOBQ_OK)
     rc = pg_query(db, PG_ACK_PLAIN,
                   SQL_ARGS(arr_val(&ids), arr_val(&claims), arr_val(&results),
-                           V_TEXT(s->id), V_INT(jobq__count_shard(db)),
-                           V_INT(s->keyed != 0)),
+                           V_TEXT(s->id), V_INT(s->keyed != 0)),
                   &r);
   free(ids.p);
   free(claims.p);
@@ -1920,11 +1919,13 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   qsort(by_id, m, sizeof *by_id, ack_id_cmp);
   while (pg_next(db, r) == 1) {
     jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
+    size_t len;
+    const char *queue = pg_col_bytes(r, 1, &len);
     if (key.id == 0) {
-      size_t len;
-      pg_wake(db, pg_col_bytes(r, 1, &len));
+      pg_wake(db, queue);
       continue;
     }
+    if (rc == JOBQ_OK) rc = jobq__count_add(db, queue, 1, 0, 0);
     /* No job comes twice in a batch given to ack_plain (lib/ack.c). */
     jobq_ack **hit = bsearch(&kp, by_id, m, sizeof *by_id, ack_id_cmp);
     if (hit != NULL) {
@@ -1934,7 +1935,7 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   }
   free(by_id);
   pg_done(db, r);
-  return JOBQ_OK;
+  return rc;
 }
 
 static int pg_started(jobq *db, jobq_session *s, const int64_t *ids, size_t n) {

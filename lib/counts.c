@@ -1,0 +1,93 @@
+/*
+ * counts.c - the queues' counters of finished jobs (jobq_counts), kept
+ * beside the archive so that stats and metrics need not count it.
+ *
+ * What a transaction adds to them is written at its end, once per queue,
+ * just before the commit: a counter's row is the one lock that every
+ * finishing transaction of a queue may share with another, and taken
+ * last it is held only for the commit, not for the claims, the key
+ * hand-overs and the round trips that came before (many claimers on
+ * PostgreSQL waited on it, most of their time, when it was taken with
+ * the acknowledgement).  Taken last, it also comes after every lock of
+ * the order in lib/order.c, so it closes no cycle with them.  The rows
+ * are spread over 16 shards per queue; a transaction writes one, drawn
+ * at random, for all its queues in their byte order.
+ *
+ * Inside a caller's transaction a library call is a savepoint: what it
+ * added is dropped if the savepoint is rolled back and kept for the
+ * caller's commit if it is released.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { SHARDS = 16 };
+
+int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
+                    int64_t cancelled) {
+  if (db->txn_depth == 0)
+    return jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
+                         SQL_ARGS(V_TEXT(queue), V_INT((int64_t)(jobq__rand(db) % SHARDS)),
+                                  V_INT(done), V_INT(dead), V_INT(cancelled)));
+  struct jobq_count *c = NULL;
+  for (size_t i = 0; i < db->ncounts && c == NULL; i++)
+    if (db->counts[i].depth == db->txn_depth && strcmp(db->counts[i].queue, queue) == 0)
+      c = &db->counts[i];
+  if (c == NULL) {
+    if (db->ncounts == db->capcounts) {
+      size_t cap = db->capcounts ? 2 * db->capcounts : 4;
+      struct jobq_count *v = realloc(db->counts, cap * sizeof *v);
+      if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      db->counts = v;
+      db->capcounts = cap;
+    }
+    char *name = strdup(queue);
+    if (name == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    c = &db->counts[db->ncounts++];
+    *c = (struct jobq_count){name, db->txn_depth, 0, 0, 0};
+  }
+  c->done += done;
+  c->dead += dead;
+  c->cancelled += cancelled;
+  return JOBQ_OK;
+}
+
+static int by_queue(const void *a, const void *b) {
+  return strcmp(((const struct jobq_count *)a)->queue, ((const struct jobq_count *)b)->queue);
+}
+
+int jobq__counts_write(jobq *db) {
+  if (db->ncounts == 0) return JOBQ_OK;
+  qsort(db->counts, db->ncounts, sizeof *db->counts, by_queue);
+  int64_t shard = (int64_t)(jobq__rand(db) % SHARDS);
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < db->ncounts && rc == JOBQ_OK;) {
+    /* Savepoints released leave a queue in more than one entry. */
+    struct jobq_count sum = db->counts[i];
+    for (i++; i < db->ncounts && strcmp(db->counts[i].queue, sum.queue) == 0; i++) {
+      sum.done += db->counts[i].done;
+      sum.dead += db->counts[i].dead;
+      sum.cancelled += db->counts[i].cancelled;
+    }
+    if (sum.done != 0 || sum.dead != 0 || sum.cancelled != 0)
+      rc = jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
+                         SQL_ARGS(V_TEXT(sum.queue), V_INT(shard), V_INT(sum.done),
+                                  V_INT(sum.dead), V_INT(sum.cancelled)));
+  }
+  return rc;
+}
+
+void jobq__counts_settle(jobq *db, int kept) {
+  size_t k = 0;
+  for (size_t i = 0; i < db->ncounts; i++) {
+    struct jobq_count *c = &db->counts[i];
+    if (c->depth <= db->txn_depth || (kept && db->txn_depth > 0)) {
+      if (c->depth > db->txn_depth) c->depth = db->txn_depth;
+      db->counts[k++] = *c;
+    } else {
+      free(c->queue);
+    }
+  }
+  db->ncounts = k;
+}
