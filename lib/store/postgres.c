@@ -456,6 +456,7 @@ typedef struct pg {
                                   asked for, else 0 */
   PGconn *vacuum;              /* a vacuum of the hot table at work, or NULL */
   int64_t vacuum_started_ms;   /* monotonic, when this handle last began one */
+  int vacuum_wanted;           /* one starts when the transaction has ended */
 } pg;
 
 struct jobq_rows {
@@ -1535,6 +1536,17 @@ static int notify_later(jobq *db) {
   return rc;
 }
 
+static void vacuum_start(jobq *db);
+
+/* What waits for the end of a transaction: a vacuum (refresh_stats). */
+static void txn_ended(jobq *db) {
+  pg *c = conn(db);
+  if (c->vacuum_wanted) {
+    c->vacuum_wanted = 0;
+    vacuum_start(db);
+  }
+}
+
 static int pg_commit(jobq *db, int depth) {
   if (depth > 0) return run_after(db, "RELEASE SAVEPOINT jobq", "releasing a savepoint");
   pg *c = conn(db);
@@ -1546,6 +1558,7 @@ static int pg_commit(jobq *db, int depth) {
     if (rc == JOBQ_OK) rc = run_after(db, "COMMIT", "committing");
   }
   txn_over(c);
+  txn_ended(db);
   return rc;
 }
 
@@ -1561,6 +1574,7 @@ static int pg_rollback(jobq *db, int depth) {
   if (sent && PQstatus(c->conn) == CONNECTION_OK)
     PQclear(PQexec(c->conn, depth > 0 ? "ROLLBACK TO SAVEPOINT jobq; RELEASE SAVEPOINT jobq"
                                       : "ROLLBACK"));
+  if (depth == 0) txn_ended(db);
   return JOBQ_OK;
 }
 
@@ -1619,7 +1633,10 @@ static int claimed_cmp(const void *a, const void *b) {
  * them all.  A million jobs done leave 6500 index pages to walk: 10 ms a
  * claim, until autovacuum's next round, up to a minute later.  The
  * vacuum runs on a connection of its own that the claim does not wait
- * for; a later look closes it once it has finished. */
+ * for, made once the claim's transaction has ended: making it takes
+ * milliseconds, more on a busy machine, and the transaction's locks
+ * (its jobs, the counters) were held meanwhile when it was made inside.
+ * A later look closes it once it has finished. */
 #define STATS_CHECK_MS 1000
 #define VACUUM_EVERY_MS 10000  /* the least time between two of one handle */
 
@@ -1680,7 +1697,7 @@ static int refresh_stats(jobq *db) {
   pg_done(db, r);
   if (dirty && c->vacuum == NULL &&
       (c->vacuum_started_ms == 0 || now - c->vacuum_started_ms >= VACUUM_EVERY_MS))
-    vacuum_start(db);
+    c->vacuum_wanted = 1;
   if (!stale) return JOBQ_OK;
   c->reltuples = INT64_MAX;
   rc = run_after(db, "SET LOCAL default_statistics_target = 10", "analyzing the job table");
