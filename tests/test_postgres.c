@@ -614,6 +614,49 @@ static void test_round_trips(void **state) {
   jobq_session_close(s);
 }
 
+/* A commit that fails after the claim ran undid the claim, and the claim
+ * says so; a connection that breaks in the commit leaves the claim to
+ * read its outcome back (lib/claim.c), and the claimer finds its job
+ * ready again.  A deferred trigger fails the commit, then ends its own
+ * connection. */
+static void test_a_claim_whose_commit_fails(void **state) {
+  tq *t = *state;
+  int64_t id = th_put(t->db, "cf", "x");
+  jobq *w = th_open(t->url);
+  jobq_session *s = th_session(w, 60000);
+  command(t->db,
+          "CREATE FUNCTION cf_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+          "$$ BEGIN RAISE EXCEPTION 'commit refused'; END $$");
+  command(t->db,
+          "CREATE CONSTRAINT TRIGGER cf AFTER UPDATE ON jobq_jobs DEFERRABLE "
+          "INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cf_refuse()");
+  const char *q = "cf";
+  jobq_job *j = NULL;
+  size_t n = 9;
+  assert_rc(jobq_claim(s, &q, 1, 1, &j, &n), JOBQ_EDB);
+  assert_int_equal(n, 0);
+  assert_null(j);
+  th_assert_msg(w, "commit refused");
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_READY);
+
+  command(t->db,
+          "CREATE OR REPLACE FUNCTION cf_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+          "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); "
+          "RETURN NULL; END $$");
+  assert_rc(jobq_claim(s, &q, 1, 1, &j, &n), JOBQ_ECONN);
+  assert_int_equal(n, 0);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_READY);
+
+  command(t->db, "DROP TRIGGER cf ON jobq_jobs");
+  j = th_claim_one(s, "cf");
+  assert_int_equal(j->id, id);
+  assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DONE);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+  jobq_close(w);
+}
+
 /* A statement sent later (the queue's shared lock of a put) that times
  * out waiting: the put fails with its error, and nothing of it stays. */
 static void test_a_lock_sent_later_that_times_out(void **state) {
@@ -688,6 +731,7 @@ int main(void) {
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
       TQ_TEST(test_round_trips),
+      TQ_TEST(test_a_claim_whose_commit_fails),
       TQ_TEST(test_a_lock_sent_later_that_times_out),
       TQ_TEST(test_a_held_insert_that_fails),
   };
