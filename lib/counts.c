@@ -26,10 +26,6 @@ enum { SHARDS = 16 };
 
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                     int64_t cancelled) {
-  if (db->txn_depth == 0)
-    return jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
-                         SQL_ARGS(V_TEXT(queue), V_INT((int64_t)(jobq__rand(db) % SHARDS)),
-                                  V_INT(done), V_INT(dead), V_INT(cancelled)));
   struct jobq_count *c = NULL;
   for (size_t i = 0; i < db->ncounts && c == NULL; i++)
     if (db->counts[i].depth == db->txn_depth && strcmp(db->counts[i].queue, queue) == 0)

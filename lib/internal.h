@@ -244,8 +244,8 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
 int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
-/* Adds to a queue's counters of finished jobs (lib/counts.c): in a
- * transaction, at its end (jobq__counts_write). */
+/* Adds to a queue's counters of finished jobs (lib/counts.c), inside a
+ * transaction, which writes them at its end (jobq__counts_write). */
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
                     int64_t cancelled);
 /* Writes what the transaction added to the counters: the last thing

@@ -1758,12 +1758,9 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     for (size_t j = 0; j < CHUNK; j++) v[j] = V_INT(j < k ? ids[j] : 0);
     if (rc == JOBQ_OK) rc = jobq__sql_change(db, MY_ACK_DELETE, &changed, v, CHUNK);
   }
-  /* 4. The counters, once per queue (written at the commit). */
-  for (size_t q = 0; q < nd && rc == JOBQ_OK; q++) {
-    int64_t count = 0;
-    for (size_t j = 0; j < m; j++) count += pa[j].take && strcmp(pa[j].queue, dq[q]) == 0;
-    if (count > 0) rc = jobq__count_add(db, dq[q], count, 0, 0);
-  }
+  /* 4. The counters (written at the commit, lib/counts.c). */
+  for (size_t j = 0; j < m && rc == JOBQ_OK; j++)
+    if (pa[j].take) rc = jobq__count_add(db, pa[j].queue, 1, 0, 0);
   for (size_t j = 0; rc == JOBQ_OK && j < m; j++) {
     if (!pa[j].take) continue;
     acks[pa[j].idx].status = JOBQ_OK;

@@ -330,13 +330,12 @@ static const char *const own_sql[] = {
      * each key handed on to its next waiting job as lib/order.c does (the
      * key not blocked; no barrier before it, since the queue has none).
      * Its rows are the ids archived with their queues, for the counters
-     * (lib/counts.c), then (id 0) the queues of the jobs made ready.  The
-     * session is compared
-     * through coalesce() so that no plan starts from the session's index:
-     * analyzed while the session held nothing, it promises one job, and
-     * that plan compared each of the session's jobs with every
-     * acknowledgement (1000 by 1000: 180 ms).  The primary key finds each
-     * job at once. */
+     * (lib/counts.c), then (id 0) the queues of the jobs made ready.
+     * The session is compared through coalesce() so that no plan starts
+     * from the session's index: analyzed while the session held nothing,
+     * it promises one job, and that plan compared each of the session's
+     * jobs with every acknowledgement (1000 by 1000: 180 ms).  The
+     * primary key finds each job at once. */
     [PG_ACK_PLAIN - JOBQ_Q__COUNT] =
         "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS "
         "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE "
@@ -1634,8 +1633,8 @@ static int claimed_cmp(const void *a, const void *b) {
  * claim, until autovacuum's next round, up to a minute later.  The
  * vacuum runs on a connection of its own that the claim does not wait
  * for, made once the claim's transaction has ended: making it takes
- * milliseconds, more on a busy machine, and the transaction's locks
- * (its jobs, the counters) were held meanwhile when it was made inside.
+ * milliseconds, more on a busy machine, and the locks of the claim's
+ * jobs were held meanwhile when it was made inside.
  * A later look closes it once it has finished. */
 #define STATS_CHECK_MS 1000
 #define VACUUM_EVERY_MS 10000  /* the least time between two of one handle */

@@ -1023,13 +1023,9 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     free(pairs.p);
     return rc;
   }
-  /* The ids found, and the count per queue (a batch is mostly one). */
+  /* The ids found, each counted done in its queue (lib/counts.c). */
   jtext ids = {0};
-  struct {
-    char name[JOBQ_QUEUE_MAX + 1];
-    int64_t n;
-  } q[8];
-  size_t nq = 0, found = 0;
+  size_t found = 0;
   int row, failed = 0;
   jt_add(&ids, "[");
   while ((row = sq_next(db, r)) == 1) {
@@ -1043,18 +1039,7 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
         acks[i].outcome = JOBQ_STATE_DONE;
       }
     }
-    size_t k = 0;
-    while (k < nq && strcmp(q[k].name, queue) != 0) k++;
-    if (k == nq && nq < sizeof q / sizeof q[0]) {
-      snprintf(q[nq].name, sizeof q[0].name, "%s", queue);
-      q[nq++].n = 0;
-    }
-    if (k < nq) {
-      q[k].n++;
-    } else {
-      /* More queues in one batch than counted here: count it alone. */
-      failed |= jobq__count_add(db, queue, 1, 0, 0) != JOBQ_OK;
-    }
+    failed |= jobq__count_add(db, queue, 1, 0, 0) != JOBQ_OK;
   }
   sq_done(db, r);
   free(pairs.p);
@@ -1072,7 +1057,6 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     if (acks[i].status == JOBQ_OK && acks[i].len > 0)
       rc = sq_query(db, SQ_ACK_RESULT, SQL_ARGS(V_INT(acks[i].id), V_BYTES(acks[i].data, acks[i].len)),
                     NULL);
-  for (size_t k = 0; k < nq && rc == JOBQ_OK; k++) rc = jobq__count_add(db, q[k].name, q[k].n, 0, 0);
   return rc;
 }
 
