@@ -455,6 +455,7 @@ typedef struct pg {
                                   asked for, else 0 */
   PGconn *vacuum;              /* a vacuum of the hot table at work, or NULL */
   int64_t vacuum_started_ms;   /* monotonic, when this handle last began one */
+  int64_t vacuum_next_ms;      /* monotonic, none begins before (vacuum_reap) */
   int vacuum_wanted;           /* one starts when the transaction has ended */
 } pg;
 
@@ -1635,26 +1636,39 @@ static int claimed_cmp(const void *a, const void *b) {
  * for, made once the claim's transaction has ended: making it takes
  * milliseconds, more on a busy machine, and the locks of the claim's
  * jobs were held meanwhile when it was made inside.
- * A later look closes it once it has finished. */
+ *
+ * Each claim closes that connection once its vacuum has finished.  The
+ * handle then starts none for as long again as the vacuum ran, so that
+ * its vacuums take at most half of a core's time, however large the
+ * table: a vacuum of a million dead rows took a second here, and the
+ * next one may come a second later.  A fixed ten seconds between two
+ * let a million jobs archived in twenty leave nearly a million dead rows
+ * behind, and the claims after them ran at a quarter of their rate. */
 #define STATS_CHECK_MS 1000
-#define VACUUM_EVERY_MS 10000  /* the least time between two of one handle */
+#define VACUUM_RETRY_MS 10000  /* after one that could not start; the most */
 
-/* Closes the vacuum connection once its vacuum has ended (or failed). */
+/* Closes the vacuum connection once its vacuum has ended (or failed),
+ * and sets when the next may begin: as long after as it ran, as far as
+ * this handle saw, which is later than it ended when the handle did not
+ * claim meanwhile; hence no more than VACUUM_RETRY_MS. */
 static void vacuum_reap(pg *c) {
   if (c->vacuum != NULL && !(PQconsumeInput(c->vacuum) && PQisBusy(c->vacuum))) {
     PQfinish(c->vacuum);
     c->vacuum = NULL;
+    int64_t now = jobq__mono_ms(), ran = now - c->vacuum_started_ms;
+    c->vacuum_next_ms = now + (ran < VACUUM_RETRY_MS ? ran : VACUUM_RETRY_MS);
   }
 }
 
 /* Starts VACUUM of the hot table on a new connection and leaves it
  * running.  Best effort: a vacuum that cannot start (the server's
  * connection limit, say) leaves the claim and db's last error as they
- * were, and is not tried again before VACUUM_EVERY_MS; autovacuum still
+ * were, and is not tried again before VACUUM_RETRY_MS; autovacuum still
  * comes. */
 static void vacuum_start(jobq *db) {
   pg *c = conn(db);
   c->vacuum_started_ms = jobq__mono_ms();
+  c->vacuum_next_ms = c->vacuum_started_ms + VACUUM_RETRY_MS;
   jobq__error kept;
   jobq__error_keep(db, &kept);
   PGconn *pc = connect_to(db);
@@ -1674,6 +1688,7 @@ static void vacuum_start(jobq *db) {
 
 static int refresh_stats(jobq *db) {
   pg *c = conn(db);
+  vacuum_reap(c);
   int64_t now = jobq__mono_ms();
   /* A full batch from a table the planner counts (nearly) empty: the
    * statistics collector may not count the rows yet (a backend reports
@@ -1682,7 +1697,6 @@ static int refresh_stats(jobq *db) {
   int behind = c->full_claim > 0 && c->reltuples < (c->full_claim + 9) / 10;
   if (!behind && now - c->stats_checked_ms < STATS_CHECK_MS) return JOBQ_OK;
   c->stats_checked_ms = now;
-  vacuum_reap(c);
   jobq_rows *r;
   int rc = pg_query(db, PG_TABLE_STATS, SQL_ARGS(V_INT(c->full_claim)), &r);
   if (rc != JOBQ_OK) return rc;
@@ -1694,9 +1708,7 @@ static int refresh_stats(jobq *db) {
     c->reltuples = pg_col_int(r, 2);
   }
   pg_done(db, r);
-  if (dirty && c->vacuum == NULL &&
-      (c->vacuum_started_ms == 0 || now - c->vacuum_started_ms >= VACUUM_EVERY_MS))
-    c->vacuum_wanted = 1;
+  if (dirty && c->vacuum == NULL && now >= c->vacuum_next_ms) c->vacuum_wanted = 1;
   if (!stale) return JOBQ_OK;
   c->reltuples = INT64_MAX;
   rc = run_after(db, "SET LOCAL default_statistics_target = 10", "analyzing the job table");
