@@ -494,9 +494,12 @@ static int claim_rate(jobq *db, const char *queue, int64_t want, double *rate,
 }
 
 /* Claims up to max jobs of queue on s, heartbeating first when a third
- * of the lease has passed since *beat; BENCH_OK or the failure. */
+ * of the lease has passed since *beat; with ack, acknowledges it in the
+ * claim's transaction (jobq_ack_claim) and fails unless it took effect.
+ * BENCH_OK or the failure. */
 static int claim_beating(jobq *db, jobq_session *s, const char *queue, size_t max,
-                         double *beat, jobq_job **jobs, size_t *n, struct bench_run *run) {
+                         jobq_ack *ack, double *beat, jobq_job **jobs, size_t *n,
+                         struct bench_run *run) {
   const char *const qs[] = {queue};
   int rc;
   if (bench_now() - *beat > BENCH_LEASE_MS / 3000.0) {
@@ -504,8 +507,17 @@ static int claim_beating(jobq *db, jobq_session *s, const char *queue, size_t ma
       return bench_lib_fail(run, db, rc, "heartbeat");
     *beat = bench_now();
   }
-  if ((rc = jobq_claim(s, qs, 1, max, jobs, n)) != JOBQ_OK)
-    return bench_lib_fail(run, db, rc, "claim");
+  if (ack == NULL) {
+    if ((rc = jobq_claim(s, qs, 1, max, jobs, n)) != JOBQ_OK)
+      return bench_lib_fail(run, db, rc, "claim");
+    return BENCH_OK;
+  }
+  if ((rc = jobq_ack_claim(s, ack, 1, qs, 1, max, jobs, n)) != JOBQ_OK)
+    return bench_lib_fail(run, db, rc, "acknowledge and claim");
+  if (ack->status != JOBQ_OK) {
+    jobq_jobs_free(*jobs, *n);
+    return bench_lib_fail(run, db, ack->status, "acknowledge and claim");
+  }
   return BENCH_OK;
 }
 
@@ -525,7 +537,8 @@ static int archive_all(jobq *db, const char *queue, int64_t total,
   while (!bench_stop && status == BENCH_OK) {
     jobq_job *jobs;
     size_t n;
-    if ((status = claim_beating(db, s, queue, 1000, &beat, &jobs, &n, run)) != BENCH_OK) break;
+    if ((status = claim_beating(db, s, queue, 1000, NULL, &beat, &jobs, &n, run)) != BENCH_OK)
+      break;
     for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
     if (n > 0 && (rc = jobq_ack_many(s, acks, n)) != JOBQ_OK)
       status = bench_lib_fail(run, db, rc, "complete");
@@ -608,9 +621,11 @@ int bench_backlog(const struct bench_config *cfg, jobq *db,
 /* ---------------------------------------------------------------- keys */
 
 /* One session works the key's jobs, one at a time as the key allows,
- * checking that they come in the order put; tenth[0] and tenth[1] get
- * the rates of the first and the last tenth of them. */
-static int drain_key(jobq *db, const char *queue, int64_t n, double *rate,
+ * checking that they come in the order put: each completed, then the
+ * next claimed, or with together each completed in the transaction that
+ * claims the next (jobq_ack_claim, as the foreman does).  tenth[0] and
+ * tenth[1] get the rates of the first and the last tenth of them. */
+static int drain_key(jobq *db, const char *queue, int64_t n, int together, double *rate,
                      double tenth[2], struct bench_run *run) {
   jobq_session *s;
   int rc = session(db, &s);
@@ -620,25 +635,34 @@ static int drain_key(jobq *db, const char *queue, int64_t n, double *rate,
   int64_t done = 0, last = 0, slice = n / 10;
   int status = BENCH_OK;
   double t0 = bench_now(), beat = t0, first_end = t0, last_start = t0;
+  jobq_job *held = NULL;  /* together: the job the next claim completes */
   while (done < n && !bench_stop && status == BENCH_OK) {
+    jobq_ack ack;
+    if (held != NULL) jobq_ack_init(&ack, held, JOBQ_ACK_COMPLETE);
     jobq_job *jobs;
     size_t got;
-    if ((status = claim_beating(db, s, queue, 10, &beat, &jobs, &got, run)) != BENCH_OK) break;
+    status = claim_beating(db, s, queue, 10, held != NULL ? &ack : NULL, &beat, &jobs, &got, run);
+    jobq_jobs_free(held, held != NULL);
+    held = NULL;
+    if (status != BENCH_OK) break;
     if (got != 1)
       status = bench_fail(run, "a claim of the key's jobs got %zu after %lld, expected 1", got,
                           (long long)done);
     else if (jobs[0].id <= last)
       status = bench_fail(run, "job %lld of the key came after job %lld", (long long)jobs[0].id,
                           (long long)last);
+    else if (together && done + 1 < n)
+      held = jobs;
     else if ((rc = jobq_complete(s, &jobs[0], NULL, 0, NULL)) != JOBQ_OK)
       status = bench_lib_fail(run, db, rc, "complete");
     if (got > 0) last = jobs[0].id;
-    jobq_jobs_free(jobs, got);
+    if (held == NULL) jobq_jobs_free(jobs, got);
     done += (int64_t)got;
     if (done == slice) first_end = bench_now();
     if (done == n - slice) last_start = bench_now();
     cli_progress_update(&bar, done, done);
   }
+  jobq_jobs_free(held, held != NULL);
   double t1 = bench_now();
   cli_progress_end(&bar);
   jobq_session_close(s);
@@ -661,15 +685,27 @@ int bench_keys(const struct bench_config *cfg, jobq *db, struct bench_report *re
   double put = (double)n / (bench_now() - t0), drain = 0, tenth[2] = {0, 0};
   if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "keyed put");
   if (bench_stop) return interrupted(run);
-  int status = drain_key(db, q, n, &drain, tenth, run);
+  int status = drain_key(db, q, n, 0, &drain, tenth, run);
   if (status == BENCH_OK) status = verify(db, q, n, "keys", run);
   if (status != BENCH_OK) return status;
-  char variant[48];
+  char variant[64];
   snprintf(variant, sizeof variant, "%lld on one key", (long long)n);
   bench_add(rep, "keys", variant, "put", put, "jobs/s");
   bench_add(rep, "keys", variant, "drain", drain, "jobs/s");
   bench_add(rep, "keys", variant, "drain, first tenth", tenth[0], "jobs/s");
   bench_add(rep, "keys", variant, "drain, last tenth", tenth[1], "jobs/s");
+  bench_add(rep, "keys", variant, "first tenth / last", tenth[0] / tenth[1], "x");
+  /* The same, each job completed in the transaction that claims the
+   * next: one commit a job instead of two. */
+  bench_queue(cfg, "keys-acked", q);
+  if ((rc = bench_fill_key(db, q, "k", 0, n, "x", "keys (filling):")) != JOBQ_OK)
+    return bench_lib_fail(run, db, rc, "keyed put");
+  if (bench_stop) return interrupted(run);
+  status = drain_key(db, q, n, 1, &drain, tenth, run);
+  if (status == BENCH_OK) status = verify(db, q, n, "keys", run);
+  if (status != BENCH_OK) return status;
+  snprintf(variant, sizeof variant, "%lld on one key, acked with the next claim", (long long)n);
+  bench_add(rep, "keys", variant, "drain", drain, "jobs/s");
   bench_add(rep, "keys", variant, "first tenth / last", tenth[0] / tenth[1], "x");
   /* As many jobs, each with a key of its own, drained as the library
    * drain does. */

@@ -76,9 +76,13 @@ keys = [x for x in doc["workloads"] if x["name"] == "keys"][0]
 if keys.get("verified") is not True:
     errors.append("keys not verified: %s" % keys)
 got = {r["metric"]: r["value"] for r in keys["results"] if r["variant"] == "200 on one key"}
+acked = {r["metric"]: r["value"] for r in keys["results"]
+         if r["variant"] == "200 on one key, acked with the next claim"}
 each = {r["metric"]: r["value"] for r in keys["results"] if r["variant"] == "200, a key each"}
-if [r["variant"] for r in keys["results"]] != ["200 on one key"] * 5 + ["200, a key each"] * 2 \
+if [r["variant"] for r in keys["results"]] != ["200 on one key"] * 5 \
+        + ["200 on one key, acked with the next claim"] * 2 + ["200, a key each"] * 2 \
         or sorted(got) != ["drain", "drain, first tenth", "drain, last tenth", "first tenth / last", "put"] \
+        or sorted(acked) != ["drain", "first tenth / last"] or min(acked.values()) <= 0 \
         or sorted(each) != ["drain, library", "put"] or min(each.values()) <= 0:
     errors.append("keys results %s" % keys["results"])
 elif abs(got["first tenth / last"] - got["drain, first tenth"] / got["drain, last tenth"]) > 1e-6 * got["first tenth / last"]:

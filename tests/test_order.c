@@ -83,6 +83,49 @@ static void test_key_one_at_a_time(void **state) {
   jobq_session_close(s);
 }
 
+/* A busy worker's rhythm on one key (jobq_ack_claim, as the foreman
+ * acknowledges): the completion hands the key on, and the claim in the
+ * same transaction takes the job it made ready, one commit a job.  A
+ * failure to be retried keeps the key, and the claim finds nothing. */
+static void test_ack_claim_takes_the_keys_next_job(void **state) {
+  tq *t = *state;
+  int64_t ids[4];
+  for (int k = 0; k < 4; k++) ids[k] = th_put_key(t->db, "q", "k");
+  jobq_session *s = th_session(t->db, 0);
+  const char *q = "q";
+  jobq_job *j = th_claim_one(s, "q");
+  assert_int_equal(j->id, ids[0]);
+  for (int k = 1; k < 3; k++) {
+    jobq_ack a;
+    jobq_ack_init(&a, j, JOBQ_ACK_COMPLETE);
+    jobq_job *next = NULL;
+    size_t n = 0;
+    assert_rc(jobq_ack_claim(s, &a, 1, &q, 1, 10, &next, &n), JOBQ_OK);
+    assert_rc(a.status, JOBQ_OK);
+    assert_int_equal(th_state(t->db, ids[k - 1]), JOBQ_STATE_DONE);
+    assert_int_equal(n, 1);
+    assert_int_equal(next[0].id, ids[k]);
+    assert_int_equal(th_state(t->db, ids[k + 1]), JOBQ_STATE_WAITING);
+    jobq_jobs_free(j, 1);
+    j = next;
+  }
+  jobq_ack a;
+  jobq_ack_init(&a, j, JOBQ_ACK_FAIL);
+  a.data = "boom";
+  a.len = 4;
+  a.retry_in_ms = 60000;
+  jobq_job *next = NULL;
+  size_t n = 9;
+  assert_rc(jobq_ack_claim(s, &a, 1, &q, 1, 10, &next, &n), JOBQ_OK);
+  assert_rc(a.status, JOBQ_OK);
+  assert_int_equal(n, 0);
+  jobq_jobs_free(next, n);
+  assert_int_equal(th_state(t->db, ids[2]), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, ids[3]), JOBQ_STATE_WAITING);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
 static void test_key_order_beats_priority(void **state) {
   tq *t = *state;
   int64_t a = put_full(t->db, "q", "k", 0, 0, 25);
@@ -824,6 +867,7 @@ static void test_keys_under_concurrent_puts_and_finishes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_key_one_at_a_time),
+      TQ_TEST(test_ack_claim_takes_the_keys_next_job),
       TQ_TEST(test_key_order_beats_priority),
       TQ_TEST(test_key_head_retry_and_release),
       TQ_TEST(test_dead_head_blocks_until_retry),
