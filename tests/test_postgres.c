@@ -393,9 +393,8 @@ static void make_dead_rows(jobq *db, jobq *w, jobq_session *s, const char *queue
   await_stat(db, "n_dead_tup", 20000);
 }
 
-/* Claims from queue on s every 100 ms until the hot table has been
- * vacuumed more than before times, for at most 30 s; the milliseconds
- * it took. */
+/* Claims from queue on s every 100 ms until the hot table's count of
+ * vacuums passes before, for at most 30 s; the milliseconds it took. */
 static int64_t claim_until_vacuumed(jobq *db, jobq_session *s, const char *queue,
                                     int64_t before) {
   int64_t t0 = th_mono_ms();
@@ -411,9 +410,9 @@ static int64_t claim_until_vacuumed(jobq *db, jobq_session *s, const char *queue
  * of it, without waiting for autovacuum (turned off here) nor for the
  * vacuum: the dead rows' entries at the head of the claim index would
  * otherwise cost every claim a walk over them.  Once that vacuum has
- * ended, the next may start as soon as as long again has passed: with
- * ten seconds between two, a million jobs archived in twenty seconds
- * left nearly a million dead rows behind them. */
+ * ended, the next may start when as long again as it ran has passed:
+ * with ten seconds between two, a million jobs archived in twenty
+ * seconds left nearly a million dead rows behind them. */
 static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **state) {
   tq *t = *state;
   command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");

@@ -1640,8 +1640,8 @@ static int claimed_cmp(const void *a, const void *b) {
  * Each claim closes that connection once its vacuum has finished.  The
  * handle then starts none for as long again as the vacuum ran, so that
  * its vacuums take at most half of a core's time, however large the
- * table: a vacuum of a million dead rows took a second here, and the
- * next one may come a second later.  A fixed ten seconds between two
+ * table: a vacuum of a million dead rows took under a second here, and
+ * the next one may come as soon after.  A fixed ten seconds between two
  * let a million jobs archived in twenty leave nearly a million dead rows
  * behind, and the claims after them ran at a quarter of their rate. */
 #define STATS_CHECK_MS 1000
