@@ -7,7 +7,8 @@
  * next claim's transaction.  It runs --seconds (default 1800), in windows
  * of a minute (a third of the run when it is shorter than three minutes),
  * and reports the claim time's p50 and p99 in the first and the last
- * window, the rates reached, and the hot table's size and its indexes',
+ * window and the spread of every window's p99, the rates reached, and
+ * the hot table's size and its indexes',
  * taken at the end of every window: after the first, the most in each
  * half of the run, at the end.  Not part of `all`: it is long.
  *
@@ -239,6 +240,23 @@ int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *re
       add(rep, variant, "p99", p99[i], "ms");
     }
     if (p99[0] > 0) add(rep, "claim p99", "last / first", p99[1] / p99[0], "x");
+    /* Every window's p99, to tell a trend from one window's chance: the
+     * first window comes before the server's first checkpoint, and one
+     * window's p99 is its slowest hundredth of claims alone. */
+    double *all = cli_xmalloc(windows * sizeof *all);
+    size_t nall = 0;
+    for (size_t w = 0; w < windows; w++) {
+      long long claims;
+      double v = bench_hist_percentile(c->hist, w, 99, &claims);
+      if (claims > 0) all[nall++] = v;
+    }
+    if (nall >= 3) {
+      bench_sort(all, nall);
+      add(rep, "claim p99", "least window", all[0], "ms");
+      add(rep, "claim p99", "median window", all[nall / 2], "ms");
+      add(rep, "claim p99", "most window", all[nall - 1], "ms");
+    }
+    free(all);
     /* The last window ends as the children do: its sizes are taken now. */
     if (k.sampled < windows) sizes(&k, &k.table[windows - 1], &k.index[windows - 1]);
     if (k.sampled + 1 >= windows && windows >= 3) {

@@ -155,6 +155,11 @@ else:
             errors.append("claim %s window: p50 %s, p99 %s ms" % (k, p50, p99))
     if not got.get(("claim p99", "last / first"), 0) > 0:
         errors.append("no p99 ratio")
+    spread = [got.get(("claim p99", k), 0) for k in ("least window", "median window", "most window")]
+    firstlast = [got.get(("claim, %s 1 s" % k, "p99"), 0) for k in ("first", "last")]
+    if not 0 < spread[0] <= spread[1] <= spread[2] \
+            or not all(spread[0] <= x <= spread[2] for x in firstlast):
+        errors.append("the windows' p99 %s do not hold the first and last %s" % (spread, firstlast))
     for what in ("hot table", "its indexes"):
         for when in ("after the first window", "most, first half", "most, second half",
                      "at the end"):
