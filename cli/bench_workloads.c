@@ -515,8 +515,10 @@ static int claim_beating(jobq *db, jobq_session *s, const char *queue, size_t ma
   if ((rc = jobq_ack_claim(s, ack, 1, qs, 1, max, jobs, n)) != JOBQ_OK)
     return bench_lib_fail(run, db, rc, "acknowledge and claim");
   if (ack->status != JOBQ_OK) {
+    /* The call went through: db's last error is not this ack's. */
     jobq_jobs_free(*jobs, *n);
-    return bench_lib_fail(run, db, ack->status, "acknowledge and claim");
+    return bench_fail(run, "the completion of job %lld in the next claim's transaction: %s",
+                      (long long)ack->id, jobq_strerror(ack->status));
   }
   return BENCH_OK;
 }
