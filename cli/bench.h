@@ -47,6 +47,7 @@ struct bench_result {
   char metric[32];    /* "throughput", "p50", "ratio", ... */
   double value;
   char unit[16];      /* "jobs/s", "ms", "x", "%" */
+  int series;         /* one point of a series: --json and --csv only */
 };
 
 enum bench_status { BENCH_OK = 0, BENCH_FAILED, BENCH_NA, BENCH_SKIPPED, BENCH_INTERRUPTED };
@@ -72,6 +73,11 @@ struct bench_report {
 void bench_add(struct bench_report *r, const char *workload,
                const char *variant, const char *metric, double value,
                const char *unit);
+/* One point of a series (a soak's every window): in the JSON document
+ * and the CSV file, not in the table or the chart. */
+void bench_add_series(struct bench_report *r, const char *workload,
+                      const char *variant, const char *metric, double value,
+                      const char *unit);
 /* The value of a measurement, or -1 when there is none. */
 double bench_find(const struct bench_report *r, const char *workload,
                   const char *variant, const char *metric);

@@ -3,6 +3,8 @@
  * table on stdout (cli/output.h), one JSON document with --json, a CSV
  * file of one row per measurement (--csv) and an SVG drawing (--plot) of
  * the throughputs and the latency percentiles, written as plain SVG text.
+ * The points of a series (a soak's every window) go to the JSON document
+ * and the CSV file only: they would drown the table and the chart.
  */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +29,14 @@ void bench_add(struct bench_report *r, const char *workload,
   snprintf(m->metric, sizeof m->metric, "%s", metric);
   snprintf(m->unit, sizeof m->unit, "%s", unit);
   m->value = isfinite(value) ? value : 0;
+  m->series = 0;
+}
+
+void bench_add_series(struct bench_report *r, const char *workload,
+                      const char *variant, const char *metric, double value,
+                      const char *unit) {
+  bench_add(r, workload, variant, metric, value, unit);
+  r->results[r->nresults - 1].series = 1;
 }
 
 double bench_find(const struct bench_report *r, const char *workload,
@@ -100,6 +110,7 @@ static void print_json(const struct bench_config *cfg, const struct bench_report
       cli_json_set(o, "metric", cli_json_str(m->metric));
       cli_json_set(o, "value", json_real(m->value));
       cli_json_set(o, "unit", cli_json_str(m->unit));
+      if (m->series) cli_json_set(o, "series", json_true());
     }
     cli_json_set(w, "results", res);
   }
@@ -120,7 +131,7 @@ void bench_print(const struct bench_config *cfg, const struct bench_report *r) {
     const struct bench_run *run = &r->runs[i];
     for (size_t k = 0; k < r->nresults; k++) {
       const struct bench_result *m = &r->results[k];
-      if (strcmp(m->workload, run->name) != 0) continue;
+      if (strcmp(m->workload, run->name) != 0 || m->series) continue;
       char v[64];
       fmt_value(v, sizeof v, m);
       cli_table_cell(&t, "%s", m->workload);
@@ -202,7 +213,7 @@ static void xml_text(FILE *f, const char *s) {
 
 /* Whether measurement m belongs in the chart of unit. */
 static int in_chart(const struct bench_result *m, const char *unit) {
-  return strcmp(m->unit, unit) == 0;
+  return !m->series && strcmp(m->unit, unit) == 0;
 }
 
 static const char *bar_colour(const struct bench_result *m) {

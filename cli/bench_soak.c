@@ -10,7 +10,9 @@
  * window and the spread of every window's p99, the rates reached, and
  * the hot table's size and its indexes',
  * taken at the end of every window: after the first, the most in each
- * half of the run, at the end.  Not part of `all`: it is long.
+ * half of the run, at the end.  --json and --csv also hold every
+ * window's claims, p50, p99 and sizes, a series to draw.  Not part of
+ * `all`: it is long.
  *
  * The sizes are the store's own: PostgreSQL's pg_relation_size and
  * pg_indexes_size, InnoDB's statistics in information_schema.TABLES, and
@@ -34,6 +36,7 @@
 #define DEFAULT_RATE 5000
 #define DEFAULT_CLAIMERS 4
 #define TICK_S 0.01           /* the producer's rhythm */
+#define MIB 1048576.0
 
 struct soak {
   const struct bench_config *cfg;
@@ -119,13 +122,38 @@ static void add_sizes(struct bench_report *rep, const char *what, const int64_t 
   size_t half = 1 + (n - 1) / 2;
   int64_t first = most(w, 1, half), second = most(w, half, n);
   if (w[0] < 0 || w[n - 1] < 0 || first < 0 || second < 0) return;
-  const double mib = 1048576;
-  bench_add(rep, "soak", what, "after the first window", (double)w[0] / mib, "MiB");
-  bench_add(rep, "soak", what, "most, first half", (double)first / mib, "MiB");
-  bench_add(rep, "soak", what, "most, second half", (double)second / mib, "MiB");
-  bench_add(rep, "soak", what, "at the end", (double)w[n - 1] / mib, "MiB");
+  bench_add(rep, "soak", what, "after the first window", (double)w[0] / MIB, "MiB");
+  bench_add(rep, "soak", what, "most, first half", (double)first / MIB, "MiB");
+  bench_add(rep, "soak", what, "most, second half", (double)second / MIB, "MiB");
+  bench_add(rep, "soak", what, "at the end", (double)w[n - 1] / MIB, "MiB");
   if (first > 0)
     bench_add(rep, "soak", what, "second half / first", (double)second / (double)first, "x");
+}
+
+/* Every window's claims, claim p50 and p99, and the sizes at its end,
+ * as a series: whether the queue stays as it started is read from their
+ * course, which the rows above sum up. */
+static void add_windows(struct bench_report *rep, const struct soak *k, size_t windows) {
+  const struct bench_hist *h = k->claimer.hist;
+  for (size_t w = 0; w < windows; w++) {
+    char variant[48];
+    snprintf(variant, sizeof variant, "window to %.0f s", (double)(w + 1) * h->window);
+    long long claims;
+    double p99 = bench_hist_percentile(h, w, 99, &claims);
+    bench_add_series(rep, "soak", variant, "claims", (double)claims, "claims");
+    if (claims > 0) {
+      bench_add_series(rep, "soak", variant, "claim p50",
+                       bench_hist_percentile(h, w, 50, NULL), "ms");
+      bench_add_series(rep, "soak", variant, "claim p99", p99, "ms");
+    }
+    if (w < k->sampled || w == windows - 1) {
+      if (k->table[w] >= 0)
+        bench_add_series(rep, "soak", variant, "hot table", (double)k->table[w] / MIB, "MiB");
+      if (k->index[w] >= 0)
+        bench_add_series(rep, "soak", variant, "its indexes", (double)k->index[w] / MIB,
+                         "MiB");
+    }
+  }
 }
 
 /* ---------------------------------------------------------------- children */
@@ -263,6 +291,7 @@ int bench_soak(const struct bench_config *cfg, jobq *db, struct bench_report *re
       add_sizes(rep, "hot table", k.table, windows);
       add_sizes(rep, "its indexes", k.index, windows);
     }
+    add_windows(rep, &k, windows);
   }
   free(k.table);
   free(k.index);

@@ -167,6 +167,26 @@ else:
                 errors.append("no size of the %s %s" % (what, when))
         if not got.get((what, "second half / first"), 0) > 0:
             errors.append("no growth ratio of the %s" % what)
+    # Every window's series: three windows of a second, each marked.
+    series = [r for r in w["results"] if r.get("series")]
+    if sorted({r["variant"] for r in series}) != ["window to %d s" % i for i in (1, 2, 3)]:
+        errors.append("series windows %s" % sorted({r["variant"] for r in series}))
+    if any(r["variant"].startswith("window to") for r in w["results"] if not r.get("series")):
+        errors.append("a window's point not marked as a series")
+    claims = 0
+    for i in (1, 2, 3):
+        v = "window to %d s" % i
+        claims += got.get((v, "claims"), 0)
+        if not 0 < got.get((v, "claim p50"), 0) <= got.get((v, "claim p99"), 0):
+            errors.append("%s: p50 %s, p99 %s" % (v, got.get((v, "claim p50")),
+                                                  got.get((v, "claim p99"))))
+        for what in ("hot table", "its indexes"):
+            if not got.get((v, what), -1) >= 0:
+                errors.append("%s: no size of the %s" % (v, what))
+    if got.get(("window to 3 s", "claim p99")) != got.get(("claim, last 1 s", "p99")):
+        errors.append("the last window's p99 is not the last window's")
+    if claims <= 0:
+        errors.append("no claims in the windows")
 for e in errors:
     print("FAIL: soak json: " + e)
 sys.exit(1 if errors else 0)
@@ -213,6 +233,13 @@ EOF
   expect_rc 0
   check_soak "$T_OUT" 300 || fail "the soak document is not right: $(head -c 300 "$T_OUT")"
   expect_no_jobs
+  # The table sums the windows up; their series is in the CSV.
+  run bench --workload soak --seconds 3 --rate 300 --csv "$D/soak.csv"
+  expect_rc 0
+  expect_out_has "median window"
+  grep -q "window to" "$T_OUT" && fail "the table shows the series: $(cat "$T_OUT")"
+  [[ $(grep -c '^soak,window to [123] s,' "$D/soak.csv") -ge 12 ]] ||
+    fail "the csv lacks the windows' series: $(cat "$D/soak.csv")"
   # The table, for people.
   run bench --workload enqueue,ceiling --jobs 200
   expect_rc 0
