@@ -50,7 +50,7 @@ struct bench_result {
   int series;         /* one point of a series: --json and --csv only */
 };
 
-enum bench_status { BENCH_OK = 0, BENCH_FAILED, BENCH_NA, BENCH_SKIPPED, BENCH_INTERRUPTED };
+enum bench_status { BENCH_OK = 0, BENCH_FAILED, BENCH_SKIPPED, BENCH_INTERRUPTED };
 
 /* One workload's outcome. */
 struct bench_run {
@@ -95,7 +95,7 @@ int bench_write_svg(FILE *f, const struct bench_config *cfg,
 
 /*
  * Each workload runs on db (the parent's handle), adds its measurements
- * and returns BENCH_OK, BENCH_NA (run->why says why), or BENCH_FAILED
+ * and returns BENCH_OK or BENCH_FAILED
  * after writing its error to run->why.  It leaves its queues registered
  * with bench_queue() for the caller to purge.
  */

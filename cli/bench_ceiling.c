@@ -4,9 +4,12 @@
  * that the drain figures can be read as a share of it.  A table of its
  * own (jobq_bench_ceiling_PID: an id and a payload) is filled with N rows,
  * then --concurrency processes, each on its own connection (jobq_open,
- * then jobq_native: the PGconn or MYSQL the store uses), loop: begin,
- * select a batch of ids ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED,
- * delete them, commit, until the table is empty.  The table is dropped at
+ * then jobq_native: the PGconn, MYSQL or sqlite3 the store uses), loop:
+ * begin, select a batch of ids ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED,
+ * delete them, commit, until the table is empty.  SQLite has one writer
+ * and no row locks: there a loop takes the file (BEGIN IMMEDIATE) and
+ * deletes the first batch, waiting for the file in SQLite's own busy
+ * handler.  The table is dropped at
  * the end.  Every value is bound; only the pid's digits are in the text.
  *
  * The fenced variant is the same protocol split the way a queue that
@@ -24,11 +27,10 @@
  * On PostgreSQL the workload ends with the latency floor: a put and a
  * claim of bare SQL, each one durable commit, the claimer woken by
  * NOTIFY, timed as the latency workload times jobq (see struct floor).
- * PostgreSQL and MariaDB/MySQL only: SQLite has one writer at a time and
- * no row locks, so there is no such ceiling to measure.
  */
 #include <errno.h>
 #include <poll.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,6 +434,157 @@ static int my_claimer(MYSQL *my, const struct ceiling *c) {
   return ok ? 0 : 1;
 }
 
+/* ---------------------------------------------------------------- SQLite */
+
+/* SQLite has one writer at a time and no row locks to skip: each
+ * transaction takes the file (BEGIN IMMEDIATE), and a connection that
+ * finds it taken waits in SQLite's own busy handler (sqlite3_busy_timeout),
+ * not in jobq's; for up to a minute, as a connection starved that long
+ * fails the run. */
+#define SQ_BUSY_MS 60000
+
+static int sq_fail(sqlite3 *db, char *err, size_t size) {
+  snprintf(err, size, "%s", sqlite3_errmsg(db));
+  return 0;
+}
+
+static int sq_exec(sqlite3 *db, const char *sql, char *err, size_t size) {
+  return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK || sq_fail(db, err, size);
+}
+
+static sqlite3_stmt *sq_prepare(sqlite3 *db, const char *sql, char *err, size_t size) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    sq_fail(db, err, size);
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  return st;
+}
+
+static int sq_create(sqlite3 *db, const struct ceiling *c, int64_t n, char *err,
+                     size_t size) {
+  char sql[512];
+  if (c->fenced)
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id INTEGER PRIMARY KEY, state INTEGER NOT NULL DEFAULT 0, "
+             "claim INTEGER, payload BLOB NOT NULL); "
+             "CREATE INDEX %s_ready ON %s(id) WHERE state = 0",
+             c->table, c->table, c->table);
+  else
+    snprintf(sql, sizeof sql, "CREATE TABLE %s (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)",
+             c->table);
+  if (!sq_exec(db, sql, err, size)) return -1;
+  if (c->archived) {
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id INTEGER PRIMARY KEY, payload BLOB NOT NULL, result BLOB, "
+             "claim INTEGER NOT NULL, finished_at INTEGER NOT NULL); "
+             "CREATE INDEX %s_finished ON %s(finished_at)",
+             c->archive, c->archive, c->archive);
+    if (!sq_exec(db, sql, err, size)) return -1;
+  }
+  snprintf(sql, sizeof sql,
+           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1) "
+           "INSERT INTO %s(payload) SELECT x'78' FROM n",
+           c->table);
+  sqlite3_stmt *ins = sq_prepare(db, sql, err, size);
+  int ok = ins != NULL;
+  struct cli_progress bar;
+  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
+  for (int64_t done = 0; done < n && ok && !bench_stop;) {
+    int64_t k = n - done < 10000 ? n - done : 10000;
+    sqlite3_bind_int64(ins, 1, k);
+    ok = sqlite3_step(ins) == SQLITE_DONE || sq_fail(db, err, size);
+    sqlite3_reset(ins);
+    done += k;
+    cli_progress_update(&bar, done, done);
+  }
+  cli_progress_end(&bar);
+  sqlite3_finalize(ins);
+  return ok ? 0 : -1;
+}
+
+/* Bare: one transaction deletes the first batch of rows.  Fenced: one
+ * marks them claimed under a token, a second deletes them where they
+ * still carry it (their ids as a JSON array).  Archived: the second
+ * copies them to the archive first. */
+static int sq_claimer(sqlite3 *db, const struct ceiling *c) {
+  char take[512], del[256], arch[512], err[512] = "";
+  if (c->fenced)
+    snprintf(take, sizeof take,
+             "UPDATE %s SET state = 1, claim = ?2 WHERE id IN (SELECT id FROM %s "
+             "WHERE state = 0 ORDER BY id LIMIT ?1) RETURNING id",
+             c->table, c->table);
+  else
+    snprintf(take, sizeof take,
+             "DELETE FROM %s WHERE id IN (SELECT id FROM %s ORDER BY id LIMIT ?1) RETURNING id",
+             c->table, c->table);
+  snprintf(del, sizeof del,
+           "DELETE FROM %s WHERE claim = ?1 AND id IN (SELECT value FROM json_each(?2))",
+           c->table);
+  snprintf(arch, sizeof arch,
+           "INSERT INTO %s SELECT id, payload, x'', claim, "
+           "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) FROM %s "
+           "WHERE claim = ?1 AND id IN (SELECT value FROM json_each(?2))",
+           c->archive, c->table);
+  sqlite3_busy_timeout(db, SQ_BUSY_MS);
+  sqlite3_stmt *st_take = sq_prepare(db, take, err, sizeof err);
+  sqlite3_stmt *st_del = c->fenced ? sq_prepare(db, del, err, sizeof err) : NULL;
+  sqlite3_stmt *st_arch = c->archived ? sq_prepare(db, arch, err, sizeof err) : NULL;
+  size_t cap = c->batch * 24 + 3;
+  char *ids = cli_xmalloc(cap);
+  int ok = st_take != NULL && (st_del != NULL || !c->fenced) &&
+           (st_arch != NULL || !c->archived);
+  while (ok && !bench_stop) {
+    long long token = next_token();
+    int n = 0, rc;
+    size_t o = 0;
+    if (!(ok = sq_exec(db, "BEGIN IMMEDIATE", err, sizeof err))) break;
+    sqlite3_bind_int64(st_take, 1, (sqlite3_int64)c->batch);
+    if (c->fenced) sqlite3_bind_int64(st_take, 2, token);
+    ids[o++] = '[';
+    while ((rc = sqlite3_step(st_take)) == SQLITE_ROW)
+      o += (size_t)snprintf(ids + o, cap - o, "%s%lld", n++ ? "," : "",
+                            (long long)sqlite3_column_int64(st_take, 0));
+    snprintf(ids + o, cap - o, "]");
+    sqlite3_reset(st_take);
+    ok = (rc == SQLITE_DONE || sq_fail(db, err, sizeof err)) &&
+         sq_exec(db, "COMMIT", err, sizeof err);
+    if (!ok || n == 0) break;
+    if (c->fenced) {
+      int copied = n, deleted = 0;
+      ok = sq_exec(db, "BEGIN IMMEDIATE", err, sizeof err);
+      if (ok && c->archived) {
+        sqlite3_bind_int64(st_arch, 1, token);
+        sqlite3_bind_text(st_arch, 2, ids, -1, SQLITE_STATIC);
+        ok = sqlite3_step(st_arch) == SQLITE_DONE || sq_fail(db, err, sizeof err);
+        copied = sqlite3_changes(db);
+        sqlite3_reset(st_arch);
+      }
+      if (ok) {
+        sqlite3_bind_int64(st_del, 1, token);
+        sqlite3_bind_text(st_del, 2, ids, -1, SQLITE_STATIC);
+        ok = sqlite3_step(st_del) == SQLITE_DONE || sq_fail(db, err, sizeof err);
+        deleted = sqlite3_changes(db);
+        sqlite3_reset(st_del);
+      }
+      if (ok) ok = sq_exec(db, "COMMIT", err, sizeof err);
+      if (ok && (deleted != n || copied != n)) {
+        snprintf(err, sizeof err, "the fenced delete removed %d and archived %d of %d rows",
+                 deleted, copied, n);
+        ok = 0;
+      }
+    }
+    if (ok) atomic_fetch_add(&c->shared->claimed, n);
+  }
+  if (!ok) cli_error("ceiling: %s", err);
+  sqlite3_finalize(st_take);
+  sqlite3_finalize(st_del);
+  sqlite3_finalize(st_arch);
+  free(ids);
+  return ok ? 0 : 1;
+}
+
 /* ---------------------------------------------------------------- the latency floor */
 
 /* A put and a claim with nothing of jobq between them, on PostgreSQL: the
@@ -659,7 +812,8 @@ static int child(const void *arg, int index) {
   atomic_fetch_add(&c->shared->ready, 1);
   bench_await_go(c->shared, 1e9);
   int status = c->cfg->store == BENCH_POSTGRES ? pg_claimer(native, c)
-                                                : my_claimer(native, c);
+               : c->cfg->store == BENCH_MYSQL  ? my_claimer(native, c)
+                                               : sq_claimer(native, c);
   jobq_close(db);
   return status;
 }
@@ -674,7 +828,8 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
   snprintf(c.archive, sizeof c.archive, "jobq_bench_archive_%ld", cfg->pid);
   char err[512] = "";
   int created = cfg->store == BENCH_POSTGRES ? pg_create(native, &c, rows, err, sizeof err)
-                                              : my_create(native, &c, rows, err, sizeof err);
+                : cfg->store == BENCH_MYSQL  ? my_create(native, &c, rows, err, sizeof err)
+                                             : sq_create(native, &c, rows, err, sizeof err);
   int status = BENCH_OK;
   if (created != 0) {
     status = bench_fail(run, "creating table '%s': %s", c.table, err);
@@ -697,9 +852,16 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
   }
   /* The tables go, whatever happened. */
   char sql[160];
-  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s, %s", c.table, c.archive);
-  int dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
-                                              : my_exec(native, sql, err, sizeof err);
+  int dropped;
+  if (cfg->store == BENCH_SQLITE) {
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s; DROP TABLE IF EXISTS %s", c.table,
+             c.archive);
+    dropped = sq_exec(native, sql, err, sizeof err);
+  } else {
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s, %s", c.table, c.archive);
+    dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
+                                           : my_exec(native, sql, err, sizeof err);
+  }
   if (!dropped) {
     cli_error("could not drop table '%s': %s", c.table, err);
     if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", c.table, err);
@@ -709,12 +871,6 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
 
 int bench_ceiling(const struct bench_config *cfg, jobq *db,
                   struct bench_report *rep, struct bench_run *run) {
-  if (cfg->store == BENCH_SQLITE) {
-    snprintf(run->why, sizeof run->why,
-             "measured on PostgreSQL and MariaDB/MySQL only: SQLite has no row locks "
-             "to skip");
-    return BENCH_NA;
-  }
   int procs = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
   size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
   static const struct {

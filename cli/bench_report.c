@@ -58,7 +58,6 @@ void bench_report_release(struct bench_report *r) {
 static const char *status_word(int status) {
   switch (status) {
     case BENCH_OK: return "ok";
-    case BENCH_NA: return "not applicable";
     case BENCH_SKIPPED: return "not run";
     case BENCH_INTERRUPTED: return "interrupted";
     default: return "failed";
@@ -93,9 +92,8 @@ static void print_json(const struct bench_config *cfg, const struct bench_report
     json_t *w = cli_json_object();
     if (json_array_append_new(list, w) != 0) cli_oom();
     cli_json_set(w, "name", cli_json_str(run->name));
-    cli_json_set(w, "status", cli_json_str(run->status == BENCH_NA ? "not_applicable"
-                                           : run->status == BENCH_SKIPPED ? "not_run"
-                                                                          : status_word(run->status)));
+    cli_json_set(w, "status", cli_json_str(run->status == BENCH_SKIPPED ? "not_run"
+                                                                    : status_word(run->status)));
     cli_json_set(w, "seconds", json_real(run->seconds));
     if (run->verified >= 0) cli_json_set(w, "verified", json_boolean(run->verified));
     cli_json_set(w, "error", run->status == BENCH_OK ? json_null() : cli_json_str(run->why));

@@ -163,8 +163,6 @@ static int run_workloads(struct bench_config *cfg, jobq *db, const int *want,
       cli_error("%s: %s", run->name, line);
       free(line);
       status = CLI_EXIT_ERROR;
-    } else if (run->status == BENCH_NA) {
-      cli_error("%s: not applicable: %s", run->name, run->why);
     }
     if (bench_cleanup(db) != 0) status = CLI_EXIT_ERROR;
   }
