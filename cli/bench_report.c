@@ -266,12 +266,114 @@ static int svg_chart(FILE *f, const struct bench_report *r, const char *title,
   return y + 10;
 }
 
+/* ---------------------------------------------------------------- SVG series */
+
+#define SVG_PLOT_LEFT 70
+#define SVG_PLOT_HEIGHT 160
+#define SVG_SERIES_HEIGHT (34 + SVG_PLOT_HEIGHT + 56)
+
+static const char *const line_colours[] = {"#4e79a7", "#f28e2b", "#59a14f",
+                                           "#e15759", "#76b7b2", "#b07aa1"};
+
+static int in_series(const struct bench_result *m, const char *unit) {
+  return m->series && strcmp(m->unit, unit) == 0;
+}
+
+/* The index of s in list[0..*n), added at the end when it is not there. */
+static size_t distinct(const char **list, size_t *n, const char *s) {
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp(list[i], s) == 0) return i;
+  list[*n] = s;
+  return (*n)++;
+}
+
+/* The points of a series in unit (a soak's windows), how many there are
+ * along x: a line chart needs two. */
+static size_t series_width(const struct bench_report *r, const char *unit) {
+  const char **xs = cli_xmalloc((r->nresults ? r->nresults : 1) * sizeof *xs);
+  size_t nx = 0;
+  for (size_t i = 0; i < r->nresults; i++)
+    if (in_series(&r->results[i], unit)) distinct(xs, &nx, r->results[i].variant);
+  free(xs);
+  return nx;
+}
+
+/* One line chart of the series points of unit, from y: the variants
+ * along x in the order they came, a line per metric; returns the y below
+ * it.  Nothing when there are fewer than two points along x. */
+static int svg_series(FILE *f, const struct bench_report *r, const char *title,
+                      const char *unit, int y) {
+  size_t cap = r->nresults ? r->nresults : 1, nx = 0, nl = 0;
+  const char **xs = cli_xmalloc(cap * sizeof *xs), **lines = cli_xmalloc(cap * sizeof *lines);
+  double max = 0;
+  for (size_t i = 0; i < r->nresults; i++) {
+    const struct bench_result *m = &r->results[i];
+    if (!in_series(m, unit)) continue;
+    distinct(xs, &nx, m->variant);
+    distinct(lines, &nl, m->metric);
+    if (m->value > max) max = m->value;
+  }
+  if (nx >= 2) {
+    const int x0 = SVG_PLOT_LEFT, x1 = SVG_WIDTH - 40;
+    fprintf(f, "<text x=\"20\" y=\"%d\" font-size=\"16\" font-weight=\"bold\">", y + 20);
+    xml_text(f, title);
+    fputs("</text>\n", f);
+    y += 34;
+    const int bottom = y + SVG_PLOT_HEIGHT;
+    if (max <= 0) max = 1;
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"#999\" points=\"%d,%d %d,%d %d,%d\"/>\n"
+            "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.2f</text>\n"
+            "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">0</text>\n",
+            x0, y, x0, bottom, x1, bottom, x0 - 6, y + 10, max, x0 - 6, bottom);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", x0, bottom + 16);
+    xml_text(f, xs[0]);
+    fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">",
+            x1, bottom + 16);
+    xml_text(f, xs[nx - 1]);
+    fputs("</text>\n", f);
+    for (size_t l = 0; l < nl; l++) {
+      const char *colour = line_colours[l % (sizeof line_colours / sizeof line_colours[0])];
+      fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+              colour);
+      for (size_t i = 0; i < r->nresults; i++) {
+        const struct bench_result *m = &r->results[i];
+        if (!in_series(m, unit) || strcmp(m->metric, lines[l]) != 0) continue;
+        size_t at = distinct(xs, &nx, m->variant);
+        fprintf(f, "%.1f,%.1f ", x0 + (double)at * (x1 - x0) / (double)(nx - 1),
+                bottom - m->value / max * SVG_PLOT_HEIGHT);
+      }
+      int lx = x0 + (int)l * 170;
+      fprintf(f,
+              "\"/>\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>\n"
+              "<text x=\"%d\" y=\"%d\" font-size=\"12\">",
+              lx, bottom + 28, colour, lx + 16, bottom + 39);
+      xml_text(f, lines[l]);
+      fputs("</text>\n", f);
+    }
+    y = bottom + 56;
+  }
+  free(xs);
+  free(lines);
+  return y;
+}
+
+/* ---------------------------------------------------------------- SVG drawing */
+
+/* The series drawn as lines under the bars. */
+static const struct {
+  const char *unit, *title;
+} series_charts[] = {{"ms", "Claim time, every window (ms)"},
+                     {"MiB", "Sizes at the end of every window (MiB)"}};
+
 int bench_write_svg(FILE *f, const struct bench_config *cfg,
                     const struct bench_report *r) {
   size_t rows = 0;
   for (size_t i = 0; i < r->nresults; i++)
     rows += in_chart(&r->results[i], "jobs/s") || in_chart(&r->results[i], "ms");
   int height = 40 + 2 * 44 + (int)(rows + 2) * SVG_ROW + 20;
+  for (size_t c = 0; c < sizeof series_charts / sizeof series_charts[0]; c++)
+    if (series_width(r, series_charts[c].unit) >= 2) height += SVG_SERIES_HEIGHT;
   fprintf(f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -282,7 +384,9 @@ int bench_write_svg(FILE *f, const struct bench_config *cfg,
   xml_text(f, store_name(cfg->store));
   fputs("</text>\n", f);
   int y = svg_chart(f, r, "Throughput (jobs/s)", "jobs/s", 36);
-  svg_chart(f, r, "Latency from put to start (ms)", "ms", y);
+  y = svg_chart(f, r, "Latency from put to start (ms)", "ms", y);
+  for (size_t c = 0; c < sizeof series_charts / sizeof series_charts[0]; c++)
+    y = svg_series(f, r, series_charts[c].title, series_charts[c].unit, y);
   fputs("</svg>\n", f);
   return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }

@@ -232,13 +232,27 @@ print(sqlite3.connect(sys.argv[1]).execute(
   expect_rc 0
   check_soak "$T_OUT" 300 || fail "the soak document is not right: $(head -c 300 "$T_OUT")"
   expect_no_jobs
-  # The table sums the windows up; their series is in the CSV.
-  run bench --workload soak --seconds 3 --rate 300 --csv "$D/soak.csv"
+  # The table sums the windows up; their series is in the CSV, and drawn
+  # as lines in the chart.
+  run bench --workload soak --seconds 3 --rate 300 --csv "$D/soak.csv" --plot "$D/soak.svg"
   expect_rc 0
   expect_out_has "median window"
   grep -q "window to" "$T_OUT" && fail "the table shows the series: $(cat "$T_OUT")"
   [[ $(grep -c '^soak,window to [123] s,' "$D/soak.csv") -ge 12 ]] ||
     fail "the csv lacks the windows' series: $(cat "$D/soak.csv")"
+  python3 - "$D/soak.svg" <<'EOF' || fail "the soak's chart has no lines of its windows"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
+assert "Claim time, every window" in texts and "Sizes at the end" in texts, texts
+lines = [p.get("points").split() for p in root.iter(ns + "polyline")
+         if p.get("stroke") != "#999"]
+# claim p50 and p99, the hot table and its indexes: three windows each.
+assert len(lines) == 4 and all(len(l) == 3 for l in lines), lines
+height = float(root.get("height"))
+assert all(0 <= float(pt.split(",")[1]) <= height for l in lines for pt in l), lines
+EOF
   # The table, for people.
   run bench --workload enqueue,ceiling --jobs 200
   expect_rc 0
