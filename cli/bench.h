@@ -74,7 +74,7 @@ void bench_add(struct bench_report *r, const char *workload,
                const char *variant, const char *metric, double value,
                const char *unit);
 /* One point of a series (a soak's every window): in the JSON document
- * and the CSV file, not in the table or the chart. */
+ * and the CSV file, and a line of the drawing, not in the table. */
 void bench_add_series(struct bench_report *r, const char *workload,
                       const char *variant, const char *metric, double value,
                       const char *unit);

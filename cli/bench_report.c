@@ -3,8 +3,9 @@
  * table on stdout (cli/output.h), one JSON document with --json, a CSV
  * file of one row per measurement (--csv) and an SVG drawing (--plot) of
  * the throughputs and the latency percentiles, written as plain SVG text.
- * The points of a series (a soak's every window) go to the JSON document
- * and the CSV file only: they would drown the table and the chart.
+ * The points of a series (a soak's every window) would drown the table
+ * and the bars: they go to the JSON document and the CSV file, and the
+ * drawing shows them as lines.
  */
 #include <errno.h>
 #include <math.h>
