@@ -9,8 +9,8 @@
  * delete them, commit, until the table is empty.  SQLite has one writer
  * and no row locks: there a loop takes the file (BEGIN IMMEDIATE) and
  * deletes the first batch, waiting for the file in SQLite's own busy
- * handler.  The table is dropped at
- * the end.  Every value is bound; only the pid's digits are in the text.
+ * handler.  The table is dropped at the end.  Every value is bound; only
+ * the pid's digits are in the text.
  *
  * The fenced variant is the same protocol split the way a queue that
  * fences its acknowledgements must split it, with no jobq logic either:
