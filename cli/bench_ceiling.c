@@ -851,7 +851,7 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
       *rate = (double)rows / secs;
   }
   /* The tables go, whatever happened. */
-  char sql[160];
+  char sql[64 + sizeof c.table + sizeof c.archive];
   int dropped;
   if (cfg->store == BENCH_SQLITE) {
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s; DROP TABLE IF EXISTS %s", c.table,
