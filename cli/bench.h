@@ -47,7 +47,7 @@ struct bench_result {
   char metric[32];    /* "throughput", "p50", "ratio", ... */
   double value;
   char unit[16];      /* "jobs/s", "ms", "x", "%" */
-  int series;         /* one point of a series: --json and --csv only */
+  int series;         /* one point of a series (bench_add_series) */
 };
 
 enum bench_status { BENCH_OK = 0, BENCH_FAILED, BENCH_SKIPPED, BENCH_INTERRUPTED };
@@ -95,9 +95,9 @@ int bench_write_svg(FILE *f, const struct bench_config *cfg,
 
 /*
  * Each workload runs on db (the parent's handle), adds its measurements
- * and returns BENCH_OK or BENCH_FAILED
- * after writing its error to run->why.  It leaves its queues registered
- * with bench_queue() for the caller to purge.
+ * and returns BENCH_OK, or BENCH_FAILED after writing its error to
+ * run->why.  It leaves its queues registered with bench_queue() for the
+ * caller to purge.
  */
 typedef int (*bench_workload_fn)(const struct bench_config *cfg, jobq *db,
                                  struct bench_report *rep,
