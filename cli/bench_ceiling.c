@@ -63,6 +63,29 @@ static long long next_token(void) {
   return ((long long)getpid() << 32) + ++seq;
 }
 
+/* ---------------------------------------------------------------- filling */
+
+/* Puts k rows of payload "x" into the ceiling's table: 1, or 0 with the
+ * error in err. */
+typedef int (*fill_fn)(void *ctx, int64_t k, char *err, size_t size);
+
+/* Fills the ceiling's table with n rows, at most chunk to a statement,
+ * under a progress bar: 1, or 0 with the error in err. */
+static int fill(int64_t n, int64_t chunk, fill_fn insert, void *ctx, char *err,
+                size_t size) {
+  struct cli_progress bar;
+  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
+  int ok = 1;
+  for (int64_t done = 0; done < n && ok && !bench_stop;) {
+    int64_t k = n - done < chunk ? n - done : chunk;
+    ok = insert(ctx, k, err, size);
+    done += k;
+    cli_progress_update(&bar, done, done);
+  }
+  cli_progress_end(&bar);
+  return ok;
+}
+
 /* ---------------------------------------------------------------- PostgreSQL */
 
 static int pg_ok(PGresult *res, char *err, size_t size) {
@@ -75,6 +98,19 @@ static int pg_ok(PGresult *res, char *err, size_t size) {
 
 static int pg_exec(PGconn *pc, const char *sql, char *err, size_t size) {
   return pg_ok(PQexec(pc, sql), err, size);
+}
+
+struct pg_fill {
+  PGconn *pc;
+  const char *sql;  /* the INSERT of $2 rows of payload $1 */
+};
+
+static int pg_fill(void *ctx, int64_t k, char *err, size_t size) {
+  const struct pg_fill *f = ctx;
+  char count[24];
+  snprintf(count, sizeof count, "%lld", (long long)k);
+  const char *values[] = {"x", count};
+  return pg_ok(PQexecParams(f->pc, f->sql, 2, NULL, values, NULL, NULL, 0), err, size);
 }
 
 static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
@@ -100,20 +136,8 @@ static int pg_create(PGconn *pc, const struct ceiling *c, int64_t n, char *err,
   snprintf(sql, sizeof sql,
            "INSERT INTO %s(payload) SELECT $1::bytea FROM generate_series(1, $2::int)",
            c->table);
-  struct cli_progress bar;
-  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
-  int ok = 1;
-  for (int64_t done = 0; done < n && ok && !bench_stop;) {
-    int64_t k = n - done < 10000 ? n - done : 10000;
-    char count[24];
-    snprintf(count, sizeof count, "%lld", (long long)k);
-    const char *values[] = {"x", count};
-    ok = pg_ok(PQexecParams(pc, sql, 2, NULL, values, NULL, NULL, 0), err, size);
-    done += k;
-    cli_progress_update(&bar, done, done);
-  }
-  cli_progress_end(&bar);
-  return ok ? 0 : -1;
+  struct pg_fill f = {pc, sql};
+  return fill(n, 10000, pg_fill, &f, err, size) ? 0 : -1;
 }
 
 /* The ids of res's first column as an array literal in ids ("{1,2}"):
@@ -260,6 +284,23 @@ static MYSQL_STMT *my_insert(MYSQL *my, const struct ceiling *c, size_t k,
   return st;
 }
 
+struct my_fill {
+  MYSQL *my;
+  const struct ceiling *c;
+  MYSQL_STMT *full;  /* the INSERT of FILL_ROWS rows */
+};
+
+/* k rows: FILL_ROWS with the statement prepared for them, fewer (the
+ * last) with one of their own. */
+static int my_fill(void *ctx, int64_t k, char *err, size_t size) {
+  const struct my_fill *f = ctx;
+  MYSQL_BIND b[FILL_ROWS];
+  MYSQL_STMT *st = k == FILL_ROWS ? f->full : my_insert(f->my, f->c, (size_t)k, b, err, size);
+  int ok = st != NULL && (mysql_stmt_execute(st) == 0 || stmt_fail(st, err, size));
+  if (st != NULL && st != f->full) mysql_stmt_close(st);
+  return ok;
+}
+
 static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
                      size_t size) {
   char sql[256];
@@ -279,24 +320,9 @@ static int my_create(MYSQL *my, const struct ceiling *c, int64_t n, char *err,
     if (!my_exec(my, sql, err, size)) return -1;
   }
   MYSQL_BIND b[FILL_ROWS];
-  MYSQL_STMT *full = my_insert(my, c, FILL_ROWS, b, err, size);
-  int ok = full != NULL;
-  struct cli_progress bar;
-  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
-  int64_t done = 0;
-  for (; ok && done + FILL_ROWS <= n && !bench_stop; done += FILL_ROWS) {
-    if (mysql_stmt_execute(full) != 0) ok = stmt_fail(full, err, size);
-    cli_progress_update(&bar, done, done);
-  }
-  if (ok && done < n && !bench_stop) {
-    MYSQL_BIND rest_b[FILL_ROWS];
-    MYSQL_STMT *rest = my_insert(my, c, (size_t)(n - done), rest_b, err, size);
-    ok = rest != NULL && mysql_stmt_execute(rest) == 0;
-    if (!ok && rest != NULL) stmt_fail(rest, err, size);
-    if (rest != NULL) mysql_stmt_close(rest);
-  }
-  cli_progress_end(&bar);
-  if (full != NULL) mysql_stmt_close(full);
+  struct my_fill f = {my, c, my_insert(my, c, FILL_ROWS, b, err, size)};
+  int ok = f.full != NULL && fill(n, FILL_ROWS, my_fill, &f, err, size);
+  if (f.full != NULL) mysql_stmt_close(f.full);
   return ok ? 0 : -1;
 }
 
@@ -462,6 +488,15 @@ static sqlite3_stmt *sq_prepare(sqlite3 *db, const char *sql, char *err, size_t 
   return st;
 }
 
+/* k rows by ctx, the INSERT of ?1 rows. */
+static int sq_fill(void *ctx, int64_t k, char *err, size_t size) {
+  sqlite3_stmt *ins = ctx;
+  sqlite3_bind_int64(ins, 1, k);
+  int ok = sqlite3_step(ins) == SQLITE_DONE || sq_fail(sqlite3_db_handle(ins), err, size);
+  sqlite3_reset(ins);
+  return ok;
+}
+
 static int sq_create(sqlite3 *db, const struct ceiling *c, int64_t n, char *err,
                      size_t size) {
   char sql[512];
@@ -488,18 +523,7 @@ static int sq_create(sqlite3 *db, const struct ceiling *c, int64_t n, char *err,
            "INSERT INTO %s(payload) SELECT x'78' FROM n",
            c->table);
   sqlite3_stmt *ins = sq_prepare(db, sql, err, size);
-  int ok = ins != NULL;
-  struct cli_progress bar;
-  cli_progress_start(&bar, "ceiling (filling):", "rows", n);
-  for (int64_t done = 0; done < n && ok && !bench_stop;) {
-    int64_t k = n - done < 10000 ? n - done : 10000;
-    sqlite3_bind_int64(ins, 1, k);
-    ok = sqlite3_step(ins) == SQLITE_DONE || sq_fail(db, err, size);
-    sqlite3_reset(ins);
-    done += k;
-    cli_progress_update(&bar, done, done);
-  }
-  cli_progress_end(&bar);
+  int ok = ins != NULL && fill(n, 10000, sq_fill, ins, err, size);
   sqlite3_finalize(ins);
   return ok ? 0 : -1;
 }
