@@ -437,6 +437,53 @@ static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **st
   command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
 }
 
+/* The lock the claimers' look takes before it starts a vacuum. */
+#define VACUUM_LOCK "hashtextextended('v:' || 'jobq_jobs'::regclass::oid::text, 0)"
+
+/* Whether db's session could take the vacuums' lock (given back at once). */
+static int vacuum_lock_free(jobq *db) {
+  PGresult *res = rows_of(db, "SELECT pg_try_advisory_lock(" VACUUM_LOCK ")");
+  int is_free = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+  PQclear(res);
+  if (is_free) PQclear(rows_of(db, "SELECT pg_advisory_unlock(" VACUUM_LOCK ")"));
+  return is_free;
+}
+
+/* One vacuum of the hot table at a time, whoever starts it: a claimer
+ * whose look finds the dead rows starts none while another session holds
+ * the vacuums' lock (with 64 claimer processes, dozens of connections a
+ * second were made for a vacuum that skipped the table, another being at
+ * work), starts one once it is free, and gives the lock back after it. */
+static void test_one_vacuum_at_a_time(void **state) {
+  tq *t = *state;
+  command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");
+  PQclear(rows_of(t->db, "SELECT pg_advisory_lock(" VACUUM_LOCK ")"));
+  jobq *w = th_open(t->url);
+  jobq_session *s = th_session(w, 60000);
+  make_dead_rows(t->db, w, s, "one");
+  int64_t before = vacuums(t->db);
+  /* Three looks, a second apart, find the dead rows and the lock taken. */
+  for (int i = 0; i < 30; i++) {
+    th_claim_none(s, "one");
+    th_sleep_ms(100);
+  }
+  assert_int_equal(vacuums(t->db), before);
+  assert_true(table_stat(t->db, "n_dead_tup") >= 20000);
+  PQclear(rows_of(t->db, "SELECT pg_advisory_unlock(" VACUUM_LOCK ")"));
+  claim_until_vacuumed(t->db, s, "one", before);
+  /* The vacuum has ended: a transaction of the claimer's after its
+   * connection has the result gives the lock back. */
+  int is_free = 0;
+  for (int i = 0; i < 50 && !(is_free = vacuum_lock_free(t->db)); i++) {
+    th_claim_none(s, "one");
+    th_sleep_ms(100);
+  }
+  assert_true(is_free);
+  jobq_session_close(s);
+  jobq_close(w);
+  command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
+}
+
 /* The library's own transactions send their BEGIN with their first
  * statement; jobq_begin() must begin at once, as the caller's own
  * statements on the connection come next. */
@@ -750,6 +797,7 @@ int main(void) {
       TQ_TEST(test_statistics_never_taken_are_taken),
       TQ_TEST(test_a_full_batch_from_a_table_counted_empty_is_analyzed),
       TQ_TEST(test_dead_rows_are_vacuumed_without_waiting_for_autovacuum),
+      TQ_TEST(test_one_vacuum_at_a_time),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
       TQ_TEST(test_round_trips),
