@@ -430,13 +430,21 @@ int bench_scale(const struct bench_config *cfg, jobq *db,
     bench_add(rep, "scale", variant, "throughput", (double)per / secs, "jobs/s");
     bench_add(rep, "scale", variant, "empty claims",
               claims > 0 ? 100.0 * (double)empty / (double)claims : 0, "%");
-    /* What the bare SQL does with as many claimers on this machine. */
-    double top;
+    /* What the bare SQL does with as many claimers on this machine, and
+     * the protocol jobq must run (fenced, archived) as bare SQL. */
+    double top, archived;
     snprintf(label, sizeof label, "scale (%d, bare sql):", procs);
     if (bench_ceiling_rate(cfg, db, procs, batch, BENCH_BARE, per, label, &top, run) != BENCH_OK)
       return BENCH_FAILED;
+    snprintf(label, sizeof label, "scale (%d, archived sql):", procs);
+    if (bench_ceiling_rate(cfg, db, procs, batch, BENCH_ARCHIVED, per, label, &archived, run) !=
+        BENCH_OK)
+      return BENCH_FAILED;
     bench_add(rep, "scale", variant, "ceiling", top, "jobs/s");
     bench_add(rep, "scale", variant, "share of ceiling", 100.0 * (double)per / secs / top, "%");
+    bench_add(rep, "scale", variant, "archived ceiling", archived, "jobs/s");
+    bench_add(rep, "scale", variant, "share of archived ceiling",
+              100.0 * (double)per / secs / archived, "%");
     /* Each level on its own queue, the one before gone. */
     if ((rc = jobq_purge(db, q, NULL)) != JOBQ_OK)
       return bench_lib_fail(run, db, rc, "removing the jobs");

@@ -53,9 +53,15 @@ if len(variants("scale")) < 2:
 scale = [x for x in doc["workloads"] if x["name"] == "scale"][0]
 for v in variants("scale"):
     metrics = sorted(r["metric"] for r in scale["results"] if r["variant"] == v)
-    want = ["ceiling", "empty claims", "share of ceiling", "throughput"]
+    want = ["archived ceiling", "ceiling", "empty claims", "share of archived ceiling",
+            "share of ceiling", "throughput"]
     if metrics != want:
         errors.append("scale %s: metrics %s, expected %s" % (v, metrics, want))
+    got = {r["metric"]: r["value"] for r in scale["results"] if r["variant"] == v}
+    for share, ceiling in (("share of ceiling", "ceiling"),
+                           ("share of archived ceiling", "archived ceiling")):
+        if abs(got[share] - 100 * got["throughput"] / got[ceiling]) > 0.01 * got[share]:
+            errors.append("scale %s: %s %s is not throughput over %s" % (v, share, got[share], ceiling))
 backlog = [x for x in doc["workloads"] if x["name"] == "backlog"][0]
 phases = sorted(set(variants("backlog")))
 if len(phases) != 3:
