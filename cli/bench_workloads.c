@@ -409,9 +409,10 @@ int bench_scale(const struct bench_config *cfg, jobq *db,
   size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 10;
   for (int procs = 1; procs <= 64; procs *= 2) {
     if (cfg->concurrency > 0 && procs > cfg->concurrency) break;
-    /* A fifth of --jobs, and a fiftieth for each claimer: at 64, a
-     * fifth was 156 jobs each, and the first claims of 64 new
-     * connections (their plans, their caches) took much of the time. */
+    /* A fifth of --jobs (at least 200), or a fiftieth of it for each
+     * claimer when that is more: at 64, a fifth was 156 jobs each, and
+     * the first claims of 64 new connections (their plans, their
+     * caches) took much of the level. */
     int64_t per = procs * (cfg->jobs / 50) > least ? procs * (cfg->jobs / 50) : least;
     char q[BENCH_QUEUE_BUF], name[32], label[64];
     snprintf(name, sizeof name, "scale-%d", procs);
