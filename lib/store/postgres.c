@@ -222,6 +222,10 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
+/* The key of the vacuums' lock (refresh_stats), the same on every
+ * connection to this schema. */
+#define VACUUM_LOCK_KEY "hashtextextended('v:' || 'jobq_jobs'::regclass::oid::text, 0)"
+
 /* This store's own statements, numbered after lib/sql.h's. */
 enum {
   PG_CLAIM = JOBQ_Q__COUNT,
@@ -381,8 +385,7 @@ static const char *const own_sql[] = {
         "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "
         "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "
         "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "
-        "v.relid = c.oid) THEN pg_try_advisory_lock(hashtextextended('v:' || "
-        "c.oid::text, 0)) ELSE false END, "
+        "v.relid = c.oid) THEN pg_try_advisory_lock(" VACUUM_LOCK_KEY ") ELSE false END, "
         "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "
         "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "
         "pg_has_role(c.relowner, 'MEMBER')",
@@ -1649,11 +1652,12 @@ static int claimed_cmp(const void *a, const void *b) {
  * milliseconds, more on a busy machine, and the locks of the claim's
  * jobs were held meanwhile when it was made inside.
  *
- * Each claim closes that connection once its vacuum has finished.  The
- * handle then starts none for as long again as the vacuum ran, so that
- * its vacuums take at most half of a core's time, however large the
- * table: a vacuum of a million dead rows took under a second here, and
- * the next one may come as soon after.  A fixed ten seconds between two
+ * The end of each of the handle's transactions closes that connection
+ * once its vacuum has finished.  The handle then starts none for as
+ * long again as the vacuum ran, so that its vacuums take at most half
+ * of a core's time, however large the table: a vacuum of a million
+ * dead rows took under a second here, and the next one may come as soon
+ * after.  A fixed ten seconds between two
  * let a million jobs archived in twenty leave nearly a million dead rows
  * behind, and the claims after them ran at a quarter of their rate.
  *
@@ -1674,8 +1678,8 @@ static int claimed_cmp(const void *a, const void *b) {
 
 /* Closes the vacuum connection once its vacuum has ended (or failed),
  * and sets when the next may begin: as long after as it ran, as far as
- * this handle saw, which is later than it ended when the handle did not
- * claim meanwhile; hence no more than VACUUM_RETRY_MS. */
+ * this handle saw, which is later than it ended when the handle ran no
+ * transaction meanwhile; hence no more than VACUUM_RETRY_MS. */
 static void vacuum_reap(pg *c) {
   if (c->vacuum != NULL && !(PQconsumeInput(c->vacuum) && PQisBusy(c->vacuum))) {
     PQfinish(c->vacuum);
@@ -1686,13 +1690,12 @@ static void vacuum_reap(pg *c) {
 }
 
 /* Gives back the vacuums' lock that the look of refresh_stats took, on
- * the handle's connection, with no transaction open.  A connection that broke
- * lost the lock with its session. */
+ * the handle's connection, with no transaction open.  A connection that
+ * broke lost the lock with its session. */
 static void vacuum_unlock(pg *c) {
   c->vacuum_lock = 0;
   if (PQstatus(c->conn) == CONNECTION_OK)
-    PQclear(PQexec(c->conn, "SELECT pg_advisory_unlock(hashtextextended('v:' || "
-                            "'jobq_jobs'::regclass::oid::text, 0))"));
+    PQclear(PQexec(c->conn, "SELECT pg_advisory_unlock(" VACUUM_LOCK_KEY ")"));
 }
 
 /* Starts VACUUM of the hot table on a new connection and leaves it
@@ -1723,7 +1726,6 @@ static void vacuum_start(jobq *db) {
 
 static int refresh_stats(jobq *db) {
   pg *c = conn(db);
-  vacuum_reap(c);
   int64_t now = jobq__mono_ms();
   /* A full batch from a table the planner counts (nearly) empty: the
    * statistics collector may not count the rows yet (a backend reports
