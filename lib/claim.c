@@ -79,9 +79,10 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     if (nacks > 0) rc = jobq__failpoint(db, "ack.before-fence");
     if (rc == JOBQ_OK) rc = jobq__session_enter(db, s, max > 0, acks, nacks);
     if (rc == JOBQ_OK) rc = jobq__ack_batch(db, s, acks, nacks);
-    if (rc == JOBQ_OK && max > 0) rc = db->store->claim(db, s, queues, nq, max, jobs, n);
+    /* The claim comes last: a store may commit with it (store.h). */
     if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
+    if (rc == JOBQ_OK && max > 0) rc = db->store->claim(db, s, queues, nq, max, jobs, n);
     rc = jobq__txn_end(db, rc);
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
     if (rc == JOBQ_ECONN && *n > 0) rc = claim_outcome(db, s, *jobs, *n, rc);

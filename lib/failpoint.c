@@ -13,7 +13,14 @@
  *
  * The places:
  *
- *   claim.before-commit   a claim's work is done, its commit not yet sent
+ *   claim.before-commit   a claim's session checked and acknowledgements
+ *                         done, the claim itself not yet sent (a store may
+ *                         send the commit with it)
+ *   claim.sent-commit     (PostgreSQL) a claim sent with its commit, which
+ *                         went through, its reply not yet read (with
+ *                         error: the reply was lost, no job is known; the
+ *                         session's next transaction gives the claim's
+ *                         jobs back)
  *   claim.after-commit    a claim committed, the jobs not yet returned
  *                         (with error: the reply of the commit was lost;
  *                         the claim reads its first job back and returns

@@ -71,7 +71,9 @@ struct jobq_session {
   size_t nstarted, capstarted;
   /* Jobs of claims whose commit may have gone through unseen (its reply
    * was lost and could not be read back): given back by the session's
-   * next transaction, under their claim tokens. */
+   * next transaction, under their claim tokens.  Id 0 stands for every
+   * job of a claim whose jobs are not known, whose tokens all begin with
+   * claim. */
   struct jobq_doubtful {
     int64_t id;
     char claim[JOBQ_CLAIM_LEN + 1];
@@ -297,6 +299,10 @@ void jobq__session_noted(jobq_session *s);
  * next transaction gives back those it holds (jobq__session_enter and
  * heartbeats).  JOBQ_ENOMEM when they cannot be remembered. */
 int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n);
+/* The same for a claim whose jobs are not known (its reply was lost with
+ * the commit's): every job s holds under a claim token that begins with
+ * prefix. */
+int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix);
 /* Adds the queues of the n jobs s was handed by a claim to s->queues. */
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
 

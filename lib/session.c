@@ -182,12 +182,47 @@ static int release(jobq *db, const held *h, int lost) {
   return rc;
 }
 
+static struct jobq_doubtful *doubt_more(jobq *db, jobq_session *s, size_t n);
+
+/* The jobs s holds of a claim whose jobs are not known (prefix, the start
+ * of their tokens), added to its doubtful jobs. */
+static int doubtful_of_claim(jobq *db, jobq_session *s, const char *prefix) {
+  jobq_rows *r;
+  int rc = jobq__sql_query(db, JOBQ_Q_CLAIM_HELD, &r,
+                           SQL_ARGS(V_TEXT(s->id), V_TEXT(prefix),
+                                    V_INT((int64_t)strlen(prefix))));
+  if (rc != JOBQ_OK) return rc;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    struct jobq_doubtful *d = doubt_more(db, s, 1);
+    if (d == NULL) {
+      got = JOBQ_ENOMEM;
+      break;
+    }
+    size_t len;
+    const char *claim = db->store->col_bytes(r, 1, &len);
+    d->id = jobq__col_int(db, r, 0);
+    snprintf(d->claim, sizeof d->claim, "%.*s", (int)len, claim);
+    s->ndoubtful++;
+  }
+  jobq__rows_done(db, r);
+  return got < 0 ? got : JOBQ_OK;
+}
+
 /* The jobs of doubtful claims that the session holds under their claim
  * tokens were never handed to its worker: they are given back. */
 static int give_back_doubtful(jobq *db, jobq_session *s) {
   int rc = JOBQ_OK;
+  /* A claim's jobs found by their tokens' start come after the rest. */
+  for (size_t i = 0; i < s->ndoubtful && rc == JOBQ_OK; i++) {
+    if (s->doubtful[i].id != 0) continue;
+    char prefix[JOBQ_CLAIM_LEN + 1];
+    memcpy(prefix, s->doubtful[i].claim, sizeof prefix);
+    rc = doubtful_of_claim(db, s, prefix);
+  }
   for (size_t i = 0; i < s->ndoubtful && rc == JOBQ_OK; i++) {
     const struct jobq_doubtful *d = &s->doubtful[i];
+    if (d->id == 0) continue;
     jobq_rows *r;
     int got = jobq__sql_row(db, JOBQ_Q_ACK_ROW, &r,
                             SQL_ARGS(V_INT(d->id), V_TEXT(s->id), V_TEXT(d->claim)));
@@ -282,20 +317,40 @@ void jobq__session_noted(jobq_session *s) {
   s->ndoubtful = 0;
 }
 
-int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n) {
+/* Room for n more doubtful jobs of s: the first of them, or NULL when
+ * out of memory. */
+static struct jobq_doubtful *doubt_more(jobq *db, jobq_session *s, size_t n) {
   if (s->ndoubtful + n > s->capdoubtful) {
     size_t cap = s->capdoubtful ? s->capdoubtful : 16;
     while (cap < s->ndoubtful + n) cap *= 2;
     struct jobq_doubtful *v = realloc(s->doubtful, cap * sizeof *v);
-    if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (v == NULL) {
+      jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      return NULL;
+    }
     s->doubtful = v;
     s->capdoubtful = cap;
   }
+  return &s->doubtful[s->ndoubtful];
+}
+
+int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n) {
+  struct jobq_doubtful *d = doubt_more(db, s, n);
+  if (d == NULL) return JOBQ_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    struct jobq_doubtful *d = &s->doubtful[s->ndoubtful++];
-    d->id = jobs[i].id;
-    memcpy(d->claim, jobs[i].claim, sizeof d->claim);
+    d[i].id = jobs[i].id;
+    memcpy(d[i].claim, jobs[i].claim, sizeof d[i].claim);
   }
+  s->ndoubtful += n;
+  return JOBQ_OK;
+}
+
+int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix) {
+  struct jobq_doubtful *d = doubt_more(db, s, 1);
+  if (d == NULL) return JOBQ_ENOMEM;
+  d->id = 0;
+  snprintf(d->claim, sizeof d->claim, "%s", prefix);
+  s->ndoubtful++;
   return JOBQ_OK;
 }
 

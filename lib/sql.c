@@ -188,6 +188,10 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SESSION_JOBS] = {.common = "SELECT id, attempts, max_attempts, "
                              "cancel_requested, queue, started FROM jobq_jobs "
                              "WHERE session = ?1 ORDER BY id{for_update}"},
+    /* A claim's jobs by the start their tokens share (?2, ?3 characters
+     * long), for a claim whose jobs are not known (lib/session.c). */
+    [JOBQ_Q_CLAIM_HELD] = {.common = "SELECT id, claim FROM jobq_jobs WHERE session = ?1 "
+                           "AND substr(claim, 1, ?3) = ?2 AND state = 'running'"},
     [JOBQ_Q_SESSION_STARTED] = {.common = "UPDATE jobq_jobs SET started = 1 WHERE id = "
                                 "?1 AND session = ?2"},
     [JOBQ_Q_HEARTBEAT] =

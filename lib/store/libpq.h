@@ -20,7 +20,7 @@
 #define JOBQ_LIBPQ_SONAME "libpq.so.5"
 
 #define JOBQ_LIBPQ_FUNCS(X)                                                   \
-  X(PQbackendPID) X(PQclear) X(PQcmdTuples) X(PQconnectdbParams)               \
+  X(PQbackendPID) X(PQclear) X(PQcmdStatus) X(PQcmdTuples) X(PQconnectdbParams)  \
   X(PQconsumeInput) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)         \
   X(PQexecParams) X(PQexecPrepared) X(PQexitPipelineMode) X(PQfinish)          \
   X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength)         \
@@ -42,6 +42,7 @@ int jobq__libpq_load(jobq *db);
 
 #define PQbackendPID (jobq__libpq.PQbackendPID_)
 #define PQclear (jobq__libpq.PQclear_)
+#define PQcmdStatus (jobq__libpq.PQcmdStatus_)
 #define PQcmdTuples (jobq__libpq.PQcmdTuples_)
 #define PQconnectdbParams (jobq__libpq.PQconnectdbParams_)
 #define PQconsumeInput (jobq__libpq.PQconsumeInput_)

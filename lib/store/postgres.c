@@ -422,6 +422,7 @@ typedef struct names {
 
 #define MAX_PARAMS 16
 #define MAX_LATER 8
+#define CLAIM_PREFIX 24 /* hex characters a claim's tokens share, 8 to go (pg_claim) */
 
 /* A statement whose result no one reads, held until the next statement
  * whose result is read (or the commit) so that both go in one round trip:
@@ -465,6 +466,8 @@ typedef struct pg {
   int64_t vacuum_next_ms;      /* monotonic, none begins before (vacuum_reap) */
   int vacuum_wanted;           /* one starts when the transaction has ended */
   int vacuum_lock;             /* this connection holds the vacuums' lock */
+  int commit_with;             /* the next statement goes with the COMMIT (pg_claim) */
+  int committed;               /* it did: the transaction is over */
 } pg;
 
 struct jobq_rows {
@@ -781,32 +784,48 @@ static int insert_ids(jobq *db, PGresult *res, int64_t *ids, size_t nids) {
   return JOBQ_OK;
 }
 
+/* Statements held for the commit's round trip: the counters (lib/counts.c)
+ * and the wake-ups.  Held last, they come after every other. */
+static int with_commit(int id) { return id == JOBQ_Q_COUNT_ADD || id == PG_NOTIFY; }
+
+static const char *sent_what(const sendable *q) {
+  if (q->id >= 0) return stmt_what(q->id);
+  return strcmp(q->sql, "COMMIT") == 0 ? "committing" : "starting a transaction";
+}
+
 /* Runs q, after what waits to be sent (a lazy BEGIN, the statements held
- * for later), all in one round trip.  *res gets q's result, which may be
- * an error; the failure of a statement sent before it is returned, with
- * its message (*res NULL).  A BEGIN that did not get through did nothing:
- * it goes again at once, making a broken connection again (begin_now),
- * and the rest after it. */
+ * for later), all in one round trip.  With commit_with, what is held for
+ * the commit goes after q, then COMMIT (committed tells that it went
+ * through).  *res gets q's result, which may be an error; the failure of
+ * a statement sent before it is returned, with its message (*res NULL),
+ * as is one after it.  A BEGIN that did not get through did nothing: it
+ * goes again at once, making a broken connection again (begin_now), and
+ * the rest after it. */
 static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
   pg *c = conn(db);
   *res = NULL;
-  if (!c->begin_pending && c->nlater == 0) {
+  if (!c->begin_pending && c->nlater == 0 && !c->commit_with) {
     *res = exec_one(c->conn, q);
     return JOBQ_OK;
   }
-  sendable all[MAX_LATER + 2];
-  PGresult *got[MAX_LATER + 2];
+  sendable all[MAX_LATER + 3];
+  PGresult *got[MAX_LATER + 3];
   int rc = JOBQ_OK;
   for (int attempt = 0;; attempt++) {
     size_t k = 0;
     int begin = c->begin_pending;
     c->begin_pending = 0;
     if (begin) all[k++] = (sendable){.id = -1, .sql = "BEGIN"};
-    for (int i = 0; i < c->nlater; i++) {
+    int before = c->nlater;
+    while (c->commit_with && before > 0 && with_commit(c->later[before - 1].id)) before--;
+    const size_t at = (size_t)(begin + before);
+    for (int i = 0; i <= c->nlater; i++) {
+      if (i == before) all[k++] = *q;
+      if (i == c->nlater) break;
       const later *l = &c->later[i];
       all[k++] = (sendable){l->id, NULL, l->n, l->values, l->lengths, l->formats};
     }
-    all[k++] = *q;
+    if (c->commit_with) all[k++] = (sendable){.id = -1, .sql = "COMMIT"};
     pipeline(c, all, k, got);
     if (begin && attempt == 0 && PQresultStatus(got[0]) != PGRES_COMMAND_OK) {
       for (size_t i = 0; i < k; i++) PQclear(got[i]);
@@ -815,20 +834,25 @@ static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
       continue;
     }
     /* The first failure is what went wrong; what came after it did not
-     * run. */
-    size_t i = 0;
-    for (; i + 1 < k && rc == JOBQ_OK; i++)
-      if (!result_ok(got[i]))
-        rc = pg_fail(db, got[i],
-                     all[i].id >= 0 ? stmt_what(all[i].id) : "starting a transaction");
-    for (int j = 0; j < c->nlater && rc == JOBQ_OK; j++)
+     * run.  q's own is for the caller. */
+    for (size_t i = 0; i < k && rc == JOBQ_OK; i++)
+      if (i != at && (i < at || result_ok(got[at])) && !result_ok(got[i]))
+        rc = pg_fail(db, got[i], sent_what(&all[i]));
+    for (int j = 0; j < before && rc == JOBQ_OK; j++)
       if (c->later[j].ids != NULL)
         rc = insert_ids(db, got[j + begin], c->later[j].ids, c->later[j].nids);
-    for (size_t j = 0; j + 1 < k; j++) PQclear(got[j]);
+    /* A COMMIT that ended a failed transaction says ROLLBACK. */
+    if (rc == JOBQ_OK && c->commit_with && result_ok(got[at])) {
+      c->committed = strcmp(PQcmdStatus(got[k - 1]), "COMMIT") == 0;
+      if (!c->committed)
+        rc = jobq__fail(db, JOBQ_EDB, "committing: the server rolled the transaction back");
+    }
+    for (size_t j = 0; j < k; j++)
+      if (j != at) PQclear(got[j]);
     if (rc == JOBQ_OK)
-      *res = got[k - 1];
+      *res = got[at];
     else
-      PQclear(got[k - 1]);
+      PQclear(got[at]);
     break;
   }
   later_clear(c);
@@ -1507,6 +1531,8 @@ static void txn_over(pg *c) {
   later_clear(c);
   names_clear(&c->wake);
   c->begin_pending = 0;
+  c->commit_with = 0;
+  c->committed = 0;
   c->lazy = 0;
 }
 
@@ -1567,8 +1593,8 @@ static int pg_commit(jobq *db, int depth) {
   pg *c = conn(db);
   int rc = JOBQ_OK;
   /* When no statement ran (nothing was sent, nothing waits), there is
-   * nothing to commit. */
-  if (!c->begin_pending || c->nlater > 0) {
+   * nothing to commit; nor when the claim took the COMMIT with it. */
+  if (!c->committed && (!c->begin_pending || c->nlater > 0)) {
     if (c->notify && c->wake.n > 0) rc = notify_later(db);
     if (rc == JOBQ_OK) rc = run_after(db, "COMMIT", "committing");
   }
@@ -1580,8 +1606,9 @@ static int pg_commit(jobq *db, int depth) {
 static int pg_rollback(jobq *db, int depth) {
   pg *c = conn(db);
   /* What waited to be sent was never sent; with a BEGIN still waiting,
-   * neither was anything else. */
-  int sent = depth > 0 || !c->begin_pending;
+   * neither was anything else.  A transaction committed with its claim
+   * has nothing to undo. */
+  int sent = depth > 0 || (!c->begin_pending && !c->committed);
   if (depth > 0)
     later_clear(c);
   else
@@ -1770,28 +1797,52 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     }
     qv = arr_val(&a);
   }
-  /* A claim token for each job it may claim. */
+  /* A claim token for each job it may claim: one random start for the
+   * claim, then the job's place in it, so that the claim's jobs can be
+   * found when no reply told which they are. */
+  char t[JOBQ_CLAIM_LEN + 1];
+  jobq__random_hex(t, CLAIM_PREFIX / 2);
   array tok;
   arr_begin(&tok, OID_TEXT, max);
   for (size_t i = 0; i < max; i++) {
-    char t[JOBQ_CLAIM_LEN + 1];
-    jobq__random_hex(t, JOBQ_CLAIM_LEN / 2);
+    snprintf(t + CLAIM_PREFIX, sizeof t - CLAIM_PREFIX, "%08x", (unsigned)i);
     arr_bytes(&tok, t, JOBQ_CLAIM_LEN);
   }
+  t[CLAIM_PREFIX] = '\0';
   if (tok.failed) {
     free(a.p);
     free(tok.p);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
-  jobq_rows *r;
+  /* The claim is the last statement of the transaction (store.h): in the
+   * library's own, the counters, the wake-ups and the COMMIT go after it
+   * in its round trip, so that the rows it locks are held for no round
+   * trip more, while other claimers step over them. */
+  if (c->lazy) {
+    rc = jobq__counts_write(db);
+    if (rc == JOBQ_OK && c->notify && c->wake.n > 0) rc = notify_later(db);
+    c->commit_with = 1;
+  }
+  jobq_rows *r = NULL;
   size_t now = s->start_now < max ? s->start_now : max;
-  rc = pg_query(db, PG_CLAIM,
-                SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now),
-                         arr_val(&tok)),
-                &r);
+  if (rc == JOBQ_OK)
+    rc = pg_query(db, PG_CLAIM,
+                  SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now),
+                           arr_val(&tok)),
+                  &r);
   free(a.p);
   free(tok.p);
-  if (rc != JOBQ_OK) return rc;
+  int fused = c->commit_with;
+  c->commit_with = 0;
+  if (rc == JOBQ_OK && c->committed) rc = jobq__failpoint(db, "claim.sent-commit");
+  /* The connection broke with the commit on its way: it may have gone
+   * through with jobs no reply named. */
+  if (rc == JOBQ_ECONN && fused && jobq__session_doubt_claim(db, s, t) != JOBQ_OK)
+    rc = JOBQ_ENOMEM;
+  if (rc != JOBQ_OK) {
+    if (r != NULL) pg_done(db, r);
+    return rc;
+  }
   size_t got = (size_t)r->nrows, k = 0;
   c->full_claim = got == max ? (int64_t)got : 0;
   claimed *cl = got ? calloc(got, sizeof *cl) : NULL;

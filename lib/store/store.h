@@ -120,7 +120,13 @@ typedef struct jobq_store {
   /* --- what each engine does its own way --- */
   /* Claims up to max ready jobs of the session from the nq queues (all
    * unpaused queues when nq is 0), in one statement where the engine
-   * allows; the session and identity were checked in this transaction. */
+   * allows; the session and identity were checked in this transaction.
+   * The claim is the last statement of the library's own transaction
+   * (lib/claim.c): a store may commit it with the claim, having written
+   * the counters first (jobq__counts_write), and its commit then has
+   * nothing left to do.  Should the outcome of such a commit be unknown,
+   * the store leaves the claim's jobs to the session's next transaction
+   * (jobq__session_doubt_claim). */
   int (*claim)(jobq *db, jobq_session *s, const char *const *queues,
                size_t nq, size_t max, jobq_job **jobs, size_t *n);
   /* Optional fast paths.  put_plain: n validated jobs without barrier
