@@ -239,11 +239,33 @@ enum {
   PG_PUT_PLAIN,
   PG_PUT_KEYED,
   PG_ACK_PLAIN,
+  PG_ACK_UNKEYED,
   PG_STARTED,
   PG_NOTIFY,
   PG_TABLE_STATS,
   PG__END
 };
+
+/* The head of PG_ACK_PLAIN and PG_ACK_UNKEYED: the completions $1 to $3
+ * of session $4 deleted (d) and archived (i, its ids and queues). */
+#define ACK_ARCHIVE \
+  "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS " \
+  "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE " \
+  "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = $4 AND j.state = " \
+  "'running' AND (j.order_key IS NULL OR $5::boolean) AND j.barrier = 0 AND NOT " \
+  "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) " \
+  "RETURNING j.id, j.queue, j.priority, j.run_at, j.order_key, j.barrier, " \
+  "j.unique_key, j.payload, a.result AS new_result, j.attempts, " \
+  "j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
+  "j.created_at, j.claimed_at, j.last_error, j.prev_lost), i AS (INSERT " \
+  "INTO jobq_done(id, " \
+  "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, " \
+  "result, attempts, max_attempts, timeout_ms, backoff_ms, session, claim, " \
+  "created_at, claimed_at, finished_at, last_error, prev_lost) SELECT id, " \
+  "queue, priority, run_at, 'done', order_key, barrier, unique_key, payload, " \
+  "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, " \
+  "claim, created_at, claimed_at, {now}, last_error, prev_lost FROM d " \
+  "RETURNING id, queue)"
 
 static const char *const own_sql[] = {
     /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
@@ -340,24 +362,8 @@ static const char *const own_sql[] = {
      * it promises one job, and that plan compared each of the session's
      * jobs with every acknowledgement (1000 by 1000: 180 ms).  The
      * primary key finds each job at once. */
-    [PG_ACK_PLAIN - JOBQ_Q__COUNT] =
-        "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS "
-        "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE "
-        "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = $4 AND j.state = "
-        "'running' AND (j.order_key IS NULL OR $5::boolean) AND j.barrier = 0 AND NOT "
-        "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "
-        "RETURNING j.id, j.queue, j.priority, j.run_at, j.order_key, j.barrier, "
-        "j.unique_key, j.payload, a.result AS new_result, j.attempts, "
-        "j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, "
-        "j.created_at, j.claimed_at, j.last_error, j.prev_lost), i AS (INSERT "
-        "INTO jobq_done(id, "
-        "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, "
-        "result, attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "
-        "created_at, claimed_at, finished_at, last_error, prev_lost) SELECT id, "
-        "queue, priority, run_at, 'done', order_key, barrier, unique_key, payload, "
-        "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, "
-        "claim, created_at, claimed_at, {now}, last_error, prev_lost FROM d "
-        "RETURNING id, queue), k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
+    [PG_ACK_PLAIN - JOBQ_Q__COUNT] = ACK_ARCHIVE
+        ", k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
         "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
         "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
         "(x.order_key, x.state) >= (k.order_key, 'waiting') AND (x.order_key, "
@@ -366,6 +372,10 @@ static const char *const own_sql[] = {
         "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
         "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
         "0::bigint, queue FROM p",
+    /* The same for a session that never claimed a keyed job: no key to
+     * hand on, so neither the update of the next job nor jobq_blocked
+     * (fewer relations to lock, less to plan). */
+    [PG_ACK_UNKEYED - JOBQ_Q__COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
     /* Held-back jobs the session has started, found by their key for
      * the reason PG_ACK_PLAIN gives. */
     [PG_STARTED - JOBQ_Q__COUNT] =
@@ -404,7 +414,8 @@ static const char *stmt_what(int id) {
     case PG_ENSURE_QUEUES: return "adding the queues";
     case PG_PUT_PLAIN:
     case PG_PUT_KEYED: return "putting jobs";
-    case PG_ACK_PLAIN: return "completing jobs";
+    case PG_ACK_PLAIN:
+    case PG_ACK_UNKEYED: return "completing jobs";
     case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
@@ -2017,7 +2028,7 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   }
   jobq_rows *r = NULL;
   if (rc == JOBQ_OK)
-    rc = pg_query(db, PG_ACK_PLAIN,
+    rc = pg_query(db, s->keyed ? PG_ACK_PLAIN : PG_ACK_UNKEYED,
                   SQL_ARGS(arr_val(&ids), arr_val(&claims), arr_val(&results),
                            V_TEXT(s->id), V_INT(s->keyed != 0)),
                   &r);
