@@ -71,8 +71,8 @@ int jobq__counts_write(jobq *db) {
                          SQL_ARGS(V_TEXT(sum.queue), V_INT(shard), V_INT(sum.done),
                                   V_INT(sum.dead), V_INT(sum.cancelled)));
   }
-  /* Written: a store that commits with the claim (lib/claim.c) writes
-   * them before the commit does, which then finds nothing to add. */
+  /* Written: a store that commits with the claim (store.h) writes them
+   * before the commit would, which then finds nothing to add. */
   for (size_t i = 0; i < db->ncounts && rc == JOBQ_OK; i++)
     db->counts[i].done = db->counts[i].dead = db->counts[i].cancelled = 0;
   return rc;

@@ -182,7 +182,22 @@ static int release(jobq *db, const held *h, int lost) {
   return rc;
 }
 
-static struct jobq_doubtful *doubt_more(jobq *db, jobq_session *s, size_t n);
+/* Room for n more doubtful jobs of s: the first of them, or NULL when
+ * out of memory. */
+static struct jobq_doubtful *doubt_more(jobq *db, jobq_session *s, size_t n) {
+  if (s->ndoubtful + n > s->capdoubtful) {
+    size_t cap = s->capdoubtful ? s->capdoubtful : 16;
+    while (cap < s->ndoubtful + n) cap *= 2;
+    struct jobq_doubtful *v = realloc(s->doubtful, cap * sizeof *v);
+    if (v == NULL) {
+      jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      return NULL;
+    }
+    s->doubtful = v;
+    s->capdoubtful = cap;
+  }
+  return &s->doubtful[s->ndoubtful];
+}
 
 /* The jobs s holds of a claim whose jobs are not known (prefix, the start
  * of their tokens), added to its doubtful jobs. */
@@ -315,23 +330,6 @@ int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
 void jobq__session_noted(jobq_session *s) {
   s->nstarted = 0;
   s->ndoubtful = 0;
-}
-
-/* Room for n more doubtful jobs of s: the first of them, or NULL when
- * out of memory. */
-static struct jobq_doubtful *doubt_more(jobq *db, jobq_session *s, size_t n) {
-  if (s->ndoubtful + n > s->capdoubtful) {
-    size_t cap = s->capdoubtful ? s->capdoubtful : 16;
-    while (cap < s->ndoubtful + n) cap *= 2;
-    struct jobq_doubtful *v = realloc(s->doubtful, cap * sizeof *v);
-    if (v == NULL) {
-      jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-      return NULL;
-    }
-    s->doubtful = v;
-    s->capdoubtful = cap;
-  }
-  return &s->doubtful[s->ndoubtful];
 }
 
 int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n) {
