@@ -749,7 +749,7 @@ static void test_a_claim_committed_unseen(void **state) {
     assert_null(j);
     assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE state = "
                                        "'running' AND attempts = 1"), 3);
-    assert_int_equal(th_sql_int(t->db, "SELECT count(DISTINCT substr(claim, 1, 24)) FROM "
+    assert_int_equal(th_sql_int(t->db, "SELECT count(DISTINCT substr(claim, 1, 16)) FROM "
                                        "jobq_jobs WHERE state = 'running'"), 2);
     if (round == 0) {
       assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);

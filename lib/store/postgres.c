@@ -433,7 +433,7 @@ typedef struct names {
 
 #define MAX_PARAMS 16
 #define MAX_LATER 8
-#define CLAIM_PREFIX 24 /* hex characters a claim's tokens share, 8 to go (pg_claim) */
+#define CLAIM_PREFIX 16 /* hex characters a claim's tokens share (pg_claim) */
 
 /* A statement whose result no one reads, held until the next statement
  * whose result is read (or the commit) so that both go in one round trip:
@@ -1808,15 +1808,16 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     }
     qv = arr_val(&a);
   }
-  /* A claim token for each job it may claim: one random start for the
-   * claim, then the job's place in it, so that the claim's jobs can be
-   * found when no reply told which they are. */
+  /* A claim token for each job it may claim: a random start the claim's
+   * tokens share, so that its jobs can be found when no reply told which
+   * they are, and a random rest for each, so that one job's token does
+   * not tell another's. */
   char t[JOBQ_CLAIM_LEN + 1];
   jobq__random_hex(t, CLAIM_PREFIX / 2);
   array tok;
   arr_begin(&tok, OID_TEXT, max);
   for (size_t i = 0; i < max; i++) {
-    snprintf(t + CLAIM_PREFIX, sizeof t - CLAIM_PREFIX, "%08x", (unsigned)i);
+    jobq__random_hex(t + CLAIM_PREFIX, (JOBQ_CLAIM_LEN - CLAIM_PREFIX) / 2);
     arr_bytes(&tok, t, JOBQ_CLAIM_LEN);
   }
   t[CLAIM_PREFIX] = '\0';
