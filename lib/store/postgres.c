@@ -830,12 +830,12 @@ static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
     int before = c->nlater;
     while (c->commit_with && before > 0 && with_commit(c->later[before - 1].id)) before--;
     const size_t at = (size_t)(begin + before);
-    for (int i = 0; i <= c->nlater; i++) {
-      if (i == before) all[k++] = *q;
-      if (i == c->nlater) break;
+    for (int i = 0; i < c->nlater; i++) {
       const later *l = &c->later[i];
+      if (i == before) all[k++] = *q;
       all[k++] = (sendable){l->id, NULL, l->n, l->values, l->lengths, l->formats};
     }
+    if (before == c->nlater) all[k++] = *q;
     if (c->commit_with) all[k++] = (sendable){.id = -1, .sql = "COMMIT"};
     pipeline(c, all, k, got);
     if (begin && attempt == 0 && PQresultStatus(got[0]) != PGRES_COMMAND_OK) {
@@ -1566,10 +1566,12 @@ static int pg_begin(jobq *db, int depth, int lazy) {
   return rc;
 }
 
-/* The transaction's wake-ups, held to go with its commit (or sent now,
- * after what is held, when the list is full). */
+/* The transaction's wake-ups, if any (and the URL allows them), held to
+ * go with its commit (or sent now, after what is held, when the list is
+ * full). */
 static int notify_later(jobq *db) {
   pg *c = conn(db);
+  if (!c->notify || c->wake.n == 0) return JOBQ_OK;
   array a;
   arr_begin(&a, OID_TEXT, c->wake.n);
   for (size_t i = 0; i < c->wake.n; i++) arr_bytes(&a, c->wake.v[i], strlen(c->wake.v[i]));
@@ -1606,7 +1608,7 @@ static int pg_commit(jobq *db, int depth) {
   /* When no statement ran (nothing was sent, nothing waits), there is
    * nothing to commit; nor when the claim took the COMMIT with it. */
   if (!c->committed && (!c->begin_pending || c->nlater > 0)) {
-    if (c->notify && c->wake.n > 0) rc = notify_later(db);
+    rc = notify_later(db);
     if (rc == JOBQ_OK) rc = run_after(db, "COMMIT", "committing");
   }
   txn_over(c);
@@ -1832,7 +1834,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
    * trip more, while other claimers step over them. */
   if (c->lazy) {
     rc = jobq__counts_write(db);
-    if (rc == JOBQ_OK && c->notify && c->wake.n > 0) rc = notify_later(db);
+    if (rc == JOBQ_OK) rc = notify_later(db);
     c->commit_with = 1;
   }
   jobq_rows *r = NULL;
