@@ -207,8 +207,14 @@ typedef struct jobq_jobref {
  * read or changed (put, finish, retry), on stores with concurrent
  * writers.  finishing: the job leaves the hot table. */
 int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
-/* The lock of queue's ordering key key alone (its queue's taken before). */
-int jobq__order_lock_key(jobq *db, const char *queue, const char *key);
+/* The locks of queue's ordering keys keys[0..n), distinct and sorted
+ * (strcmp), in that order; the queue's taken before. */
+int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
+/* taken[i] set when queue's key keys[i] (distinct, sorted) has a job, in
+ * any state, or a dead one that blocks it: a new job of the key waits.
+ * Under the keys' locks. */
+int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
+                     unsigned char *taken);
 /* The order in which a transaction that needs the locks of several jobs
  * takes them (<0, 0, >0 as strcmp): by queue, then key (none first), byte
  * by byte; every queue's lock before any key's.  Taken in any other order,
@@ -222,12 +228,14 @@ int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wa
 /* Whether queue has an unfinished barrier. */
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
 /* For a store's put_plain (lib/put.c): each distinct queue of the n jobs
- * made sure of and locked for puts, in name order, and wait[i] set when an
- * unfinished barrier in job i's queue makes it wait. */
+ * made sure of and locked for puts, then each key, in jobq__lock_order(),
+ * and wait[i] set when job i must wait: for an unfinished barrier in its
+ * queue, or for its key (as jobq__must_wait() and an earlier job of the
+ * key in the batch would have it). */
 int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
                             unsigned char *wait);
 /* Runs the store's statement id, jobq__sql_put_rows(rows)'s INSERT, for
- * the plain jobs o[0..rows), wait[] as jobq__put_plain_prepare() gave it;
+ * the jobs o[0..rows), wait[] as jobq__put_plain_prepare() gave it;
  * v has room for rows * JOBQ_PUT_ROW_VALUES values.  An error unless it
  * inserted each of them. */
 int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,

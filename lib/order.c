@@ -53,8 +53,12 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
   return rc;
 }
 
-int jobq__order_lock_key(jobq *db, const char *queue, const char *key) {
-  return lock(db, 'k', queue, key, 1);
+int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
+  if (db->store->lock == NULL || n == 0) return JOBQ_OK;
+  if (db->store->lock_keys != NULL) return db->store->lock_keys(db, queue, keys, n);
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = lock(db, 'k', queue, keys[i], 1);
+  return rc;
 }
 
 int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
@@ -75,6 +79,18 @@ static int exists_qk(jobq *db, int id, const char *queue, const char *key,
 static int exists_qi(jobq *db, int id, const char *queue, int64_t num,
                      int *yes) {
   return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_INT(num)));
+}
+
+int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
+                     unsigned char *taken) {
+  if (db->store->keys_taken != NULL) return db->store->keys_taken(db, queue, keys, n, taken);
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    int yes;
+    rc = exists_qk(db, JOBQ_Q_KEY_TAKEN, queue, keys[i], &yes);
+    taken[i] = (unsigned char)yes;
+  }
+  return rc;
 }
 
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes) {

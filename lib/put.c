@@ -3,10 +3,11 @@
  * validated before any SQL runs.  A job with a unique key that an
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
- * barrier goes in as `waiting` (lib/order.c).  Plain jobs, one or many,
- * go through the store's set-based fast path when it has one, and so do
- * jobs with ordering keys where the store takes them (PostgreSQL): one
- * round trip, where the general way takes three for one job.
+ * barrier goes in as `waiting` (lib/order.c).  Jobs without a barrier or
+ * unique key, one or many, keyed or not, go through the store's set-based
+ * fast path: one round trip on PostgreSQL, where the general way takes
+ * three for one job; on MariaDB a statement for many jobs, or for many
+ * keys' locks or looks, where the general way takes three or four a job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +72,40 @@ static int queue_key_cmp(const void *a, const void *b) {
   return jobq__lock_order(queue_of(x), x->key, queue_of(y), y->key);
 }
 
+/* The keys of the jobs by[from..to) of one queue, sorted by key, each
+ * once, into keys[0..*nkeys); first[k]: the earliest of keys[k]'s jobs in
+ * the batch. */
+static void queue_keys(const jobq_put_opts **by, size_t from, size_t to, const char **keys,
+                       const jobq_put_opts **first, size_t *nkeys) {
+  size_t k = 0;
+  for (size_t i = from; i < to; i++) {
+    if (by[i]->key == NULL) continue;
+    if (k > 0 && strcmp(keys[k - 1], by[i]->key) == 0) {
+      if (by[i] < first[k - 1]) first[k - 1] = by[i];
+      continue;
+    }
+    keys[k] = by[i]->key;
+    first[k++] = by[i];
+  }
+  *nkeys = k;
+}
+
 /* Makes sure of the n jobs' queues and takes their named locks (lib/order.c)
  * before anything is decided: each queue's (exclusive where the batch puts
  * a barrier), then each key's, each once, in jobq__lock_order().  Taken
  * as each job came, two batches of the same keys in other orders
  * deadlocked, again on every retry.  wait (NULL: not asked): wait[i] set
- * when an unfinished barrier in job i's queue makes it wait. */
+ * when job i must wait, for an unfinished barrier in its queue, or for its
+ * key: the key had a job before, or job i is not the batch's first of it. */
 static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char *wait) {
   const jobq_put_opts **by = malloc((n ? n : 1) * sizeof *by);
-  if (by == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  const jobq_put_opts **first = malloc((n ? n : 1) * sizeof *first);
+  const char **keys = malloc((n ? n : 1) * sizeof *keys);
+  unsigned char *taken = malloc(n ? n : 1);
+  if (by == NULL || first == NULL || keys == NULL || taken == NULL) {
+    free(by), free(first), free(keys), free(taken);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
   for (size_t i = 0; i < n; i++) by[i] = &opts[i];
   qsort(by, n, sizeof *by, queue_key_cmp);
   int rc = JOBQ_OK;
@@ -93,10 +119,21 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
     if (rc == JOBQ_OK && wait != NULL) rc = jobq__barrier_pending(db, qref.queue, &yes);
     for (size_t k = i; k < end && wait != NULL; k++) wait[by[k] - opts] = (unsigned char)yes;
   }
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (by[i]->key != NULL && (i == 0 || queue_key_cmp(&by[i - 1], &by[i]) != 0))
-      rc = jobq__order_lock_key(db, queue_of(by[i]), by[i]->key);
-  free(by);
+  for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
+    const char *queue = queue_of(by[i]);
+    for (end = i; end < n && strcmp(queue_of(by[end]), queue) == 0; end++) continue;
+    size_t nkeys;
+    queue_keys(by, i, end, keys, first, &nkeys);
+    rc = jobq__order_lock_keys(db, queue, keys, nkeys);
+    if (rc != JOBQ_OK || wait == NULL || nkeys == 0) continue;
+    rc = jobq__keys_taken(db, queue, keys, nkeys, taken);
+    for (size_t k = i, key = 0; rc == JOBQ_OK && k < end; k++) {
+      if (by[k]->key == NULL) continue;
+      while (strcmp(keys[key], by[k]->key) != 0) key++;
+      if (by[k] != first[key] || taken[key]) wait[by[k] - opts] = 1;
+    }
+  }
+  free(by), free(first), free(keys), free(taken);
   return rc;
 }
 
@@ -168,10 +205,11 @@ int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
     row[2] = V_INT(o[i].run_at_ms);
     row[3] = V_INT(o[i].delay_ms);
     row[4] = V_TEXT(wait[i] ? "waiting" : "ready");
-    row[5] = V_BYTES(o[i].payload, o[i].payload_len);
-    row[6] = V_INT(o[i].max_attempts);
-    row[7] = V_INT(o[i].timeout_ms);
-    row[8] = V_INT(o[i].backoff_ms);
+    row[5] = V_TEXT(o[i].key);
+    row[6] = V_BYTES(o[i].payload, o[i].payload_len);
+    row[7] = V_INT(o[i].max_attempts);
+    row[8] = V_INT(o[i].timeout_ms);
+    row[9] = V_INT(o[i].backoff_ms);
   }
   int64_t changed = 0;
   int rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);

@@ -494,22 +494,22 @@ char *jobq__sql_text(int dialect, int id, int **order, size_t *norder) {
 }
 
 /* Each row: queue, priority, run_at (0: now + delay), delay, state,
- * payload, max_attempts, timeout, backoff. */
+ * ordering key, payload, max_attempts, timeout, backoff. */
 char *jobq__sql_put_rows(int rows) {
   buf b = {malloc(256), 0, 256};
   if (b.p == NULL) return NULL;
   b.p[0] = '\0';
-  const char *head = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-                     "max_attempts, timeout_ms, backoff_ms, created_at) VALUES ";
+  const char *head = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
+                     "payload, max_attempts, timeout_ms, backoff_ms, created_at) VALUES ";
   put(&b, head, strlen(head));
   for (int r = 0; r < rows; r++) {
     char row[256];
     int p = r * JOBQ_PUT_ROW_VALUES;
     int len = snprintf(row, sizeof row,
                        "%s(?%d, ?%d, CASE WHEN ?%d > 0 THEN ?%d ELSE {now} + ?%d END, ?%d, "
-                       "?%d, ?%d, ?%d, ?%d, {now})",
+                       "?%d, ?%d, ?%d, ?%d, ?%d, {now})",
                        r ? ", " : "", p + 1, p + 2, p + 3, p + 3, p + 4, p + 5, p + 6, p + 7,
-                       p + 8, p + 9);
+                       p + 8, p + 9, p + 10);
     put(&b, row, (size_t)len);
   }
   return b.p;

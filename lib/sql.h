@@ -70,7 +70,7 @@ const char *jobq__sql_name(int id);
  * common notation: JOBQ_PUT_ROW_VALUES values a row, as
  * jobq__put_plain_insert() binds them.  A new string, or NULL when out of
  * memory. */
-#define JOBQ_PUT_ROW_VALUES 9
+#define JOBQ_PUT_ROW_VALUES 10
 char *jobq__sql_put_rows(int rows);
 
 /* ---------------------------------------------------------------- values */

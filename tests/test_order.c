@@ -590,6 +590,84 @@ static void test_keyed_jobs_in_one_batch(void **state) {
   jobq_session_close(s);
 }
 
+/* A batch of many keys, more than a store puts or looks at in one
+ * statement, each key twice, in an order of its own: the first job of a
+ * key runs unless the key has a job already (ready, running, waiting or a
+ * dead head that blocks it), whether the key was used before or not; a
+ * key whose jobs all finished is free.  The same keys in the queues
+ * "mk.x" and "mk-x", whose names sort around "mk" by another rule once a
+ * key follows them, are keys of their own. */
+static void test_many_keys_in_one_batch(void **state) {
+  tq *t = *state;
+  enum { KEYS = 100 };
+  static const char *const queues[] = {"mk", "mk.x", "mk-x"};
+  char keys[KEYS][8];
+  for (int k = 0; k < KEYS; k++) snprintf(keys[k], sizeof keys[k], "k%02d", k);
+  /* Before: k00-k07 ready, k08 running, k09 running with a job waiting
+   * behind it, k10 blocked by its dead head, k11 finished. */
+  jobq_session *s = th_session(t->db, 0);
+  int64_t running = th_put_key(t->db, "mk", keys[8]);
+  int64_t head = th_put_key(t->db, "mk", keys[9]);
+  th_put_key(t->db, "mk", keys[9]);
+  int64_t dead = put_full(t->db, "mk", keys[10], 0, 0, 1);
+  int64_t done = th_put_key(t->db, "mk", keys[11]);
+  for (int64_t id = running; id <= done; id++) {
+    if (id == head + 1) continue;
+    jobq_job *j = th_claim_one(s, "mk");
+    if (j->id != id) fail_msg("claimed job %lld, expected %lld", (long long)j->id, (long long)id);
+    if (id == dead) assert_rc(jobq_fail(s, j, "fatal"), JOBQ_OK);
+    if (id == done) assert_rc(jobq_complete(s, j, NULL, 0, NULL), JOBQ_OK);
+    jobq_jobs_free(j, 1);
+  }
+  assert_int_equal(th_state(t->db, dead), JOBQ_STATE_DEAD);
+  for (int k = 0; k < 8; k++) th_put_key(t->db, "mk", keys[k]);
+  /* The batch: every key of every queue twice, the keys backwards, and a
+   * job without a key after every tenth. */
+  enum { N = 3 * (2 * KEYS + KEYS / 10) };
+  jobq_put_opts o[N];
+  int queue_of[N], key_of[N], round_of[N];
+  int n = 0;
+  for (int round = 0; round < 2; round++)
+    for (int q = 0; q < 3; q++)
+      for (int k = KEYS - 1; k >= 0; k--) {
+        jobq_put_opts_init(&o[n]);
+        o[n].queue = queues[q];
+        o[n].key = keys[k];
+        queue_of[n] = q, key_of[n] = k, round_of[n++] = round;
+        if (round == 0 && k % 10 == 0) {
+          jobq_put_opts_init(&o[n]);
+          o[n].queue = queues[q];
+          queue_of[n] = q, key_of[n] = -1, round_of[n++] = round;
+        }
+      }
+  assert_int_equal(n, N);
+  int64_t ids[N];
+  assert_rc(jobq_put_many(t->db, o, N, ids, NULL), JOBQ_OK);
+  for (int i = 0; i < N; i++) {
+    int runs = key_of[i] < 0 || (round_of[i] == 0 && (queue_of[i] > 0 || key_of[i] >= 11));
+    int want = runs ? JOBQ_STATE_READY : JOBQ_STATE_WAITING;
+    if (th_state(t->db, ids[i]) != want)
+      fail_msg("job %d (%s/%s) is %s, expected %s", i, queues[queue_of[i]],
+               key_of[i] < 0 ? "-" : keys[key_of[i]], jobq_state_name(th_state(t->db, ids[i])),
+               jobq_state_name(want));
+  }
+  /* Each key of "mk.x" hands on to its second job. */
+  size_t got;
+  jobq_job *j = th_claim(s, "mk.x", 1000, &got);
+  assert_int_equal(got, KEYS + KEYS / 10);
+  complete_all(s, j, got);
+  j = th_claim(s, "mk.x", 1000, &got);
+  assert_int_equal(got, KEYS);
+  for (size_t k = 0; k < got; k++) {
+    int i = 0;
+    while (ids[i] != j[k].id) i++;
+    assert_int_equal(queue_of[i], 1);
+    assert_int_equal(round_of[i], 1);
+  }
+  complete_all(s, j, got);
+  jobq_session_close(s);
+}
+
 /* ---------------------------------------------------------------- a race */
 
 /* Producers put batches of jobs over a few keys (and some without) while
@@ -883,6 +961,7 @@ int main(void) {
       TQ_TEST(test_barrier_after_waiting_keys),
       TQ_TEST(test_keys_compare_bytes),
       TQ_TEST(test_keyed_jobs_in_one_batch),
+      TQ_TEST(test_many_keys_in_one_batch),
       TQ_TEST(test_a_put_waits_for_its_keys_finish),
       TQ_TEST(test_keys_under_concurrent_puts_and_finishes),
       TQ_TEST(test_a_batch_finishes_keys_in_lock_order),

@@ -189,13 +189,17 @@ enum {
   MY_PUT_4,
   MY_PUT_16,
   MY_PUT_64,
+  MY_LOCK_KEYS,
+  MY_LOCK_ADD_KEYS,
+  MY_KEYS_TAKEN,
   MY__END
 };
 
 static const char *const own_names[] = {
     "LOCK_SHARED", "LOCK",     "LOCK_ADD",   "CLAIM",  "CLAIM_MARK",
     "CLAIM_MARK",  "ACK_FIND", "ACK_ARCHIVE", "ACK_DELETE", "PUT_PLAIN",
-    "PUT_PLAIN",   "PUT_PLAIN", "PUT_PLAIN"};
+    "PUT_PLAIN",   "PUT_PLAIN", "PUT_PLAIN", "LOCK_KEYS", "LOCK_ADD_KEYS",
+    "KEYS_TAKEN"};
 _Static_assert(sizeof own_names / sizeof own_names[0] == MY__END - JOBQ_Q__COUNT,
                "a name for each statement");
 
@@ -267,6 +271,31 @@ static char *own_text(int id) {
       break;
     case MY_LOCK_ADD:
       sb_add(&b, "INSERT IGNORE INTO jobq_locks(name) VALUES (?1)");
+      break;
+    case MY_LOCK_KEYS:
+      /* ?1..?32 the locks' names, in name order (NULL: none). */
+      sb_add(&b, "SELECT name FROM jobq_locks WHERE name IN (");
+      sb_params(&b, 1, CHUNK);
+      sb_add(&b, ") ORDER BY name FOR UPDATE");
+      break;
+    case MY_LOCK_ADD_KEYS:
+      /* ?1..?32 the names, in name order (the last repeated to fill). */
+      sb_add(&b, "INSERT IGNORE INTO jobq_locks(name) VALUES ");
+      for (int i = 1; i <= CHUNK; i++) {
+        char p[16];
+        snprintf(p, sizeof p, "%s(?%d)", i > 1 ? ", " : "", i);
+        sb_add(&b, p);
+      }
+      break;
+    case MY_KEYS_TAKEN:
+      /* ?1 the queue, ?2..?33 its keys (NULL: none): those KEY_TAKEN
+       * finds. */
+      sb_add(&b, "SELECT order_key FROM jobq_jobs WHERE queue = ?1 AND order_key IN (");
+      sb_params(&b, 2, CHUNK);
+      sb_add(&b, ") GROUP BY order_key UNION SELECT order_key FROM jobq_blocked WHERE "
+                 "queue = ?1 AND order_key IN (");
+      sb_params(&b, 2, CHUNK);
+      sb_add(&b, ")");
       break;
     case MY_PICK:
       /* ?1 the queue, ?2 how many. */
@@ -1423,6 +1452,90 @@ static int my_lock(jobq *db, char kind, const char *queue, const char *key,
   return jobq__fail(db, JOBQ_EBUSY, "the lock row '%s' keeps vanishing: try again", name);
 }
 
+/* The lock names "k:QUEUE/KEY" of keys[0..n) (n <= CHUNK) into names, their
+ * values into v. */
+typedef char lock_name[JOBQ_QUEUE_MAX + JOBQ_KEY_MAX + 8];
+
+static int key_names(jobq *db, const char *queue, const char *const *keys, size_t n,
+                     lock_name *names, jobq_val *v) {
+  for (size_t i = 0; i < n; i++) {
+    int len = snprintf(names[i], sizeof names[i], "k:%s/%s", queue, keys[i]);
+    if (len < 0 || (size_t)len >= sizeof names[i])
+      return jobq__fail(db, JOBQ_EINVAL, "lock name for queue '%s' is too long", queue);
+    v[i] = V_BYTES(names[i], (size_t)len);
+  }
+  return JOBQ_OK;
+}
+
+/*
+ * The keys' locks, CHUNK names to a statement rather than one or two a
+ * key: the rows there are locked in name order, which within one queue is
+ * the keys' order (the library's), and the missing ones inserted in one
+ * statement, which holds them as my_lock's insert does.  Only when another
+ * transaction inserted one of them meanwhile does each missing one go
+ * through my_lock.
+ */
+static int my_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
+  lock_name names[CHUNK];
+  jobq_val v[CHUNK];
+  int rc = JOBQ_OK;
+  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
+    size_t k = n - at > CHUNK ? CHUNK : n - at;
+    if ((rc = key_names(db, queue, keys + at, k, names, v)) != JOBQ_OK) break;
+    for (size_t i = k; i < CHUNK; i++) v[i] = V_NULL;
+    unsigned char found[CHUNK] = {0};
+    jobq_rows *r;
+    if ((rc = jobq__sql_query(db, MY_LOCK_KEYS, &r, v, CHUNK)) != JOBQ_OK) break;
+    int got;
+    size_t i = 0;
+    while ((got = my_next(db, r)) == 1) {
+      size_t len;
+      const char *name = my_col_bytes(r, 0, &len);
+      while (i < k && !(v[i].len == len && memcmp(names[i], name, len) == 0)) i++;
+      if (i < k) found[i++] = 1;
+    }
+    my_done(db, r);
+    if (got < 0) {
+      rc = got;
+      break;
+    }
+    size_t missing = 0;
+    for (i = 0; i < k; i++)
+      if (!found[i]) v[missing++] = v[i];
+    if (missing == 0) continue;
+    for (i = missing; i < CHUNK; i++) v[i] = v[missing - 1];
+    int64_t added = 0;
+    rc = jobq__sql_change(db, MY_LOCK_ADD_KEYS, &added, v, CHUNK);
+    for (i = 0; rc == JOBQ_OK && added != (int64_t)missing && i < k; i++)
+      if (!found[i]) rc = my_lock(db, 'k', queue, keys[at + i], 1);
+  }
+  return rc;
+}
+
+static int my_keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
+                         unsigned char *taken) {
+  jobq_val v[1 + CHUNK];
+  int rc = JOBQ_OK;
+  memset(taken, 0, n);
+  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
+    size_t k = n - at > CHUNK ? CHUNK : n - at;
+    v[0] = V_TEXT(queue);
+    for (size_t i = 0; i < CHUNK; i++) v[1 + i] = i < k ? V_TEXT(keys[at + i]) : V_NULL;
+    jobq_rows *r;
+    if ((rc = jobq__sql_query(db, MY_KEYS_TAKEN, &r, v, 1 + CHUNK)) != JOBQ_OK) break;
+    int got;
+    while ((got = my_next(db, r)) == 1) {
+      size_t len;
+      const char *key = my_col_bytes(r, 0, &len);
+      for (size_t i = 0; i < k; i++)
+        if (strlen(keys[at + i]) == len && memcmp(keys[at + i], key, len) == 0) taken[at + i] = 1;
+    }
+    my_done(db, r);
+    if (got < 0) rc = got;
+  }
+  return rc;
+}
+
 /* ---------------------------------------------------------------- claims */
 
 typedef struct claimed {
@@ -1794,7 +1907,10 @@ const jobq_store jobq__store_mysql = {
     .changes = my_changes,
     .insert_id = my_insert_id,
     .lock = my_lock,
+    .lock_keys = my_lock_keys,
+    .keys_taken = my_keys_taken,
     .claim = my_claim,
     .put_plain = my_put_plain,
+    .put_plain_keys = 1,
     .ack_plain = my_ack_plain,
 };

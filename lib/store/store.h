@@ -116,6 +116,13 @@ typedef struct jobq_store {
    * database. */
   int (*lock)(jobq *db, char kind, const char *queue, const char *key,
               int exclusive);
+  /* Optional: the exclusive locks of queue's keys keys[0..n) (distinct,
+   * sorted by strcmp), as n calls of lock in that order would take them;
+   * and taken[i] set when queue's key keys[i] has a job, as KEY_TAKEN
+   * would find, for the same keys.  NULL: one statement a key. */
+  int (*lock_keys)(jobq *db, const char *queue, const char *const *keys, size_t n);
+  int (*keys_taken)(jobq *db, const char *queue, const char *const *keys, size_t n,
+                    unsigned char *taken);
 
   /* --- what each engine does its own way --- */
   /* Claims up to max ready jobs of the session from the nq queues (all
