@@ -202,8 +202,8 @@ static int ack_job_cmp(const void *x, const void *y) {
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
  * row read and locked first, in id order, then the queue and key locks of
- * every job that leaves the hot table, in jobq__lock_order() as a put
- * takes them, then each job sent where it goes.  Finished in the batch's order, two jobs of other keys took
+ * every job that leaves the hot table, each once, in jobq__lock_order()
+ * as a put takes them, then each job sent where it goes.  Finished in the batch's order, two jobs of other keys took
  * their locks the other way round from a put of both keys, and the two
  * transactions deadlocked (on PostgreSQL each such deadlock costs a
  * second before it is found); finished as they were locked, the queue's
@@ -212,7 +212,12 @@ static int ack_job_cmp(const void *x, const void *y) {
  * acknowledged. */
 static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
   ack_job *jobs = malloc(m * sizeof *jobs);
-  if (jobs == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  const jobq_jobref **leaving = malloc(m * sizeof *leaving);
+  if (jobs == NULL || leaving == NULL) {
+    free(jobs);
+    free(leaving);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
   size_t nj = 0;
   int rc = JOBQ_OK;
   for (size_t i = 0; i < m && rc == JOBQ_OK; i++) {
@@ -221,9 +226,12 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     if (got < 0) rc = got;
     nj += got > 0;
   }
+  size_t nl = 0;
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
-    if (ack_leaves(&jobs[i])) rc = jobq__order_lock(db, &jobs[i].ref, 1);
+    if (ack_leaves(&jobs[i])) leaving[nl++] = &jobs[i].ref;
+  if (rc == JOBQ_OK) rc = jobq__order_lock_finishing(db, leaving, nl);
+  free(leaving);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i]);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);
   free(jobs);

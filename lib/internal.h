@@ -207,6 +207,10 @@ typedef struct jobq_jobref {
  * read or changed (put, finish, retry), on stores with concurrent
  * writers.  finishing: the job leaves the hot table. */
 int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
+/* The locks of jobs[0..n), all finishing, sorted by jobq__lock_order():
+ * as jobq__order_lock() would take them one job after the other, each
+ * once. */
+int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n);
 /* The locks of queue's ordering keys keys[0..n), distinct and sorted
  * (strcmp), in that order; the queue's taken before. */
 int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n);

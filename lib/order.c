@@ -53,6 +53,28 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
   return rc;
 }
 
+int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
+  if (db->store->lock == NULL || n == 0) return JOBQ_OK;
+  const char **keys = malloc(n * sizeof *keys);
+  if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = JOBQ_OK;
+  for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
+    /* With a barrier among them, the queue's lock is exclusive: no one
+     * else finishes beside them, and the barrier's lock adds nothing. */
+    jobq_jobref queue = {0, jobs[i]->queue, NULL, 0};
+    size_t nkeys = 0;
+    for (end = i; end < n && strcmp(jobs[end]->queue, queue.queue) == 0; end++) {
+      queue.barrier = queue.barrier || jobs[end]->barrier;
+      const char *key = jobs[end]->key;
+      if (key != NULL && (nkeys == 0 || strcmp(keys[nkeys - 1], key) != 0)) keys[nkeys++] = key;
+    }
+    rc = jobq__order_lock(db, &queue, 1);
+    if (rc == JOBQ_OK) rc = jobq__order_lock_keys(db, queue.queue, keys, nkeys);
+  }
+  free(keys);
+  return rc;
+}
+
 int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
   if (db->store->lock == NULL || n == 0) return JOBQ_OK;
   if (db->store->lock_keys != NULL) return db->store->lock_keys(db, queue, keys, n);
