@@ -34,6 +34,8 @@
  *                         (with error: the outcome of the commit is
  *                         unknown to the caller, who must retry)
  *   heartbeat.before      a heartbeat about to run
+ *   put.keys-missing      (MariaDB/MySQL) a put of keyed jobs found its keys'
+ *                         lock rows missing, not yet inserted
  *
  * Unset (the normal case) it costs a getenv() per place.
  */

@@ -3,7 +3,7 @@
  * MariaDB server that tests/run.sh started: servers refused by version,
  * the claim's plan (the claim index, no filesort), a deadlock and a lock
  * wait timeout provoked and run again, a caller's transaction that a lock
- * wait timeout ended, the job sequence read fresh by other connections,
+ * wait timeout ended, a key's lock row made by two transactions at once, the job sequence read fresh by other connections,
  * and the durability warning.  tests/run.sh runs it on MariaDB only.
  */
 #include "helpers.h"
@@ -83,6 +83,27 @@ static int put_keyed(void *arg) {
   o.key = "k";
   int64_t id = 0;
   if (rc == JOBQ_OK) rc = jobq_put(db, &o, &id, NULL);
+  if (rc != JOBQ_OK) fprintf(stderr, "child put: %s: %s\n", jobq_err_name(rc), jobq_errmsg(db));
+  jobq_close(db);
+  return rc == JOBQ_OK ? 0 : 1;
+}
+
+/* A forked producer: puts jobs of keys "y" and "z" on queue "lq" in one
+ * batch, pausing once it found their lock rows missing; exits 0 when
+ * the put went in. */
+static int put_two_keys(void *arg) {
+  (void)arg;
+  setenv("JOBQ_FAILPOINT", "put.keys-missing=sleep:2000", 1);
+  jobq *db = NULL;
+  int rc = jobq_open(child_url, &db);
+  jobq_put_opts o[2];
+  for (int i = 0; i < 2; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "lq";
+    o[i].key = i ? "z" : "y";
+  }
+  int64_t ids[2];
+  if (rc == JOBQ_OK) rc = jobq_put_many(db, o, 2, ids, NULL);
   if (rc != JOBQ_OK) fprintf(stderr, "child put: %s: %s\n", jobq_err_name(rc), jobq_errmsg(db));
   jobq_close(db);
   return rc == JOBQ_OK ? 0 : 1;
@@ -385,6 +406,33 @@ static void test_unique_key_race(void **state) {
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 1);
 }
 
+/* Two transactions make one key's lock row at once: a put of keys y and
+ * z found neither row, and before it inserted them another transaction
+ * inserted z's.  The put's insert waits for that one, goes in for y
+ * alone, and the put then takes z's lock as a put of one key does, and
+ * goes on.  (Should the child look after this transaction's insert, it
+ * waits in its look instead, and the test passes without the race.) */
+static void test_key_lock_row_race(void **state) {
+  tq *t = *state;
+  jobq *a = th_open(t->url);
+  MYSQL *am = native(a);
+  child_url = t->url;
+  pid_t pid = th_fork(put_two_keys, NULL);
+  th_sleep_ms(500);
+  sql_ok(am, "START TRANSACTION");
+  sql_ok(am, "INSERT INTO jobq_locks(name) VALUES ('k:lq/z')");
+  until_lock_wait(am);
+  sql_ok(am, "COMMIT");
+  assert_int_equal(th_wait(pid), 0);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'lq' AND "
+                                     "state = 'ready'"),
+                   2);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_locks WHERE name IN "
+                                     "('k:lq/y', 'k:lq/z')"),
+                   2);
+  jobq_close(a);
+}
+
 /* The job sequence (AUTO_INCREMENT) that the identity check watches is
  * read fresh by every connection, also when jobs left the table. */
 static void test_sequence_is_fresh(void **state) {
@@ -445,6 +493,7 @@ int main(void) {
       TQ_TEST(test_lock_wait_timeout_runs_again),
       TQ_TEST(test_lock_wait_timeout_in_caller_transaction),
       TQ_TEST(test_unique_key_race),
+      TQ_TEST(test_key_lock_row_race),
       TQ_TEST(test_sequence_is_fresh),
       TQ_TEST(test_durability_warning),
   };

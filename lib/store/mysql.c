@@ -1503,6 +1503,7 @@ static int my_lock_keys(jobq *db, const char *queue, const char *const *keys, si
     for (i = 0; i < k; i++)
       if (!found[i]) v[missing++] = v[i];
     if (missing == 0) continue;
+    if ((rc = jobq__failpoint(db, "put.keys-missing")) != JOBQ_OK) break;
     for (i = missing; i < CHUNK; i++) v[i] = v[missing - 1];
     int64_t added = 0;
     rc = jobq__sql_change(db, MY_LOCK_ADD_KEYS, &added, v, CHUNK);
