@@ -596,7 +596,8 @@ static void test_keyed_jobs_in_one_batch(void **state) {
  * dead head that blocks it), whether the key was used before or not; a
  * key whose jobs all finished is free.  The same keys in the queues
  * "mk.x" and "mk-x", whose names sort around "mk" by another rule once a
- * key follows them, are keys of their own. */
+ * key follows them, are keys of their own.  A batch of completions of
+ * many keys hands each key on. */
 static void test_many_keys_in_one_batch(void **state) {
   tq *t = *state;
   enum { KEYS = 100 };
@@ -651,11 +652,18 @@ static void test_many_keys_in_one_batch(void **state) {
                key_of[i] < 0 ? "-" : keys[key_of[i]], jobq_state_name(th_state(t->db, ids[i])),
                jobq_state_name(want));
   }
-  /* Each key of "mk.x" hands on to its second job. */
+  /* Each key of "mk.x" hands on to its second job, all completed in one
+   * batch. */
   size_t got;
   jobq_job *j = th_claim(s, "mk.x", 1000, &got);
   assert_int_equal(got, KEYS + KEYS / 10);
-  complete_all(s, j, got);
+  jobq_ack *acks = calloc(got, sizeof *acks);
+  assert_non_null(acks);
+  for (size_t k = 0; k < got; k++) jobq_ack_init(&acks[k], &j[k], JOBQ_ACK_COMPLETE);
+  assert_rc(jobq_ack_many(s, acks, got), JOBQ_OK);
+  for (size_t k = 0; k < got; k++) assert_rc(acks[k].status, JOBQ_OK);
+  free(acks);
+  jobq_jobs_free(j, got);
   j = th_claim(s, "mk.x", 1000, &got);
   assert_int_equal(got, KEYS);
   for (size_t k = 0; k < got; k++) {

@@ -37,7 +37,9 @@
  * one UPDATE for up to 32 claimed rows, each with its own claim token made
  * here from random bytes.  Batches of plain jobs go in as multi-row INSERTs
  * when the server hands out consecutive ids (innodb_autoinc_lock_mode 0 or
- * 1); batches of completions move to the archive 32 at a time.
+ * 1), keyed ones too, their keys locked and looked at 32 to a statement;
+ * batches of completions move to the archive 32 at a time, keyed ones
+ * too when the batch has nothing else, each key then handed on.
  *
  * Errors: a deadlock (1213) has rolled the whole transaction back; a lock
  * wait timeout (1205) only the statement, so the store rolls back the rest
@@ -321,10 +323,10 @@ static char *own_text(int id) {
       break;
     case MY_ACK_FIND:
       /* ?1 the session, ?2..?33 the ids. */
-      sb_add(&b, "SELECT id, claim, queue FROM jobq_jobs WHERE id IN (");
+      sb_add(&b, "SELECT id, claim, queue, order_key FROM jobq_jobs WHERE id IN (");
       sb_params(&b, 2, CHUNK);
-      sb_add(&b, ") AND session = ?1 AND state = 'running' AND order_key IS NULL "
-                 "AND barrier = 0 ORDER BY id FOR UPDATE");
+      sb_add(&b, ") AND session = ?1 AND state = 'running' AND barrier = 0 ORDER BY id "
+                 "FOR UPDATE");
       break;
     case MY_ACK_ARCHIVE:
       /* ?1..?32 the ids, ?33..?64 their results. */
@@ -1776,19 +1778,43 @@ static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
 typedef struct plain_ack {
   size_t idx;      /* in acks */
   char *queue;
+  char *key;       /* its ordering key, or NULL */
   int take;
 } plain_ack;
+
+static int plain_ack_cmp(const void *a, const void *b) {
+  const plain_ack *x = a, *y = b;
+  if (x->take != y->take) return y->take - x->take;
+  if (!x->take) return 0;
+  return jobq__lock_order(x->queue, x->key, y->queue, y->key);
+}
+
+/* The locks of the keys of the taken acks pa[0..m), sorted by
+ * plain_ack_cmp() (the taken ones first, by queue and key), a queue at a
+ * time, each once; then each key's next job made ready when its turn
+ * came, once the jobs are archived (next: 1). */
+static int keys_of_taken(jobq *db, const plain_ack *pa, size_t m, int next) {
+  const char **keys = malloc((m ? m : 1) * sizeof *keys);
+  if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = JOBQ_OK;
+  for (size_t i = 0, end; i < m && pa[i].take && rc == JOBQ_OK; i = end) {
+    size_t nk = 0;
+    for (end = i; end < m && pa[end].take && strcmp(pa[end].queue, pa[i].queue) == 0; end++)
+      if (pa[end].key != NULL && (nk == 0 || strcmp(keys[nk - 1], pa[end].key) != 0))
+        keys[nk++] = pa[end].key;
+    if (!next) rc = jobq__order_lock_keys(db, pa[i].queue, keys, nk);
+    for (size_t k = 0; next && k < nk && rc == JOBQ_OK; k++)
+      rc = jobq__promote_key(db, pa[i].queue, keys[k], 1);
+  }
+  free(keys);
+  return rc;
+}
 
 static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   my *c = conn(db);
   size_t m = 0;
   for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
-  /* A session that may hold keyed jobs leaves them all to the library,
-   * which takes every key's lock before it adds to a counter: counted
-   * here first, the counter row was held while the keys' locks were
-   * waited for, and with another worker on the same shard and a put
-   * holding one of those keys, the three deadlocked. */
-  if (m < 2 || s->keyed) return JOBQ_OK;
+  if (m < 2) return JOBQ_OK;
   plain_ack *pa = calloc(m, sizeof *pa);
   if (pa == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   m = 0;
@@ -1817,6 +1843,7 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
             memcmp(a->claim, claim, len) != 0)
           continue;
         pa[i].queue = jobq__col_text(db, r, 2, &failed);
+        pa[i].key = jobq__col_text(db, r, 3, &failed);
         pa[i].take = 1;
         break;
       }
@@ -1844,7 +1871,23 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     for (size_t i = 0; rc == JOBQ_OK && barrier && i < m; i++)
       if (pa[i].take && strcmp(pa[i].queue, dq[q]) == 0) pa[i].take = 0;
   }
-  /* 3. Into the archive with their results, then out of the hot table, a
+  /* 3. The keys' locks, a queue at a time in the library's order, when
+   * this path takes every ack of the batch: the locks that the library
+   * would take after these for the rest (a failure, a barrier) could come
+   * out of that order.  Otherwise keyed jobs are the library's. */
+  int keyed = 0, all = m == n;
+  for (size_t i = 0; i < m; i++) {
+    keyed = keyed || (pa[i].take && pa[i].key != NULL);
+    all = all && pa[i].take;
+  }
+  for (size_t i = 0; rc == JOBQ_OK && keyed && !all && i < m; i++)
+    if (pa[i].key != NULL) pa[i].take = 0;
+  keyed = keyed && all;
+  if (rc == JOBQ_OK && keyed) {
+    qsort(pa, m, sizeof *pa, plain_ack_cmp);
+    rc = keys_of_taken(db, pa, m, 0);
+  }
+  /* 4. Into the archive with their results, then out of the hot table, a
    * chunk at a time. */
   size_t budget = packet_budget(c), i = 0;
   while (rc == JOBQ_OK && i < m) {
@@ -1872,7 +1915,9 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     for (size_t j = 0; j < CHUNK; j++) v[j] = V_INT(j < k ? ids[j] : 0);
     if (rc == JOBQ_OK) rc = jobq__sql_change(db, MY_ACK_DELETE, &changed, v, CHUNK);
   }
-  /* 4. The counters (written at the commit, lib/counts.c). */
+  /* 5. Each key's next job, now that its head left. */
+  if (rc == JOBQ_OK && keyed) rc = keys_of_taken(db, pa, m, 1);
+  /* 6. The counters (written at the commit, lib/counts.c). */
   for (size_t j = 0; j < m && rc == JOBQ_OK; j++)
     if (pa[j].take) rc = jobq__count_add(db, pa[j].queue, 1, 0, 0);
   for (size_t j = 0; rc == JOBQ_OK && j < m; j++) {
@@ -1880,7 +1925,7 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     acks[pa[j].idx].status = JOBQ_OK;
     acks[pa[j].idx].outcome = JOBQ_STATE_DONE;
   }
-  for (size_t j = 0; j < m; j++) free(pa[j].queue);
+  for (size_t j = 0; j < m; j++) free(pa[j].queue), free(pa[j].key);
   free(pa);
   free(qs);
   free(dq);
