@@ -102,13 +102,11 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
   const jobq_put_opts **first = malloc((n ? n : 1) * sizeof *first);
   const char **keys = malloc((n ? n : 1) * sizeof *keys);
   unsigned char *taken = malloc(n ? n : 1);
-  if (by == NULL || first == NULL || keys == NULL || taken == NULL) {
-    free(by), free(first), free(keys), free(taken);
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  for (size_t i = 0; i < n; i++) by[i] = &opts[i];
-  qsort(by, n, sizeof *by, queue_key_cmp);
-  int rc = JOBQ_OK;
+  int rc = by == NULL || first == NULL || keys == NULL || taken == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) by[i] = &opts[i];
+  if (rc == JOBQ_OK) qsort(by, n, sizeof *by, queue_key_cmp);
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
     jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
@@ -133,7 +131,10 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
       if (by[k] != first[key] || taken[key]) wait[by[k] - opts] = 1;
     }
   }
-  free(by), free(first), free(keys), free(taken);
+  free(by);
+  free(first);
+  free(keys);
+  free(taken);
   return rc;
 }
 

@@ -1433,40 +1433,37 @@ static int my_rollback(jobq *db, int depth) {
 
 /* ---------------------------------------------------------------- locks */
 
+/* A named lock's row name: "KIND:QUEUE" or "KIND:QUEUE/KEY". */
+typedef char lock_name[JOBQ_QUEUE_MAX + JOBQ_KEY_MAX + 8];
+
+static int lock_row_name(jobq *db, char kind, const char *queue, const char *key,
+                         lock_name name, size_t *len) {
+  int n = snprintf(name, sizeof(lock_name), "%c:%s%s%s", kind, queue, key ? "/" : "",
+                   key ? key : "");
+  if (n < 0 || (size_t)n >= sizeof(lock_name))
+    return jobq__fail(db, JOBQ_EINVAL, "lock name for queue '%s' is too long", queue);
+  *len = (size_t)n;
+  return JOBQ_OK;
+}
+
 static int my_lock(jobq *db, char kind, const char *queue, const char *key,
                    int exclusive) {
-  char name[JOBQ_QUEUE_MAX + JOBQ_KEY_MAX + 8];
-  int len = snprintf(name, sizeof name, "%c:%s%s%s", kind, queue, key ? "/" : "",
-                     key ? key : "");
-  if (len < 0 || (size_t)len >= sizeof name)
-    return jobq__fail(db, JOBQ_EINVAL, "lock name for queue '%s' is too long", queue);
+  lock_name name;
+  size_t len = 0;
+  int rc = lock_row_name(db, kind, queue, key, name, &len);
+  if (rc != JOBQ_OK) return rc;
   int take = exclusive ? MY_LOCK_X : MY_LOCK_S;
   for (int tries = 0; tries < 3; tries++) {
     int yes;
-    int rc = jobq__sql_exists(db, take, &yes, SQL_ARGS(V_BYTES(name, (size_t)len)));
+    rc = jobq__sql_exists(db, take, &yes, SQL_ARGS(V_BYTES(name, len)));
     if (rc != JOBQ_OK || yes) return rc;
     /* The first use of this name: the new row is ours until commit. */
     int64_t added = 0;
-    rc = jobq__sql_change(db, MY_LOCK_ADD, &added, SQL_ARGS(V_BYTES(name, (size_t)len)));
+    rc = jobq__sql_change(db, MY_LOCK_ADD, &added, SQL_ARGS(V_BYTES(name, len)));
     if (rc != JOBQ_OK || added == 1) return rc;
     /* Another transaction added it meanwhile: take it as usual. */
   }
   return jobq__fail(db, JOBQ_EBUSY, "the lock row '%s' keeps vanishing: try again", name);
-}
-
-/* The lock names "k:QUEUE/KEY" of keys[0..n) (n <= CHUNK) into names, their
- * values into v. */
-typedef char lock_name[JOBQ_QUEUE_MAX + JOBQ_KEY_MAX + 8];
-
-static int key_names(jobq *db, const char *queue, const char *const *keys, size_t n,
-                     lock_name *names, jobq_val *v) {
-  for (size_t i = 0; i < n; i++) {
-    int len = snprintf(names[i], sizeof names[i], "k:%s/%s", queue, keys[i]);
-    if (len < 0 || (size_t)len >= sizeof names[i])
-      return jobq__fail(db, JOBQ_EINVAL, "lock name for queue '%s' is too long", queue);
-    v[i] = V_BYTES(names[i], (size_t)len);
-  }
-  return JOBQ_OK;
 }
 
 /*
@@ -1483,7 +1480,12 @@ static int my_lock_keys(jobq *db, const char *queue, const char *const *keys, si
   int rc = JOBQ_OK;
   for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
     size_t k = n - at > CHUNK ? CHUNK : n - at;
-    if ((rc = key_names(db, queue, keys + at, k, names, v)) != JOBQ_OK) break;
+    for (size_t i = 0; i < k && rc == JOBQ_OK; i++) {
+      size_t len = 0;
+      rc = lock_row_name(db, 'k', queue, keys[at + i], names[i], &len);
+      v[i] = V_BYTES(names[i], len);
+    }
+    if (rc != JOBQ_OK) break;
     for (size_t i = k; i < CHUNK; i++) v[i] = V_NULL;
     unsigned char found[CHUNK] = {0};
     jobq_rows *r;
@@ -1925,7 +1927,10 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     acks[pa[j].idx].status = JOBQ_OK;
     acks[pa[j].idx].outcome = JOBQ_STATE_DONE;
   }
-  for (size_t j = 0; j < m; j++) free(pa[j].queue), free(pa[j].key);
+  for (size_t j = 0; j < m; j++) {
+    free(pa[j].queue);
+    free(pa[j].key);
+  }
   free(pa);
   free(qs);
   free(dq);
