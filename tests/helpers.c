@@ -387,6 +387,16 @@ void th_claim_none(jobq_session *s, const char *queue) {
   jobq_jobs_free(j, n);
 }
 
+void th_complete_many(jobq_session *s, jobq_job *jobs, size_t n) {
+  jobq_ack *acks = calloc(n ? n : 1, sizeof *acks);
+  assert_non_null(acks);
+  for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+  assert_rc(jobq_ack_many(s, acks, n), JOBQ_OK);
+  for (size_t i = 0; i < n; i++) assert_rc(acks[i].status, JOBQ_OK);
+  free(acks);
+  jobq_jobs_free(jobs, n);
+}
+
 jobq_job_info *th_show(jobq *db, int64_t id) {
   jobq_job_info *info = NULL;
   int rc = jobq_show(db, id, &info);

@@ -107,6 +107,9 @@ jobq_job *th_claim(jobq_session *s, const char *queue, size_t max, size_t *n);
 jobq_job *th_claim_one(jobq_session *s, const char *queue);
 /* Asserts a claim from queue returns nothing. */
 void th_claim_none(jobq_session *s, const char *queue);
+/* Completes jobs[0..n) in one jobq_ack_many(), asserting that each one is
+ * done, and frees them. */
+void th_complete_many(jobq_session *s, jobq_job *jobs, size_t n);
 
 /* Heartbeats s every 50 ms (asserting each succeeds) until job id is in
  * state, for at most max_ms; returns the milliseconds it took (fails the

@@ -65,13 +65,8 @@ static int64_t drain(jobq *db) {
     size_t n = 0;
     jobq_job *j = th_claim(s, "q", 100, &n);
     if (n == 0) break;
-    jobq_ack *acks = calloc(n, sizeof *acks);
-    assert_non_null(acks);
-    for (size_t k = 0; k < n; k++) jobq_ack_init(&acks[k], &j[k], JOBQ_ACK_COMPLETE);
-    assert_rc(jobq_ack_many(s, acks, n), JOBQ_OK);
+    th_complete_many(s, j, n);
     done += (int64_t)n;
-    free(acks);
-    jobq_jobs_free(j, n);
   }
   jobq_session_close(s);
   return done;

@@ -657,13 +657,7 @@ static void test_many_keys_in_one_batch(void **state) {
   size_t got;
   jobq_job *j = th_claim(s, "mk.x", 1000, &got);
   assert_int_equal(got, KEYS + KEYS / 10);
-  jobq_ack *acks = calloc(got, sizeof *acks);
-  assert_non_null(acks);
-  for (size_t k = 0; k < got; k++) jobq_ack_init(&acks[k], &j[k], JOBQ_ACK_COMPLETE);
-  assert_rc(jobq_ack_many(s, acks, got), JOBQ_OK);
-  for (size_t k = 0; k < got; k++) assert_rc(acks[k].status, JOBQ_OK);
-  free(acks);
-  jobq_jobs_free(j, got);
+  th_complete_many(s, j, got);
   j = th_claim(s, "mk.x", 1000, &got);
   assert_int_equal(got, KEYS);
   for (size_t k = 0; k < got; k++) {

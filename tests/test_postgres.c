@@ -90,13 +90,7 @@ static void drain(jobq_session *s, const char *queue) {
     size_t n;
     jobq_job *jobs = th_claim(s, queue, 500, &n);
     if (n == 0) break;
-    jobq_ack *acks = calloc(n, sizeof *acks);
-    assert_non_null(acks);
-    for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
-    assert_rc(jobq_ack_many(s, acks, n), JOBQ_OK);
-    for (size_t i = 0; i < n; i++) assert_rc(acks[i].status, JOBQ_OK);
-    free(acks);
-    jobq_jobs_free(jobs, n);
+    th_complete_many(s, jobs, n);
   }
 }
 
