@@ -602,7 +602,7 @@ static void test_many_keys_in_one_batch(void **state) {
   tq *t = *state;
   enum { KEYS = 100 };
   static const char *const queues[] = {"mk", "mk.x", "mk-x"};
-  char keys[KEYS][8];
+  char keys[KEYS][16];
   for (int k = 0; k < KEYS; k++) snprintf(keys[k], sizeof keys[k], "k%02d", k);
   /* Before: k00-k07 ready, k08 running, k09 running with a job waiting
    * behind it, k10 blocked by its dead head, k11 finished. */

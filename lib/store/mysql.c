@@ -284,7 +284,7 @@ static char *own_text(int id) {
       /* ?1..?32 the names, in name order (the last repeated to fill). */
       sb_add(&b, "INSERT IGNORE INTO jobq_locks(name) VALUES ");
       for (int i = 1; i <= CHUNK; i++) {
-        char p[16];
+        char p[24];
         snprintf(p, sizeof p, "%s(?%d)", i > 1 ? ", " : "", i);
         sb_add(&b, p);
       }
