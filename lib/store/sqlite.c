@@ -179,12 +179,12 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
         "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready' "
         "RETURNING id, queue, payload, attempts, max_attempts, priority, "
         "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at",
-    /* Completions of plain jobs, many at a time (see sq_ack_plain): ?1
-     * is a JSON array of [id, claim] pairs. */
+    /* Completions of jobs without a barrier, many at a time (see
+     * sq_ack_plain): ?1 is a JSON array of [id, claim] pairs. */
     [SQ_ACK_PLAIN_FIND - JOBQ_Q__COUNT] =
-        "SELECT j.id, j.queue FROM json_each(?1) a CROSS JOIN jobq_jobs j ON "
-        "j.id = a.value ->> 0 WHERE j.claim = a.value ->> 1 AND j.session = ?2 "
-        "AND j.state = 'running' AND j.order_key IS NULL AND j.barrier = 0 AND "
+        "SELECT j.id, j.queue, j.order_key FROM json_each(?1) a CROSS JOIN jobq_jobs j "
+        "ON j.id = a.value ->> 0 WHERE j.claim = a.value ->> 1 AND j.session = ?2 "
+        "AND j.state = 'running' AND j.barrier = 0 AND "
         "NOT EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY jobq_jobs_barrier "
         "WHERE b.queue = j.queue AND b.barrier = 1)",
     /* ?1: a JSON array of the ids found. */
@@ -996,17 +996,30 @@ static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   return rc;
 }
 
+/* A finished job's ordering key, for its next job's turn. */
+typedef struct key_left {
+  char *queue, *key;
+} key_left;
+
+static int key_left_cmp(const void *a, const void *b) {
+  const key_left *x = a, *y = b;
+  return jobq__lock_order(x->queue, x->key, y->queue, y->key);
+}
+
 /*
- * Completions of plain jobs (no key, no barrier, in queues without a
- * barrier) in a few statements for the whole batch, instead of a handful
- * per job: find which of them the session still holds, archive those and
- * delete them from the hot table, set the results that are not empty, and
- * count them per queue.  The file is this transaction's alone meanwhile.
+ * Completions of jobs without a barrier, in queues without a barrier, in
+ * a few statements for the whole batch instead of a handful per job: find
+ * which of them the session still holds, archive those and delete them
+ * from the hot table, set the results that are not empty, count them per
+ * queue, and let each key's next job run.  The file is this transaction's
+ * alone meanwhile, so no lock is needed.
  */
 static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
   if (m < 2) return JOBQ_OK;
+  key_left *keys = malloc(n * sizeof *keys);
+  if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   jtext pairs = {0};
   m = 0;
   jt_add(&pairs, "[");
@@ -1015,24 +1028,31 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     jt_add(&pairs, "%s[%lld,\"%s\"]", m++ ? "," : "", (long long)acks[i].id, acks[i].claim);
   }
   jt_add(&pairs, "]");
-  if (pairs.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   jobq_rows *r;
   /* The values stay bound (not copied) until the rows are read. */
-  int rc = sq_query(db, SQ_ACK_PLAIN_FIND, SQL_ARGS(V_TEXT(pairs.p), V_TEXT(s->id)), &r);
+  int rc = pairs.p == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                           : sq_query(db, SQ_ACK_PLAIN_FIND,
+                                      SQL_ARGS(V_TEXT(pairs.p), V_TEXT(s->id)), &r);
   if (rc != JOBQ_OK) {
     free(pairs.p);
+    free(keys);
     return rc;
   }
-  /* The ids found, each counted done in its queue (lib/counts.c). */
+  /* The ids found, each counted done in its queue (lib/counts.c), and
+   * the keys they leave. */
   jtext ids = {0};
-  size_t found = 0;
-  int row, failed = 0;
+  size_t found = 0, nkeys = 0;
+  int row, failed = 0, oom = 0;
   jt_add(&ids, "[");
   while ((row = sq_next(db, r)) == 1) {
     int64_t id = sq_col_int(r, 0);
     size_t len;
     const char *queue = sq_col_bytes(r, 1, &len);
     jt_add(&ids, "%s%lld", found++ ? "," : "", (long long)id);
+    if (!sq_is_null(r, 2) && nkeys < n) {
+      keys[nkeys].queue = jobq__col_text(db, r, 1, &oom);
+      keys[nkeys++].key = jobq__col_text(db, r, 2, &oom);
+    }
     for (size_t i = 0; i < n; i++) {
       if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) {
         acks[i].status = JOBQ_OK;
@@ -1044,12 +1064,10 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   sq_done(db, r);
   free(pairs.p);
   jt_add(&ids, "]");
-  if (row < 0 || failed) {
-    free(ids.p);
-    return row < 0 ? row : db->err;
-  }
-  if (ids.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (found > 0) rc = sq_query(db, SQ_ACK_PLAIN_ARCHIVE, SQL_ARGS(V_TEXT(ids.p)), NULL);
+  if (row < 0 || failed) rc = row < 0 ? row : db->err;
+  else if (ids.p == NULL || oom) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (rc == JOBQ_OK && found > 0)
+    rc = sq_query(db, SQ_ACK_PLAIN_ARCHIVE, SQL_ARGS(V_TEXT(ids.p)), NULL);
   if (rc == JOBQ_OK && found > 0)
     rc = sq_query(db, SQ_ACK_PLAIN_DELETE, SQL_ARGS(V_TEXT(ids.p)), NULL);
   free(ids.p);
@@ -1057,6 +1075,17 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     if (acks[i].status == JOBQ_OK && acks[i].len > 0)
       rc = sq_query(db, SQ_ACK_RESULT, SQL_ARGS(V_INT(acks[i].id), V_BYTES(acks[i].data, acks[i].len)),
                     NULL);
+  /* Each key once: a key has one running job, but a second hand-on would
+   * start two. */
+  if (rc == JOBQ_OK) qsort(keys, nkeys, sizeof *keys, key_left_cmp);
+  for (size_t i = 0; i < nkeys && rc == JOBQ_OK; i++)
+    if (i == 0 || key_left_cmp(&keys[i - 1], &keys[i]) != 0)
+      rc = jobq__promote_key(db, keys[i].queue, keys[i].key, 1);
+  for (size_t i = 0; i < nkeys; i++) {
+    free(keys[i].queue);
+    free(keys[i].key);
+  }
+  free(keys);
   return rc;
 }
 

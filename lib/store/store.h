@@ -140,8 +140,8 @@ typedef struct jobq_store {
    * or unique key, and without key unless put_plain_keys (below), into
    * ids (in a transaction of the library's own, the ids may come as late
    * as its commit).  ack_plain: the acks it can do in one statement (see
-   * lib/ack.c; keyed completions only when it takes every ack, see
-   * docs/internals/new-store.md), of n jobs that are all different; each one taken gets
+   * lib/ack.c; keyed completions as docs/internals/new-store.md says),
+   * of n jobs that are all different; each one taken gets
    * its status and outcome, the others keep status 1 for the library to
    * do.  started: marks the n jobs ids of session s that it still holds
    * as started, in one statement (JOBQ_Q_SESSION_STARTED for each,
