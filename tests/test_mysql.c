@@ -3,7 +3,8 @@
  * MariaDB server that tests/run.sh started: servers refused by version,
  * the claim's plan (the claim index, no filesort), a deadlock and a lock
  * wait timeout provoked and run again, a caller's transaction that a lock
- * wait timeout ended, a key's lock row made by two transactions at once, the job sequence read fresh by other connections,
+ * wait timeout ended, a key's lock row made by two transactions at once,
+ * batches that lock no row but their own, the job sequence read fresh by other connections,
  * and the durability warning.  tests/run.sh runs it on MariaDB only.
  */
 #include "helpers.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "store/store.h"
 
@@ -84,6 +86,29 @@ static int put_keyed(void *arg) {
   int64_t id = 0;
   if (rc == JOBQ_OK) rc = jobq_put(db, &o, &id, NULL);
   if (rc != JOBQ_OK) fprintf(stderr, "child put: %s: %s\n", jobq_err_name(rc), jobq_errmsg(db));
+  jobq_close(db);
+  return rc == JOBQ_OK ? 0 : 1;
+}
+
+/* A forked worker: claims 3 jobs of queue "sq" in one batch and completes
+ * them in one; exits 0 when both worked. */
+static int claim_and_complete(void *arg) {
+  (void)arg;
+  jobq *db = NULL;
+  jobq_session *s = NULL;
+  int rc = jobq_open(child_url, &db);
+  if (rc == JOBQ_OK) rc = jobq_session_open(db, NULL, &s);
+  const char *queue = "sq";
+  jobq_job *jobs = NULL;
+  size_t n = 0;
+  if (rc == JOBQ_OK) rc = jobq_claim(s, &queue, 1, 3, &jobs, &n);
+  jobq_ack acks[3];
+  for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+  if (rc == JOBQ_OK && n != 3) rc = JOBQ_EDB;
+  if (rc == JOBQ_OK) rc = jobq_ack_many(s, acks, n);
+  if (rc != JOBQ_OK) fprintf(stderr, "child: %s: %s (%zu jobs)\n", jobq_err_name(rc), jobq_errmsg(db), n);
+  jobq_jobs_free(jobs, n);
+  jobq_session_close(s);
   jobq_close(db);
   return rc == JOBQ_OK ? 0 : 1;
 }
@@ -433,6 +458,43 @@ static void test_key_lock_row_race(void **state) {
   jobq_close(a);
 }
 
+/* A batch's statements touch its own jobs' rows and no others, however
+ * few rows the table has: with a handful, the server's plan for a list of
+ * ids had been to scan the whole table, locking each row on its way, and
+ * a batch claim or completion then waited for any row another
+ * transaction held (and two such batches deadlocked).  Another
+ * transaction holds the first job's row; a worker claims three others
+ * and completes them, and is done while that row is still held. */
+static void test_batches_lock_only_their_rows(void **state) {
+  tq *t = *state;
+  int64_t first = th_put(t->db, "sq", "held");
+  for (int i = 0; i < 5; i++) th_put(t->db, "sq", "x");
+  jobq *a = th_open(t->url);
+  MYSQL *am = native(a);
+  sql_ok(am, "ANALYZE TABLE jobq_jobs");
+  sql_ok(am, "START TRANSACTION");
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT id FROM jobq_jobs WHERE id = %lld FOR UPDATE",
+           (long long)first);
+  sql_ok(am, sql);
+  child_url = t->url;
+  pid_t pid = th_fork(claim_and_complete, NULL);
+  int status = 0;
+  pid_t got = 0;
+  for (int64_t start = th_mono_ms(); got == 0 && th_mono_ms() - start < 10000; th_sleep_ms(20))
+    got = waitpid(pid, &status, WNOHANG);
+  sql_ok(am, "COMMIT");
+  if (got != pid) {
+    th_wait(pid);
+    fail_msg("the worker still waited after 10 s for a row it had not claimed");
+  }
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(th_state(t->db, first), JOBQ_STATE_READY);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE queue = 'sq'"), 3);
+  jobq_close(a);
+}
+
 /* The job sequence (AUTO_INCREMENT) that the identity check watches is
  * read fresh by every connection, also when jobs left the table. */
 static void test_sequence_is_fresh(void **state) {
@@ -494,6 +556,7 @@ int main(void) {
       TQ_TEST(test_lock_wait_timeout_in_caller_transaction),
       TQ_TEST(test_unique_key_race),
       TQ_TEST(test_key_lock_row_race),
+      TQ_TEST(test_batches_lock_only_their_rows),
       TQ_TEST(test_sequence_is_fresh),
       TQ_TEST(test_durability_warning),
   };

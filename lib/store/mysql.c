@@ -254,9 +254,14 @@ static void sb_params(sbuf *b, int from, int count) {
   "prev_lost"
 
 /* The claim time T is read once per claim and bound, as is whether the
- * jobs start at once or are held back (S). */
+ * jobs start at once or are held back (S).  Statements over a list of ids
+ * name their index (or, for a DELETE, which takes no index hint, join the
+ * ids to the table): on a table of a few rows the server's plan for a
+ * list of ids was to scan the whole table or index, locking each row it
+ * passed, so that a batch waited for any row another transaction held,
+ * and two batches deadlocked. */
 #define MARK_SET(T, S)                                                        \
-  "UPDATE jobq_jobs SET state = 'running', session = ?1, started = " S       \
+  "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'running', session = ?1, started = " S \
   ", claimed_at = " T ", attempts = attempts + 1, cancel_requested = 0, deadline_at = CASE "      \
   "WHEN timeout_ms > 0 THEN " T " + timeout_ms END, "
 
@@ -276,7 +281,7 @@ static char *own_text(int id) {
       break;
     case MY_LOCK_KEYS:
       /* ?1..?32 the locks' names, in name order (NULL: none). */
-      sb_add(&b, "SELECT name FROM jobq_locks WHERE name IN (");
+      sb_add(&b, "SELECT name FROM jobq_locks FORCE INDEX (PRIMARY) WHERE name IN (");
       sb_params(&b, 1, CHUNK);
       sb_add(&b, ") ORDER BY name FOR UPDATE");
       break;
@@ -323,7 +328,8 @@ static char *own_text(int id) {
       break;
     case MY_ACK_FIND:
       /* ?1 the session, ?2..?33 the ids. */
-      sb_add(&b, "SELECT id, claim, queue, order_key FROM jobq_jobs WHERE id IN (");
+      sb_add(&b, "SELECT id, claim, queue, order_key FROM jobq_jobs FORCE INDEX (PRIMARY) "
+                 "WHERE id IN (");
       sb_params(&b, 2, CHUNK);
       sb_add(&b, ") AND session = ?1 AND state = 'running' AND barrier = 0 ORDER BY id "
                  "FOR UPDATE");
@@ -338,14 +344,19 @@ static char *own_text(int id) {
       sb_params(&b, 1 + CHUNK, CHUNK);
       sb_add(&b, "), attempts, max_attempts, timeout_ms, backoff_ms, session, "
                  "claim, created_at, claimed_at, {now}, last_error, prev_lost "
-                 "FROM jobq_jobs WHERE id IN (");
+                 "FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
       sb_params(&b, 1, CHUNK);
       sb_add(&b, ")");
       break;
     case MY_ACK_DELETE:
-      sb_add(&b, "DELETE FROM jobq_jobs WHERE id IN (");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, ")");
+      /* ?1..?32 the ids, as a table joined to the rows. */
+      sb_add(&b, "DELETE j FROM (SELECT ?1 AS id");
+      for (int i = 2; i <= CHUNK; i++) {
+        char p[32];
+        snprintf(p, sizeof p, " UNION ALL SELECT ?%d", i);
+        sb_add(&b, p);
+      }
+      sb_add(&b, ") AS ids STRAIGHT_JOIN jobq_jobs j ON j.id = ids.id");
       break;
     default:
       free(b.p);
