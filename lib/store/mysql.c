@@ -238,14 +238,20 @@ static void sb_add(sbuf *b, const char *s) {
   b->len += n;
 }
 
-/* Appends "?from, ?from+1, ..." (count of them). */
-static void sb_params(sbuf *b, int from, int count) {
+/* Appends count parameters from ?from on, each as "PRE?N", separated by
+ * sep. */
+static void sb_each(sbuf *b, int from, int count, const char *sep, const char *pre) {
   char p[16];
   for (int i = 0; i < count; i++) {
-    snprintf(p, sizeof p, "%s?%d", i ? ", " : "", from + i);
+    if (i > 0) sb_add(b, sep);
+    sb_add(b, pre);
+    snprintf(p, sizeof p, "?%d", from + i);
     sb_add(b, p);
   }
 }
+
+/* Appends "?from, ?from+1, ..." (count of them). */
+static void sb_params(sbuf *b, int from, int count) { sb_each(b, from, count, ", ", ""); }
 
 #define ARCHIVE_COLS                                                          \
   "id, queue, priority, run_at, outcome, order_key, barrier, unique_key, "    \
@@ -288,11 +294,8 @@ static char *own_text(int id) {
     case MY_LOCK_ADD_KEYS:
       /* ?1..?32 the names, in name order (the last repeated to fill). */
       sb_add(&b, "INSERT IGNORE INTO jobq_locks(name) VALUES ");
-      for (int i = 1; i <= CHUNK; i++) {
-        char p[24];
-        snprintf(p, sizeof p, "%s(?%d)", i > 1 ? ", " : "", i);
-        sb_add(&b, p);
-      }
+      sb_each(&b, 1, CHUNK, "), ", "(");
+      sb_add(&b, ")");
       break;
     case MY_KEYS_TAKEN:
       /* ?1 the queue, ?2..?33 its keys (NULL: none): those KEY_TAKEN
@@ -350,12 +353,8 @@ static char *own_text(int id) {
       break;
     case MY_ACK_DELETE:
       /* ?1..?32 the ids, as a table joined to the rows. */
-      sb_add(&b, "DELETE j FROM (SELECT ?1 AS id");
-      for (int i = 2; i <= CHUNK; i++) {
-        char p[32];
-        snprintf(p, sizeof p, " UNION ALL SELECT ?%d", i);
-        sb_add(&b, p);
-      }
+      sb_add(&b, "DELETE j FROM (SELECT ?1 AS id UNION ALL ");
+      sb_each(&b, 2, CHUNK - 1, " UNION ALL ", "SELECT ");
       sb_add(&b, ") AS ids STRAIGHT_JOIN jobq_jobs j ON j.id = ids.id");
       break;
     default:
