@@ -113,6 +113,49 @@ static int claim_and_complete(void *arg) {
   return rc == JOBQ_OK ? 0 : 1;
 }
 
+/* Runs child in a forked process while am's transaction holds a row it
+ * has no business with: the child must exit 0 within 10 s, before that
+ * transaction ends (who names it in the failure). */
+static void exits_while_held(MYSQL *am, int (*child)(void *), const char *who) {
+  pid_t pid = th_fork(child, NULL);
+  int status = 0;
+  pid_t got = 0;
+  for (int64_t start = th_mono_ms(); got == 0 && th_mono_ms() - start < 10000; th_sleep_ms(20))
+    got = waitpid(pid, &status, WNOHANG);
+  sql_ok(am, "COMMIT");
+  if (got != pid) {
+    th_wait(pid);
+    fail_msg("%s still waited after 10 s for a row that was not its own", who);
+  }
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A forked admin: prunes the jobs finished more than an hour ago; exits
+ * 0 when it pruned four. */
+static int prune_old(void *arg) {
+  (void)arg;
+  jobq *db = NULL;
+  int rc = jobq_open(child_url, &db);
+  int64_t n = 0;
+  if (rc == JOBQ_OK) rc = jobq_prune(db, 3600000, &n);
+  if (rc != JOBQ_OK) fprintf(stderr, "child prune: %s: %s\n", jobq_err_name(rc), jobq_errmsg(db));
+  jobq_close(db);
+  return rc == JOBQ_OK && n == 4 ? 0 : 1;
+}
+
+/* A forked admin: purges queue "pq"; exits 0 when it did. */
+static int purge_queue(void *arg) {
+  (void)arg;
+  jobq *db = NULL;
+  int rc = jobq_open(child_url, &db);
+  int64_t n = 0;
+  if (rc == JOBQ_OK) rc = jobq_purge(db, "pq", &n);
+  if (rc != JOBQ_OK) fprintf(stderr, "child purge: %s: %s\n", jobq_err_name(rc), jobq_errmsg(db));
+  jobq_close(db);
+  return rc == JOBQ_OK && n == 2 ? 0 : 1;
+}
+
 /* A forked producer: puts jobs of keys "y" and "z" on queue "lq" in one
  * batch, pausing once it found their lock rows missing; exits 0 when
  * the put went in. */
@@ -478,20 +521,74 @@ static void test_batches_lock_only_their_rows(void **state) {
            (long long)first);
   sql_ok(am, sql);
   child_url = t->url;
-  pid_t pid = th_fork(claim_and_complete, NULL);
-  int status = 0;
-  pid_t got = 0;
-  for (int64_t start = th_mono_ms(); got == 0 && th_mono_ms() - start < 10000; th_sleep_ms(20))
-    got = waitpid(pid, &status, WNOHANG);
-  sql_ok(am, "COMMIT");
-  if (got != pid) {
-    th_wait(pid);
-    fail_msg("the worker still waited after 10 s for a row it had not claimed");
-  }
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  exits_while_held(am, claim_and_complete, "the worker");
   assert_int_equal(th_state(t->db, first), JOBQ_STATE_READY);
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE queue = 'sq'"), 3);
+  jobq_close(a);
+}
+
+/* A purge finds its queue's finished jobs through the outcome index: a
+ * scan of the whole archive waited for any row another transaction held,
+ * such as a finished job of another queue being retried. */
+static void test_purge_locks_only_its_queue(void **state) {
+  tq *t = *state;
+  int64_t other = th_put(t->db, "kept", NULL);
+  th_put(t->db, "pq", NULL);
+  th_put(t->db, "pq", NULL);
+  jobq_session *s = th_session(t->db, 0);
+  const char *queues[] = {"kept", "pq"};
+  jobq_job *jobs = NULL;
+  size_t n = 0;
+  assert_rc(jobq_claim(s, queues, 2, 10, &jobs, &n), JOBQ_OK);
+  assert_int_equal(n, 3);
+  th_complete_many(s, jobs, n);
+  jobq_session_close(s);
+  jobq *a = th_open(t->url);
+  MYSQL *am = native(a);
+  sql_ok(am, "ANALYZE TABLE jobq_done");
+  sql_ok(am, "START TRANSACTION");
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT id FROM jobq_done WHERE id = %lld FOR UPDATE",
+           (long long)other);
+  sql_ok(am, sql);
+  child_url = t->url;
+  exits_while_held(am, purge_queue, "the purge");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done"), 1);
+  jobq_close(a);
+}
+
+/* A prune reads the archive through its index of finish times: a scan
+ * of all of it, the plan when most of the archive goes, waited for any
+ * row another transaction held, such as a job finished a moment ago.
+ * (The index's first row past the old ones is still read with its lock:
+ * the newest job here is held, the one before it is that row.) */
+static void test_prune_locks_only_old_rows(void **state) {
+  tq *t = *state;
+  for (int i = 0; i < 6; i++) th_put(t->db, "pr", NULL);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n = 0;
+  jobq_job *jobs = th_claim(s, "pr", 10, &n);
+  assert_int_equal(n, 6);
+  int64_t past = jobs[4].id, recent = jobs[5].id;
+  th_complete_many(s, jobs, n);
+  jobq_session_close(s);
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE jobq_done SET finished_at = 1000 WHERE id < %lld",
+           (long long)past);
+  assert_int_equal(th_sql(t->db, sql), 0);
+  snprintf(sql, sizeof sql, "UPDATE jobq_done SET finished_at = finished_at + 1 WHERE id = %lld",
+           (long long)recent);
+  assert_int_equal(th_sql(t->db, sql), 0);
+  jobq *a = th_open(t->url);
+  MYSQL *am = native(a);
+  sql_ok(am, "ANALYZE TABLE jobq_done");
+  sql_ok(am, "START TRANSACTION");
+  snprintf(sql, sizeof sql, "SELECT id FROM jobq_done WHERE id = %lld FOR UPDATE",
+           (long long)recent);
+  sql_ok(am, sql);
+  child_url = t->url;
+  exits_while_held(am, prune_old, "the prune");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done"), 2);
   jobq_close(a);
 }
 
@@ -557,6 +654,8 @@ int main(void) {
       TQ_TEST(test_unique_key_race),
       TQ_TEST(test_key_lock_row_race),
       TQ_TEST(test_batches_lock_only_their_rows),
+      TQ_TEST(test_purge_locks_only_its_queue),
+      TQ_TEST(test_prune_locks_only_old_rows),
       TQ_TEST(test_sequence_is_fresh),
       TQ_TEST(test_durability_warning),
   };
