@@ -262,6 +262,7 @@ static int prune(jobq *db, int64_t older_than_ms, int64_t *count) {
   }
   for (size_t i = 0; i < n; i++) free(v[i].queue);
   free(v);
+  if (rc == JOBQ_OK) rc = jobq__failpoint(db, "prune.counted");
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(before)));
   return rc;
 }

@@ -36,6 +36,8 @@
  *   heartbeat.before      a heartbeat about to run
  *   put.keys-missing      (MariaDB/MySQL) a put of keyed jobs found its keys'
  *                         lock rows missing, not yet inserted
+ *   prune.counted         a prune counted the jobs it removes and took
+ *                         them off the counters, the jobs not yet deleted
  *
  * Unset (the normal case) it costs a getenv() per place.
  */

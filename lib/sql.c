@@ -332,13 +332,23 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SET_POLICY] = {.common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
                            "name = ?1"},
     /* ?1: the cut-off in Unix ms.  A dead head that blocks its key stays. */
+    /* The rows counted are locked until the prune deletes them: a retry
+     * of one of them in between would take it away from the DELETE, and
+     * its counters would go down twice. */
     [JOBQ_Q_PRUNE_COUNT] =
         {.common = "SELECT queue, "
          "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
-         "{bigint}) FROM jobq_done WHERE finished_at < ?1 AND id NOT IN "
-         "(SELECT job_id FROM jobq_blocked) GROUP BY queue"},
+         "{bigint}) FROM (SELECT queue, outcome FROM jobq_done WHERE finished_at < ?1 "
+         "AND id NOT IN (SELECT job_id FROM jobq_blocked){for_update}) AS p GROUP BY queue",
+         .mysql = "SELECT queue, "
+         "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
+         "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
+         "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
+         "{bigint}) FROM (SELECT queue, outcome FROM jobq_done FORCE INDEX "
+         "(jobq_done_finished) WHERE finished_at < ?1 AND id NOT IN (SELECT job_id "
+         "FROM jobq_blocked){for_update}) AS p GROUP BY queue"},
     /* On MariaDB through the index of finish times, whatever the plan for
      * a small archive: a scan of all of it waited for any row another
      * transaction held, such as the jobs being finished just then. */

@@ -418,6 +418,62 @@ static void test_stalled_worker_does_not_block_reapers(void **state) {
   jobq_session_close(a);
 }
 
+/* A forked operator: retries dead job *arg a moment after the prune
+ * counted it; exits 0 when the retry went through, 1 when the job was
+ * gone, 2 on anything else. */
+struct retrier {
+  const char *url;
+  int64_t id;
+};
+static int retry_later(void *arg) {
+  const struct retrier *r = arg;
+  th_sleep_ms(500);
+  jobq *db = NULL;
+  int rc = jobq_open(r->url, &db);
+  if (rc == JOBQ_OK) rc = jobq_retry(db, r->id);
+  if (rc != JOBQ_OK && rc != JOBQ_ENOTFOUND)
+    fprintf(stderr, "child retry: %s: %s\n", jobq_err_name(rc), jobq_errmsg(db));
+  jobq_close(db);
+  return rc == JOBQ_OK ? 0 : rc == JOBQ_ENOTFOUND ? 1 : 2;
+}
+
+/* A retry of a dead job that a prune has counted but not yet deleted:
+ * the prune holds what it counted, so the retry finds the job gone, and
+ * the queue's counters go down once. */
+static void test_retry_during_prune(void **state) {
+  tq *t = *state;
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.max_attempts = 1;
+  int64_t id = th_put_opts(t->db, &o);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, "q");
+  assert_rc(jobq_fail(s, j, "broken"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DEAD);
+  th_sleep_ms(5);
+  struct retrier r = {t->url, id};
+  pid_t pid = th_fork(retry_later, &r);
+  setenv("JOBQ_FAILPOINT", "prune.counted=sleep:1500", 1);
+  int64_t count = -1;
+  int rc = jobq_prune(t->db, 0, &count);
+  unsetenv("JOBQ_FAILPOINT");
+  assert_rc(rc, JOBQ_OK);
+  assert_int_equal(th_wait(pid), 1);
+  assert_int_equal(count, 1);
+  jobq_job_info *i = NULL;
+  assert_rc(jobq_show(t->db, id, &i), JOBQ_ENOTFOUND);
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(st[0].dead, 0);
+  assert_int_equal(st[0].done, 0);
+  jobq_stats_free(st, n);
+}
+
 /* An unknown failpoint name or action changes nothing. */
 static void test_unknown_failpoint(void **state) {
   tq *t = *state;
@@ -442,6 +498,7 @@ int main(void) {
       TQ_TEST(test_dies_after_claim),
       TQ_TEST(test_started_spends_held_does_not),
       TQ_TEST(test_acked_start_not_written_others_are),
+      TQ_TEST(test_retry_during_prune),
       TQ_TEST(test_stalled_worker_does_not_block_reapers),
       TQ_TEST(test_unknown_failpoint),
   };
