@@ -327,6 +327,14 @@ int64_t th_put_opts(jobq *db, const jobq_put_opts *o) {
   return id;
 }
 
+int64_t th_put_attempts(jobq *db, const char *queue, int max_attempts) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = queue;
+  o.max_attempts = max_attempts;
+  return th_put_opts(db, &o);
+}
+
 int64_t th_put(jobq *db, const char *queue, const char *payload) {
   jobq_put_opts o;
   jobq_put_opts_init(&o);

@@ -96,6 +96,8 @@ int64_t th_put(jobq *db, const char *queue, const char *payload);
 int64_t th_put_opts(jobq *db, const jobq_put_opts *o);
 /* Puts one job on queue with an ordering key. */
 int64_t th_put_key(jobq *db, const char *queue, const char *key);
+/* Puts one job on queue that may run max_attempts times. */
+int64_t th_put_attempts(jobq *db, const char *queue, int max_attempts);
 
 /* Opens a session with lease_ms (0: default) and asserts success. */
 jobq_session *th_session(jobq *db, int64_t lease_ms);

@@ -13,17 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t put_attempts(jobq *db, const char *queue, int max_attempts) {
-  jobq_put_opts o;
-  jobq_put_opts_init(&o);
-  o.queue = queue;
-  o.max_attempts = max_attempts;
-  return th_put_opts(db, &o);
-}
 
 /* Claims one job from queue and fails it for good (max_attempts 1). */
 static int64_t make_dead(jobq *db, jobq_session *s, const char *queue) {
-  int64_t id = put_attempts(db, queue, 1);
+  int64_t id = th_put_attempts(db, queue, 1);
   jobq_job *j = th_claim_one(s, queue);
   assert_int_equal(j->id, id);
   assert_rc(jobq_fail(s, j, "broken"), JOBQ_OK);

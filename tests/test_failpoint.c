@@ -442,11 +442,7 @@ static int retry_later(void *arg) {
  * the queue's counters go down once. */
 static void test_retry_during_prune(void **state) {
   tq *t = *state;
-  jobq_put_opts o;
-  jobq_put_opts_init(&o);
-  o.queue = "q";
-  o.max_attempts = 1;
-  int64_t id = th_put_opts(t->db, &o);
+  int64_t id = th_put_attempts(t->db, "q", 1);
   jobq_session *s = th_session(t->db, 0);
   jobq_job *j = th_claim_one(s, "q");
   assert_rc(jobq_fail(s, j, "broken"), JOBQ_OK);

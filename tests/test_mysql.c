@@ -113,16 +113,29 @@ static int claim_and_complete(void *arg) {
   return rc == JOBQ_OK ? 0 : 1;
 }
 
-/* Runs child in a forked process while am's transaction holds a row it
- * has no business with: the child must exit 0 within 10 s, before that
- * transaction ends (who names it in the failure). */
-static void exits_while_held(MYSQL *am, int (*child)(void *), const char *who) {
+/* Runs child in a forked process while another transaction holds row id
+ * of table, a row the child has no business with: the child must exit 0
+ * within 10 s, before that transaction ends (who names it in the
+ * failure).  The table is analyzed first, as a small table is planned. */
+static void exits_while_held(tq *t, const char *table, int64_t id, int (*child)(void *),
+                             const char *who) {
+  jobq *a = th_open(t->url);
+  MYSQL *am = native(a);
+  char sql[128];
+  snprintf(sql, sizeof sql, "ANALYZE TABLE %s", table);
+  sql_ok(am, sql);
+  sql_ok(am, "START TRANSACTION");
+  snprintf(sql, sizeof sql, "SELECT id FROM %s WHERE id = %lld FOR UPDATE", table,
+           (long long)id);
+  sql_ok(am, sql);
+  child_url = t->url;
   pid_t pid = th_fork(child, NULL);
   int status = 0;
   pid_t got = 0;
   for (int64_t start = th_mono_ms(); got == 0 && th_mono_ms() - start < 10000; th_sleep_ms(20))
     got = waitpid(pid, &status, WNOHANG);
   sql_ok(am, "COMMIT");
+  jobq_close(a);
   if (got != pid) {
     th_wait(pid);
     fail_msg("%s still waited after 10 s for a row that was not its own", who);
@@ -512,19 +525,9 @@ static void test_batches_lock_only_their_rows(void **state) {
   tq *t = *state;
   int64_t first = th_put(t->db, "sq", "held");
   for (int i = 0; i < 5; i++) th_put(t->db, "sq", "x");
-  jobq *a = th_open(t->url);
-  MYSQL *am = native(a);
-  sql_ok(am, "ANALYZE TABLE jobq_jobs");
-  sql_ok(am, "START TRANSACTION");
-  char sql[128];
-  snprintf(sql, sizeof sql, "SELECT id FROM jobq_jobs WHERE id = %lld FOR UPDATE",
-           (long long)first);
-  sql_ok(am, sql);
-  child_url = t->url;
-  exits_while_held(am, claim_and_complete, "the worker");
+  exits_while_held(t, "jobq_jobs", first, claim_and_complete, "the worker");
   assert_int_equal(th_state(t->db, first), JOBQ_STATE_READY);
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE queue = 'sq'"), 3);
-  jobq_close(a);
 }
 
 /* A purge finds its queue's finished jobs through the outcome index: a
@@ -543,18 +546,8 @@ static void test_purge_locks_only_its_queue(void **state) {
   assert_int_equal(n, 3);
   th_complete_many(s, jobs, n);
   jobq_session_close(s);
-  jobq *a = th_open(t->url);
-  MYSQL *am = native(a);
-  sql_ok(am, "ANALYZE TABLE jobq_done");
-  sql_ok(am, "START TRANSACTION");
-  char sql[128];
-  snprintf(sql, sizeof sql, "SELECT id FROM jobq_done WHERE id = %lld FOR UPDATE",
-           (long long)other);
-  sql_ok(am, sql);
-  child_url = t->url;
-  exits_while_held(am, purge_queue, "the purge");
+  exits_while_held(t, "jobq_done", other, purge_queue, "the purge");
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done"), 1);
-  jobq_close(a);
 }
 
 /* A prune reads the archive through its index of finish times: a scan
@@ -579,17 +572,8 @@ static void test_prune_locks_only_old_rows(void **state) {
   snprintf(sql, sizeof sql, "UPDATE jobq_done SET finished_at = finished_at + 1 WHERE id = %lld",
            (long long)recent);
   assert_int_equal(th_sql(t->db, sql), 0);
-  jobq *a = th_open(t->url);
-  MYSQL *am = native(a);
-  sql_ok(am, "ANALYZE TABLE jobq_done");
-  sql_ok(am, "START TRANSACTION");
-  snprintf(sql, sizeof sql, "SELECT id FROM jobq_done WHERE id = %lld FOR UPDATE",
-           (long long)recent);
-  sql_ok(am, sql);
-  child_url = t->url;
-  exits_while_held(am, prune_old, "the prune");
+  exits_while_held(t, "jobq_done", recent, prune_old, "the prune");
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done"), 2);
-  jobq_close(a);
 }
 
 /* The job sequence (AUTO_INCREMENT) that the identity check watches is

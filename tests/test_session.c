@@ -177,11 +177,7 @@ static void test_reaped_session_fail_release(void **state) {
  * time beyond max_attempts. */
 static void test_lost_last_attempt(void **state) {
   tq *t = *state;
-  jobq_put_opts o;
-  jobq_put_opts_init(&o);
-  o.queue = "q";
-  o.max_attempts = 1;
-  int64_t id = th_put_opts(t->db, &o);
+  int64_t id = th_put_attempts(t->db, "q", 1);
   jobq *db2 = th_open(t->url);
   jobq_session *a = th_session(t->db, 200);
   jobq_session *b = th_session(db2, 200);
