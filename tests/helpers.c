@@ -592,3 +592,25 @@ size_t th_count_jobs(jobq *db, int state) {
   jobq_info_free(infos, n);
   return n;
 }
+
+void th_assert_counts_agree(jobq *db) {
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(db, &st, &n), JOBQ_OK);
+  int64_t sums[7] = {0};
+  for (size_t k = 0; k < n; k++) {
+    sums[JOBQ_STATE_READY] += st[k].ready + st[k].scheduled;
+    sums[JOBQ_STATE_RUNNING] += st[k].running;
+    sums[JOBQ_STATE_WAITING] += st[k].waiting;
+    sums[JOBQ_STATE_DONE] += st[k].done;
+    sums[JOBQ_STATE_DEAD] += st[k].dead;
+    sums[JOBQ_STATE_CANCELLED] += st[k].cancelled;
+  }
+  jobq_stats_free(st, n);
+  for (int state = JOBQ_STATE_READY; state <= JOBQ_STATE_CANCELLED; state++) {
+    int64_t listed = (int64_t)th_count_jobs(db, state);
+    if (listed != sums[state])
+      fail_msg("stats count %lld %s jobs, jobq_list finds %lld",
+               (long long)sums[state], jobq_state_name(state), (long long)listed);
+  }
+}

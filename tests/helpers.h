@@ -163,5 +163,8 @@ ssize_t th_read_file(const char *path, void *buf, size_t size);
 
 /* Counts jobs of every state via jobq_list() (up to 100000). */
 size_t th_count_jobs(jobq *db, int state);
+/* Fails unless jobq_stats() counts, state by state over every queue, as
+ * many jobs as jobq_list() finds. */
+void th_assert_counts_agree(jobq *db);
 
 #endif

@@ -251,28 +251,6 @@ static void test_stats_every_state(void **state) {
 
 /* The per-queue counts stats keeps for archived jobs agree with the jobs
  * themselves after every kind of move in and out of the archive. */
-static void assert_counts_agree(jobq *db) {
-  jobq_queue_stats *st = NULL;
-  size_t n = 0;
-  assert_rc(jobq_stats(db, &st, &n), JOBQ_OK);
-  int64_t sums[7] = {0};
-  for (size_t k = 0; k < n; k++) {
-    sums[JOBQ_STATE_READY] += st[k].ready + st[k].scheduled;
-    sums[JOBQ_STATE_RUNNING] += st[k].running;
-    sums[JOBQ_STATE_WAITING] += st[k].waiting;
-    sums[JOBQ_STATE_DONE] += st[k].done;
-    sums[JOBQ_STATE_DEAD] += st[k].dead;
-    sums[JOBQ_STATE_CANCELLED] += st[k].cancelled;
-  }
-  jobq_stats_free(st, n);
-  for (int state = JOBQ_STATE_READY; state <= JOBQ_STATE_CANCELLED; state++) {
-    int64_t listed = (int64_t)th_count_jobs(db, state);
-    if (listed != sums[state])
-      fail_msg("stats count %lld %s jobs, jobq_list finds %lld",
-               (long long)sums[state], jobq_state_name(state), (long long)listed);
-  }
-}
-
 static void test_stats_counts_follow_moves(void **state) {
   tq *t = *state;
   jobq_session *s = th_session(t->db, 0);
@@ -282,15 +260,15 @@ static void test_stats_counts_follow_moves(void **state) {
   make_done(t->db, s, "q");
   int64_t c = th_put(t->db, "q", NULL);
   assert_rc(jobq_cancel(t->db, c, NULL), JOBQ_OK);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   assert_rc(jobq_retry(t->db, dead1), JOBQ_OK);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   assert_rc(jobq_retry(t->db, c), JOBQ_OK);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   int64_t count;
   assert_rc(jobq_retry_dead(t->db, NULL, &count), JOBQ_OK);
   assert_int_equal(count, 2);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   /* A dead head that blocks its key, cancelled. */
   jobq_put_opts o;
   jobq_put_opts_init(&o);
@@ -309,13 +287,13 @@ static void test_stats_counts_follow_moves(void **state) {
     }
   }
   jobq_jobs_free(all, n);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   assert_rc(jobq_cancel(t->db, head, NULL), JOBQ_OK);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   th_sleep_ms(10);
   assert_rc(jobq_prune(t->db, 0, &count), JOBQ_OK);
   assert_true(count > 0);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   jobq_session_close(s);
 }
 
@@ -519,7 +497,7 @@ static void test_purge(void **state) {
     }
   }
   jobq_stats_free(st, n);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
 
   /* The queue still works: the key is free again. */
   int64_t again = th_put_key(t->db, "p", "k");
@@ -770,7 +748,7 @@ static void test_transactions(void **state) {
   assert_int_equal(already, 1);
   assert_rc(jobq_commit(t->db), JOBQ_OK);
   assert_int_equal(done_counted(t->db, "tx"), 1);
-  assert_counts_agree(t->db);
+  th_assert_counts_agree(t->db);
   i = th_show(t->db, id);
   assert_int_equal(i->state, JOBQ_STATE_DONE);
   assert_memory_equal(i->result, "res", 3);
