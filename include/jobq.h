@@ -540,9 +540,10 @@ int jobq_resume(jobq *db, const char *queue);
  * key waits for an operator to retry or cancel it) or "skip". */
 int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
 
-/* Deletes archived jobs finished more than older_than_ms ago; *count gets
- * how many.  Never touches unfinished jobs or a dead head that blocks its
- * key. */
+/* Deletes archived jobs finished more than older_than_ms ago, oldest
+ * first, in transactions of about 10000 jobs; *count gets how many (on an
+ * error, how many until then).  Never touches unfinished jobs or a dead
+ * head that blocks its key. */
 int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
 
 /*

@@ -225,13 +225,25 @@ int jobq_set_key_policy(jobq *db, const char *queue, const char *policy) {
 
 /* ---------------------------------------------------------------- prune */
 
-static int prune(jobq *db, int64_t older_than_ms, int64_t *count) {
-  int64_t now;
-  int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+/* Jobs a prune deletes per transaction, about: short transactions keep
+ * SQLite's other writers going, and PostgreSQL's vacuum of the hot table,
+ * which cannot pass an open transaction. */
+#define PRUNE_CHUNK 10000
+
+/* One transaction of a prune: the oldest PRUNE_CHUNK prunable jobs that
+ * finished before before (more when several finished in the same
+ * millisecond), counted under their locks, taken off the counters and
+ * deleted.  *count gets how many; *last is set when no older job is
+ * left. */
+static int prune_chunk(jobq *db, int64_t before, int64_t *count, int *last) {
+  int64_t bound = -1;
+  int rc = jobq__sql_int(db, JOBQ_Q_PRUNE_BOUND, -1, &bound,
+                         SQL_ARGS(V_INT(before), V_INT(PRUNE_CHUNK - 1)));
   if (rc != JOBQ_OK) return rc;
-  int64_t before = now - older_than_ms;
+  *last = bound < 0;
+  int64_t cutoff = *last ? before : bound + 1;
   jobq_rows *r;
-  if ((rc = jobq__sql_query(db, JOBQ_Q_PRUNE_COUNT, &r, SQL_ARGS(V_INT(before)))) != JOBQ_OK)
+  if ((rc = jobq__sql_query(db, JOBQ_Q_PRUNE_COUNT, &r, SQL_ARGS(V_INT(cutoff)))) != JOBQ_OK)
     return rc;
   typedef struct {
     char *queue;
@@ -263,7 +275,7 @@ static int prune(jobq *db, int64_t older_than_ms, int64_t *count) {
   for (size_t i = 0; i < n; i++) free(v[i].queue);
   free(v);
   if (rc == JOBQ_OK) rc = jobq__failpoint(db, "prune.counted");
-  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(before)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(cutoff)));
   return rc;
 }
 
@@ -273,13 +285,21 @@ int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
   if (older_than_ms < 0)
     return jobq__fail(db, JOBQ_EINVAL, "invalid age '%lldms': expected zero or more",
                       (long long)older_than_ms);
-  int64_t c = 0;
-  int rc, attempt = 0;
-  do {
-    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__txn_end(db, prune(db, older_than_ms, &c));
-  } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK && count != NULL) *count = c;
+  int64_t now;
+  int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+  if (rc != JOBQ_OK) return rc;
+  int64_t before = now - older_than_ms, total = 0;
+  for (int last = 0; !last;) {
+    int64_t c = 0;
+    int attempt = 0;
+    do {
+      if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
+      rc = jobq__txn_end(db, prune_chunk(db, before, &c, &last));
+    } while (jobq__txn_retry(db, rc, &attempt));
+    if (rc != JOBQ_OK) break;
+    total += c;
+    if (count != NULL) *count = total;
+  }
   return rc;
 }
 

@@ -332,6 +332,11 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SET_POLICY] = {.common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
                            "name = ?1"},
     /* ?1: the cut-off in Unix ms.  A dead head that blocks its key stays. */
+    /* The finish time of the (?2+1)th oldest job a prune may delete, of
+     * those that finished before ?1: where its next transaction stops. */
+    [JOBQ_Q_PRUNE_BOUND] = {.common = "SELECT finished_at FROM jobq_done WHERE finished_at < ?1 "
+                            "AND id NOT IN (SELECT job_id FROM jobq_blocked) ORDER BY "
+                            "finished_at LIMIT 1 OFFSET ?2"},
     /* The rows counted are locked until the prune deletes them: a retry
      * of one of them in between would take it away from the DELETE, and
      * its counters would go down twice. */

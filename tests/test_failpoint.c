@@ -465,6 +465,58 @@ static void test_retry_during_prune(void **state) {
   assert_rc(jobq_show(t->db, id, &i), JOBQ_ENOTFOUND);
 }
 
+/* A forked observer: counts the archived jobs of the database at URL arg
+ * 1.5 s from now; exits with that count in hundreds (0 to 250). */
+static int count_archive_later(void *arg) {
+  const char *url = arg;
+  th_sleep_ms(1500);
+  jobq *db = th_open(url);
+  int64_t n = th_sql_int(db, "SELECT count(*) FROM jobq_done");
+  jobq_close(db);
+  return (int)(n / 100);
+}
+
+/* A prune of more jobs than one transaction takes: each part commits on
+ * its own (another connection sees the archive shrink while the prune
+ * goes on), jobs finished in the same millisecond included, and in the
+ * end every old job is gone, counted once. */
+static void test_prune_in_parts(void **state) {
+  tq *t = *state;
+  enum { JOBS = 25000, BATCH = 1000 };
+  jobq_put_opts *o = calloc(BATCH, sizeof *o);
+  int64_t *ids = calloc(BATCH, sizeof *ids);
+  assert_true(o != NULL && ids != NULL);
+  for (int i = 0; i < BATCH; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "q";
+  }
+  jobq_session *s = th_session(t->db, 0);
+  for (int b = 0; b < JOBS / BATCH; b++) {
+    assert_rc(jobq_put_many(t->db, o, BATCH, ids, NULL), JOBQ_OK);
+    size_t n = 0;
+    jobq_job *jobs = th_claim(s, "q", BATCH, &n);
+    assert_int_equal(n, BATCH);
+    th_complete_many(s, jobs, n); /* one finish time a batch */
+  }
+  jobq_session_close(s);
+  free(ids);
+  free(o);
+  pid_t pid = th_fork(count_archive_later, (void *)t->url);
+  setenv("JOBQ_FAILPOINT", "prune.counted=sleep:1000", 1);
+  int64_t count = -1;
+  int rc = jobq_prune(t->db, 0, &count);
+  unsetenv("JOBQ_FAILPOINT");
+  int seen = th_wait(pid);
+  assert_rc(rc, JOBQ_OK);
+  assert_int_equal(count, JOBS);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done"), 0);
+  th_assert_counts_agree(t->db);
+  if (seen <= 0 || seen >= JOBS / 100)
+    fail_msg("while the prune went on, another connection saw %d to %d archived jobs: "
+             "expected some parts deleted and some not",
+             seen * 100, seen * 100 + 99);
+}
+
 /* An unknown failpoint name or action changes nothing. */
 static void test_unknown_failpoint(void **state) {
   tq *t = *state;
@@ -490,6 +542,7 @@ int main(void) {
       TQ_TEST(test_started_spends_held_does_not),
       TQ_TEST(test_acked_start_not_written_others_are),
       TQ_TEST(test_retry_during_prune),
+      TQ_TEST(test_prune_in_parts),
       TQ_TEST(test_stalled_worker_does_not_block_reapers),
       TQ_TEST(test_unknown_failpoint),
   };
