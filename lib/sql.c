@@ -68,11 +68,17 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* A generic plan on PostgreSQL expects any row to match, and to find
      * one at once by scanning the table or the primary key: it reads all
      * of the jobs before ?2 when none is the queue's.  Bounds on the pair
-     * (queue, id), in its order, leave it the queue index alone. */
+     * (queue, id), in its order, leave it the queue index alone.  That
+     * index leaves out the running jobs there, which the session index
+     * holds (read in its order, so that the plan takes it): a few per
+     * worker. */
     [JOBQ_Q_ANY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "id < ?2 LIMIT 1",
-                           .pg = "SELECT 1 FROM jobq_jobs WHERE (queue, id) > (?1, 0) AND "
-                                 "(queue, id) < (?1, ?2) ORDER BY queue, id LIMIT 1"},
+                           .pg = "SELECT 1 FROM ((SELECT 1 FROM jobq_jobs WHERE (queue, id) > "
+                                 "(?1, 0) AND (queue, id) < (?1, ?2) AND session IS NULL ORDER "
+                                 "BY queue, id LIMIT 1) UNION ALL (SELECT 1 FROM jobq_jobs WHERE "
+                                 "session IS NOT NULL AND queue = ?1 AND id < ?2 ORDER BY session "
+                                 "LIMIT 1)) f LIMIT 1"},
     [JOBQ_Q_BARRIER_FIRST] =
         {.common = "SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
          "ORDER BY id LIMIT 1",
@@ -272,7 +278,7 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_POLICY] = {.common = "SELECT key_policy FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_WAITING_UNKEYED] =
         {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE queue = ?1 AND state = "
-         "'waiting' AND barrier = 0 AND order_key IS NULL AND id < ?2"},
+         "'waiting' AND barrier = 0 AND order_key IS NULL AND id < ?2 AND session IS NULL"},
     [JOBQ_Q_WAITING_KEYS] =
         {.common = "SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 AND state "
          "= 'waiting' AND order_key IS NOT NULL AND id < ?2"},
@@ -367,7 +373,7 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PURGE_RUNNING] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                               "state = 'running' LIMIT 1"},
     [JOBQ_Q_PURGE_JOBS] = {.common = "DELETE FROM jobq_jobs WHERE queue = ?1 AND "
-                           "state <> 'running'"},
+                           "state <> 'running' AND session IS NULL"},
     /* MariaDB's outcome index holds every row (the others leave out the
      * done ones): there, a purge names each outcome the table allows and
      * the index, so as to read only the queue's rows.  A scan of the

@@ -115,7 +115,11 @@ static const char *const migrations[] = {
     "CREATE INDEX jobq_jobs_key ON jobq_jobs(queue, order_key, state, id)"
     "  WHERE order_key IS NOT NULL;"
     "CREATE INDEX jobq_jobs_barrier ON jobq_jobs(queue, id) WHERE barrier = 1;"
-    "CREATE INDEX jobq_jobs_queue ON jobq_jobs(queue, id);"
+    /* Without the running jobs: a claim, an UPDATE that no index can
+     * take as HOT, writes an entry into every index whose condition its
+     * new row meets, and running jobs are found through the session's
+     * index instead (JOBQ_Q_ANY_BEFORE). */
+    "CREATE INDEX jobq_jobs_queue ON jobq_jobs(queue, id) WHERE session IS NULL;"
     "CREATE UNIQUE INDEX jobq_jobs_unique ON jobq_jobs(queue, unique_key)"
     "  WHERE unique_key IS NOT NULL;"
     "CREATE TABLE jobq_done ("
@@ -184,8 +188,10 @@ static const char *const migrations[] = {
     /* As the library's look (lib/sql.c, JOBQ_Q_ANY_BEFORE). */
     "    must_wait := EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j\n"
     "      WHERE (j.queue, j.id) > (jobq_put.queue, 0)\n"
-    "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807)\n"
-    "      ORDER BY j.queue, j.id LIMIT 1) f);\n"
+    "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807) AND j.session IS NULL\n"
+    "      ORDER BY j.queue, j.id LIMIT 1) f)\n"
+    "      OR EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j WHERE j.session IS NOT NULL\n"
+    "        AND j.queue = jobq_put.queue ORDER BY j.session LIMIT 1) r);\n"
     "  ELSE\n"
     "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n"
     "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n"
