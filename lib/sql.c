@@ -68,10 +68,10 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* A generic plan on PostgreSQL expects any row to match, and to find
      * one at once by scanning the table or the primary key: it reads all
      * of the jobs before ?2 when none is the queue's.  Bounds on the pair
-     * (queue, id), in its order, leave it the queue index alone.  That
-     * index leaves out the running jobs there, which the session index
-     * holds (read in its order, so that the plan takes it): a few per
-     * worker. */
+     * (queue, id), in its order, leave it the queue index alone.  There
+     * that index leaves out the claimed jobs, which the session index
+     * holds (read in its order, so that the plan takes it): a batch or so
+     * per worker. */
     [JOBQ_Q_ANY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "id < ?2 LIMIT 1",
                            .pg = "SELECT 1 FROM ((SELECT 1 FROM jobq_jobs WHERE (queue, id) > "
@@ -337,9 +337,9 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SET_PAUSED] = {.common = "UPDATE jobq_queues SET paused = ?2 WHERE name = ?1"},
     [JOBQ_Q_SET_POLICY] = {.common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
                            "name = ?1"},
-    /* ?1: the cut-off in Unix ms.  A dead head that blocks its key stays. */
-    /* The finish time of the (?2+1)th oldest job a prune may delete, of
-     * those that finished before ?1: where its next transaction stops. */
+    /* A prune's statements.  ?1: the cut-off in Unix ms; a dead head that
+     * blocks its key stays.  PRUNE_BOUND: the finish time of the (?2+1)th
+     * oldest job a prune may delete, where its next transaction stops. */
     [JOBQ_Q_PRUNE_BOUND] = {.common = "SELECT finished_at FROM jobq_done WHERE finished_at < ?1 "
                             "AND id NOT IN (SELECT job_id FROM jobq_blocked) ORDER BY "
                             "finished_at LIMIT 1 OFFSET ?2"},

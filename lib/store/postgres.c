@@ -115,10 +115,10 @@ static const char *const migrations[] = {
     "CREATE INDEX jobq_jobs_key ON jobq_jobs(queue, order_key, state, id)"
     "  WHERE order_key IS NOT NULL;"
     "CREATE INDEX jobq_jobs_barrier ON jobq_jobs(queue, id) WHERE barrier = 1;"
-    /* Without the running jobs: a claim, an UPDATE that no index can
-     * take as HOT, writes an entry into every index whose condition its
-     * new row meets, and running jobs are found through the session's
-     * index instead (JOBQ_Q_ANY_BEFORE). */
+    /* Without the claimed jobs: a claim, an UPDATE that cannot be HOT,
+     * writes an entry into every index whose condition its new row meets,
+     * and claimed jobs are found through the session's index instead
+     * (JOBQ_Q_ANY_BEFORE). */
     "CREATE INDEX jobq_jobs_queue ON jobq_jobs(queue, id) WHERE session IS NULL;"
     "CREATE UNIQUE INDEX jobq_jobs_unique ON jobq_jobs(queue, unique_key)"
     "  WHERE unique_key IS NOT NULL;"
