@@ -33,14 +33,7 @@ static int run(int argc, char **argv) {
   if ((rc = cli_open(&db)) != 0) return rc;
   int64_t count;
   rc = jobq_prune(db, ms, &count);
-  if (rc != JOBQ_OK) {
-    rc = cli_lib_error(db, rc);
-    if (count > 0)
-      cli_error("%lld older jobs were pruned before that; run it again for the rest",
-                (long long)count);
-  } else {
-    cli_print_count("pruned", count, "job");
-  }
+  rc = cli_print_parts(db, rc, "pruned", count, "job");
   jobq_close(db);
   return rc;
 }

@@ -27,10 +27,7 @@ static int retry_dead(const char *queue) {
   if (rc != 0) return rc;
   int64_t count;
   rc = jobq_retry_dead(db, queue, &count);
-  if (rc != JOBQ_OK)
-    rc = cli_lib_error(db, rc);
-  else
-    cli_print_count("retried", count, "job");
+  rc = cli_print_parts(db, rc, "retried", count, "job");
   jobq_close(db);
   return rc;
 }

@@ -115,6 +115,18 @@ void cli_print_count(const char *verb, int64_t n, const char *noun) {
   }
 }
 
+int cli_print_parts(jobq *db, int rc, const char *verb, int64_t n, const char *noun) {
+  if (rc == JOBQ_OK) {
+    cli_print_count(verb, n, noun);
+    return 0;
+  }
+  rc = cli_lib_error(db, rc);
+  if (n > 0)
+    cli_error("%s %lld %s%s before that; run it again for the rest", verb, (long long)n, noun,
+              n == 1 ? "" : "s");
+  return rc;
+}
+
 void cli_json_print(json_t *doc) {
   if (doc == NULL) cli_oom();
   char *text = json_dumps(doc, JSON_COMPACT);

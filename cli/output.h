@@ -50,6 +50,11 @@ json_t *cli_json_object(void);
 /* Prints "VERB N NOUNs" ("NOUN" when N is 1), or {"VERB":N} with --json:
  * the result of prune, reap, retry --dead. */
 void cli_print_count(const char *verb, int64_t n, const char *noun);
+/* The outcome of a command that works in parts, one transaction each
+ * ("pruned", 120 jobs): the count as cli_print_count() prints it; after
+ * a library error rc, the error and, when some parts went through, how
+ * many on stderr.  Returns the exit status. */
+int cli_print_parts(jobq *db, int rc, const char *verb, int64_t n, const char *noun);
 /* Prints doc compact, newline-terminated, on stdout and frees it. */
 void cli_json_print(json_t *doc);
 /* json_object_set_new() that stops the program when memory runs out. */

@@ -520,8 +520,9 @@ void jobq_sessions_free(jobq_session_info *s, size_t n);
  * ordering key becomes the key's head again.
  */
 int jobq_retry(jobq *db, int64_t id);
-/* Retries every dead job (of queue, or all when NULL); *count gets how
- * many. */
+/* Retries every dead job (of queue, or all when NULL), a queue at a time
+ * and oldest first, in transactions of 1000 jobs; *count gets how many
+ * (on an error, how many until then). */
 int jobq_retry_dead(jobq *db, const char *queue, int64_t *count);
 
 /*

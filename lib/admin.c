@@ -113,21 +113,72 @@ int jobq_retry(jobq *db, int64_t id) {
   return rc;
 }
 
+/* Dead jobs a retry of them all takes per transaction, so that it never
+ * holds a long one (see PRUNE_CHUNK). */
+#define RETRY_CHUNK 1000
+
+/* The names of every queue: *names (free each and the array) and *n. */
+static int queue_names(jobq *db, char ***names, size_t *n) {
+  *names = NULL;
+  *n = 0;
+  jobq_rows *r;
+  int rc = jobq__sql_query(db, JOBQ_Q_QUEUE_NAMES, &r, SQL_ARGS());
+  if (rc != JOBQ_OK) return rc;
+  int got, failed = 0;
+  while ((got = jobq__rows_next(db, r)) == 1 && !failed) {
+    char **v = realloc(*names, (*n + 1) * sizeof *v);
+    if (v == NULL) {
+      failed = 1;
+      break;
+    }
+    *names = v;
+    if (((*names)[*n] = jobq__col_text(db, r, 0, &failed)) != NULL) (*n)++;
+  }
+  jobq__rows_done(db, r);
+  return got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+}
+
+/* One transaction of a retry of queue's dead jobs: the next RETRY_CHUNK
+ * of them after id *after, in id order.  *n gets how many; *after the
+ * last one's id. */
+static int retry_dead_part(jobq *db, const char *queue, int64_t *after, size_t *n) {
+  int64_t *ids = NULL;
+  int rc = jobq__sql_ids(db, JOBQ_Q_DEAD_IDS, RETRY_CHUNK, &ids, n,
+                         SQL_ARGS(V_TEXT(queue), V_INT(*after), V_INT(RETRY_CHUNK)));
+  for (size_t i = 0; i < *n && rc == JOBQ_OK; i++) rc = retry(db, ids[i]);
+  if (rc == JOBQ_OK && *n > 0) *after = ids[*n - 1];
+  free(ids);
+  return rc;
+}
+
 int jobq_retry_dead(jobq *db, const char *queue, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
   if (queue != NULL && jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
-  int rc, attempt = 0;
-  size_t n = 0;
-  do {
-    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    int64_t *ids = NULL;
-    rc = jobq__sql_ids(db, JOBQ_Q_DEAD_IDS, SIZE_MAX, &ids, &n, SQL_ARGS(V_TEXT(queue)));
-    for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = retry(db, ids[i]);
-    free(ids);
-    rc = jobq__txn_end(db, rc);
-  } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK && count != NULL) *count = (int64_t)n;
+  char **names = NULL;
+  size_t nq = 0;
+  int rc = queue != NULL ? JOBQ_OK : queue_names(db, &names, &nq);
+  int64_t total = 0;
+  for (size_t q = 0; rc == JOBQ_OK && q < (queue != NULL ? 1 : nq); q++) {
+    const char *name = queue != NULL ? queue : names[q];
+    for (int64_t after = 0, n = RETRY_CHUNK; n == RETRY_CHUNK;) {
+      int64_t next;
+      size_t got = 0;
+      int attempt = 0;
+      do {
+        next = after;
+        if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
+        rc = jobq__txn_end(db, retry_dead_part(db, name, &next, &got));
+      } while (jobq__txn_retry(db, rc, &attempt));
+      if (rc != JOBQ_OK) break;
+      after = next;
+      n = (int64_t)got;
+      total += n;
+      if (count != NULL) *count = total;
+    }
+  }
+  for (size_t i = 0; i < nq; i++) free(names[i]);
+  free(names);
   return rc;
 }
 

@@ -328,8 +328,10 @@ static const text texts[JOBQ_Q__COUNT] = {
          "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
          "id = ?1"},
     [JOBQ_Q_DELETE_DONE] = {.common = "DELETE FROM jobq_done WHERE id = ?1"},
+    /* ?1 the queue, after id ?2, at most ?3: what the outcome index holds
+     * in its order. */
     [JOBQ_Q_DEAD_IDS] = {.common = "SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
-                         "queue = coalesce(?1, queue) ORDER BY id"},
+                         "queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3"},
     [JOBQ_Q_MARK_CANCELLED] = {.common = "UPDATE jobq_done SET outcome = 'cancelled', "
                                "finished_at = {now} WHERE id = ?1"},
     [JOBQ_Q_REQUEST_CANCEL] = {.common = "UPDATE jobq_jobs SET cancel_requested = 1 "
@@ -395,6 +397,7 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_QUEUE_PAUSED] = {.common = "SELECT paused FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_QUEUES_ACTIVE] = {.common = "SELECT name FROM jobq_queues WHERE paused = 0 "
                               "ORDER BY name"},
+    [JOBQ_Q_QUEUE_NAMES] = {.common = "SELECT name FROM jobq_queues ORDER BY name"},
 };
 
 static const char *const names[JOBQ_Q__COUNT] = {

@@ -45,7 +45,7 @@
   X(PRUNE_COUNT) X(PRUNE)                                                   \
   X(ALL_SESSIONS) X(BUMP) X(EPOCH) X(QUEUE_PAUSED) X(QUEUES_ACTIVE)          \
   X(PURGE_RUNNING) X(PURGE_JOBS) X(PURGE_DONE) X(PURGE_BLOCKED)             \
-  X(PURGE_COUNTS)
+  X(PURGE_COUNTS) X(QUEUE_NAMES)
 
 enum {
 #define JOBQ_SQL_ENUM(name) JOBQ_Q_##name,

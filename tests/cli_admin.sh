@@ -116,6 +116,30 @@ t_prune() {
   [[ $(json_sum ready) == 1 ]] || fail "the unfinished job went: $(cat "$T_OUT")"
 }
 
+# A prune that fails part way says how many jobs it pruned before: the
+# archive holds 15000 old jobs, and a trigger refuses to delete one of
+# the second part's.
+t_prune_fails_part_way() {
+  run init
+  sqlite3 "$DB" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 15000)
+    INSERT INTO jobq_done(id, queue, priority, run_at, outcome, barrier, payload, attempts,
+      max_attempts, timeout_ms, backoff_ms, created_at, finished_at)
+    SELECT i, 'old', 0, 0, 'done', 0, x'78', 1, 1, 0, 0, 0, i FROM n;
+    INSERT INTO jobq_queues(name, created_at) VALUES ('old', 0);
+    INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) VALUES ('old', 0, 15000, 0, 0);
+    CREATE TRIGGER held BEFORE DELETE ON jobq_done WHEN OLD.id = 12000
+      BEGIN SELECT RAISE(ABORT, 'job 12000 is held'); END;" || fail "sqlite3 failed"
+  run prune --older-than 0s
+  expect_rc 1
+  expect_err_has "job 12000 is held"
+  expect_err_has "pruned 10000 jobs before that"
+  [[ $(sqlite3 "$DB" "SELECT count(*) FROM jobq_done") == 5000 ]] || fail "not 5000 jobs left"
+  sqlite3 "$DB" "DROP TRIGGER held"
+  run prune --older-than 0s
+  expect_rc 0
+  expect_out_has "pruned 5000 jobs"
+}
+
 t_epoch_and_init() {
   run init --json
   expect_rc 0

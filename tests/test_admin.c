@@ -172,6 +172,49 @@ static void test_retry_dead(void **state) {
   jobq_session_close(s);
 }
 
+/* Many dead jobs are retried a part at a time (1000 a transaction), in
+ * every queue, each once, and the counters follow. */
+static void test_retry_dead_in_parts(void **state) {
+  tq *t = *state;
+  enum { JOBS = 2500 };
+  jobq_put_opts *o = calloc(JOBS, sizeof *o);
+  int64_t *ids = calloc(JOBS, sizeof *ids);
+  assert_true(o != NULL && ids != NULL);
+  for (int i = 0; i < JOBS; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "many";
+    o[i].max_attempts = 1;
+  }
+  assert_rc(jobq_put_many(t->db, o, JOBS, ids, NULL), JOBQ_OK);
+  jobq_session *s = th_session(t->db, 0);
+  for (size_t done = 0; done < JOBS;) {
+    size_t n = 0;
+    jobq_job *jobs = th_claim(s, "many", 1000, &n);
+    assert_true(n > 0);
+    jobq_ack *acks = calloc(n, sizeof *acks);
+    assert_non_null(acks);
+    for (size_t k = 0; k < n; k++) jobq_ack_init(&acks[k], &jobs[k], JOBQ_ACK_FAIL);
+    assert_rc(jobq_ack_many(s, acks, n), JOBQ_OK);
+    free(acks);
+    jobq_jobs_free(jobs, n);
+    done += n;
+  }
+  int64_t other = make_dead(t->db, s, "other");
+  jobq_session_close(s);
+  free(ids);
+  free(o);
+  th_assert_counts_agree(t->db);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DEAD), JOBS + 1);
+
+  int64_t count = -1;
+  assert_rc(jobq_retry_dead(t->db, NULL, &count), JOBQ_OK);
+  assert_int_equal(count, JOBS + 1);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DEAD), 0);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_READY), JOBS + 1);
+  assert_int_equal(th_state(t->db, other), JOBQ_STATE_READY);
+  th_assert_counts_agree(t->db);
+}
+
 static jobq_queue_stats *find_stats(jobq_queue_stats *st, size_t n,
                                     const char *name) {
   for (size_t k = 0; k < n; k++)
@@ -810,6 +853,7 @@ int main(void) {
       TQ_TEST(test_cancel),
       TQ_TEST(test_retry),
       TQ_TEST(test_retry_dead),
+      TQ_TEST(test_retry_dead_in_parts),
       TQ_TEST(test_stats_every_state),
       TQ_TEST(test_stats_counts_follow_moves),
       TQ_TEST(test_list),
