@@ -335,6 +335,21 @@ int64_t th_put_attempts(jobq *db, const char *queue, int max_attempts) {
   return th_put_opts(db, &o);
 }
 
+void th_put_many(jobq *db, const char *queue, size_t n, int max_attempts) {
+  jobq_put_opts *o = calloc(n, sizeof *o);
+  int64_t *ids = calloc(n, sizeof *ids);
+  assert_true(o != NULL && ids != NULL);
+  for (size_t i = 0; i < n; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = queue;
+    if (max_attempts > 0) o[i].max_attempts = max_attempts;
+  }
+  int rc = jobq_put_many(db, o, n, ids, NULL);
+  if (rc != JOBQ_OK) fail_msg("jobq_put_many: %s: %s", jobq_err_name(rc), jobq_errmsg(db));
+  free(o);
+  free(ids);
+}
+
 int64_t th_put(jobq *db, const char *queue, const char *payload) {
   jobq_put_opts o;
   jobq_put_opts_init(&o);

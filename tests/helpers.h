@@ -98,6 +98,9 @@ int64_t th_put_opts(jobq *db, const jobq_put_opts *o);
 int64_t th_put_key(jobq *db, const char *queue, const char *key);
 /* Puts one job on queue that may run max_attempts times. */
 int64_t th_put_attempts(jobq *db, const char *queue, int max_attempts);
+/* Puts n jobs with empty payloads on queue in one jobq_put_many(), each
+ * of which may run max_attempts times (0: the default). */
+void th_put_many(jobq *db, const char *queue, size_t n, int max_attempts);
 
 /* Opens a session with lease_ms (0: default) and asserts success. */
 jobq_session *th_session(jobq *db, int64_t lease_ms);

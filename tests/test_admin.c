@@ -177,15 +177,7 @@ static void test_retry_dead(void **state) {
 static void test_retry_dead_in_parts(void **state) {
   tq *t = *state;
   enum { JOBS = 2500 };
-  jobq_put_opts *o = calloc(JOBS, sizeof *o);
-  int64_t *ids = calloc(JOBS, sizeof *ids);
-  assert_true(o != NULL && ids != NULL);
-  for (int i = 0; i < JOBS; i++) {
-    jobq_put_opts_init(&o[i]);
-    o[i].queue = "many";
-    o[i].max_attempts = 1;
-  }
-  assert_rc(jobq_put_many(t->db, o, JOBS, ids, NULL), JOBQ_OK);
+  th_put_many(t->db, "many", JOBS, 1);
   jobq_session *s = th_session(t->db, 0);
   for (size_t done = 0; done < JOBS;) {
     size_t n = 0;
@@ -201,8 +193,6 @@ static void test_retry_dead_in_parts(void **state) {
   }
   int64_t other = make_dead(t->db, s, "other");
   jobq_session_close(s);
-  free(ids);
-  free(o);
   th_assert_counts_agree(t->db);
   assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DEAD), JOBS + 1);
 

@@ -418,6 +418,23 @@ static void test_stalled_worker_does_not_block_reapers(void **state) {
   jobq_session_close(a);
 }
 
+/* Prunes every finished job while child(arg) runs in a forked process,
+ * each part of the prune pausing pause_ms once it has counted its jobs;
+ * asserts the prune went through, sets *count, and returns the child's
+ * exit status. */
+static int prune_all_with(tq *t, int pause_ms, int (*child)(void *), void *arg,
+                          int64_t *count) {
+  pid_t pid = th_fork(child, arg);
+  char fp[64];
+  snprintf(fp, sizeof fp, "prune.counted=sleep:%d", pause_ms);
+  setenv("JOBQ_FAILPOINT", fp, 1);
+  int rc = jobq_prune(t->db, 0, count);
+  unsetenv("JOBQ_FAILPOINT");
+  int status = th_wait(pid);
+  assert_rc(rc, JOBQ_OK);
+  return status;
+}
+
 /* A forked operator: retries dead job *arg a moment after the prune
  * counted it; exits 0 when the retry went through, 1 when the job was
  * gone, 2 on anything else. */
@@ -451,13 +468,8 @@ static void test_retry_during_prune(void **state) {
   assert_int_equal(th_state(t->db, id), JOBQ_STATE_DEAD);
   th_sleep_ms(5);
   struct retrier r = {t->url, id};
-  pid_t pid = th_fork(retry_later, &r);
-  setenv("JOBQ_FAILPOINT", "prune.counted=sleep:1500", 1);
   int64_t count = -1;
-  int rc = jobq_prune(t->db, 0, &count);
-  unsetenv("JOBQ_FAILPOINT");
-  int retried = th_wait(pid);
-  assert_rc(rc, JOBQ_OK);
+  int retried = prune_all_with(t, 1500, retry_later, &r, &count);
   th_assert_counts_agree(t->db);
   assert_int_equal(retried, 1);
   assert_int_equal(count, 1);
@@ -483,31 +495,17 @@ static int count_archive_later(void *arg) {
 static void test_prune_in_parts(void **state) {
   tq *t = *state;
   enum { JOBS = 25000, BATCH = 1000 };
-  jobq_put_opts *o = calloc(BATCH, sizeof *o);
-  int64_t *ids = calloc(BATCH, sizeof *ids);
-  assert_true(o != NULL && ids != NULL);
-  for (int i = 0; i < BATCH; i++) {
-    jobq_put_opts_init(&o[i]);
-    o[i].queue = "q";
-  }
   jobq_session *s = th_session(t->db, 0);
   for (int b = 0; b < JOBS / BATCH; b++) {
-    assert_rc(jobq_put_many(t->db, o, BATCH, ids, NULL), JOBQ_OK);
+    th_put_many(t->db, "q", BATCH, 0);
     size_t n = 0;
     jobq_job *jobs = th_claim(s, "q", BATCH, &n);
     assert_int_equal(n, BATCH);
     th_complete_many(s, jobs, n); /* one finish time a batch */
   }
   jobq_session_close(s);
-  free(ids);
-  free(o);
-  pid_t pid = th_fork(count_archive_later, (void *)t->url);
-  setenv("JOBQ_FAILPOINT", "prune.counted=sleep:1000", 1);
   int64_t count = -1;
-  int rc = jobq_prune(t->db, 0, &count);
-  unsetenv("JOBQ_FAILPOINT");
-  int seen = th_wait(pid);
-  assert_rc(rc, JOBQ_OK);
+  int seen = prune_all_with(t, 1000, count_archive_later, (void *)t->url, &count);
   assert_int_equal(count, JOBS);
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done"), 0);
   th_assert_counts_agree(t->db);

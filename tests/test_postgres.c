@@ -69,19 +69,6 @@ static char *plan_of(jobq *db, const char *prefix, const char *args) {
   return plan;
 }
 
-static void put_plain(jobq *db, const char *queue, size_t n) {
-  jobq_put_opts *o = calloc(n, sizeof *o);
-  int64_t *ids = calloc(n, sizeof *ids);
-  assert_true(o != NULL && ids != NULL);
-  for (size_t i = 0; i < n; i++) {
-    jobq_put_opts_init(&o[i]);
-    o[i].queue = queue;
-  }
-  assert_rc(jobq_put_many(db, o, n, ids, NULL), JOBQ_OK);
-  free(o);
-  free(ids);
-}
-
 /* Claims and completes every job of queue, heartbeating as a worker
  * does, so that a slow machine does not let the lease run out. */
 static void drain(jobq_session *s, const char *queue) {
@@ -98,7 +85,7 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   tq *t = *state;
   /* The table fills and empties, and vacuum finds it empty. */
   jobq_session *s = th_session(t->db, 60000);
-  put_plain(t->db, "plan", 3000);
+  th_put_many(t->db, "plan", 3000, 0);
   drain(s, "plan");
   command(t->db, "VACUUM jobq_jobs");
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
@@ -109,9 +96,9 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq *w = th_open(t->url), *p = th_open(t->url);
   jobq_session *ws = th_session(w, 60000);
   th_claim_none(ws, "plan");
-  put_plain(p, "plan", 2);
+  th_put_many(p, "plan", 2, 0);
   drain(ws, "plan");
-  put_plain(p, "plan", 5000);
+  th_put_many(p, "plan", 5000, 0);
 
   char *claim = plan_of(w, "WITH q AS", "(NULL, 10, 'none', 10, '{t}')");
   char *put = plan_of(p, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload",
@@ -165,8 +152,8 @@ static int64_t waiting(jobq *db, int64_t id) {
  * barrier as the library does. */
 static void test_a_barrier_looks_for_earlier_jobs_in_the_queue_index(void **state) {
   tq *t = *state;
-  put_plain(t->db, "backlog", 5000);
-  put_plain(t->db, "busy", 200);
+  th_put_many(t->db, "backlog", 5000, 0);
+  th_put_many(t->db, "busy", 200, 0);
   jobq_session *w = th_session(t->db, 60000);
   size_t nbusy = 0;
   jobq_job *busy = th_claim(w, "busy", 200, &nbusy);
@@ -246,7 +233,7 @@ static void test_a_key_looks_for_its_jobs_in_the_key_index(void **state) {
   assert_rc(jobq_put_many(t->db, o, 3000, ids, NULL), JOBQ_OK);
   free(o);
   /* Ready jobs elsewhere: "ready" is common in the statistics. */
-  put_plain(t->db, "backlog", 5000);
+  th_put_many(t->db, "backlog", 5000, 0);
   command(t->db, "ANALYZE jobq_jobs");
   th_put_key(t->db, "keys", "three");
   command(t->db, "SET plan_cache_mode = force_generic_plan");
@@ -321,7 +308,7 @@ static void await_stat(jobq *db, const char *column, int64_t n) {
  * 3000 has come: a claimer analyzes the table again, and its plans read
  * the claim index and find acknowledged jobs by their ids. */
 static void stats_renewed(tq *t, int tuples) {
-  put_plain(t->db, "stats", 3000);
+  th_put_many(t->db, "stats", 3000, 0);
   PQclear(rows_of(t->db, "SELECT pg_stat_force_next_flush()"));
   char sql[128];
   snprintf(sql, sizeof sql, "UPDATE pg_class SET reltuples = %d WHERE oid = 'jobq_jobs'::regclass",
@@ -375,7 +362,7 @@ static void test_a_full_batch_from_a_table_counted_empty_is_analyzed(void **stat
   tq *t = *state;
   /* No autovacuum to count the rows meanwhile. */
   command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");
-  put_plain(t->db, "counted", 3000);
+  th_put_many(t->db, "counted", 3000, 0);
   PQclear(rows_of(t->db, "SELECT pg_stat_force_next_flush()"));
   command(t->db, "UPDATE pg_class SET reltuples = 0 WHERE oid = 'jobq_jobs'::regclass");
   PQclear(rows_of(t->db, "SELECT pg_stat_reset_single_table_counters('jobq_jobs'::regclass)"));
@@ -408,7 +395,7 @@ static int64_t vacuums(jobq *db) { return table_stat(db, "vacuum_count + autovac
  * statistics count them. */
 static void make_dead_rows(jobq *db, jobq *w, jobq_session *s, const char *queue) {
   for (int round = 0; round < 11; round++) {
-    put_plain(db, queue, 1000);
+    th_put_many(db, queue, 1000, 0);
     drain(s, queue);
   }
   PQclear(rows_of(w, "SELECT pg_stat_force_next_flush()"));
