@@ -117,27 +117,6 @@ int jobq_retry(jobq *db, int64_t id) {
  * holds a long one (see PRUNE_CHUNK). */
 #define RETRY_CHUNK 1000
 
-/* The names of every queue: *names (free each and the array) and *n. */
-static int queue_names(jobq *db, char ***names, size_t *n) {
-  *names = NULL;
-  *n = 0;
-  jobq_rows *r;
-  int rc = jobq__sql_query(db, JOBQ_Q_QUEUE_NAMES, &r, SQL_ARGS());
-  if (rc != JOBQ_OK) return rc;
-  int got, failed = 0;
-  while ((got = jobq__rows_next(db, r)) == 1 && !failed) {
-    char **v = realloc(*names, (*n + 1) * sizeof *v);
-    if (v == NULL) {
-      failed = 1;
-      break;
-    }
-    *names = v;
-    if (((*names)[*n] = jobq__col_text(db, r, 0, &failed)) != NULL) (*n)++;
-  }
-  jobq__rows_done(db, r);
-  return got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
-}
-
 /* One transaction of a retry of queue's dead jobs: the next RETRY_CHUNK
  * of them after id *after, in id order.  *n gets how many; *after the
  * last one's id. */
@@ -156,14 +135,15 @@ int jobq_retry_dead(jobq *db, const char *queue, int64_t *count) {
   if (db == NULL) return JOBQ_EINVAL;
   if (queue != NULL && jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
   char **names = NULL;
-  size_t nq = 0;
-  int rc = queue != NULL ? JOBQ_OK : queue_names(db, &names, &nq);
+  size_t nq = 1;
+  int rc = queue != NULL ? JOBQ_OK
+                         : jobq__sql_texts(db, JOBQ_Q_QUEUE_NAMES, &names, &nq, SQL_ARGS());
   int64_t total = 0;
-  for (size_t q = 0; rc == JOBQ_OK && q < (queue != NULL ? 1 : nq); q++) {
+  for (size_t q = 0; rc == JOBQ_OK && q < nq; q++) {
     const char *name = queue != NULL ? queue : names[q];
-    for (int64_t after = 0, n = RETRY_CHUNK; n == RETRY_CHUNK;) {
+    int64_t after = 0;
+    for (size_t got = RETRY_CHUNK; got == RETRY_CHUNK;) {
       int64_t next;
-      size_t got = 0;
       int attempt = 0;
       do {
         next = after;
@@ -172,13 +152,11 @@ int jobq_retry_dead(jobq *db, const char *queue, int64_t *count) {
       } while (jobq__txn_retry(db, rc, &attempt));
       if (rc != JOBQ_OK) break;
       after = next;
-      n = (int64_t)got;
-      total += n;
+      total += (int64_t)got;
       if (count != NULL) *count = total;
     }
   }
-  for (size_t i = 0; i < nq; i++) free(names[i]);
-  free(names);
+  if (names != NULL) jobq__texts_free(names, nq);
   return rc;
 }
 

@@ -200,30 +200,17 @@ static int promote_after_barrier(jobq *db, const char *queue) {
   if (rc != JOBQ_OK) return rc;
   if (freed > 0) jobq__wake(db, queue);
   /* Keys are collected first: promoting changes the rows being read. */
-  jobq_rows *r;
-  rc = jobq__sql_query(db, JOBQ_Q_WAITING_KEYS, &r, SQL_ARGS(V_TEXT(queue), V_INT(limit)));
+  char **keys;
+  size_t n;
+  rc = jobq__sql_texts(db, JOBQ_Q_WAITING_KEYS, &keys, &n,
+                       SQL_ARGS(V_TEXT(queue), V_INT(limit)));
   if (rc != JOBQ_OK) return rc;
-  char **keys = NULL;
-  size_t n = 0;
-  int got, failed = 0;
-  while ((got = jobq__rows_next(db, r)) == 1) {
-    char **k = realloc(keys, (n + 1) * sizeof *k);
-    if (k == NULL) {
-      failed = 1;
-      break;
-    }
-    keys = k;
-    keys[n++] = jobq__col_text(db, r, 0, &failed);
-  }
-  jobq__rows_done(db, r);
-  rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     jobq_jobref k = {0, queue, keys[i], 0};
     rc = lock(db, 'k', queue, keys[i], 1);
     if (rc == JOBQ_OK) rc = jobq__promote_key(db, k.queue, k.key, 0);
   }
-  for (size_t i = 0; i < n; i++) free(keys[i]);
-  free(keys);
+  jobq__texts_free(keys, n);
   if (rc != JOBQ_OK) return rc;
   return promote_barrier(db, queue);
 }

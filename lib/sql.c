@@ -617,6 +617,44 @@ int jobq__sql_exists(jobq *db, int id, int *yes, const jobq_val *args,
   return JOBQ_OK;
 }
 
+void jobq__texts_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+int jobq__sql_texts(jobq *db, int id, char ***out, size_t *nout, const jobq_val *args,
+                    size_t n) {
+  *out = NULL;
+  *nout = 0;
+  jobq_rows *r;
+  int rc = jobq__sql_query(db, id, &r, args, n);
+  if (rc != JOBQ_OK) return rc;
+  char **v = NULL;
+  size_t count = 0, cap = 0;
+  int got, failed = 0;
+  while (!failed && (got = jobq__rows_next(db, r)) == 1) {
+    if (count == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **w = realloc(v, cap * sizeof *w);
+      if (w == NULL) {
+        failed = 1;
+        break;
+      }
+      v = w;
+    }
+    v[count++] = jobq__col_text(db, r, 0, &failed);
+  }
+  jobq__rows_done(db, r);
+  rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  if (rc != JOBQ_OK) {
+    jobq__texts_free(v, count);
+    return rc;
+  }
+  *out = v;
+  *nout = count;
+  return JOBQ_OK;
+}
+
 int jobq__sql_ids(jobq *db, int id, size_t max, int64_t **ids, size_t *nids,
                   const jobq_val *args, size_t n) {
   *ids = NULL;

@@ -130,6 +130,12 @@ int jobq__sql_exists(jobq *db, int id, int *yes, const jobq_val *args,
  * *nids; at most max of them. */
 int jobq__sql_ids(jobq *db, int id, size_t max, int64_t **ids, size_t *nids,
                   const jobq_val *args, size_t n);
+/* The first column of every row as heap strings (a NULL value stays
+ * NULL): *out and *nout, given back with jobq__texts_free().  On error
+ * nothing is left to give back. */
+int jobq__sql_texts(jobq *db, int id, char ***out, size_t *nout, const jobq_val *args,
+                    size_t n);
+void jobq__texts_free(char **v, size_t n);
 /* Runs it for all its rows: step with jobq__rows_next, then give back. */
 int jobq__sql_query(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
                     size_t n);
