@@ -10,6 +10,8 @@
  * at all would read the whole table for every job once it has filled: a
  * scan of no pages costs nothing, so it beats every index.  The hot table
  * therefore keeps its pages when vacuum empties it (vacuum_truncate off).
+ * A generic plan's cost can pass jit_above_cost, and no plan of jobq's is
+ * worth compiling: its connections turn jit off.
  * tests/run.sh runs this file on PostgreSQL only.
  */
 #include "helpers.h"
@@ -118,6 +120,52 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_session_close(s);
   jobq_close(w);
   jobq_close(p);
+}
+
+/* A generic plan does not know its LIMIT and expects a tenth of the
+ * table: with a million jobs analyzed, the claim's plan cost more than
+ * jit_above_cost, and the server compiled it at every claim, about 10 ms
+ * for 10 jobs.  Here the server compiles whatever it runs
+ * (jit_above_cost = 0 for the connection, through PGOPTIONS), and none of
+ * jobq's plans may be compiled. */
+static void test_no_statement_is_compiled(void **state) {
+  tq *t = *state;
+  /* pg_jit_available() also asks for jit on, which jobq's connections
+   * turn off. */
+  command(t->db, "BEGIN");
+  command(t->db, "SET LOCAL jit = on");
+  int64_t can = th_sql_int(t->db, "SELECT CASE WHEN pg_jit_available() THEN 1 ELSE 0 END");
+  command(t->db, "ROLLBACK");
+  if (can == 0) {
+    print_message("skipped: this server cannot compile plans (no JIT provider)\n");
+    skip();
+  }
+  const char *old = getenv("PGOPTIONS");
+  char *saved = old != NULL ? strdup(old) : NULL;
+  setenv("PGOPTIONS", "-c jit_above_cost=0", 1);
+  jobq *w = th_open(t->url);
+  if (saved != NULL) setenv("PGOPTIONS", saved, 1);
+  else unsetenv("PGOPTIONS");
+  free(saved);
+  assert_int_equal(th_sql_int(w, "SELECT CASE WHEN current_setting('jit_above_cost') = '0' "
+                                 "THEN 1 ELSE 0 END"),
+                   1);
+  jobq_session *s = th_session(w, 60000);
+  th_put_many(w, "jit", 3, 0);
+  drain(s, "jit");
+
+  char *claim = plan_of(w, "WITH q AS", "(NULL, 10, 'none', 10, '{t}')");
+  char *put = plan_of(w, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload",
+                      "('{jit}', '{0}', '{0}', '{0}', '{x}', '{1}', '{0}', '{0}')");
+  char *ack = plan_of(w, "WITH a AS", "('{1}', '{x}', '{x}', 'none', false)");
+  if (strstr(claim, "JIT")) fail_msg("the claim is compiled:\n%s", claim);
+  if (strstr(put, "JIT")) fail_msg("the put is compiled:\n%s", put);
+  if (strstr(ack, "JIT")) fail_msg("the ack is compiled:\n%s", ack);
+  free(claim);
+  free(put);
+  free(ack);
+  jobq_session_close(s);
+  jobq_close(w);
 }
 
 /* Fails unless the generic plan of the connection's prepared statement
@@ -848,6 +896,7 @@ static void test_a_held_insert_that_fails(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
+      TQ_TEST(test_no_statement_is_compiled),
       TQ_TEST(test_a_barrier_looks_for_earlier_jobs_in_the_queue_index),
       TQ_TEST(test_a_key_looks_for_its_jobs_in_the_key_index),
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
