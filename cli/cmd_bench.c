@@ -282,6 +282,10 @@ static int run(int argc, char **argv) {
   if (status == 0 && plot != NULL && (plot_file = open_output("--plot", plot)) == NULL)
     status = CLI_EXIT_ERROR;
   if (status == 0) status = cli_open(&db);
+  /* One clear error, rather than one for each workload, when the database
+   * cannot be worked on (no jobq schema, say). */
+  int64_t now;
+  if (status == 0) status = cli_db_now(db, &now);
   if (status == 0) {
     if (temporary)
       cli_error("using a temporary SQLite database, %s/bench.db, deleted at the end",

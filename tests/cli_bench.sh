@@ -366,6 +366,12 @@ t_postgres() {
   port=$(sed -E 's|.*@127\.0\.0\.1:([0-9]+)/.*|\1|' <<<"$PG")
   S=b$$_$RANDOM
   T_DBURL="$PG?schema=$S"
+  # No schema yet: one error that says so, before any workload.
+  run bench --workload drain,enqueue --jobs 100
+  expect_rc 2
+  expect_err_has "no jobq schema yet: run 'jobq init'"
+  [[ $(grep -c "schema" "$T_ERR") == 1 ]] || fail "more than one error: $(cat "$T_ERR")"
+  grep -q "drain" "$T_OUT" "$T_ERR" && fail "a workload ran: $(cat "$T_OUT" "$T_ERR")"
   run init
   expect_rc 0
   run bench --workload all --jobs 300 --backlog 2000 --concurrency 4 --seconds 2 --json
