@@ -170,7 +170,8 @@ int bench_fail(struct bench_run *run, const char *fmt, ...)
 int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what);
 
 /* Puts n jobs on queue with payload, in transactions of 1000, with a
- * progress bar labelled label; JOBQ_OK or the error (message on db). */
+ * progress bar labelled label (none when NULL); JOBQ_OK or the error
+ * (message on db). */
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label);
 /* The same, every job with the ordering key key (NULL: none), or with

@@ -462,7 +462,7 @@ static double now_seconds(void) {
 
 void cli_progress_start(struct cli_progress *p, const char *label,
                         const char *unit, int64_t total) {
-  p->on = isatty(STDERR_FILENO);
+  p->on = label != NULL && isatty(STDERR_FILENO);
   p->label = label;
   p->unit = unit;
   p->total = total;

@@ -122,8 +122,8 @@ int cli_stdout_is_tty(void);
 /* The width of the terminal on stdout, or 0 when it is not one. */
 int cli_term_width(void);
 
-/* A progress bar on stderr, drawn only when stderr is a terminal and at
- * most ten times a second. */
+/* A progress bar on stderr, drawn only when it has a label and stderr is
+ * a terminal, and at most ten times a second. */
 struct cli_progress {
   int on;
   const char *label;  /* "jobq put:" */
