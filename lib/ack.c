@@ -110,10 +110,22 @@ typedef struct ack_job {
   jobq_ack *a;
   jobq_jobref ref; /* queue and key are the ack_job's own */
   jobq_ack_plan plan;
+  unsigned char at[16]; /* where the store's ack_rows found the row */
+  size_t at_len;
 } ack_job;
 
 /* Whether j's job leaves the hot table, under its order locks. */
 static int ack_leaves(const ack_job *j) { return j->plan.state != JOBQ_STATE_READY; }
+
+/* *j for a, whose job's row its claim holds: where the job goes, and its
+ * queue and key (j takes them over). */
+static void ack_found(jobq *db, jobq_ack *a, const jobq_ack_row *row, char *queue, char *key,
+                      int barrier, ack_job *j) {
+  j->a = a;
+  jobq__ack_plan(row, a, jobq__rand(db), &j->plan);
+  j->ref = (jobq_jobref){a->id, queue, key, barrier};
+  j->at_len = 0;
+}
 
 /* Reads and locks a's job, fenced by its claim, into *j, with its plan:
  * 1; 0 when the claim does not hold, a->status said by ack_before(); or
@@ -128,19 +140,20 @@ static int ack_read(jobq *db, jobq_session *s, jobq_ack *a, ack_job *j) {
     int rc = ack_before(db, a);
     return rc != JOBQ_OK ? rc : 0;
   }
-  j->a = a;
   jobq_ack_row row = {(int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
                       jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3)};
-  jobq__ack_plan(&row, a, jobq__rand(db), &j->plan);
   int failed = 0;
   char *queue = jobq__col_text(db, r, 4, &failed);
   char *key = jobq__col_text(db, r, 5, &failed);
-  j->ref = (jobq_jobref){a->id, queue, key, (int)jobq__col_int(db, r, 6)};
+  int barrier = (int)jobq__col_int(db, r, 6);
   jobq__rows_done(db, r);
-  if (!failed) return 1;
-  free(queue);
-  free(key);
-  return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (failed) {
+    free(queue);
+    free(key);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  ack_found(db, a, &row, queue, key, barrier, j);
+  return 1;
 }
 
 static void ack_job_free(ack_job *j) {
@@ -148,18 +161,24 @@ static void ack_job_free(ack_job *j) {
   free((char *)j->ref.key);
 }
 
+/* The error text of plan *p made valid UTF-8 without NULs, which every
+ * engine's text type takes (error texts come from anywhere: a job's
+ * stderr); *clean gets the copy to free when one was needed. */
+static int plan_error(jobq *db, jobq_ack_plan *p, char **clean) {
+  *clean = NULL;
+  if (p->error != NULL && jobq__utf8_clean(p->error, p->error_len, clean, &p->error_len) != JOBQ_OK)
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (*clean != NULL) p->error = *clean;
+  return JOBQ_OK;
+}
+
 /* Sends ack_read()'s job where its plan says, its order locks held if it
  * leaves the hot table, and sets its ack's status. */
 static int ack_apply(jobq *db, ack_job *j) {
   jobq_ack *a = j->a;
   jobq_ack_plan p = j->plan;
-  /* Error texts come from anywhere (a job's stderr): keep them valid
-   * UTF-8 without NULs, which every engine's text type takes. */
-  char *clean = NULL;
-  int rc = JOBQ_OK;
-  if (p.error != NULL && jobq__utf8_clean(p.error, p.error_len, &clean, &p.error_len) != JOBQ_OK)
-    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (clean != NULL) p.error = clean;
+  char *clean;
+  int rc = plan_error(db, &p, &clean);
   if (rc == JOBQ_OK && p.state == JOBQ_STATE_READY) {
     if (p.delay_ms == 0) jobq__wake(db, j->ref.queue);
     rc = jobq__sql_run(db, JOBQ_Q_ACK_REQUEUE,
@@ -200,6 +219,70 @@ static int ack_job_cmp(const void *x, const void *y) {
   return c != 0 ? c : (a->id > b->id) - (a->id < b->id);
 }
 
+/* ack_read() for each distinct job of pending[0..m) (ack_id_cmp()
+ * order), in one statement of the store's: jobs[0..*nj) get the ones
+ * whose claims hold. */
+static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m,
+                         ack_job *jobs, size_t *nj) {
+  jobq_ack **acks = malloc(m * sizeof *acks);
+  jobq_ack_got *got = calloc(m, sizeof *got);
+  if (acks == NULL || got == NULL) {
+    free(acks);
+    free(got);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
+    pending[i]->status = JOBQ_ELOST;
+    acks[n++] = pending[i];
+  }
+  int rc = db->store->ack_rows(db, s, acks, n, got);
+  for (size_t i = 0; i < n; i++) {
+    if (rc == JOBQ_OK && got[i].found) {
+      ack_job *j = &jobs[(*nj)++];
+      ack_found(db, acks[i], &got[i].row, got[i].queue, got[i].key, got[i].barrier, j);
+      memcpy(j->at, got[i].at, got[i].at_len);
+      j->at_len = got[i].at_len;
+      continue;
+    }
+    free(got[i].queue);
+    free(got[i].key);
+    if (rc == JOBQ_OK) rc = ack_before(db, acks[i]);
+  }
+  free(acks);
+  free(got);
+  return rc;
+}
+
+/* The jobs of jobs[0..n) (read by ack_read_many()) that go back to their
+ * queues, in one statement of the store's; each one sent gets its
+ * status. */
+static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
+  jobq_requeue *r = malloc(n * sizeof *r);
+  char **clean = calloc(n, sizeof *clean);
+  int rc = r == NULL || clean == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  size_t k = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    jobq_ack_plan p = jobs[i].plan;
+    if (p.state != JOBQ_STATE_READY) continue;
+    rc = plan_error(db, &p, &clean[k]);
+    r[k++] = (jobq_requeue){jobs[i].at, jobs[i].at_len, jobs[i].a->id, p.delay_ms,
+                            !p.spend, p.error, p.error_len};
+  }
+  if (rc == JOBQ_OK && k > 0) rc = db->store->requeue(db, r, k);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    if (jobs[i].plan.state != JOBQ_STATE_READY) continue;
+    if (jobs[i].plan.delay_ms == 0) jobq__wake(db, jobs[i].ref.queue);
+    jobs[i].a->status = JOBQ_OK;
+    jobs[i].a->outcome = JOBQ_STATE_READY;
+  }
+  for (size_t i = 0; clean != NULL && i < k; i++) free(clean[i]);
+  free(clean);
+  free(r);
+  return rc;
+}
+
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
  * row read and locked first, in id order, then the queue and key locks of
  * every job that leaves the hot table, each once, in jobq__lock_order()
@@ -219,12 +302,16 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   size_t nj = 0;
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < m && rc == JOBQ_OK; i++) {
-    if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
-    int got = ack_read(db, s, pending[i], &jobs[nj]);
-    if (got < 0) rc = got;
-    nj += got > 0;
+  int rc = JOBQ_OK, batched = db->store->ack_rows != NULL;
+  if (batched) {
+    rc = ack_read_many(db, s, pending, m, jobs, &nj);
+  } else {
+    for (size_t i = 0; i < m && rc == JOBQ_OK; i++) {
+      if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
+      int got = ack_read(db, s, pending[i], &jobs[nj]);
+      if (got < 0) rc = got;
+      nj += got > 0;
+    }
   }
   size_t nl = 0;
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
@@ -232,7 +319,9 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     if (ack_leaves(&jobs[i])) leaving[nl++] = &jobs[i].ref;
   if (rc == JOBQ_OK) rc = jobq__order_lock_finishing(db, leaving, nl);
   free(leaving);
-  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++) rc = ack_apply(db, &jobs[i]);
+  if (rc == JOBQ_OK && batched && db->store->requeue != NULL) rc = requeue_many(db, jobs, nj);
+  for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
+    if (jobs[i].a->status != JOBQ_OK) rc = ack_apply(db, &jobs[i]);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);
   free(jobs);
   for (size_t i = 1; i < m && rc == JOBQ_OK; i++)

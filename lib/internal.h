@@ -160,14 +160,8 @@ int64_t jobq__mono_ms(void);
  * [0.5, 1.5) drawn from rnd. */
 int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd);
 
-/* Where an acknowledged job goes, given what its row says. */
-typedef struct jobq_ack_row {
-  int attempts;
-  int max_attempts;
-  int64_t backoff_ms;
-  int cancel_requested;
-} jobq_ack_row;
-
+/* Where an acknowledged job goes, given what its row says
+ * (jobq_ack_row, lib/store/store.h). */
 typedef struct jobq_ack_plan {
   int state;          /* JOBQ_STATE_READY, _DONE, _DEAD or _CANCELLED */
   int64_t delay_ms;   /* READY: run_at = now + delay_ms */

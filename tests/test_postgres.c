@@ -99,6 +99,17 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   jobq_session *ws = th_session(w, 60000);
   th_claim_none(ws, "plan");
   th_put_many(p, "plan", 2, 0);
+  /* Both failed once in one batch, then completed. */
+  size_t n;
+  jobq_job *jobs = th_claim(ws, "plan", 2, &n);
+  assert_int_equal(n, 2);
+  jobq_ack fails[2];
+  for (size_t i = 0; i < n; i++) {
+    jobq_ack_init(&fails[i], &jobs[i], JOBQ_ACK_FAIL);
+    fails[i].retry_in_ms = 0;
+  }
+  assert_rc(jobq_ack_many(ws, fails, n), JOBQ_OK);
+  jobq_jobs_free(jobs, n);
   drain(ws, "plan");
   th_put_many(p, "plan", 5000, 0);
 
@@ -109,9 +120,20 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   if (strstr(claim, "Seq Scan on jobq_jobs")) fail_msg("the claim reads the whole table:\n%s", claim);
   if (strstr(put, "Seq Scan on jobq_jobs")) fail_msg("the put reads the whole table:\n%s", put);
   if (strstr(ack, "Seq Scan on jobq_jobs")) fail_msg("the ack reads the whole table:\n%s", ack);
+  /* A failure's rows are read through the primary key, job by job (a
+   * plan that reads the whole key in order has no such condition), and
+   * a retry's update goes to the rows the failure read. */
+  char *rows = plan_of(w, "SELECT j.id, j.claim, j.attempts", "('{1,2}', 'none')");
+  char *back = plan_of(w, "UPDATE jobq_jobs j SET state", "('{\"(0,1)\"}', '{0}', '{0}', '{x}')");
+  if (!strstr(rows, "Index Cond: (id = a.id)"))
+    fail_msg("a failure reads more than its jobs:\n%s", rows);
+  if (!strstr(back, "TID Cond"))
+    fail_msg("a retry reads more than its jobs:\n%s", back);
   free(claim);
   free(put);
   free(ack);
+  free(rows);
+  free(back);
 
   /* And they still do their work. */
   drain(ws, "plan");
@@ -708,6 +730,22 @@ static void test_round_trips(void **state) {
     assert_int_equal(nnext, 0);
     jobq_jobs_free(next, nnext);
     jobq_jobs_free(jobs, n);
+    /* Failures, each back to its queue for an hour. */
+    th_put_many(t->db, "rtf", 3, 0);
+    jobs = th_claim(s, "rtf", 3, &n);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++) {
+      jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_FAIL);
+      acks[i].retry_in_ms = 3600000;
+    }
+    f = trace_start(t->db);
+    assert_rc(jobq_ack_many(s, acks, 3), JOBQ_OK);
+    int fail_many = round_trips(t->db, f);
+    for (size_t i = 0; i < 3; i++) {
+      assert_rc(acks[i].status, JOBQ_OK);
+      assert_int_equal(acks[i].outcome, JOBQ_STATE_READY);
+    }
+    jobq_jobs_free(jobs, n);
     if (round == 0) continue;
     /* BEGIN, the queue made sure of, its lock, the insert (which checks
      * for a barrier itself), NOTIFY and COMMIT, the ids read back after
@@ -736,7 +774,14 @@ static void test_round_trips(void **state) {
     /* BEGIN with the identity and the session; the queues' locks with the
      * completions; the claim with the counters and the COMMIT. */
     assert_in_range(ack_claim, 3, 4);
+    /* BEGIN with the identity, the session's lock and the three rows
+     * read and locked; the three sent back; COMMIT. */
+    assert_int_equal(fail_many, 3);
   }
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'rtf' AND "
+                                     "state = 'ready' AND session IS NULL AND attempts = 1 "
+                                     "AND run_at > created_at + 3000000"),
+                   6);
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE outcome = 'done'"), 10);
   jobq_session_close(s);
 }

@@ -41,7 +41,8 @@ enum {
   OID_INT8 = 20,
   OID_INT2 = 21,
   OID_INT4 = 23,
-  OID_TEXT = 25
+  OID_TEXT = 25,
+  OID_TID = 27
 };
 
 #define PG_MIN_VERSION 130000
@@ -246,6 +247,8 @@ enum {
   PG_PUT_KEYED,
   PG_ACK_PLAIN,
   PG_ACK_UNKEYED,
+  PG_ACK_ROWS,
+  PG_REQUEUE,
   PG_STARTED,
   PG_NOTIFY,
   PG_TABLE_STATS,
@@ -382,6 +385,30 @@ static const char *const own_sql[] = {
      * hand on, so neither the update of the next job nor jobq_blocked
      * (fewer relations to lock, less to plan). */
     [PG_ACK_UNKEYED - JOBQ_Q__COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
+    /* JOBQ_Q_ACK_ROW for the jobs $1 (ids, ascending) of session $2,
+     * each locked in that order, with its claim for the caller to
+     * compare and its ctid for PG_REQUEUE; the session compared for the
+     * reason PG_ACK_PLAIN gives.  Each job looked up by its id alone, as
+     * the claim looks up each queue: read as one set ("id = ANY", or
+     * joined to the ids), the generic plan made on an emptied table read
+     * the whole table. */
+    [PG_ACK_ROWS - JOBQ_Q__COUNT] =
+        "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
+        "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
+        "unnest($1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
+        "attempts, max_attempts, backoff_ms, cancel_requested, queue, order_key, "
+        "barrier FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = $2 AND "
+        "state = 'running' FOR UPDATE) j",
+    /* JOBQ_Q_ACK_REQUEUE for each job at ctid $1 (locked by PG_ACK_ROWS in
+     * this transaction, so still there), with its delay $2, give-back $3
+     * and error $4: a TID scan whatever the statistics. */
+    [PG_REQUEUE - JOBQ_Q__COUNT] =
+        "UPDATE jobq_jobs j SET state = 'ready', session = NULL, deadline_at = NULL, "
+        "run_at = {now} + a.delay, attempts = j.attempts - a.back, claim = CASE WHEN "
+        "a.back = 1 THEN NULL ELSE j.claim END, last_error = coalesce(a.error, "
+        "j.last_error), prev_lost = 0 FROM unnest($1::tid[], $2::bigint[], $3::int[], "
+        "$4::text[]) AS a(t, delay, back, error) WHERE j.ctid = a.t AND j.ctid = "
+        "ANY($1::tid[])",
     /* Held-back jobs the session has started, found by their key for
      * the reason PG_ACK_PLAIN gives. */
     [PG_STARTED - JOBQ_Q__COUNT] =
@@ -422,6 +449,8 @@ static const char *stmt_what(int id) {
     case PG_PUT_KEYED: return "putting jobs";
     case PG_ACK_PLAIN:
     case PG_ACK_UNKEYED: return "completing jobs";
+    case PG_ACK_ROWS: return "reading the acknowledged jobs";
+    case PG_REQUEUE: return "sending jobs back to their queues";
     case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
@@ -2079,6 +2108,72 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   return rc;
 }
 
+static int ack_id_find(const void *key, const void *elem) {
+  int64_t x = *(const int64_t *)key, y = (*(jobq_ack *const *)elem)->id;
+  return (x > y) - (x < y);
+}
+
+static int pg_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
+                       jobq_ack_got *got) {
+  array ids;
+  arr_begin(&ids, OID_INT8, n);
+  for (size_t i = 0; i < n; i++) arr_int8(&ids, acks[i]->id);
+  jobq_rows *r = NULL;
+  int rc = ids.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                      : pg_query(db, PG_ACK_ROWS, SQL_ARGS(arr_val(&ids), V_TEXT(s->id)), &r);
+  free(ids.p);
+  if (rc != JOBQ_OK) return rc;
+  /* A row whose claim is another's is not found, as JOBQ_Q_ACK_ROW would
+   * not find it. */
+  size_t len;
+  while (rc == JOBQ_OK && pg_next(db, r) == 1) {
+    int64_t id = pg_col_int(r, 0);
+    jobq_ack *const *hit = bsearch(&id, acks, n, sizeof *acks, ack_id_find);
+    if (hit == NULL || strcmp(pg_col_bytes(r, 1, &len), (*hit)->claim) != 0) continue;
+    jobq_ack_got *g = &got[hit - acks];
+    g->found = 1;
+    g->row = (jobq_ack_row){(int)pg_col_int(r, 2), (int)pg_col_int(r, 3), pg_col_int(r, 4),
+                            (int)pg_col_int(r, 5)};
+    g->queue = strdup(pg_col_bytes(r, 6, &len));
+    g->key = pg_is_null(r, 7) ? NULL : strdup(pg_col_bytes(r, 7, &len));
+    g->barrier = (int)pg_col_int(r, 8);
+    /* The ctid as the server sends it: block and offset, big-endian. */
+    const void *at = pg_col_bytes(r, 9, &len);
+    g->at_len = len < sizeof g->at ? len : sizeof g->at;
+    memcpy(g->at, at, g->at_len);
+    if (g->queue == NULL || (g->key == NULL && !pg_is_null(r, 7)))
+      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  pg_done(db, r);
+  return rc;
+}
+
+static int pg_requeue(jobq *db, const jobq_requeue *q, size_t n) {
+  array at, delays, back, errors;
+  arr_begin(&at, OID_TID, n);
+  arr_begin(&delays, OID_INT8, n);
+  arr_begin(&back, OID_INT4, n);
+  arr_begin(&errors, OID_TEXT, n);
+  for (size_t i = 0; i < n; i++) {
+    arr_bytes(&at, q[i].at, q[i].at_len);
+    arr_int8(&delays, q[i].delay_ms);
+    arr_int4(&back, q[i].give_back);
+    if (q[i].error == NULL) arr_null(&errors);
+    else arr_bytes(&errors, q[i].error, q[i].error_len);
+  }
+  int rc = at.failed || delays.failed || back.failed || errors.failed
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : pg_query(db, PG_REQUEUE,
+                          SQL_ARGS(arr_val(&at), arr_val(&delays), arr_val(&back),
+                                   arr_val(&errors)),
+                          NULL);
+  free(at.p);
+  free(delays.p);
+  free(back.p);
+  free(errors.p);
+  return rc;
+}
+
 static int pg_started(jobq *db, jobq_session *s, const int64_t *ids, size_t n) {
   array a;
   arr_begin(&a, OID_INT8, n);
@@ -2160,6 +2255,8 @@ const jobq_store jobq__store_postgres = {
     .put_plain_keys = 1,
     .insert_later = pg_insert_later,
     .ack_plain = pg_ack_plain,
+    .ack_rows = pg_ack_rows,
+    .requeue = pg_requeue,
     .started = pg_started,
     .wake = pg_wake,
     .watch = pg_watch,

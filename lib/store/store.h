@@ -57,6 +57,42 @@ typedef struct jobq_val {
   size_t len;
 } jobq_val;
 
+/* What an acknowledgement reads of its job's row (JOBQ_Q_ACK_ROW), for
+ * where the job goes (jobq__ack_plan) and the locks it takes to go there
+ * (lib/order.c). */
+typedef struct jobq_ack_row {
+  int attempts;
+  int max_attempts;
+  int64_t backoff_ms;
+  int cancel_requested;
+} jobq_ack_row;
+
+/* A store's ack_rows() answer for one acknowledgement: found when its
+ * claim holds, then the row, the job's queue and ordering key (malloc'd,
+ * key NULL when it has none; the library frees them), and where the
+ * store found the row, for its requeue() in the same transaction (the
+ * PostgreSQL store: the row's ctid). */
+typedef struct jobq_ack_got {
+  int found;
+  jobq_ack_row row;
+  char *queue, *key;
+  int barrier;
+  unsigned char at[16];
+  size_t at_len;
+} jobq_ack_got;
+
+/* A job sent back to its queue by an acknowledgement: the values of
+ * JOBQ_Q_ACK_REQUEUE, and where ack_rows() found its row. */
+typedef struct jobq_requeue {
+  const unsigned char *at;
+  size_t at_len;
+  int64_t id;
+  int64_t delay_ms;     /* run_at = now + delay_ms */
+  int give_back;        /* 1: the attempt given back, the claim forgotten */
+  const char *error;    /* the new last error, or NULL to keep it */
+  size_t error_len;
+} jobq_requeue;
+
 /* The checks jobq_doctor() collects (lib/doctor.c). */
 typedef struct jobq__checks jobq__checks;
 
@@ -159,6 +195,15 @@ typedef struct jobq_store {
   int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
   int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
   int (*started)(jobq *db, jobq_session *s, const int64_t *ids, size_t n);
+  /* Optional, for the acks that ack_plain left: ack_rows reads and locks
+   * the rows of acks[0..n) (distinct jobs, ids ascending) in one
+   * statement, in id order, as JOBQ_Q_ACK_ROW would one after the other,
+   * into got[0..n).  requeue sends r[0..n) back to their queues in one
+   * statement, as JOBQ_Q_ACK_REQUEUE would each.  NULL: a statement per
+   * job.  A store with requeue has ack_rows. */
+  int (*ack_rows)(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
+                  jobq_ack_got *got);
+  int (*requeue)(jobq *db, const jobq_requeue *r, size_t n);
 
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
