@@ -61,7 +61,7 @@ struct bench_run {
   double seconds;      /* how long it ran */
 };
 
-#define BENCH_MAX_RUNS 8
+#define BENCH_MAX_RUNS 16 /* every workload once (cmd_bench.c checks) */
 
 struct bench_report {
   struct bench_run runs[BENCH_MAX_RUNS];
@@ -114,6 +114,8 @@ int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 int bench_keys(const struct bench_config *, jobq *, struct bench_report *,
                struct bench_run *);
+int bench_failures(const struct bench_config *, jobq *, struct bench_report *,
+                    struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 /* The protocols of bench_ceiling.c: a claim and its delete in one
@@ -178,6 +180,9 @@ int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
  * each: a key of its own, key followed by the job's number. */
 int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,
                    const char *payload, const char *label);
+/* n jobs with payload "x" on their one and only attempt (max_attempts
+ * 1): a failure makes them dead. */
+int bench_fill_last(jobq *db, const char *queue, int64_t n, const char *label);
 
 /* The lease of the run's own sessions: long, so that a claimer starved of
  * CPU or of the SQLite write lock among 64 others is not reaped while it

@@ -137,13 +137,9 @@ int bench_queue_stats(jobq *db, const char *queue, jobq_queue_stats *out) {
 
 /* ---------------------------------------------------------------- filling */
 
-int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
-               const char *label) {
-  return bench_fill_key(db, queue, NULL, 0, n, payload, label);
-}
-
-int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,
-                   const char *payload, const char *label) {
+/* bench_fill_key() with max_attempts (0: the default) for every job. */
+static int fill(jobq *db, const char *queue, const char *key, int each, int max_attempts,
+                int64_t n, const char *payload, const char *label) {
   enum { CHUNK = 1000 };
   static jobq_put_opts opts[CHUNK];
   static int64_t ids[CHUNK];
@@ -154,6 +150,7 @@ int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64
     opts[i].key = key != NULL && each ? keys[i] : key;
     opts[i].payload = payload;
     opts[i].payload_len = strlen(payload);
+    if (max_attempts > 0) opts[i].max_attempts = max_attempts;
   }
   struct cli_progress bar;
   cli_progress_start(&bar, label, "jobs", n);
@@ -168,6 +165,20 @@ int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64
   }
   cli_progress_end(&bar);
   return rc;
+}
+
+int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
+               const char *label) {
+  return fill(db, queue, NULL, 0, 0, n, payload, label);
+}
+
+int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,
+                   const char *payload, const char *label) {
+  return fill(db, queue, key, each, 0, n, payload, label);
+}
+
+int bench_fill_last(jobq *db, const char *queue, int64_t n, const char *label) {
+  return fill(db, queue, NULL, 0, 1, n, "x", label);
 }
 
 /* ---------------------------------------------------------------- claimers */

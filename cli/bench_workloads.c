@@ -4,8 +4,9 @@
  * claimers, a persistent foreman, a fork-per-job foreman, each verified
  * exactly once), latency (put to start on an idle foreman), scale (claimer
  * processes from 1 to 64), backlog (the claim rate beside a large ready
- * backlog or a large archive) and keys (the jobs of one ordering key, put
- * and worked in order).  Also the hidden worker modes that the
+ * backlog or a large archive), keys (the jobs of one ordering key, put
+ * and worked in order) and failures (batches failed, to run again later
+ * or dead).  Also the hidden worker modes that the
  * `jobq work` children run.  The bare-SQL ceiling is in bench_ceiling.c.
  */
 #include <errno.h>
@@ -742,6 +743,81 @@ int bench_keys(const struct bench_config *cfg, jobq *db, struct bench_report *re
   bench_add(rep, "keys", variant, "put", put, "jobs/s");
   bench_add(rep, "keys", variant, "drain, library", drain, "jobs/s");
   run->verified = 1;
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- failures */
+
+/* One session claims the n jobs of queue in batches of 100 and fails each
+ * batch with jobq_ack_many(), to run again in an hour, or dead on their
+ * last attempt; every failure must have taken effect with the outcome
+ * expected.  *rate gets failures per second of the acknowledgements'
+ * time. */
+static int fail_all(jobq *db, const char *queue, int64_t n, int outcome, double *rate,
+                    struct bench_run *run) {
+  enum { BATCH = 100 };
+  jobq_ack acks[BATCH];
+  jobq_session *s;
+  int rc = session(db, &s);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
+  int64_t done = 0;
+  int status = BENCH_OK;
+  double busy = 0, beat = bench_now();
+  while (done < n && !bench_stop && status == BENCH_OK) {
+    jobq_job *jobs;
+    size_t k;
+    if ((status = claim_beating(db, s, queue, BATCH, NULL, &beat, &jobs, &k, run)) != BENCH_OK)
+      break;
+    if (k == 0)
+      status = bench_fail(run, "the queue ran out of jobs after %lld", (long long)done);
+    for (size_t i = 0; i < k; i++) {
+      jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_FAIL);
+      acks[i].data = "bench: failed on purpose";
+      acks[i].len = strlen(acks[i].data);
+      acks[i].retry_in_ms = 3600000;
+    }
+    double t0 = bench_now();
+    if (k > 0 && (rc = jobq_ack_many(s, acks, k)) != JOBQ_OK)
+      status = bench_lib_fail(run, db, rc, "fail");
+    busy += bench_now() - t0;
+    for (size_t i = 0; i < k && status == BENCH_OK; i++)
+      if (acks[i].status != JOBQ_OK || acks[i].outcome != outcome)
+        status = bench_fail(run, "the failure of job %lld: %s, outcome %d", (long long)acks[i].id,
+                            jobq_strerror(acks[i].status), acks[i].outcome);
+    jobq_jobs_free(jobs, k);
+    done += (int64_t)k;
+  }
+  jobq_session_close(s);
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status == BENCH_OK) *rate = (double)done / busy;
+  return status;
+}
+
+int bench_failures(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
+                   struct bench_run *run) {
+  char q[BENCH_QUEUE_BUF];
+  int64_t n = cfg->jobs / 10 < 200 ? 200 : cfg->jobs / 10;
+  double rate;
+  jobq_queue_stats st;
+  bench_queue(cfg, "failures", q);
+  int rc = bench_fill(db, q, n, "x", "failures (filling):");
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+  int status = fail_all(db, q, n, JOBQ_STATE_READY, &rate, run);
+  if (status != BENCH_OK) return status;
+  if ((rc = bench_queue_stats(db, q, &st)) < 0) return bench_lib_fail(run, db, rc, "stats");
+  if (st.scheduled != n)
+    return bench_fail(run, "%lld of %lld failed jobs are back in the queue for later",
+                      (long long)st.scheduled, (long long)n);
+  bench_add(rep, "failures", "run again later", "throughput", rate, "jobs/s");
+  bench_queue(cfg, "failures-dead", q);
+  if ((rc = bench_fill_last(db, q, n, "failures (filling):")) != JOBQ_OK)
+    return bench_lib_fail(run, db, rc, "filling the queue");
+  if ((status = fail_all(db, q, n, JOBQ_STATE_DEAD, &rate, run)) != BENCH_OK) return status;
+  if ((rc = bench_queue_stats(db, q, &st)) < 0) return bench_lib_fail(run, db, rc, "stats");
+  if (st.dead != n)
+    return bench_fail(run, "%lld of %lld failed jobs are dead", (long long)st.dead,
+                      (long long)n);
+  bench_add(rep, "failures", "dead", "throughput", rate, "jobs/s");
   return BENCH_OK;
 }
 

@@ -32,6 +32,7 @@ static const char usage[] =
     "checked exactly once), latency (put to start on an idle foreman), scale\n"
     "(1 to 64 claimer processes), backlog (claims beside a large backlog or\n"
     "archive), keys (the jobs of one ordering key, put and worked in order),\n"
+    "failures (batches of jobs failed, to run again later or dead),\n"
     "ceiling (bare SQL claims without jobq, deleted in the same\n"
     "transaction, fenced in a second one, and archived as well; on\n"
     "PostgreSQL also the latency floor of a bare put and claim; PostgreSQL\n"
@@ -43,14 +44,19 @@ static const char usage[] =
     "at the end.  It uses queues of its own (bench.PID.*) and deletes their\n"
     "jobs at the end, also after a failure or an interrupt.\n";
 
-static const char *const workload_names[] = {"enqueue", "drain",   "latency", "scale", "backlog",
-                                             "keys",    "ceiling", "foreman", "soak"};
+static const char *const workload_names[] = {"enqueue", "drain",    "latency", "scale",
+                                             "backlog", "keys",     "failures", "ceiling",
+                                             "foreman", "soak"};
 static const bench_workload_fn workload_fns[] = {
-    bench_enqueue, bench_drain,   bench_latency,     bench_scale, bench_backlog,
-    bench_keys,    bench_ceiling, bench_foreman_use, bench_soak};
+    bench_enqueue, bench_drain,    bench_latency, bench_scale,       bench_backlog,
+    bench_keys,    bench_failures, bench_ceiling, bench_foreman_use, bench_soak};
 /* soak is long: only when named. */
-static const int in_all[] = {1, 1, 1, 1, 1, 1, 1, 1, 0};
+static const int in_all[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
 #define NWORKLOADS (sizeof workload_names / sizeof workload_names[0])
+_Static_assert(NWORKLOADS <= BENCH_MAX_RUNS, "a report holds a run of every workload");
+_Static_assert(sizeof workload_fns / sizeof workload_fns[0] == NWORKLOADS &&
+                   sizeof in_all / sizeof in_all[0] == NWORKLOADS,
+               "a function and an all-flag for every workload");
 
 static void on_signal(int sig) {
   (void)sig;

@@ -20,7 +20,7 @@ errors = []
 if doc.get("store") != store:
     errors.append("store is %r, expected %r" % (doc.get("store"), store))
 names = [w["name"] for w in doc["workloads"]]
-want = ["enqueue", "drain", "latency", "scale", "backlog", "keys", "ceiling", "foreman"]
+want = ["enqueue", "drain", "latency", "scale", "backlog", "keys", "failures", "ceiling", "foreman"]
 if names != want:
     errors.append("workloads %s, expected %s" % (names, want))
 for w in doc["workloads"]:
@@ -87,6 +87,8 @@ if [r["variant"] for r in keys["results"]] != ["200 on one key"] * 5 \
     errors.append("keys results %s" % keys["results"])
 elif abs(got["first tenth / last"] - got["drain, first tenth"] / got["drain, last tenth"]) > 1e-6 * got["first tenth / last"]:
     errors.append("keys: the ratio is not first tenth over last: %s" % got)
+if variants("failures") != ["run again later", "dead"]:
+    errors.append("failures results %s" % variants("failures"))
 if variants("ceiling") != ["bare sql", "fenced sql", "archived sql"]:
     errors.append("ceiling results %s" % variants("ceiling"))
 shares = sorted(r["metric"] for r in drain["results"] if r["unit"] == "%")
