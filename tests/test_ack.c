@@ -259,14 +259,21 @@ static void test_ack_many_mixed(void **state) {
   assert_int_equal(i->state, JOBQ_STATE_READY);
   assert_int_equal(i->attempts, 1);
   assert_string_equal(i->last_error, "e1");
+  /* A failure keeps its claim on the row until the next claim, so that
+   * its repetition finds it (test_repeated_fail_and_lost_fail). */
+  assert_string_equal(i->claim, j[1].claim);
+  assert_true(i->run_at_ms <= th_db_now(t->db));
   jobq_info_free(i, 1);
   i = th_show(t->db, ids[2]);
   assert_int_equal(i->state, JOBQ_STATE_READY);
   assert_true(i->run_at_ms >= before + 60000);
+  assert_string_equal(i->last_error, "retry requested");
   jobq_info_free(i, 1);
   i = th_show(t->db, ids[3]);
   assert_int_equal(i->state, JOBQ_STATE_READY);
   assert_int_equal(i->attempts, 0);
+  /* A release forgets it. */
+  assert_null(i->claim);
   jobq_info_free(i, 1);
   /* The forged ack changed nothing. */
   i = th_show(t->db, ids[4]);

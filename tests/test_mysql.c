@@ -90,10 +90,10 @@ static int put_keyed(void *arg) {
   return rc == JOBQ_OK ? 0 : 1;
 }
 
-/* A forked worker: claims 3 jobs of queue "sq" in one batch and completes
- * them in one; exits 0 when both worked. */
-static int claim_and_complete(void *arg) {
-  (void)arg;
+/* A forked worker: claims 3 jobs of queue "sq" in one batch and
+ * acknowledges them in one, each with kind (a failure: to run again in an
+ * hour); exits 0 when both worked. */
+static int claim_and_ack(jobq_ack_kind kind) {
   jobq *db = NULL;
   jobq_session *s = NULL;
   int rc = jobq_open(child_url, &db);
@@ -103,7 +103,10 @@ static int claim_and_complete(void *arg) {
   size_t n = 0;
   if (rc == JOBQ_OK) rc = jobq_claim(s, &queue, 1, 3, &jobs, &n);
   jobq_ack acks[3];
-  for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+  for (size_t i = 0; i < n; i++) {
+    jobq_ack_init(&acks[i], &jobs[i], kind);
+    acks[i].retry_in_ms = 3600000;
+  }
   if (rc == JOBQ_OK && n != 3) rc = JOBQ_EDB;
   if (rc == JOBQ_OK) rc = jobq_ack_many(s, acks, n);
   if (rc != JOBQ_OK) fprintf(stderr, "child: %s: %s (%zu jobs)\n", jobq_err_name(rc), jobq_errmsg(db), n);
@@ -111,6 +114,16 @@ static int claim_and_complete(void *arg) {
   jobq_session_close(s);
   jobq_close(db);
   return rc == JOBQ_OK ? 0 : 1;
+}
+
+static int claim_and_complete(void *arg) {
+  (void)arg;
+  return claim_and_ack(JOBQ_ACK_COMPLETE);
+}
+
+static int claim_and_fail(void *arg) {
+  (void)arg;
+  return claim_and_ack(JOBQ_ACK_FAIL);
 }
 
 /* Runs child in a forked process while another transaction holds row id
@@ -520,14 +533,21 @@ static void test_key_lock_row_race(void **state) {
  * a batch claim or completion then waited for any row another
  * transaction held (and two such batches deadlocked).  Another
  * transaction holds the first job's row; a worker claims three others
- * and completes them, and is done while that row is still held. */
+ * and completes them, and is done while that row is still held; then
+ * another claims three more and fails them (one statement reads their
+ * rows and one sends them back). */
 static void test_batches_lock_only_their_rows(void **state) {
   tq *t = *state;
   int64_t first = th_put(t->db, "sq", "held");
-  for (int i = 0; i < 5; i++) th_put(t->db, "sq", "x");
+  for (int i = 0; i < 6; i++) th_put(t->db, "sq", "x");
   exits_while_held(t, "jobq_jobs", first, claim_and_complete, "the worker");
   assert_int_equal(th_state(t->db, first), JOBQ_STATE_READY);
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE queue = 'sq'"), 3);
+  /* Failures read their rows, and send them back, by id as well. */
+  exits_while_held(t, "jobq_jobs", first, claim_and_fail, "the failing worker");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'sq' AND "
+                                     "state = 'ready' AND attempts = 1 AND session IS NULL"),
+                   3);
 }
 
 /* A purge finds its queue's finished jobs through the outcome index: a

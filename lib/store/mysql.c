@@ -194,6 +194,8 @@ enum {
   MY_LOCK_KEYS,
   MY_LOCK_ADD_KEYS,
   MY_KEYS_TAKEN,
+  MY_ACK_ROWS,
+  MY_REQUEUE,
   MY__END
 };
 
@@ -201,7 +203,7 @@ static const char *const own_names[] = {
     "LOCK_SHARED", "LOCK",     "LOCK_ADD",   "CLAIM",  "CLAIM_MARK",
     "CLAIM_MARK",  "ACK_FIND", "ACK_ARCHIVE", "ACK_DELETE", "PUT_PLAIN",
     "PUT_PLAIN",   "PUT_PLAIN", "PUT_PLAIN", "LOCK_KEYS", "LOCK_ADD_KEYS",
-    "KEYS_TAKEN"};
+    "KEYS_TAKEN",  "ACK_ROWS",  "REQUEUE"};
 _Static_assert(sizeof own_names / sizeof own_names[0] == MY__END - JOBQ_Q__COUNT,
                "a name for each statement");
 
@@ -336,6 +338,38 @@ static char *own_text(int id) {
       sb_params(&b, 2, CHUNK);
       sb_add(&b, ") AND session = ?1 AND state = 'running' AND barrier = 0 ORDER BY id "
                  "FOR UPDATE");
+      break;
+    case MY_ACK_ROWS:
+      /* ?1 the session, ?2..?33 the ids: ACK_ROW for each, the claim for
+       * the caller to compare. */
+      sb_add(&b, "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
+                 "queue, order_key, barrier FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
+      sb_params(&b, 2, CHUNK);
+      sb_add(&b, ") AND session = ?1 AND state = 'running' ORDER BY id FOR UPDATE");
+      break;
+    case MY_REQUEUE:
+      /* ?1..?32 the ids, ?33..?64 their delays, ?65..?96 their give-backs,
+       * ?97..?128 their errors (NULL: kept): ACK_REQUEUE for each. */
+      sb_add(&b, "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'ready', session = "
+                 "NULL, deadline_at = NULL, run_at = {now} + CAST(ELT(FIELD(id, ");
+      sb_params(&b, 1, CHUNK);
+      sb_add(&b, "), ");
+      sb_params(&b, 1 + CHUNK, CHUNK);
+      sb_add(&b, ") AS SIGNED), attempts = attempts - CAST(ELT(FIELD(id, ");
+      sb_params(&b, 1, CHUNK);
+      sb_add(&b, "), ");
+      sb_params(&b, 1 + 2 * CHUNK, CHUNK);
+      sb_add(&b, ") AS SIGNED), claim = CASE WHEN CAST(ELT(FIELD(id, ");
+      sb_params(&b, 1, CHUNK);
+      sb_add(&b, "), ");
+      sb_params(&b, 1 + 2 * CHUNK, CHUNK);
+      sb_add(&b, ") AS SIGNED) = 1 THEN NULL ELSE claim END, last_error = coalesce(ELT(FIELD(id, ");
+      sb_params(&b, 1, CHUNK);
+      sb_add(&b, "), ");
+      sb_params(&b, 1 + 3 * CHUNK, CHUNK);
+      sb_add(&b, "), last_error), prev_lost = 0 WHERE id IN (");
+      sb_params(&b, 1, CHUNK);
+      sb_add(&b, ")");
       break;
     case MY_ACK_ARCHIVE:
       /* ?1..?32 the ids, ?33..?64 their results. */
@@ -1822,6 +1856,61 @@ static int keys_of_taken(jobq *db, const plain_ack *pa, size_t m, int next) {
   return rc;
 }
 
+/* ACK_ROWS a chunk of 32 ids at a time, the ids ascending, so that the
+ * rows are locked in id order as one ACK_ROW after the other would. */
+static int my_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
+                       jobq_ack_got *got) {
+  int rc = JOBQ_OK;
+  jobq_val v[1 + CHUNK];
+  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
+    size_t k = n - at > CHUNK ? CHUNK : n - at;
+    v[0] = V_TEXT(s->id);
+    for (size_t i = 0; i < CHUNK; i++) v[1 + i] = V_INT(i < k ? acks[at + i]->id : 0);
+    jobq_rows *r;
+    if ((rc = jobq__sql_query(db, MY_ACK_ROWS, &r, v, 1 + CHUNK)) != JOBQ_OK) break;
+    int row, failed = 0;
+    size_t i = at, len;
+    /* Both in id order.  A row whose claim is another's is not found, as
+     * ACK_ROW would not find it. */
+    while ((row = my_next(db, r)) == 1) {
+      int64_t id = my_col_int(r, 0);
+      while (i < at + k && acks[i]->id < id) i++;
+      if (i == at + k || acks[i]->id != id) continue;
+      const char *claim = my_col_bytes(r, 1, &len);
+      if (strlen(acks[i]->claim) != len || memcmp(acks[i]->claim, claim, len) != 0) continue;
+      jobq_ack_got *g = &got[i];
+      g->found = 1;
+      g->row = (jobq_ack_row){(int)my_col_int(r, 2), (int)my_col_int(r, 3), my_col_int(r, 4),
+                              (int)my_col_int(r, 5)};
+      g->queue = jobq__col_text(db, r, 6, &failed);
+      g->key = jobq__col_text(db, r, 7, &failed);
+      g->barrier = (int)my_col_int(r, 8);
+    }
+    my_done(db, r);
+    if (row < 0) rc = row;
+    else if (failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  return rc;
+}
+
+/* REQUEUE a chunk of 32 jobs at a time. */
+static int my_requeue(jobq *db, const jobq_requeue *q, size_t n) {
+  int rc = JOBQ_OK;
+  jobq_val v[4 * CHUNK];
+  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
+    size_t k = n - at > CHUNK ? CHUNK : n - at;
+    for (size_t i = 0; i < CHUNK; i++) {
+      const jobq_requeue *e = i < k ? &q[at + i] : NULL;
+      v[i] = V_INT(e ? e->id : 0);
+      v[CHUNK + i] = V_INT(e ? e->delay_ms : 0);
+      v[2 * CHUNK + i] = V_INT(e ? e->give_back : 0);
+      v[3 * CHUNK + i] = e && e->error ? V_TEXTN(e->error, e->error_len) : V_NULL;
+    }
+    rc = jobq__sql_run(db, MY_REQUEUE, v, 4 * CHUNK);
+  }
+  return rc;
+}
+
 static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   my *c = conn(db);
   size_t m = 0;
@@ -1974,4 +2063,6 @@ const jobq_store jobq__store_mysql = {
     .put_plain = my_put_plain,
     .put_plain_keys = 1,
     .ack_plain = my_ack_plain,
+    .ack_rows = my_ack_rows,
+    .requeue = my_requeue,
 };
