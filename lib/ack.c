@@ -284,9 +284,12 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
 }
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
- * row read and locked first, in id order, then the queue and key locks of
- * every job that leaves the hot table, each once, in jobq__lock_order()
- * as a put takes them, then each job sent where it goes.  Finished in the batch's order, two jobs of other keys took
+ * row read and locked first, in id order (in one statement where the
+ * store has ack_rows), then the queue and key locks of every job that
+ * leaves the hot table, each once, in jobq__lock_order() as a put takes
+ * them, then each job sent where it goes (those back to their queues in
+ * one statement where the store has requeue).  Finished in the batch's
+ * order, two jobs of other keys took
  * their locks the other way round from a put of both keys, and the two
  * transactions deadlocked (on PostgreSQL each such deadlock costs a
  * second before it is found); finished as they were locked, the queue's
