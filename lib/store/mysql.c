@@ -255,6 +255,17 @@ static void sb_each(sbuf *b, int from, int count, const char *sep, const char *p
 /* Appends "?from, ?from+1, ..." (count of them). */
 static void sb_params(sbuf *b, int from, int count) { sb_each(b, from, count, ", ", ""); }
 
+/* Appends "ELT(FIELD(id, ?ids...), ?values...)": of CHUNK values from
+ * ?values, the one in the place of the row's id among CHUNK ids from
+ * ?ids (as a string). */
+static void sb_by_id(sbuf *b, int ids, int values) {
+  sb_add(b, "ELT(FIELD(id, ");
+  sb_params(b, ids, CHUNK);
+  sb_add(b, "), ");
+  sb_params(b, values, CHUNK);
+  sb_add(b, ")");
+}
+
 #define ARCHIVE_COLS                                                          \
   "id, queue, priority, run_at, outcome, order_key, barrier, unique_key, "    \
   "payload, result, attempts, max_attempts, timeout_ms, backoff_ms, "         \
@@ -323,11 +334,9 @@ static char *own_text(int id) {
     case MY_MARK_N:
       /* ?1 the session, ?2..?33 the ids, ?34..?65 their claims, ?66 the
        * claim time, ?67 started. */
-      sb_add(&b, MARK_SET("?66", "?67") "claim = ELT(FIELD(id, ");
-      sb_params(&b, 2, CHUNK);
-      sb_add(&b, "), ");
-      sb_params(&b, 2 + CHUNK, CHUNK);
-      sb_add(&b, ") WHERE id IN (");
+      sb_add(&b, MARK_SET("?66", "?67") "claim = ");
+      sb_by_id(&b, 2, 2 + CHUNK);
+      sb_add(&b, " WHERE id IN (");
       sb_params(&b, 2, CHUNK);
       sb_add(&b, ")");
       break;
@@ -351,23 +360,15 @@ static char *own_text(int id) {
       /* ?1..?32 the ids, ?33..?64 their delays, ?65..?96 their give-backs,
        * ?97..?128 their errors (NULL: kept): ACK_REQUEUE for each. */
       sb_add(&b, "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'ready', session = "
-                 "NULL, deadline_at = NULL, run_at = {now} + CAST(ELT(FIELD(id, ");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, "), ");
-      sb_params(&b, 1 + CHUNK, CHUNK);
-      sb_add(&b, ") AS SIGNED), attempts = attempts - CAST(ELT(FIELD(id, ");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, "), ");
-      sb_params(&b, 1 + 2 * CHUNK, CHUNK);
-      sb_add(&b, ") AS SIGNED), claim = CASE WHEN CAST(ELT(FIELD(id, ");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, "), ");
-      sb_params(&b, 1 + 2 * CHUNK, CHUNK);
-      sb_add(&b, ") AS SIGNED) = 1 THEN NULL ELSE claim END, last_error = coalesce(ELT(FIELD(id, ");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, "), ");
-      sb_params(&b, 1 + 3 * CHUNK, CHUNK);
-      sb_add(&b, "), last_error), prev_lost = 0 WHERE id IN (");
+                 "NULL, deadline_at = NULL, run_at = {now} + CAST(");
+      sb_by_id(&b, 1, 1 + CHUNK);
+      sb_add(&b, " AS SIGNED), attempts = attempts - CAST(");
+      sb_by_id(&b, 1, 1 + 2 * CHUNK);
+      sb_add(&b, " AS SIGNED), claim = CASE WHEN CAST(");
+      sb_by_id(&b, 1, 1 + 2 * CHUNK);
+      sb_add(&b, " AS SIGNED) = 1 THEN NULL ELSE claim END, last_error = coalesce(");
+      sb_by_id(&b, 1, 1 + 3 * CHUNK);
+      sb_add(&b, ", last_error), prev_lost = 0 WHERE id IN (");
       sb_params(&b, 1, CHUNK);
       sb_add(&b, ")");
       break;
@@ -375,11 +376,9 @@ static char *own_text(int id) {
       /* ?1..?32 the ids, ?33..?64 their results. */
       sb_add(&b, "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, "
                  "priority, run_at, 'done', order_key, barrier, unique_key, "
-                 "payload, ELT(FIELD(id, ");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, "), ");
-      sb_params(&b, 1 + CHUNK, CHUNK);
-      sb_add(&b, "), attempts, max_attempts, timeout_ms, backoff_ms, session, "
+                 "payload, ");
+      sb_by_id(&b, 1, 1 + CHUNK);
+      sb_add(&b, ", attempts, max_attempts, timeout_ms, backoff_ms, session, "
                  "claim, created_at, claimed_at, {now}, last_error, prev_lost "
                  "FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
       sb_params(&b, 1, CHUNK);
