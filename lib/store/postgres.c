@@ -2108,11 +2108,6 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   return rc;
 }
 
-static int ack_id_find(const void *key, const void *elem) {
-  int64_t x = *(const int64_t *)key, y = (*(jobq_ack *const *)elem)->id;
-  return (x > y) - (x < y);
-}
-
 static int pg_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
                        jobq_ack_got *got) {
   array ids;
@@ -2127,8 +2122,8 @@ static int pg_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t 
    * not find it. */
   size_t len;
   while (rc == JOBQ_OK && pg_next(db, r) == 1) {
-    int64_t id = pg_col_int(r, 0);
-    jobq_ack *const *hit = bsearch(&id, acks, n, sizeof *acks, ack_id_find);
+    jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
+    jobq_ack *const *hit = bsearch(&kp, acks, n, sizeof *acks, ack_id_cmp);
     if (hit == NULL || strcmp(pg_col_bytes(r, 1, &len), (*hit)->claim) != 0) continue;
     jobq_ack_got *g = &got[hit - acks];
     g->found = 1;
