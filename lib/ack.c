@@ -219,6 +219,31 @@ static int ack_job_cmp(const void *x, const void *y) {
   return c != 0 ? c : (a->id > b->id) - (a->id < b->id);
 }
 
+static int ack_id_only(const void *x, const void *y) {
+  int64_t a = (*(jobq_ack *const *)x)->id, b = (*(jobq_ack *const *)y)->id;
+  return (a > b) - (a < b);
+}
+
+jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, size_t n,
+                                jobq_ack_got *got, int *failed) {
+  jobq_ack key = {.id = jobq__col_int(db, r, 0)}, *kp = &key;
+  jobq_ack *const *hit = bsearch(&kp, acks, n, sizeof *acks, ack_id_only);
+  size_t len;
+  const char *claim = hit ? db->store->col_bytes(r, 1, &len) : NULL;
+  /* A row whose claim is another's is not found, as JOBQ_Q_ACK_ROW would
+   * not find it. */
+  if (hit == NULL || strlen((*hit)->claim) != len || memcmp((*hit)->claim, claim, len) != 0)
+    return NULL;
+  jobq_ack_got *g = &got[hit - acks];
+  g->found = 1;
+  g->row = (jobq_ack_row){(int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3),
+                          jobq__col_int(db, r, 4), (int)jobq__col_int(db, r, 5)};
+  g->queue = jobq__col_text(db, r, 6, failed);
+  g->key = jobq__col_text(db, r, 7, failed);
+  g->barrier = (int)jobq__col_int(db, r, 8);
+  return g;
+}
+
 /* ack_read() for each distinct job of pending[0..m) (ack_id_cmp()
  * order), in one statement of the store's: jobs[0..*nj) get the ones
  * whose claims hold. */

@@ -179,6 +179,13 @@ void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *ack,
  * how the transaction ended). */
 int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n);
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
+/* For a store's ack_rows: the ack of acks[0..n) (ids ascending) whose job
+ * is r's current row, with the columns id, claim, attempts, max_attempts,
+ * backoff_ms, cancel_requested, queue, order_key, barrier, recorded in
+ * its entry of got[0..n); that entry, or NULL when no ack has that job
+ * and claim.  *failed is set when out of memory. */
+jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, size_t n,
+                                jobq_ack_got *got, int *failed);
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
 int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max);
 

@@ -349,8 +349,8 @@ static char *own_text(int id) {
                  "FOR UPDATE");
       break;
     case MY_ACK_ROWS:
-      /* ?1 the session, ?2..?33 the ids: ACK_ROW for each, the claim for
-       * the caller to compare. */
+      /* ?1 the session, ?2..?33 the ids: ACK_ROW for each, in the columns
+       * of jobq__ack_got_row(), which compares the claims. */
       sb_add(&b, "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
                  "queue, order_key, barrier FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
       sb_params(&b, 2, CHUNK);
@@ -1868,23 +1868,8 @@ static int my_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t 
     jobq_rows *r;
     if ((rc = jobq__sql_query(db, MY_ACK_ROWS, &r, v, 1 + CHUNK)) != JOBQ_OK) break;
     int row, failed = 0;
-    size_t i = at, len;
-    /* Both in id order.  A row whose claim is another's is not found, as
-     * ACK_ROW would not find it. */
-    while ((row = my_next(db, r)) == 1) {
-      int64_t id = my_col_int(r, 0);
-      while (i < at + k && acks[i]->id < id) i++;
-      if (i == at + k || acks[i]->id != id) continue;
-      const char *claim = my_col_bytes(r, 1, &len);
-      if (strlen(acks[i]->claim) != len || memcmp(acks[i]->claim, claim, len) != 0) continue;
-      jobq_ack_got *g = &got[i];
-      g->found = 1;
-      g->row = (jobq_ack_row){(int)my_col_int(r, 2), (int)my_col_int(r, 3), my_col_int(r, 4),
-                              (int)my_col_int(r, 5)};
-      g->queue = jobq__col_text(db, r, 6, &failed);
-      g->key = jobq__col_text(db, r, 7, &failed);
-      g->barrier = (int)my_col_int(r, 8);
-    }
+    while ((row = my_next(db, r)) == 1)
+      jobq__ack_got_row(db, r, acks + at, k, got + at, &failed);
     my_done(db, r);
     if (row < 0) rc = row;
     else if (failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");

@@ -386,8 +386,9 @@ static const char *const own_sql[] = {
      * (fewer relations to lock, less to plan). */
     [PG_ACK_UNKEYED - JOBQ_Q__COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
     /* JOBQ_Q_ACK_ROW for the jobs $1 (ids, ascending) of session $2,
-     * each locked in that order, with its claim for the caller to
-     * compare and its ctid for PG_REQUEUE; the session compared for the
+     * each locked in that order, in the columns of jobq__ack_got_row()
+     * (which compares the claims) and its ctid for PG_REQUEUE; the
+     * session compared for the
      * reason PG_ACK_PLAIN gives.  Each job looked up by its id alone, as
      * the claim looks up each queue: read as one set ("id = ANY", or
      * joined to the ids), the generic plan made on an emptied table read
@@ -2118,27 +2119,17 @@ static int pg_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t 
                       : pg_query(db, PG_ACK_ROWS, SQL_ARGS(arr_val(&ids), V_TEXT(s->id)), &r);
   free(ids.p);
   if (rc != JOBQ_OK) return rc;
-  /* A row whose claim is another's is not found, as JOBQ_Q_ACK_ROW would
-   * not find it. */
-  size_t len;
-  while (rc == JOBQ_OK && pg_next(db, r) == 1) {
-    jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
-    jobq_ack *const *hit = bsearch(&kp, acks, n, sizeof *acks, ack_id_cmp);
-    if (hit == NULL || strcmp(pg_col_bytes(r, 1, &len), (*hit)->claim) != 0) continue;
-    jobq_ack_got *g = &got[hit - acks];
-    g->found = 1;
-    g->row = (jobq_ack_row){(int)pg_col_int(r, 2), (int)pg_col_int(r, 3), pg_col_int(r, 4),
-                            (int)pg_col_int(r, 5)};
-    g->queue = strdup(pg_col_bytes(r, 6, &len));
-    g->key = pg_is_null(r, 7) ? NULL : strdup(pg_col_bytes(r, 7, &len));
-    g->barrier = (int)pg_col_int(r, 8);
+  int failed = 0;
+  while (!failed && pg_next(db, r) == 1) {
+    jobq_ack_got *g = jobq__ack_got_row(db, r, acks, n, got, &failed);
+    if (g == NULL) continue;
     /* The ctid as the server sends it: block and offset, big-endian. */
+    size_t len;
     const void *at = pg_col_bytes(r, 9, &len);
     g->at_len = len < sizeof g->at ? len : sizeof g->at;
     memcpy(g->at, at, g->at_len);
-    if (g->queue == NULL || (g->key == NULL && !pg_is_null(r, 7)))
-      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
+  if (failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   pg_done(db, r);
   return rc;
 }
