@@ -387,12 +387,11 @@ static const char *const own_sql[] = {
     [PG_ACK_UNKEYED - JOBQ_Q__COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
     /* JOBQ_Q_ACK_ROW for the jobs $1 (ids, ascending) of session $2,
      * each locked in that order, in the columns of jobq__ack_got_row()
-     * (which compares the claims) and its ctid for PG_REQUEUE; the
-     * session compared for the
-     * reason PG_ACK_PLAIN gives.  Each job looked up by its id alone, as
-     * the claim looks up each queue: read as one set ("id = ANY", or
-     * joined to the ids), the generic plan made on an emptied table read
-     * the whole table. */
+     * (which compares the claims), then the ctid for PG_REQUEUE; the
+     * session compared for the reason PG_ACK_PLAIN gives.  Each job
+     * looked up by its id alone, as the claim looks up each queue: read
+     * as one set ("id = ANY", or joined to the ids), the generic plan
+     * made on an emptied table read the whole table. */
     [PG_ACK_ROWS - JOBQ_Q__COUNT] =
         "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
         "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
