@@ -795,29 +795,31 @@ static int fail_all(jobq *db, const char *queue, int64_t n, int outcome, double 
 
 int bench_failures(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
                    struct bench_run *run) {
-  char q[BENCH_QUEUE_BUF];
+  /* Jobs with attempts left go back for later (scheduled); jobs on their
+   * only attempt die. */
+  static const struct {
+    const char *queue, *variant;
+    int last, outcome;
+  } kinds[] = {{"failures", "run again later", 0, JOBQ_STATE_READY},
+               {"failures-dead", "dead", 1, JOBQ_STATE_DEAD}};
   int64_t n = cfg->jobs / 10 < 200 ? 200 : cfg->jobs / 10;
-  double rate;
-  jobq_queue_stats st;
-  bench_queue(cfg, "failures", q);
-  int rc = bench_fill(db, q, n, "x", "failures (filling):");
-  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
-  int status = fail_all(db, q, n, JOBQ_STATE_READY, &rate, run);
-  if (status != BENCH_OK) return status;
-  if ((rc = bench_queue_stats(db, q, &st)) < 0) return bench_lib_fail(run, db, rc, "stats");
-  if (st.scheduled != n)
-    return bench_fail(run, "%lld of %lld failed jobs are back in the queue for later",
-                      (long long)st.scheduled, (long long)n);
-  bench_add(rep, "failures", "run again later", "throughput", rate, "jobs/s");
-  bench_queue(cfg, "failures-dead", q);
-  if ((rc = bench_fill_last(db, q, n, "failures (filling):")) != JOBQ_OK)
-    return bench_lib_fail(run, db, rc, "filling the queue");
-  if ((status = fail_all(db, q, n, JOBQ_STATE_DEAD, &rate, run)) != BENCH_OK) return status;
-  if ((rc = bench_queue_stats(db, q, &st)) < 0) return bench_lib_fail(run, db, rc, "stats");
-  if (st.dead != n)
-    return bench_fail(run, "%lld of %lld failed jobs are dead", (long long)st.dead,
-                      (long long)n);
-  bench_add(rep, "failures", "dead", "throughput", rate, "jobs/s");
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    char q[BENCH_QUEUE_BUF];
+    bench_queue(cfg, kinds[i].queue, q);
+    int rc = kinds[i].last ? bench_fill_last(db, q, n, "failures (filling):")
+                           : bench_fill(db, q, n, "x", "failures (filling):");
+    if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+    double rate;
+    int status = fail_all(db, q, n, kinds[i].outcome, &rate, run);
+    if (status != BENCH_OK) return status;
+    jobq_queue_stats st;
+    if ((rc = bench_queue_stats(db, q, &st)) < 0) return bench_lib_fail(run, db, rc, "stats");
+    int64_t got = kinds[i].last ? st.dead : st.scheduled;
+    if (got != n)
+      return bench_fail(run, "%s: %lld of %lld failed jobs counted so", kinds[i].variant,
+                        (long long)got, (long long)n);
+    bench_add(rep, "failures", kinds[i].variant, "throughput", rate, "jobs/s");
+  }
   return BENCH_OK;
 }
 
