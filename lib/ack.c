@@ -308,6 +308,48 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
   return rc;
 }
 
+/* Whether j's job leaves the hot table with no ordering key and is no
+ * barrier: the store's archive() takes it (archive_many). */
+static int ack_leaves_plain(const ack_job *j) {
+  return ack_leaves(j) && j->ref.key == NULL && !j->ref.barrier;
+}
+
+/* The jobs of jobs[0..n) (read by ack_read_many(), in ack_job_cmp()
+ * order) that leave the hot table with no ordering key and are no
+ * barrier, in one statement of the store's; each one archived gets its
+ * status. */
+static int archive_many(jobq *db, ack_job *jobs, size_t n) {
+  jobq_archive_row *r = malloc(n * sizeof *r);
+  const char **queues = malloc(n * sizeof *queues);
+  char **clean = calloc(n, sizeof *clean);
+  int rc = r == NULL || queues == NULL || clean == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  size_t k = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    if (!ack_leaves_plain(&jobs[i])) continue;
+    jobq_ack_plan p = jobs[i].plan;
+    const jobq_ack *a = jobs[i].a;
+    rc = plan_error(db, &p, &clean[k]);
+    int done = p.state == JOBQ_STATE_DONE;
+    r[k] = (jobq_archive_row){jobs[i].at, jobs[i].at_len, a->id, p.state,
+                              done ? a->data : NULL, done ? a->len : 0, p.error,
+                              p.error_len};
+    queues[k++] = jobs[i].ref.queue;
+  }
+  if (rc == JOBQ_OK) rc = jobq__archive_plain(db, r, queues, k);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    if (!ack_leaves_plain(&jobs[i])) continue;
+    jobs[i].a->status = JOBQ_OK;
+    jobs[i].a->outcome = jobs[i].plan.state;
+  }
+  for (size_t i = 0; clean != NULL && i < k; i++) free(clean[i]);
+  free(clean);
+  free(queues);
+  free(r);
+  return rc;
+}
+
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
  * row read and locked first, in id order (in one statement where the
  * store has ack_rows), then the queue and key locks of every job that
@@ -348,6 +390,7 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
   if (rc == JOBQ_OK) rc = jobq__order_lock_finishing(db, leaving, nl);
   free(leaving);
   if (rc == JOBQ_OK && batched && db->store->requeue != NULL) rc = requeue_many(db, jobs, nj);
+  if (rc == JOBQ_OK && batched && db->store->archive != NULL) rc = archive_many(db, jobs, nj);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
     if (jobs[i].a->status != JOBQ_OK) rc = ack_apply(db, &jobs[i]);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);

@@ -248,6 +248,20 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const voi
   return j->barrier ? promote_after_barrier(db, j->queue) : promote_barrier(db, j->queue);
 }
 
+int jobq__archive_plain(jobq *db, const jobq_archive_row *r, const char *const *queues,
+                        size_t n) {
+  int rc = n > 0 ? db->store->archive(db, r, n) : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    rc = jobq__count_add(db, queues[i], r[i].state == JOBQ_STATE_DONE,
+                         r[i].state == JOBQ_STATE_DEAD, r[i].state == JOBQ_STATE_CANCELLED);
+  /* A barrier waits for the jobs before it: each queue's is looked at
+   * once, after all of its jobs left. */
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (i + 1 == n || strcmp(queues[i], queues[i + 1]) != 0)
+      rc = promote_barrier(db, queues[i]);
+  return rc;
+}
+
 int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state) {
   memset(ref, 0, sizeof *ref);
   jobq_rows *r;

@@ -303,6 +303,114 @@ static void test_ack_many_mixed(void **state) {
 
 /* Every mutation with a wrong token, or from another session, is refused
  * with JOBQ_ELOST and leaves the job exactly as it was. */
+/* One batch where every job leaves the hot table, each its own way:
+ * plain jobs dead, cancelled (a release of a job with a cancel request)
+ * and done (its queue has a barrier, so no store takes the completion
+ * on its own), a keyed one dead, and a forged failure.  The stores that
+ * archive plain jobs in one statement do so here; the barrier behind
+ * them runs once they are all gone. */
+static void test_ack_many_leaving(void **state) {
+  tq *t = *state;
+  int64_t ids[5];
+  for (int k = 0; k < 5; k++) {
+    jobq_put_opts o;
+    jobq_put_opts_init(&o);
+    o.queue = "q";
+    o.max_attempts = 1;
+    o.key = k == 3 ? "k" : NULL;
+    ids[k] = th_put_opts(t->db, &o);
+  }
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.barrier = 1;
+  int64_t barrier = th_put_opts(t->db, &o);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, "q", 10, &n);
+  assert_int_equal(n, 5);
+  for (int k = 0; k < 5; k++) assert_int_equal(j[k].id, ids[k]);
+  int now = 1;
+  assert_rc(jobq_cancel(t->db, j[1].id, &now), JOBQ_OK);
+  assert_int_equal(now, 0);
+
+  jobq_ack a[6];
+  const char *errors[] = {"e0", NULL, NULL, "e3", "e4"};
+  for (int k = 0; k < 5; k++) {
+    jobq_ack_init(&a[k], &j[k], k == 1 ? JOBQ_ACK_RELEASE
+                                : k == 2 ? JOBQ_ACK_COMPLETE
+                                         : JOBQ_ACK_FAIL);
+    a[k].data = k == 2 ? "r2" : errors[k];
+    a[k].len = a[k].data ? 2 : 0;
+  }
+  jobq_ack_init(&a[5], &j[4], JOBQ_ACK_FAIL);
+  a[5].claim[0] = a[5].claim[0] == 'a' ? 'b' : 'a'; /* a forged token */
+  /* The forged one first: it must not stop the real one. */
+  jobq_ack tmp = a[4];
+  a[4] = a[5];
+  a[5] = tmp;
+  assert_rc(jobq_ack_many(s, a, 6), JOBQ_OK);
+  assert_int_equal(a[4].status, JOBQ_ELOST);
+  const int outcome[] = {JOBQ_STATE_DEAD, JOBQ_STATE_CANCELLED, JOBQ_STATE_DONE,
+                         JOBQ_STATE_DEAD, -1, JOBQ_STATE_DEAD};
+  for (int k = 0; k < 6; k++) {
+    if (k == 4) continue;
+    assert_int_equal(a[k].status, JOBQ_OK);
+    assert_int_equal(a[k].outcome, outcome[k]);
+  }
+
+  for (int k = 0; k < 5; k++) {
+    jobq_job_info *i = th_show(t->db, j[k].id);
+    assert_int_equal(i->state, outcome[k == 4 ? 5 : k]);
+    assert_true(i->finished_at_ms > 0);
+    assert_int_equal(i->attempts, 1);
+    if (k == 2) {
+      assert_memory_equal(i->result, "r2", 2);
+      assert_null(i->last_error);
+    } else {
+      assert_null(i->result);
+    }
+    if (errors[k] != NULL) assert_string_equal(i->last_error, errors[k]);
+    jobq_info_free(i, 1);
+  }
+  jobq_queue_stats *st;
+  size_t nq;
+  assert_rc(jobq_stats(t->db, &st, &nq), JOBQ_OK);
+  assert_int_equal(nq, 1);
+  assert_int_equal(st[0].dead, 3);
+  assert_int_equal(st[0].cancelled, 1);
+  assert_int_equal(st[0].done, 1);
+  assert_int_equal(st[0].running, 0);
+  jobq_stats_free(st, nq);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DEAD), 3);
+
+  /* Nothing before the barrier is left: it runs. */
+  jobq_job *b = th_claim_one(s, "q");
+  assert_int_equal(b->id, barrier);
+  jobq_jobs_free(b, 1);
+  jobq_jobs_free(j, n);
+
+  /* The same with only plain jobs before the barrier, all dead in one
+   * batch: nothing else lets the barrier go. */
+  for (int k = 0; k < 3; k++) {
+    jobq_put_opts_init(&o);
+    o.queue = "b";
+    o.max_attempts = 1;
+    o.barrier = k == 2;
+    ids[k] = th_put_opts(t->db, &o);
+  }
+  j = th_claim(s, "b", 10, &n);
+  assert_int_equal(n, 2);
+  for (int k = 0; k < 2; k++) jobq_ack_init(&a[k], &j[k], JOBQ_ACK_FAIL);
+  assert_rc(jobq_ack_many(s, a, 2), JOBQ_OK);
+  for (int k = 0; k < 2; k++) assert_int_equal(a[k].outcome, JOBQ_STATE_DEAD);
+  b = th_claim_one(s, "b");
+  assert_int_equal(b->id, ids[2]);
+  jobq_jobs_free(b, 1);
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
 static void test_fencing(void **state) {
   tq *t = *state;
   int64_t id = put_with(t->db, 5, 1000);
@@ -603,6 +711,7 @@ int main(void) {
       TQ_TEST(test_retry_later),
       TQ_TEST(test_release_keeps_attempt),
       TQ_TEST(test_ack_many_mixed),
+      TQ_TEST(test_ack_many_leaving),
       TQ_TEST(test_fencing),
       TQ_TEST(test_repeated_complete),
       TQ_TEST(test_repeated_in_one_batch),

@@ -82,7 +82,8 @@ static void busy_plans_lack(jobq *worker, jobq *putter, const char *queue, const
   char *plans[] = {
       plan_of(worker, "WITH q AS", "(NULL, 10, 'none', 10, '{t}')"),
       plan_of(putter, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload", args),
-      plan_of(worker, "WITH a AS", "('{1}', '{x}', '{x}', 'none', false)")};
+      plan_of(worker, "WITH a AS (SELECT * FROM unnest($1::bigint[]",
+              "('{1}', '{x}', '{x}', 'none', false)")};
   for (int i = 0; i < 3; i++) {
     if (strstr(plans[i], text)) fail_msg("the %s %s:\n%s", names[i], says, plans[i]);
     free(plans[i]);
@@ -129,6 +130,21 @@ static void test_plans_made_on_an_emptied_table(void **state) {
   assert_rc(jobq_ack_many(ws, fails, n), JOBQ_OK);
   jobq_jobs_free(jobs, n);
   drain(ws, "plan");
+  /* And two on their only attempt failed in one batch: dead. */
+  jobq_put_opts o[2];
+  for (int i = 0; i < 2; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "plan";
+    o[i].max_attempts = 1;
+  }
+  int64_t ids[2];
+  assert_rc(jobq_put_many(p, o, 2, ids, NULL), JOBQ_OK);
+  jobs = th_claim(ws, "plan", 2, &n);
+  assert_int_equal(n, 2);
+  for (size_t i = 0; i < n; i++) jobq_ack_init(&fails[i], &jobs[i], JOBQ_ACK_FAIL);
+  assert_rc(jobq_ack_many(ws, fails, n), JOBQ_OK);
+  for (size_t i = 0; i < n; i++) assert_int_equal(fails[i].outcome, JOBQ_STATE_DEAD);
+  jobq_jobs_free(jobs, n);
   th_put_many(p, "plan", 5000, 0);
 
   busy_plans_lack(w, p, "plan", "Seq Scan on jobq_jobs", "reads the whole table");
@@ -141,8 +157,14 @@ static void test_plans_made_on_an_emptied_table(void **state) {
     fail_msg("a failure reads more than its jobs:\n%s", rows);
   if (!strstr(back, "TID Cond"))
     fail_msg("a retry reads more than its jobs:\n%s", back);
+  /* So does the archiving of dead jobs. */
+  char *dead = plan_of(w, "WITH a AS (SELECT * FROM unnest($1::tid[]",
+                       "('{\"(0,1)\"}', '{dead}', '{NULL}', '{x}')");
+  if (!strstr(dead, "TID Cond") || strstr(dead, "Seq Scan on jobq_jobs"))
+    fail_msg("archiving dead jobs reads more than its jobs:\n%s", dead);
   free(rows);
   free(back);
+  free(dead);
 
   /* And they still do their work. */
   drain(ws, "plan");
@@ -674,6 +696,38 @@ static int put_keys(jobq *db, const char *queue, const char *unique) {
   return n;
 }
 
+/* Puts three jobs of max_attempts into queue, claims them and fails them
+ * in one batch, to run again in an hour; the round trips of the batch.
+ * Checks that each went as outcome says. */
+static int fail_three(jobq *db, jobq_session *s, const char *queue, int max_attempts,
+                      int outcome) {
+  jobq_put_opts o[3];
+  int64_t ids[3];
+  for (int i = 0; i < 3; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = queue;
+    o[i].max_attempts = max_attempts;
+  }
+  assert_rc(jobq_put_many(db, o, 3, ids, NULL), JOBQ_OK);
+  size_t n;
+  jobq_job *jobs = th_claim(s, queue, 3, &n);
+  assert_int_equal(n, 3);
+  jobq_ack acks[3];
+  for (size_t i = 0; i < n; i++) {
+    jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_FAIL);
+    acks[i].retry_in_ms = 3600000;
+  }
+  FILE *f = trace_start(db);
+  assert_rc(jobq_ack_many(s, acks, 3), JOBQ_OK);
+  int trips = round_trips(db, f);
+  for (size_t i = 0; i < 3; i++) {
+    assert_rc(acks[i].status, JOBQ_OK);
+    assert_int_equal(acks[i].outcome, outcome);
+  }
+  jobq_jobs_free(jobs, n);
+  return trips;
+}
+
 /* The round trips of each kind of transaction, once its statements are
  * prepared: the queue's lock, the queues made sure of, an
  * acknowledgement's lock on its session, the held-back starts and a
@@ -730,22 +784,10 @@ static void test_round_trips(void **state) {
     assert_int_equal(nnext, 0);
     jobq_jobs_free(next, nnext);
     jobq_jobs_free(jobs, n);
-    /* Failures, each back to its queue for an hour. */
-    th_put_many(t->db, "rtf", 3, 0);
-    jobs = th_claim(s, "rtf", 3, &n);
-    assert_int_equal(n, 3);
-    for (size_t i = 0; i < n; i++) {
-      jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_FAIL);
-      acks[i].retry_in_ms = 3600000;
-    }
-    f = trace_start(t->db);
-    assert_rc(jobq_ack_many(s, acks, 3), JOBQ_OK);
-    int fail_many = round_trips(t->db, f);
-    for (size_t i = 0; i < 3; i++) {
-      assert_rc(acks[i].status, JOBQ_OK);
-      assert_int_equal(acks[i].outcome, JOBQ_STATE_READY);
-    }
-    jobq_jobs_free(jobs, n);
+    /* Failures, each back to its queue for an hour; then failures on
+     * their only attempt, dead. */
+    int fail_many = fail_three(t->db, s, "rtf", 25, JOBQ_STATE_READY);
+    int dead_many = fail_three(t->db, s, "rtd", 1, JOBQ_STATE_DEAD);
     if (round == 0) continue;
     /* BEGIN, the queue made sure of, its lock, the insert (which checks
      * for a barrier itself), NOTIFY and COMMIT, the ids read back after
@@ -777,6 +819,11 @@ static void test_round_trips(void **state) {
     /* BEGIN with the identity, the session's lock and the three rows
      * read and locked; the three sent back; COMMIT. */
     assert_int_equal(fail_many, 3);
+    /* BEGIN with the identity, the session's lock and the rows; the
+     * queue's lock with its look for a barrier; the three archived in
+     * one statement; the look for a waiting barrier; the counters with
+     * the COMMIT (12 when each was archived on its own). */
+    assert_int_equal(dead_many, 5);
   }
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'rtf' AND "
                                      "state = 'ready' AND session IS NULL AND attempts = 1 "

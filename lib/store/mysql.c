@@ -373,14 +373,17 @@ static char *own_text(int id) {
       sb_add(&b, ")");
       break;
     case MY_ACK_ARCHIVE:
-      /* ?1..?32 the ids, ?33..?64 their results. */
+      /* ?1..?32 the ids, ?33..?64 their outcomes, ?65..?96 their results,
+       * ?97..?128 their errors (NULL: kept): JOBQ_Q_ARCHIVE for each. */
       sb_add(&b, "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, "
-                 "priority, run_at, 'done', order_key, barrier, unique_key, "
-                 "payload, ");
+                 "priority, run_at, ");
       sb_by_id(&b, 1, 1 + CHUNK);
+      sb_add(&b, ", order_key, barrier, unique_key, payload, ");
+      sb_by_id(&b, 1, 1 + 2 * CHUNK);
       sb_add(&b, ", attempts, max_attempts, timeout_ms, backoff_ms, session, "
-                 "claim, created_at, claimed_at, {now}, last_error, prev_lost "
-                 "FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
+                 "claim, created_at, claimed_at, {now}, coalesce(");
+      sb_by_id(&b, 1, 1 + 3 * CHUNK);
+      sb_add(&b, ", last_error), prev_lost FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
       sb_params(&b, 1, CHUNK);
       sb_add(&b, ")");
       break;
@@ -1895,8 +1898,42 @@ static int my_requeue(jobq *db, const jobq_requeue *q, size_t n) {
   return rc;
 }
 
+/* Each job of r[0..n) into the archive, then out of the hot table, a
+ * chunk at a time (as many as fit in a packet, 32 at most). */
+static int my_archive(jobq *db, const jobq_archive_row *r, size_t n) {
+  size_t budget = packet_budget(conn(db)), i = 0;
+  int rc = JOBQ_OK;
+  jobq_val v[4 * CHUNK];
+  while (rc == JOBQ_OK && i < n) {
+    size_t k = 0, bytes = 0;
+    int64_t ids[CHUNK];
+    for (; i < n && k < CHUNK; i++, k++) {
+      const jobq_archive_row *e = &r[i];
+      int done = e->state == JOBQ_STATE_DONE;
+      size_t len = (done ? e->result_len : 0) + e->error_len;
+      if (k > 0 && bytes + len > budget) break;
+      bytes += len;
+      ids[k] = e->id;
+      v[k] = V_INT(e->id);
+      v[CHUNK + k] = V_TEXT(jobq_state_name(e->state));
+      v[2 * CHUNK + k] = done ? V_BYTES(e->result, e->result_len) : V_NULL;
+      v[3 * CHUNK + k] = e->error ? V_TEXTN(e->error, e->error_len) : V_NULL;
+    }
+    for (size_t j = k; j < CHUNK; j++) {
+      v[j] = V_INT(0);
+      v[CHUNK + j] = v[2 * CHUNK + j] = v[3 * CHUNK + j] = V_NULL;
+    }
+    int64_t changed = 0;
+    rc = jobq__sql_change(db, MY_ACK_ARCHIVE, &changed, v, 4 * CHUNK);
+    if (rc == JOBQ_OK && changed != (int64_t)k)
+      rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", k, (long long)changed);
+    for (size_t j = 0; j < CHUNK; j++) v[j] = V_INT(j < k ? ids[j] : 0);
+    if (rc == JOBQ_OK) rc = jobq__sql_change(db, MY_ACK_DELETE, &changed, v, CHUNK);
+  }
+  return rc;
+}
+
 static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  my *c = conn(db);
   size_t m = 0;
   for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
   if (m < 2) return JOBQ_OK;
@@ -1906,7 +1943,7 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (acks[i].kind == JOBQ_ACK_COMPLETE) pa[m++].idx = i;
   int rc = JOBQ_OK;
-  jobq_val v[1 + 2 * CHUNK];
+  jobq_val v[1 + CHUNK];
   /* 1. The jobs this session still runs under these claims, locked. */
   for (size_t at = 0; at < m && rc == JOBQ_OK; at += CHUNK) {
     size_t k = m - at > CHUNK ? CHUNK : m - at;
@@ -1972,34 +2009,17 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     qsort(pa, m, sizeof *pa, plain_ack_cmp);
     rc = keys_of_taken(db, pa, m, 0);
   }
-  /* 4. Into the archive with their results, then out of the hot table, a
-   * chunk at a time. */
-  size_t budget = packet_budget(c), i = 0;
-  while (rc == JOBQ_OK && i < m) {
-    size_t k = 0, bytes = 0;
-    int64_t ids[CHUNK];
-    for (; i < m && k < CHUNK; i++) {
-      if (!pa[i].take) continue;
-      const jobq_ack *a = &acks[pa[i].idx];
-      if (k > 0 && bytes + a->len > budget) break;
-      bytes += a->len;
-      v[k] = V_INT(a->id);
-      v[CHUNK + k] = V_BYTES(a->data, a->len);
-      ids[k++] = a->id;
-    }
-    if (k == 0) break;
-    for (size_t j = k; j < CHUNK; j++) {
-      v[j] = V_INT(0);
-      v[CHUNK + j] = V_BYTES("", 0);
-    }
-    int64_t changed = 0;
-    rc = jobq__sql_change(db, MY_ACK_ARCHIVE, &changed, v, 2 * CHUNK);
-    if (rc == JOBQ_OK && changed != (int64_t)k)
-      rc = jobq__fail(db, JOBQ_EDB, "archiving %zu completed jobs moved %lld", k,
-                      (long long)changed);
-    for (size_t j = 0; j < CHUNK; j++) v[j] = V_INT(j < k ? ids[j] : 0);
-    if (rc == JOBQ_OK) rc = jobq__sql_change(db, MY_ACK_DELETE, &changed, v, CHUNK);
+  /* 4. Into the archive with their results, then out of the hot table. */
+  size_t nr = 0;
+  jobq_archive_row *r = rc == JOBQ_OK ? malloc(m * sizeof *r) : NULL;
+  if (rc == JOBQ_OK && r == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == JOBQ_OK && i < m; i++) {
+    const jobq_ack *a = &acks[pa[i].idx];
+    if (pa[i].take)
+      r[nr++] = (jobq_archive_row){NULL, 0, a->id, JOBQ_STATE_DONE, a->data, a->len, NULL, 0};
   }
+  if (rc == JOBQ_OK) rc = my_archive(db, r, nr);
+  free(r);
   /* 5. Each key's next job, now that its head left. */
   if (rc == JOBQ_OK && keyed) rc = keys_of_taken(db, pa, m, 1);
   /* 6. The counters (written at the commit, lib/counts.c). */
@@ -2049,4 +2069,5 @@ const jobq_store jobq__store_mysql = {
     .ack_plain = my_ack_plain,
     .ack_rows = my_ack_rows,
     .requeue = my_requeue,
+    .archive = my_archive,
 };

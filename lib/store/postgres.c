@@ -249,11 +249,29 @@ enum {
   PG_ACK_UNKEYED,
   PG_ACK_ROWS,
   PG_REQUEUE,
+  PG_ARCHIVE,
   PG_STARTED,
   PG_NOTIFY,
   PG_TABLE_STATS,
   PG__END
 };
+
+/* The rows deleted from the hot table (d, each with its outcome, new
+ * result and new error, NULL to keep the last) into the archive. */
+#define DELETED_RETURNING(OUTCOME, RESULT, ERROR) \
+  "RETURNING j.id, j.queue, j.priority, j.run_at, " OUTCOME " AS outcome, " \
+  "j.order_key, j.barrier, j.unique_key, j.payload, " RESULT " AS new_result, " \
+  "j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
+  "j.created_at, j.claimed_at, " ERROR " AS new_error, j.last_error, j.prev_lost"
+#define DELETED_INTO_ARCHIVE \
+  "INSERT INTO jobq_done(id, " \
+  "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, " \
+  "result, attempts, max_attempts, timeout_ms, backoff_ms, session, claim, " \
+  "created_at, claimed_at, finished_at, last_error, prev_lost) SELECT id, " \
+  "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, " \
+  "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, " \
+  "claim, created_at, claimed_at, {now}, coalesce(new_error, last_error), " \
+  "prev_lost FROM d"
 
 /* The head of PG_ACK_PLAIN and PG_ACK_UNKEYED: the completions $1 to $3
  * of session $4 deleted (d) and archived (i, its ids and queues). */
@@ -263,18 +281,8 @@ enum {
   "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = $4 AND j.state = " \
   "'running' AND (j.order_key IS NULL OR $5::boolean) AND j.barrier = 0 AND NOT " \
   "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) " \
-  "RETURNING j.id, j.queue, j.priority, j.run_at, j.order_key, j.barrier, " \
-  "j.unique_key, j.payload, a.result AS new_result, j.attempts, " \
-  "j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
-  "j.created_at, j.claimed_at, j.last_error, j.prev_lost), i AS (INSERT " \
-  "INTO jobq_done(id, " \
-  "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, " \
-  "result, attempts, max_attempts, timeout_ms, backoff_ms, session, claim, " \
-  "created_at, claimed_at, finished_at, last_error, prev_lost) SELECT id, " \
-  "queue, priority, run_at, 'done', order_key, barrier, unique_key, payload, " \
-  "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, " \
-  "claim, created_at, claimed_at, {now}, last_error, prev_lost FROM d " \
-  "RETURNING id, queue)"
+  DELETED_RETURNING("'done'", "a.result", "NULL::text") "), i AS (" \
+  DELETED_INTO_ARCHIVE " RETURNING id, queue)"
 
 static const char *const own_sql[] = {
     /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
@@ -409,6 +417,14 @@ static const char *const own_sql[] = {
         "j.last_error), prev_lost = 0 FROM unnest($1::tid[], $2::bigint[], $3::int[], "
         "$4::text[]) AS a(t, delay, back, error) WHERE j.ctid = a.t AND j.ctid = "
         "ANY($1::tid[])",
+    /* JOBQ_Q_ARCHIVE and JOBQ_Q_DELETE_JOB for each job at ctid $1
+     * (locked by PG_ACK_ROWS in this transaction), with its outcome $2,
+     * result $3 and error $4: a TID scan, as PG_REQUEUE's. */
+    [PG_ARCHIVE - JOBQ_Q__COUNT] =
+        "WITH a AS (SELECT * FROM unnest($1::tid[], $2::text[], $3::bytea[], "
+        "$4::text[]) AS a(t, outcome, result, error)), d AS (DELETE FROM jobq_jobs j "
+        "USING a WHERE j.ctid = a.t AND j.ctid = ANY($1::tid[]) "
+        DELETED_RETURNING("a.outcome", "a.result", "a.error") ") " DELETED_INTO_ARCHIVE,
     /* Held-back jobs the session has started, found by their key for
      * the reason PG_ACK_PLAIN gives. */
     [PG_STARTED - JOBQ_Q__COUNT] =
@@ -451,6 +467,7 @@ static const char *stmt_what(int id) {
     case PG_ACK_UNKEYED: return "completing jobs";
     case PG_ACK_ROWS: return "reading the acknowledged jobs";
     case PG_REQUEUE: return "sending jobs back to their queues";
+    case PG_ARCHIVE: return "archiving jobs";
     case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
@@ -2159,6 +2176,38 @@ static int pg_requeue(jobq *db, const jobq_requeue *q, size_t n) {
   return rc;
 }
 
+static int pg_archive(jobq *db, const jobq_archive_row *r, size_t n) {
+  array at, outcomes, results, errors;
+  arr_begin(&at, OID_TID, n);
+  arr_begin(&outcomes, OID_TEXT, n);
+  arr_begin(&results, OID_BYTEA, n);
+  arr_begin(&errors, OID_TEXT, n);
+  for (size_t i = 0; i < n; i++) {
+    const char *outcome = jobq_state_name(r[i].state);
+    arr_bytes(&at, r[i].at, r[i].at_len);
+    arr_bytes(&outcomes, outcome, strlen(outcome));
+    if (r[i].state == JOBQ_STATE_DONE) arr_bytes(&results, r[i].result, r[i].result_len);
+    else arr_null(&results);
+    if (r[i].error == NULL) arr_null(&errors);
+    else arr_bytes(&errors, r[i].error, r[i].error_len);
+  }
+  int rc = at.failed || outcomes.failed || results.failed || errors.failed
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : pg_query(db, PG_ARCHIVE,
+                          SQL_ARGS(arr_val(&at), arr_val(&outcomes), arr_val(&results),
+                                   arr_val(&errors)),
+                          NULL);
+  /* Every row was locked by this transaction: each is there to move. */
+  if (rc == JOBQ_OK && conn(db)->changes != (int64_t)n)
+    rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", n,
+                    (long long)conn(db)->changes);
+  free(at.p);
+  free(outcomes.p);
+  free(results.p);
+  free(errors.p);
+  return rc;
+}
+
 static int pg_started(jobq *db, jobq_session *s, const int64_t *ids, size_t n) {
   array a;
   arr_begin(&a, OID_INT8, n);
@@ -2242,6 +2291,7 @@ const jobq_store jobq__store_postgres = {
     .ack_plain = pg_ack_plain,
     .ack_rows = pg_ack_rows,
     .requeue = pg_requeue,
+    .archive = pg_archive,
     .started = pg_started,
     .wake = pg_wake,
     .watch = pg_watch,

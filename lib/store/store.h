@@ -93,6 +93,21 @@ typedef struct jobq_requeue {
   size_t error_len;
 } jobq_requeue;
 
+/* A job leaving the hot table by an acknowledgement, with no ordering
+ * key and not a barrier: where ack_rows() found its row, its outcome
+ * (done, dead or cancelled), its result (done only) and its new last
+ * error (NULL: kept). */
+typedef struct jobq_archive_row {
+  const unsigned char *at;
+  size_t at_len;
+  int64_t id;
+  int state;
+  const void *result;
+  size_t result_len;
+  const char *error;
+  size_t error_len;
+} jobq_archive_row;
+
 /* The checks jobq_doctor() collects (lib/doctor.c). */
 typedef struct jobq__checks jobq__checks;
 
@@ -199,11 +214,15 @@ typedef struct jobq_store {
    * the rows of acks[0..n) (distinct jobs, ids ascending) in one
    * statement, in id order, as JOBQ_Q_ACK_ROW would one after the other,
    * into got[0..n).  requeue sends r[0..n) back to their queues in one
-   * statement, as JOBQ_Q_ACK_REQUEUE would each.  NULL: a statement per
-   * job.  A store with requeue has ack_rows. */
+   * statement, as JOBQ_Q_ACK_REQUEUE would each; archive moves r[0..n)
+   * into the archive and out of the hot table, as JOBQ_Q_ARCHIVE and
+   * JOBQ_Q_DELETE_JOB would each (the library adds to the counters and
+   * lets a barrier go).  NULL: a statement per job.  A store with
+   * requeue or archive has ack_rows. */
   int (*ack_rows)(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
                   jobq_ack_got *got);
   int (*requeue)(jobq *db, const jobq_requeue *r, size_t n);
+  int (*archive)(jobq *db, const jobq_archive_row *r, size_t n);
 
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
