@@ -117,15 +117,58 @@ int jobq_retry(jobq *db, int64_t id) {
  * holds a long one (see PRUNE_CHUNK). */
 #define RETRY_CHUNK 1000
 
+/* retry() for queue's dead jobs after id after up to id last (locked)
+ * that have no ordering key, no unique key and are no barrier, in two
+ * statements for them all: none of them waits.  Unless the queue has an
+ * unfinished barrier; and a dead barrier among them, retried, waits for
+ * the ones before it and they after it wait for it, so those after it
+ * are left to retry(), one by one in id order.  *moved gets how many. */
+static int retry_dead_plain(jobq *db, const char *queue, int64_t after, int64_t last,
+                            int64_t *moved) {
+  *moved = 0;
+  jobq_jobref ref = {0, queue, NULL, 0};
+  int pending = 0;
+  int64_t barrier = 0;
+  int rc = jobq__order_lock(db, &ref, 0);
+  if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, queue, &pending);
+  if (rc != JOBQ_OK || pending) return rc;
+  rc = jobq__sql_int(db, JOBQ_Q_DEAD_BARRIER, 0, &barrier,
+                     SQL_ARGS(V_TEXT(queue), V_INT(after), V_INT(last)));
+  if (rc != JOBQ_OK) return rc;
+  if (barrier != 0) last = barrier - 1;
+  rc = jobq__sql_change(db, JOBQ_Q_UNARCHIVE_DEAD, moved,
+                        SQL_ARGS(V_TEXT(queue), V_INT(after), V_INT(last)));
+  if (rc != JOBQ_OK || *moved == 0) return rc;
+  int64_t deleted = 0;
+  rc = jobq__sql_change(db, JOBQ_Q_DELETE_DEAD, &deleted,
+                        SQL_ARGS(V_TEXT(queue), V_INT(after), V_INT(last)));
+  if (rc == JOBQ_OK && deleted != *moved)
+    rc = jobq__fail(db, JOBQ_EDB, "retrying %lld dead jobs removed %lld from the archive",
+                    (long long)*moved, (long long)deleted);
+  if (rc == JOBQ_OK) rc = jobq__count_add(db, queue, 0, -*moved, 0);
+  if (rc == JOBQ_OK) jobq__wake(db, queue);
+  return rc;
+}
+
 /* One transaction of a retry of queue's dead jobs: the next RETRY_CHUNK
- * of them after id *after, in id order.  *n gets how many; *after the
- * last one's id. */
+ * of them after id *after, in id order, locked; the plain ones at once,
+ * the rest one by one.  *n gets how many; *after the last one's id. */
 static int retry_dead_part(jobq *db, const char *queue, int64_t *after, size_t *n) {
-  int64_t *ids = NULL;
+  int64_t *ids = NULL, moved = 0;
   int rc = jobq__sql_ids(db, JOBQ_Q_DEAD_IDS, RETRY_CHUNK, &ids, n,
                          SQL_ARGS(V_TEXT(queue), V_INT(*after), V_INT(RETRY_CHUNK)));
-  for (size_t i = 0; i < *n && rc == JOBQ_OK; i++) rc = retry(db, ids[i]);
+  if (rc == JOBQ_OK && *n > 0) rc = retry_dead_plain(db, queue, *after, ids[*n - 1], &moved);
+  /* What is left of the part (the jobs that went are no longer dead),
+   * read again when some went. */
+  size_t left = *n;
+  int64_t *rest = ids;
+  if (rc == JOBQ_OK && moved > 0)
+    rc = jobq__sql_ids(db, JOBQ_Q_DEAD_IDS, RETRY_CHUNK, &rest, &left,
+                       SQL_ARGS(V_TEXT(queue), V_INT(*after), V_INT(RETRY_CHUNK)));
+  for (size_t i = 0; rc == JOBQ_OK && i < left && rest[i] <= ids[*n - 1]; i++)
+    rc = retry(db, rest[i]);
   if (rc == JOBQ_OK && *n > 0) *after = ids[*n - 1];
+  if (rest != ids) free(rest);
   free(ids);
   return rc;
 }

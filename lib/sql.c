@@ -331,7 +331,26 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* ?1 the queue, after id ?2, at most ?3: what the outcome index holds
      * in its order. */
     [JOBQ_Q_DEAD_IDS] = {.common = "SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
-                         "queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3"},
+                         "queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3{for_update}"},
+    /* The first of queue ?1's dead barriers after id ?2 up to id ?3. */
+    [JOBQ_Q_DEAD_BARRIER] = {.common = "SELECT id FROM jobq_done WHERE outcome = 'dead' "
+                             "AND queue = ?1 AND id > ?2 AND id <= ?3 AND barrier = 1 "
+                             "ORDER BY id LIMIT 1"},
+    /* UNARCHIVE (ready) and DELETE_DONE of queue ?1's dead jobs after id
+     * ?2 up to id ?3 that have no ordering key, no unique key and are no
+     * barrier (locked by DEAD_IDS): one statement each for a part of a
+     * retry of dead jobs (lib/admin.c). */
+    [JOBQ_Q_UNARCHIVE_DEAD] =
+        {.common = "INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "
+         "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "
+         "backoff_ms, created_at, last_error) SELECT id, queue, priority, "
+         "{now}, 'ready', order_key, barrier, unique_key, payload, 0, max_attempts, "
+         "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
+         "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key IS NULL "
+         "AND unique_key IS NULL AND barrier = 0"},
+    [JOBQ_Q_DELETE_DEAD] = {.common = "DELETE FROM jobq_done WHERE outcome = 'dead' AND "
+                            "queue = ?1 AND id > ?2 AND id <= ?3 AND order_key IS NULL "
+                            "AND unique_key IS NULL AND barrier = 0"},
     [JOBQ_Q_MARK_CANCELLED] = {.common = "UPDATE jobq_done SET outcome = 'cancelled', "
                                "finished_at = {now} WHERE id = ?1"},
     [JOBQ_Q_REQUEST_CANCEL] = {.common = "UPDATE jobq_jobs SET cancel_requested = 1 "

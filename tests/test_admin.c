@@ -172,6 +172,66 @@ static void test_retry_dead(void **state) {
   jobq_session_close(s);
 }
 
+/* A dead job of queue "m" with key (NULL: none), unique key and barrier
+ * as given, made dead by its one failed attempt. */
+static int64_t make_dead_with(jobq *db, jobq_session *s, const char *key, const char *unique,
+                              int barrier) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "m";
+  o.key = key;
+  o.unique_key = unique;
+  o.barrier = barrier;
+  o.max_attempts = 1;
+  int64_t id = th_put_opts(db, &o);
+  jobq_job *j = th_claim_one(s, "m");
+  assert_int_equal(j->id, id);
+  assert_rc(jobq_fail(s, j, "broken"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(db, id), JOBQ_STATE_DEAD);
+  return id;
+}
+
+/* Dead jobs of every kind retried together keep the queue's order as
+ * retrying them one by one in id order does: the plain ones go back at
+ * once (on every store in one statement), a keyed and a unique one are
+ * ready, a barrier waits for the jobs before it, and a plain job after
+ * the barrier waits for the barrier. */
+static void test_retry_dead_mixed(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t plain = make_dead_with(t->db, s, NULL, NULL, 0);
+  int64_t keyed = make_dead_with(t->db, s, "k", NULL, 0);
+  int64_t unique = make_dead_with(t->db, s, NULL, "u", 0);
+  int64_t plain2 = make_dead_with(t->db, s, NULL, NULL, 0);
+  int64_t barrier = make_dead_with(t->db, s, NULL, NULL, 1);
+  int64_t after = make_dead_with(t->db, s, NULL, NULL, 0);
+  int64_t count = -1;
+  assert_rc(jobq_retry_dead(t->db, "m", &count), JOBQ_OK);
+  assert_int_equal(count, 6);
+  th_assert_counts_agree(t->db);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_DEAD), 0);
+  const int64_t first[] = {plain, keyed, unique, plain2};
+  for (int k = 0; k < 4; k++) assert_int_equal(th_state(t->db, first[k]), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, barrier), JOBQ_STATE_WAITING);
+  assert_int_equal(th_state(t->db, after), JOBQ_STATE_WAITING);
+
+  /* They run in that order: the four, then the barrier, then the last. */
+  size_t n;
+  jobq_job *j = th_claim(s, "m", 10, &n);
+  assert_int_equal(n, 4);
+  th_complete_many(s, j, n);
+  jobq_job *b = th_claim(s, "m", 10, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(b->id, barrier);
+  th_complete_many(s, b, n);
+  jobq_job *l = th_claim(s, "m", 10, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(l->id, after);
+  th_complete_many(s, l, n);
+  jobq_session_close(s);
+}
+
 /* Many dead jobs are retried a part at a time (1000 a transaction), in
  * every queue, each once, and the counters follow. */
 static void test_retry_dead_in_parts(void **state) {
@@ -844,6 +904,7 @@ int main(void) {
       TQ_TEST(test_retry),
       TQ_TEST(test_retry_dead),
       TQ_TEST(test_retry_dead_in_parts),
+      TQ_TEST(test_retry_dead_mixed),
       TQ_TEST(test_stats_every_state),
       TQ_TEST(test_stats_counts_follow_moves),
       TQ_TEST(test_list),
