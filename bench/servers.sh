@@ -9,7 +9,9 @@
 #
 # usage: bench/servers.sh [-o DIR] [-e "sqlite postgres mysql"] [-- BENCH OPTIONS...]
 #   e.g. bench/servers.sh -e postgres -- --workload soak --seconds 1800
-#   JOBQ_BUILD selects the build (default build).
+#   JOBQ_BUILD selects the build (default build); JOBQ_MYSQLD_OPTIONS adds
+#   MariaDB server options (tests/mysqlserver.sh), e.g.
+#   JOBQ_MYSQLD_OPTIONS=--thread-handling=pool-of-threads bench/servers.sh -e mysql
 set -euo pipefail
 
 out="" stores="sqlite postgres mysql"

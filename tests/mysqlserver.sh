@@ -18,7 +18,8 @@
 # mariadb-client.  The user "jobq" has every privilege (with grant option,
 # so that tests can try the least-privilege roles) and a random password;
 # the database is "jobq".  Exit status 77 means MariaDB is not installed,
-# so that callers can skip with a reason.
+# so that callers can skip with a reason.  JOBQ_MYSQLD_OPTIONS adds server
+# options (split on spaces), e.g. "--thread-handling=pool-of-threads".
 set -euo pipefail
 
 die() { echo "mysqlserver: $*" >&2; exit 1; }
@@ -86,8 +87,9 @@ serve() {
     port=$((20000 + RANDOM % 40000))
     : >"$dir/error.log"
     [[ $(id -u) -eq 0 ]] && chown mysql: "$dir/error.log"
-    local user_opt=()
+    local user_opt=() extra=()
     [[ $(id -u) -eq 0 ]] && user_opt=(--user=mysql)
+    read -r -a extra <<<"${JOBQ_MYSQLD_OPTIONS:-}"
     "$MYSQLD" --no-defaults --datadir="$dir/data" "${user_opt[@]}" \
       --bind-address=127.0.0.1 --port="$port" --socket="$dir/sock" \
       --pid-file="$dir/mariadbd.pid" --log-error="$dir/error.log" \
@@ -95,7 +97,7 @@ serve() {
       --max-connections=300 --innodb-buffer-pool-size=256M \
       --innodb-log-file-size=256M --max-allowed-packet=64M \
       --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
-      </dev/null >/dev/null 2>&1 &
+      "${extra[@]}" </dev/null >/dev/null 2>&1 &
     pid=$!
     echo "$pid" >"$dir/pid"
     waited=0
