@@ -585,6 +585,26 @@ static void test_one_vacuum_at_a_time(void **state) {
   command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
 }
 
+/* Behind a pooler in transaction mode, a connection's next transaction
+ * may run on a server connection without the statements it prepared:
+ * the error says so, and nothing was written. */
+static void test_a_connection_that_changed_hands_is_named(void **state) {
+  tq *t = *state;
+  jobq *db = th_open(t->url);
+  th_put(db, "hands", "x");
+  command(db, "DEALLOCATE ALL");
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "hands";
+  int64_t id;
+  assert_rc(jobq_put(db, &o, &id, NULL), JOBQ_EDB);
+  const char *msg = jobq_errmsg(db);
+  if (!strstr(msg, "does not exist") || !strstr(msg, "pooler in session mode"))
+    fail_msg("the message does not say what happened: %s", msg);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'hands'"), 1);
+  jobq_close(db);
+}
+
 /* The library's own transactions send their BEGIN with their first
  * statement; jobq_begin() must begin at once, as the caller's own
  * statements on the connection come next. */
@@ -999,6 +1019,7 @@ int main(void) {
       TQ_TEST(test_the_callers_transaction_begins_at_once),
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
       TQ_TEST(test_round_trips),
+      TQ_TEST(test_a_connection_that_changed_hands_is_named),
       TQ_TEST(test_a_claim_whose_commit_fails),
       TQ_TEST(test_a_claim_committed_unseen),
       TQ_TEST(test_a_lock_sent_later_that_times_out),

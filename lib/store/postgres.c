@@ -600,6 +600,14 @@ static int pg_fail(jobq *db, PGresult *res, const char *what) {
   if (strcmp(state, "53300") == 0)
     return jobq__fail(db, JOBQ_ECONN, "%s: '%s' has too many connections: %s", what,
                       c->redacted, msg);
+  /* The statements this connection prepared are gone, or another's are
+   * there: the server connection changed hands. */
+  if (strcmp(state, "26000") == 0 || strcmp(state, "42P05") == 0)
+    return jobq__fail(db, JOBQ_EDB,
+                      "%s: %s: the server connection is shared with other clients, as "
+                      "behind a pooler in transaction mode; jobq needs a connection of its "
+                      "own (a pooler in session mode)",
+                      what, msg);
   return jobq__fail(db, JOBQ_EDB, "%s: %s (SQLSTATE %s)", what, msg, state);
 }
 
