@@ -34,6 +34,21 @@
   "session, claim, created_at, claimed_at, finished_at, last_error, "         \
   "prev_lost"
 
+/* An archived job back into the hot table in state STATE, with a fresh
+ * attempt count: the head of a statement, its WHERE on jobq_done to
+ * follow. */
+#define UNARCHIVE_AS(STATE)                                                   \
+  "INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "     \
+  "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "        \
+  "backoff_ms, created_at, last_error) SELECT id, queue, priority, {now}, "   \
+  STATE ", order_key, barrier, unique_key, payload, 0, max_attempts, "        \
+  "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
+/* Queue ?1's dead jobs after id ?2 up to id ?3 with no ordering key, no
+ * unique key and no barrier. */
+#define DEAD_PLAIN                                                            \
+  "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
+  "IS NULL AND unique_key IS NULL AND barrier = 0"
+
 typedef struct text {
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
@@ -320,13 +335,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                          "barrier FROM jobq_done WHERE id = ?1{for_update}"},
     [JOBQ_Q_HOT_STATE] = {.common = "SELECT state, queue, order_key, barrier FROM "
                           "jobq_jobs WHERE id = ?1{for_update}"},
-    [JOBQ_Q_UNARCHIVE] =
-        {.common = "INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "
-         "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "
-         "backoff_ms, created_at, last_error) SELECT id, queue, priority, "
-         "{now}, ?2, order_key, barrier, unique_key, payload, 0, max_attempts, "
-         "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
-         "id = ?1"},
+    [JOBQ_Q_UNARCHIVE] = {.common = UNARCHIVE_AS("?2") "id = ?1"},
     [JOBQ_Q_DELETE_DONE] = {.common = "DELETE FROM jobq_done WHERE id = ?1"},
     /* ?1 the queue, after id ?2, at most ?3: what the outcome index holds
      * in its order. */
@@ -340,17 +349,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * ?2 up to id ?3 that have no ordering key, no unique key and are no
      * barrier (locked by DEAD_IDS): one statement each for a part of a
      * retry of dead jobs (lib/admin.c). */
-    [JOBQ_Q_UNARCHIVE_DEAD] =
-        {.common = "INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "
-         "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "
-         "backoff_ms, created_at, last_error) SELECT id, queue, priority, "
-         "{now}, 'ready', order_key, barrier, unique_key, payload, 0, max_attempts, "
-         "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
-         "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key IS NULL "
-         "AND unique_key IS NULL AND barrier = 0"},
-    [JOBQ_Q_DELETE_DEAD] = {.common = "DELETE FROM jobq_done WHERE outcome = 'dead' AND "
-                            "queue = ?1 AND id > ?2 AND id <= ?3 AND order_key IS NULL "
-                            "AND unique_key IS NULL AND barrier = 0"},
+    [JOBQ_Q_UNARCHIVE_DEAD] = {.common = UNARCHIVE_AS("'ready'") DEAD_PLAIN},
+    [JOBQ_Q_DELETE_DEAD] = {.common = "DELETE FROM jobq_done WHERE " DEAD_PLAIN},
     [JOBQ_Q_MARK_CANCELLED] = {.common = "UPDATE jobq_done SET outcome = 'cancelled', "
                                "finished_at = {now} WHERE id = ?1"},
     [JOBQ_Q_REQUEST_CANCEL] = {.common = "UPDATE jobq_jobs SET cancel_requested = 1 "
