@@ -308,26 +308,23 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
   return rc;
 }
 
-/* Whether j's job leaves the hot table with no ordering key and is no
- * barrier: the store's archive() takes it (archive_many). */
-static int ack_leaves_plain(const ack_job *j) {
-  return ack_leaves(j) && j->ref.key == NULL && !j->ref.barrier;
-}
+/* Whether j's job leaves the hot table and is no barrier: the store's
+ * archive() takes it (archive_many). */
+static int ack_leaves_at_once(const ack_job *j) { return ack_leaves(j) && !j->ref.barrier; }
 
 /* The jobs of jobs[0..n) (read by ack_read_many(), in ack_job_cmp()
- * order) that leave the hot table with no ordering key and are no
- * barrier, in one statement of the store's; each one archived gets its
- * status. */
+ * order) that leave the hot table and are no barrier, in one statement
+ * of the store's; each one archived gets its status. */
 static int archive_many(jobq *db, ack_job *jobs, size_t n) {
   jobq_archive_row *r = malloc(n * sizeof *r);
-  const char **queues = malloc(n * sizeof *queues);
+  const jobq_jobref **refs = malloc(n * sizeof *refs);
   char **clean = calloc(n, sizeof *clean);
-  int rc = r == NULL || queues == NULL || clean == NULL
+  int rc = r == NULL || refs == NULL || clean == NULL
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   size_t k = 0;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    if (!ack_leaves_plain(&jobs[i])) continue;
+    if (!ack_leaves_at_once(&jobs[i])) continue;
     jobq_ack_plan p = jobs[i].plan;
     const jobq_ack *a = jobs[i].a;
     rc = plan_error(db, &p, &clean[k]);
@@ -335,17 +332,17 @@ static int archive_many(jobq *db, ack_job *jobs, size_t n) {
     r[k] = (jobq_archive_row){jobs[i].at, jobs[i].at_len, a->id, p.state,
                               done ? a->data : NULL, done ? a->len : 0, p.error,
                               p.error_len};
-    queues[k++] = jobs[i].ref.queue;
+    refs[k++] = &jobs[i].ref;
   }
-  if (rc == JOBQ_OK) rc = jobq__archive_plain(db, r, queues, k);
+  if (rc == JOBQ_OK) rc = jobq__archive_many(db, r, refs, k);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    if (!ack_leaves_plain(&jobs[i])) continue;
+    if (!ack_leaves_at_once(&jobs[i])) continue;
     jobs[i].a->status = JOBQ_OK;
     jobs[i].a->outcome = jobs[i].plan.state;
   }
   for (size_t i = 0; clean != NULL && i < k; i++) free(clean[i]);
   free(clean);
-  free(queues);
+  free(refs);
   free(r);
   return rc;
 }

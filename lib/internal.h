@@ -259,12 +259,13 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
 int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
-/* jobq__archive() for jobs r[0..n) of queues[0..n), with no ordering key
- * and none a barrier, in the store's one statement (its archive()); the
- * jobs of a queue side by side.  Their rows are locked by the store's
- * ack_rows() and their order locks held. */
-int jobq__archive_plain(jobq *db, const jobq_archive_row *r, const char *const *queues,
-                        size_t n);
+/* jobq__archive() for running jobs r[0..n) (jobs[0..n), none a barrier,
+ * in jobq__lock_order()) in the store's one statement (its archive()),
+ * then what follows for each, and each queue's look for a barrier once.
+ * Their rows are locked by the store's ack_rows() and their order locks
+ * held. */
+int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
+                       size_t n);
 /* Adds to a queue's counters of finished jobs (lib/counts.c), inside a
  * transaction, which writes them at its end (jobq__counts_write). */
 int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,

@@ -217,16 +217,13 @@ static int promote_after_barrier(jobq *db, const char *queue) {
 
 /* ---------------------------------------------------------------- archive */
 
-int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const void *result,
-                  size_t result_len, const char *error, size_t error_len) {
-  jobq_val res = state == JOBQ_STATE_DONE ? V_BYTES(result, result_len) : V_NULL;
-  int rc = jobq__sql_run(db, JOBQ_Q_ARCHIVE,
-                         SQL_ARGS(V_INT(j->id), V_TEXT(jobq_state_name(state)), res,
-                                  V_TEXTN(error, error_len)));
-  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_JOB, SQL_ARGS(V_INT(j->id)));
-  if (rc == JOBQ_OK)
-    rc = jobq__count_add(db, j->queue, state == JOBQ_STATE_DONE, state == JOBQ_STATE_DEAD,
-                         state == JOBQ_STATE_CANCELLED);
+/* What follows job j's move from state from into the archive with its
+ * outcome state: the counters, a dead head's hold on its key under the
+ * 'block' policy, its key's next job, and (barrier_look) the barrier
+ * behind it or, for a barrier, the jobs after it. */
+static int archived(jobq *db, const jobq_jobref *j, int from, int state, int barrier_look) {
+  int rc = jobq__count_add(db, j->queue, state == JOBQ_STATE_DONE, state == JOBQ_STATE_DEAD,
+                           state == JOBQ_STATE_CANCELLED);
   /* A dead head under the 'block' policy holds its key for an operator. */
   int blocked = 0;
   if (rc == JOBQ_OK && state == JOBQ_STATE_DEAD && j->key != NULL) {
@@ -244,21 +241,32 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const voi
    * leaves was it. */
   if (j->key != NULL && !blocked)
     rc = jobq__promote_key(db, j->queue, j->key, from != JOBQ_STATE_WAITING);
-  if (rc != JOBQ_OK) return rc;
+  if (rc != JOBQ_OK || !barrier_look) return rc;
   return j->barrier ? promote_after_barrier(db, j->queue) : promote_barrier(db, j->queue);
 }
 
-int jobq__archive_plain(jobq *db, const jobq_archive_row *r, const char *const *queues,
-                        size_t n) {
+int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const void *result,
+                  size_t result_len, const char *error, size_t error_len) {
+  jobq_val res = state == JOBQ_STATE_DONE ? V_BYTES(result, result_len) : V_NULL;
+  int rc = jobq__sql_run(db, JOBQ_Q_ARCHIVE,
+                         SQL_ARGS(V_INT(j->id), V_TEXT(jobq_state_name(state)), res,
+                                  V_TEXTN(error, error_len)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_JOB, SQL_ARGS(V_INT(j->id)));
+  return rc == JOBQ_OK ? archived(db, j, from, state, 1) : rc;
+}
+
+int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
+                       size_t n) {
   int rc = n > 0 ? db->store->archive(db, r, n) : JOBQ_OK;
+  /* Each key has one running job: the keys of the batch are distinct,
+   * and each one's next job goes after all of them left. */
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    rc = jobq__count_add(db, queues[i], r[i].state == JOBQ_STATE_DONE,
-                         r[i].state == JOBQ_STATE_DEAD, r[i].state == JOBQ_STATE_CANCELLED);
+    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0);
   /* A barrier waits for the jobs before it: each queue's is looked at
    * once, after all of its jobs left. */
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (i + 1 == n || strcmp(queues[i], queues[i + 1]) != 0)
-      rc = promote_barrier(db, queues[i]);
+    if (i + 1 == n || strcmp(jobs[i]->queue, jobs[i + 1]->queue) != 0)
+      rc = promote_barrier(db, jobs[i]->queue);
   return rc;
 }
 

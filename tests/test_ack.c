@@ -411,6 +411,58 @@ static void test_ack_many_leaving(void **state) {
   jobq_session_close(s);
 }
 
+/* Heads of two keys (each with a job waiting behind it) dead in one
+ * batch, in a queue of each key policy: under 'block' both keys hold
+ * their next jobs for an operator, under 'skip' both next jobs run. */
+static void test_ack_many_keyed_dead(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  static const char *const queues[] = {"kblock", "kskip"};
+  for (int q = 0; q < 2; q++) {
+    assert_rc(jobq_set_key_policy(t->db, queues[q], q == 0 ? "block" : "skip"), JOBQ_OK);
+    int64_t ids[4];
+    for (int k = 0; k < 4; k++) {
+      jobq_put_opts o;
+      jobq_put_opts_init(&o);
+      o.queue = queues[q];
+      o.key = k % 2 ? "b" : "a";
+      o.max_attempts = 1;
+      ids[k] = th_put_opts(t->db, &o);
+    }
+    size_t n;
+    jobq_job *j = th_claim(s, queues[q], 10, &n);
+    assert_int_equal(n, 2);
+    jobq_ack a[2];
+    for (size_t k = 0; k < n; k++) {
+      assert_int_equal(j[k].id, ids[k]);
+      jobq_ack_init(&a[k], &j[k], JOBQ_ACK_FAIL);
+      a[k].data = "gone";
+      a[k].len = 4;
+    }
+    assert_rc(jobq_ack_many(s, a, n), JOBQ_OK);
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(a[k].status, JOBQ_OK);
+      assert_int_equal(a[k].outcome, JOBQ_STATE_DEAD);
+      assert_int_equal(th_state(t->db, ids[k]), JOBQ_STATE_DEAD);
+      assert_int_equal(th_state(t->db, ids[k + 2]),
+                       q == 0 ? JOBQ_STATE_WAITING : JOBQ_STATE_READY);
+    }
+    jobq_jobs_free(j, n);
+    j = th_claim(s, queues[q], 10, &n);
+    assert_int_equal(n, q == 0 ? 0 : 2);
+    th_complete_many(s, j, n);
+  }
+  jobq_queue_stats *st;
+  size_t nq;
+  assert_rc(jobq_stats(t->db, &st, &nq), JOBQ_OK);
+  for (size_t i = 0; i < nq; i++) {
+    assert_int_equal(st[i].dead, 2);
+    assert_int_equal(st[i].waiting, strcmp(st[i].name, "kblock") == 0 ? 2 : 0);
+  }
+  jobq_stats_free(st, nq);
+  jobq_session_close(s);
+}
+
 static void test_fencing(void **state) {
   tq *t = *state;
   int64_t id = put_with(t->db, 5, 1000);
@@ -712,6 +764,7 @@ int main(void) {
       TQ_TEST(test_release_keeps_attempt),
       TQ_TEST(test_ack_many_mixed),
       TQ_TEST(test_ack_many_leaving),
+      TQ_TEST(test_ack_many_keyed_dead),
       TQ_TEST(test_fencing),
       TQ_TEST(test_repeated_complete),
       TQ_TEST(test_repeated_in_one_batch),

@@ -93,8 +93,8 @@ typedef struct jobq_requeue {
   size_t error_len;
 } jobq_requeue;
 
-/* A job leaving the hot table by an acknowledgement, with no ordering
- * key and not a barrier: where ack_rows() found its row, its outcome
+/* A job leaving the hot table by an acknowledgement, not a barrier:
+ * where ack_rows() found its row, its outcome
  * (done, dead or cancelled), its result (done only) and its new last
  * error (NULL: kept). */
 typedef struct jobq_archive_row {
@@ -217,7 +217,7 @@ typedef struct jobq_store {
    * statement, as JOBQ_Q_ACK_REQUEUE would each; archive moves r[0..n)
    * into the archive and out of the hot table, as JOBQ_Q_ARCHIVE and
    * JOBQ_Q_DELETE_JOB would each (the library adds to the counters and
-   * lets a barrier go).  NULL: a statement per job.  A store with
+   * lets the keys and a barrier go on).  NULL: a statement per job.  A store with
    * requeue or archive has ack_rows. */
   int (*ack_rows)(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
                   jobq_ack_got *got);
