@@ -181,8 +181,10 @@ int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
 int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,
                    const char *payload, const char *label);
 /* n jobs with payload "x" on their one and only attempt (max_attempts
- * 1): a failure makes them dead. */
-int bench_fill_last(jobq *db, const char *queue, int64_t n, const char *label);
+ * 1): a failure makes them dead.  key (NULL: none): each job a key of its
+ * own, key followed by the job's number. */
+int bench_fill_last(jobq *db, const char *queue, const char *key, int64_t n,
+                    const char *label);
 
 /* The lease of the run's own sessions: long, so that a claimer starved of
  * CPU or of the SQLite write lock among 64 others is not reaped while it

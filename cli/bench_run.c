@@ -177,8 +177,9 @@ int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64
   return fill(db, queue, key, each, 0, n, payload, label);
 }
 
-int bench_fill_last(jobq *db, const char *queue, int64_t n, const char *label) {
-  return fill(db, queue, NULL, 0, 1, n, "x", label);
+int bench_fill_last(jobq *db, const char *queue, const char *key, int64_t n,
+                    const char *label) {
+  return fill(db, queue, key, key != NULL, 1, n, "x", label);
 }
 
 /* ---------------------------------------------------------------- claimers */

@@ -796,17 +796,19 @@ static int fail_all(jobq *db, const char *queue, int64_t n, int outcome, double 
 int bench_failures(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
                    struct bench_run *run) {
   /* Jobs with attempts left go back for later (scheduled); jobs on their
-   * only attempt die. */
+   * only attempt die, then are retried; so do jobs of a key each, whose
+   * keys each dead head holds (the queue's default policy, 'block'). */
   static const struct {
-    const char *queue, *variant;
+    const char *queue, *variant, *key;
     int last, outcome;
-  } kinds[] = {{"failures", "run again later", 0, JOBQ_STATE_READY},
-               {"failures-dead", "dead", 1, JOBQ_STATE_DEAD}};
+  } kinds[] = {{"failures", "run again later", NULL, 0, JOBQ_STATE_READY},
+               {"failures-dead", "dead", NULL, 1, JOBQ_STATE_DEAD},
+               {"failures-keys", "dead, a key each", "k", 1, JOBQ_STATE_DEAD}};
   int64_t n = cfg->jobs / 10 < 200 ? 200 : cfg->jobs / 10;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     char q[BENCH_QUEUE_BUF];
     bench_queue(cfg, kinds[i].queue, q);
-    int rc = kinds[i].last ? bench_fill_last(db, q, n, "failures (filling):")
+    int rc = kinds[i].last ? bench_fill_last(db, q, kinds[i].key, n, "failures (filling):")
                            : bench_fill(db, q, n, "x", "failures (filling):");
     if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
     double rate;
@@ -819,7 +821,7 @@ int bench_failures(const struct bench_config *cfg, jobq *db, struct bench_report
       return bench_fail(run, "%s: %lld of %lld failed jobs counted so", kinds[i].variant,
                         (long long)got, (long long)n);
     bench_add(rep, "failures", kinds[i].variant, "throughput", rate, "jobs/s");
-    if (!kinds[i].last) continue;
+    if (!kinds[i].last || kinds[i].key != NULL) continue;
     /* Then the dead ones retried, all at once, as an operator does once
      * the cause is mended. */
     int64_t count = 0;
