@@ -2158,61 +2158,60 @@ static int pg_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t 
   return rc;
 }
 
-static int pg_requeue(jobq *db, const jobq_requeue *q, size_t n) {
-  array at, delays, back, errors;
-  arr_begin(&at, OID_TID, n);
-  arr_begin(&delays, OID_INT8, n);
-  arr_begin(&back, OID_INT4, n);
-  arr_begin(&errors, OID_TEXT, n);
+/* Runs statement id, whose parameters are the arrays a[0..n) and whose
+ * rows no one reads, and frees the arrays. */
+static int run_arrays(jobq *db, int id, array *a, size_t n) {
+  jobq_val v[MAX_PARAMS];
+  int failed = 0;
   for (size_t i = 0; i < n; i++) {
-    arr_bytes(&at, q[i].at, q[i].at_len);
-    arr_int8(&delays, q[i].delay_ms);
-    arr_int4(&back, q[i].give_back);
-    if (q[i].error == NULL) arr_null(&errors);
-    else arr_bytes(&errors, q[i].error, q[i].error_len);
+    failed = failed || a[i].failed;
+    v[i] = arr_val(&a[i]);
   }
-  int rc = at.failed || delays.failed || back.failed || errors.failed
-               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-               : pg_query(db, PG_REQUEUE,
-                          SQL_ARGS(arr_val(&at), arr_val(&delays), arr_val(&back),
-                                   arr_val(&errors)),
-                          NULL);
-  free(at.p);
-  free(delays.p);
-  free(back.p);
-  free(errors.p);
+  int rc = failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : pg_query(db, id, v, n, NULL);
+  for (size_t i = 0; i < n; i++) free(a[i].p);
   return rc;
 }
 
+/* An error or NULL (kept) into an array of text. */
+static void arr_error(array *a, const char *error, size_t len) {
+  if (error == NULL) arr_null(a);
+  else arr_bytes(a, error, len);
+}
+
+static int pg_requeue(jobq *db, const jobq_requeue *q, size_t n) {
+  array a[4]; /* where, delays, give-backs, errors */
+  arr_begin(&a[0], OID_TID, n);
+  arr_begin(&a[1], OID_INT8, n);
+  arr_begin(&a[2], OID_INT4, n);
+  arr_begin(&a[3], OID_TEXT, n);
+  for (size_t i = 0; i < n; i++) {
+    arr_bytes(&a[0], q[i].at, q[i].at_len);
+    arr_int8(&a[1], q[i].delay_ms);
+    arr_int4(&a[2], q[i].give_back);
+    arr_error(&a[3], q[i].error, q[i].error_len);
+  }
+  return run_arrays(db, PG_REQUEUE, a, 4);
+}
+
 static int pg_archive(jobq *db, const jobq_archive_row *r, size_t n) {
-  array at, outcomes, results, errors;
-  arr_begin(&at, OID_TID, n);
-  arr_begin(&outcomes, OID_TEXT, n);
-  arr_begin(&results, OID_BYTEA, n);
-  arr_begin(&errors, OID_TEXT, n);
+  array a[4]; /* where, outcomes, results, errors */
+  arr_begin(&a[0], OID_TID, n);
+  arr_begin(&a[1], OID_TEXT, n);
+  arr_begin(&a[2], OID_BYTEA, n);
+  arr_begin(&a[3], OID_TEXT, n);
   for (size_t i = 0; i < n; i++) {
     const char *outcome = jobq_state_name(r[i].state);
-    arr_bytes(&at, r[i].at, r[i].at_len);
-    arr_bytes(&outcomes, outcome, strlen(outcome));
-    if (r[i].state == JOBQ_STATE_DONE) arr_bytes(&results, r[i].result, r[i].result_len);
-    else arr_null(&results);
-    if (r[i].error == NULL) arr_null(&errors);
-    else arr_bytes(&errors, r[i].error, r[i].error_len);
+    arr_bytes(&a[0], r[i].at, r[i].at_len);
+    arr_bytes(&a[1], outcome, strlen(outcome));
+    if (r[i].state == JOBQ_STATE_DONE) arr_bytes(&a[2], r[i].result, r[i].result_len);
+    else arr_null(&a[2]);
+    arr_error(&a[3], r[i].error, r[i].error_len);
   }
-  int rc = at.failed || outcomes.failed || results.failed || errors.failed
-               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-               : pg_query(db, PG_ARCHIVE,
-                          SQL_ARGS(arr_val(&at), arr_val(&outcomes), arr_val(&results),
-                                   arr_val(&errors)),
-                          NULL);
+  int rc = run_arrays(db, PG_ARCHIVE, a, 4);
   /* Every row was locked by this transaction: each is there to move. */
   if (rc == JOBQ_OK && conn(db)->changes != (int64_t)n)
     rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", n,
                     (long long)conn(db)->changes);
-  free(at.p);
-  free(outcomes.p);
-  free(results.p);
-  free(errors.p);
   return rc;
 }
 
