@@ -20,6 +20,19 @@
 
 enum bench_store { BENCH_SQLITE, BENCH_POSTGRES, BENCH_MYSQL };
 
+/* What the run ran on (bench_machine.c). */
+struct bench_machine {
+  long cores;
+  double memory;          /* bytes; 0 when unknown */
+  char cpu[128];          /* "" when unknown */
+  char system[256];       /* "Linux 6.1.0 (x86_64)" */
+  char server[256];       /* `jobq doctor`'s "server" check: "PostgreSQL 15.18" */
+  char durability[512];   /* and its "durability" check */
+  char flush_dir[PATH_MAX];
+  double flush_ms;        /* a 4 KiB write and its flush there; -1: not measured */
+  char flush_why[PATH_MAX + 64]; /* why not */
+};
+
 /* The settings of a run.  Counts left 0 were not given: each workload
  * picks its own default then. */
 struct bench_config {
@@ -37,7 +50,19 @@ struct bench_config {
   char self[PATH_MAX];    /* this program, for children */
   char dir[PATH_MAX];     /* a temporary folder of the run (logs) */
   long pid;               /* in the names of the run's queues */
+  struct bench_machine machine;
 };
+
+/* Reads what the run runs on into cfg->machine, the disk's flush
+ * measured in the SQLite database's folder, or the run's own (cfg->dir)
+ * for a server, whose disk may be another machine's. */
+void bench_machine_read(struct bench_config *cfg, jobq *db);
+/* Three lines on stderr. */
+void bench_machine_print(const struct bench_config *cfg);
+/* One line, for a drawing. */
+void bench_machine_summary(const struct bench_machine *m, char *buf, size_t size);
+/* An object for the JSON document. */
+struct json_t *bench_machine_json(const struct bench_machine *m);
 
 /* ---------------------------------------------------------------- report */
 

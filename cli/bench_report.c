@@ -86,6 +86,7 @@ static void print_json(const struct bench_config *cfg, const struct bench_report
   cli_json_set(doc, "database", cli_json_str(cfg->shown));
   cli_json_set(doc, "store", cli_json_str(store_name(cfg->store)));
   cli_json_set(doc, "jobs", json_integer(cfg->jobs));
+  cli_json_set(doc, "machine", bench_machine_json(&cfg->machine));
   json_t *list = json_array();
   if (list == NULL) cli_oom();
   for (size_t i = 0; i < r->nruns; i++) {
@@ -372,7 +373,7 @@ int bench_write_svg(FILE *f, const struct bench_config *cfg,
   size_t rows = 0;
   for (size_t i = 0; i < r->nresults; i++)
     rows += in_chart(&r->results[i], "jobs/s") || in_chart(&r->results[i], "ms");
-  int height = 40 + 2 * 44 + (int)(rows + 2) * SVG_ROW + 20;
+  int height = 56 + 2 * 44 + (int)(rows + 2) * SVG_ROW + 20;
   for (size_t c = 0; c < sizeof series_charts / sizeof series_charts[0]; c++)
     if (series_width(r, series_charts[c].unit) >= 2) height += SVG_SERIES_HEIGHT;
   fprintf(f,
@@ -383,8 +384,12 @@ int bench_write_svg(FILE *f, const struct bench_config *cfg,
           "<text x=\"20\" y=\"24\" font-size=\"18\">jobq bench on ",
           SVG_WIDTH, height, SVG_WIDTH, height);
   xml_text(f, store_name(cfg->store));
+  char machine[1024];
+  bench_machine_summary(&cfg->machine, machine, sizeof machine);
+  fputs("</text>\n<text x=\"20\" y=\"42\" font-size=\"11\" fill=\"#555\">", f);
+  xml_text(f, machine);
   fputs("</text>\n", f);
-  int y = svg_chart(f, r, "Throughput (jobs/s)", "jobs/s", 36);
+  int y = svg_chart(f, r, "Throughput (jobs/s)", "jobs/s", 52);
   y = svg_chart(f, r, "Latency from put to start (ms)", "ms", y);
   for (size_t c = 0; c < sizeof series_charts / sizeof series_charts[0]; c++)
     y = svg_series(f, r, series_charts[c].title, series_charts[c].unit, y);

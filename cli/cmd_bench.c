@@ -42,7 +42,9 @@ static const char usage[] =
     "--seconds: claim times and table sizes, first and last).\n"
     "Without --db or $JOBQ_DB it works on a temporary SQLite file, deleted\n"
     "at the end.  It uses queues of its own (bench.PID.*) and deletes their\n"
-    "jobs at the end, also after a failure or an interrupt.\n";
+    "jobs at the end, also after a failure or an interrupt.  First it\n"
+    "says on stderr what it runs on: the machine, the server and how long\n"
+    "a 4 KiB write and its flush take on this machine's disk.\n";
 
 static const char *const workload_names[] = {"enqueue", "drain",    "latency", "scale",
                                              "backlog", "keys",     "failures", "ceiling",
@@ -298,6 +300,8 @@ static int run(int argc, char **argv) {
                 cfg.dir);
     else
       cli_error("using the database %s", cfg.shown);
+    bench_machine_read(&cfg, db);
+    bench_machine_print(&cfg);
   }
 
   struct bench_report rep;

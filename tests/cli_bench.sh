@@ -19,6 +19,15 @@ store = sys.argv[2]
 errors = []
 if doc.get("store") != store:
     errors.append("store is %r, expected %r" % (doc.get("store"), store))
+# What it ran on: this machine's facts, the store's server as `jobq
+# doctor` names it, and a disk flush measured in a folder of its own.
+m = doc.get("machine", {})
+server = {"sqlite": "SQLite ", "postgres": "PostgreSQL ", "mysql": "Maria"}[store]
+if not (m.get("cores", 0) >= 1 and m.get("memory_bytes", 0) > 2**20 and
+        m.get("system", "").startswith("Linux ") and server in m.get("server", "") and
+        m.get("durability") and m.get("flush_dir", "").startswith("/") and
+        0 < (m.get("flush_ms") or 0) < 1000):
+    errors.append("machine %s" % m)
 names = [w["name"] for w in doc["workloads"]]
 want = ["enqueue", "drain", "latency", "scale", "backlog", "keys", "failures", "ceiling", "foreman"]
 if names != want:
@@ -200,6 +209,11 @@ t_all_sqlite_json_csv_plot() {
     --plot "$D/b.svg"
   expect_rc 0
   expect_err_has "using the database sqlite:$DB"
+  expect_err_has "machine: $(nproc) cores"
+  expect_err_has "server: SQLite "
+  expect_err_has "disk: a 4 KiB write and its flush take"
+  expect_err_has "in '$(dirname "$DB")'"
+  grep -q 'disk flush [0-9.]* ms' "$D/b.svg" || fail "the drawing does not say what it ran on"
   check_json "$T_OUT" sqlite || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
   # The CSV: a header and one row of five fields per measurement.
   head -n 1 "$D/b.csv" | grep -qx 'workload,variant,metric,value,unit' ||
