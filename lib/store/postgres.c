@@ -1764,6 +1764,11 @@ static int claimed_cmp(const void *a, const void *b) {
  * after.  A fixed ten seconds between two
  * let a million jobs archived in twenty leave nearly a million dead rows
  * behind, and the claims after them ran at a quarter of their rate.
+ * PARALLEL 0: that share is of one process.  Beside a large backlog the
+ * hot table's indexes pass the size at which VACUUM hands them to
+ * parallel workers (min_parallel_index_scan_size), and the vacuum then
+ * took the leader and two workers, every core of a small machine, while
+ * the claims waited for a core.
  *
  * One vacuum at a time, of all the handles on the database: the look
  * that finds the dead rows also takes a lock of the session's
@@ -1818,7 +1823,7 @@ static void vacuum_start(jobq *db) {
   if (pc == NULL) return;
   PGresult *res = PQexec(pc, "SET statement_timeout = 0");
   int ok = PQresultStatus(res) == PGRES_COMMAND_OK &&
-           PQsendQueryParams(pc, "VACUUM (SKIP_LOCKED) jobq_jobs", 0, NULL, NULL, NULL,
+           PQsendQueryParams(pc, "VACUUM (SKIP_LOCKED, PARALLEL 0) jobq_jobs", 0, NULL, NULL, NULL,
                              NULL, 0) == 1;
   PQclear(res);
   if (!ok) {
