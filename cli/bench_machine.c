@@ -6,7 +6,6 @@
  * small write, which bounds every durable commit of a database on it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -117,7 +116,8 @@ void bench_machine_print(const struct bench_config *cfg) {
   cli_error("machine: %ld cores%s%s%s, %.1f GiB of memory, %s", m->cores,
             m->cpu[0] ? " (" : "", m->cpu, m->cpu[0] ? ")" : "", m->memory / (1 << 30),
             m->system[0] ? m->system : "an unknown system");
-  if (m->server[0]) cli_error("server: %s; %s", m->server, m->durability);
+  if (m->server[0])
+    cli_error("server: %s%s%s", m->server, m->durability[0] ? "; " : "", m->durability);
   if (m->flush_ms >= 0)
     cli_error("disk: a 4 KiB write and its flush take %.3f ms in '%s' (median of %d)",
               m->flush_ms, m->flush_dir, FLUSH_WRITES);
