@@ -483,15 +483,37 @@ static void test_a_full_batch_from_a_table_counted_empty_is_analyzed(void **stat
 /* The vacuums of the hot table, so far. */
 static int64_t vacuums(jobq *db) { return table_stat(db, "vacuum_count + autovacuum_count"); }
 
+/* The lock the claimers' look takes before it starts a vacuum. */
+#define VACUUM_LOCK "hashtextextended('v:' || 'jobq_jobs'::regclass::oid::text, 0)"
+
+/* Takes the vacuums' lock on db's session.  The handle of s holds it
+ * from the look that started its last vacuum to its first transaction
+ * after that vacuum ended: its claims of queue (empty) give it back. */
+static void take_vacuum_lock(jobq *db, jobq_session *s, const char *queue) {
+  for (int i = 0; i < 500; i++) {
+    PGresult *res = rows_of(db, "SELECT pg_try_advisory_lock(" VACUUM_LOCK ")");
+    int got = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    if (got) return;
+    th_claim_none(s, queue);
+    th_sleep_ms(10);
+  }
+  fail_msg("the vacuums' lock stayed taken for 5 s");
+}
+
 /* 11000 jobs of queue claimed and done on s, 22000 dead rows, once the
- * statistics count them. */
+ * statistics count them.  db holds the vacuums' lock meanwhile: the
+ * count passes 20000 during the last rounds, and a look of s's claims
+ * that saw it then would start a vacuum before the caller's claims. */
 static void make_dead_rows(jobq *db, jobq *w, jobq_session *s, const char *queue) {
+  take_vacuum_lock(db, s, queue);
   for (int round = 0; round < 11; round++) {
     th_put_many(db, queue, 1000, 0);
     drain(s, queue);
   }
   PQclear(rows_of(w, "SELECT pg_stat_force_next_flush()"));
   await_stat(db, "n_dead_tup", 20000);
+  PQclear(rows_of(db, "SELECT pg_advisory_unlock(" VACUUM_LOCK ")"));
 }
 
 /* Claims from queue on s every 100 ms until the hot table's count of
@@ -537,9 +559,6 @@ static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **st
   jobq_close(w);
   command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
 }
-
-/* The lock the claimers' look takes before it starts a vacuum. */
-#define VACUUM_LOCK "hashtextextended('v:' || 'jobq_jobs'::regclass::oid::text, 0)"
 
 /* Whether db's session could take the vacuums' lock (given back at once). */
 static int vacuum_lock_free(jobq *db) {
