@@ -38,17 +38,14 @@ static void cpu_model(char *buf, size_t size) {
   fclose(f);
 }
 
-static int double_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The median time (ms) of FLUSH_WRITES blocks appended to a new file in
  * dir, each followed by fdatasync(), as a database's log is written; -1
  * with why set when the folder does not allow it. */
 static double flush_ms(const char *dir, char *why, size_t len) {
+  /* A name of its own: an SQLite database's folder is the user's. */
+  static const char unique[] = "XXXXXX"; /* mkstemp() fills it in */
   char path[PATH_MAX + 32];
-  snprintf(path, sizeof path, "%s/jobq-bench-flush.XXXXXX", dir);
+  snprintf(path, sizeof path, "%s/jobq-bench-flush.%s", dir, unique);
   int fd = mkstemp(path);
   if (fd < 0) {
     snprintf(why, len, "cannot make a file in '%s': %s", dir, cli_strerror(errno));
@@ -68,8 +65,8 @@ static double flush_ms(const char *dir, char *why, size_t len) {
   close(fd);
   unlink(path);
   if (n < FLUSH_WRITES) return -1;
-  qsort(ms, FLUSH_WRITES, sizeof ms[0], double_cmp);
-  return ms[FLUSH_WRITES / 2];
+  bench_sort(ms, FLUSH_WRITES);
+  return bench_percentile(ms, FLUSH_WRITES, 50);
 }
 
 /* The detail of the check named name in checks, or "". */
