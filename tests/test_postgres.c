@@ -486,15 +486,20 @@ static int64_t vacuums(jobq *db) { return table_stat(db, "vacuum_count + autovac
 /* The lock the claimers' look takes before it starts a vacuum. */
 #define VACUUM_LOCK "hashtextextended('v:' || 'jobq_jobs'::regclass::oid::text, 0)"
 
+/* Whether db's session took the vacuums' lock (it keeps it). */
+static int try_vacuum_lock(jobq *db) {
+  PGresult *res = rows_of(db, "SELECT pg_try_advisory_lock(" VACUUM_LOCK ")");
+  int got = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+  PQclear(res);
+  return got;
+}
+
 /* Takes the vacuums' lock on db's session.  The handle of s holds it
  * from the look that started its last vacuum to its first transaction
  * after that vacuum ended: its claims of queue (empty) give it back. */
 static void take_vacuum_lock(jobq *db, jobq_session *s, const char *queue) {
   for (int i = 0; i < 500; i++) {
-    PGresult *res = rows_of(db, "SELECT pg_try_advisory_lock(" VACUUM_LOCK ")");
-    int got = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    PQclear(res);
-    if (got) return;
+    if (try_vacuum_lock(db)) return;
     th_claim_none(s, queue);
     th_sleep_ms(10);
   }
@@ -562,9 +567,7 @@ static void test_dead_rows_are_vacuumed_without_waiting_for_autovacuum(void **st
 
 /* Whether db's session could take the vacuums' lock (given back at once). */
 static int vacuum_lock_free(jobq *db) {
-  PGresult *res = rows_of(db, "SELECT pg_try_advisory_lock(" VACUUM_LOCK ")");
-  int is_free = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-  PQclear(res);
+  int is_free = try_vacuum_lock(db);
   if (is_free) PQclear(rows_of(db, "SELECT pg_advisory_unlock(" VACUUM_LOCK ")"));
   return is_free;
 }
