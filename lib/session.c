@@ -141,31 +141,28 @@ typedef struct held {
   int started;
 } held;
 
-/* Ends a job's claim that its session no longer holds: back to ready,
- * or cancelled when a cancel was asked, or dead when a lost worker spent
- * its last attempt. */
-static int release(jobq *db, const held *h, int lost) {
-  /* A job its worker held back is given back, lost or not: when lost,
-   * marked prev_lost all the same, since the worker may have started it
-   * in the moment before it could say so. */
+/* The last error of a lost job that goes back to ready: one its worker
+ * started spends its attempt, one it held back does not. */
+static const char lost_started[] = "lease expired: the worker was lost";
+static const char lost_held[] =
+    "lease expired: the worker was lost before it started the job (attempt not counted)";
+
+/* How a job's claim ends when its session no longer holds it: 0 (back to
+ * ready), or cancelled when a cancel was asked, or dead when a lost worker
+ * spent its last attempt.  A job its worker held back is given back, lost
+ * or not: when lost, marked prev_lost all the same, since the worker may
+ * have started it in the moment before it could say so.  SESSION_GIVE_BACK
+ * and SESSION_REQUEUE_LOST (lib/sql.c) say the same in SQL. */
+static int ending(const held *h, int lost) {
   int spent = lost && h->started;
-  int finish = h->cancel ? JOBQ_STATE_CANCELLED
-               : spent && h->attempts >= h->max_attempts ? JOBQ_STATE_DEAD
-                                                         : 0;
-  if (finish == 0) {
-    jobq__wake(db, h->queue);
-    if (spent)
-      return jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
-                           SQL_ARGS(V_INT(h->id), V_TEXT("lease expired: the worker was lost"),
-                                    V_INT(0)));
-    if (lost)
-      return jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
-                           SQL_ARGS(V_INT(h->id),
-                                    V_TEXT("lease expired: the worker was lost before it "
-                                           "started the job (attempt not counted)"),
-                                    V_INT(1)));
-    return jobq__sql_run(db, JOBQ_Q_REQUEUE_GIVEN_BACK, SQL_ARGS(V_INT(h->id)));
-  }
+  return h->cancel                                     ? JOBQ_STATE_CANCELLED
+         : spent && h->attempts >= h->max_attempts ? JOBQ_STATE_DEAD
+                                                   : 0;
+}
+
+/* Ends the claim of a job its session no longer holds that does not go
+ * back to ready: finish (from ending()) is the state it ends in. */
+static int finish_held(jobq *db, const held *h, int finish) {
   char e[128];
   if (finish == JOBQ_STATE_CANCELLED)
     snprintf(e, sizeof e, "cancelled: its worker ended");
@@ -251,7 +248,13 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
     const char *q = db->store->col_bytes(r, 4, &len);
     snprintf(h.queue, sizeof h.queue, "%.*s", (int)len, q);
     jobq__rows_done(db, r);
-    rc = release(db, &h, 0);
+    int finish = ending(&h, 0);
+    if (finish != 0) {
+      rc = finish_held(db, &h, finish);
+    } else {
+      jobq__wake(db, h.queue);
+      rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_GIVEN_BACK, SQL_ARGS(V_INT(h.id)));
+    }
   }
   return rc;
 }
@@ -454,7 +457,30 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   }
   jobq__rows_done(db, r);
   rc = got < 0 ? got : JOBQ_OK;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = release(db, &h[i], lost);
+  /* The jobs that go back to ready (most of them, often all), locked by
+   * the read above, in one statement; the others one at a time.  The
+   * statement must send back exactly those: no claim of the session can
+   * come in between, as the reaper holds its row (EXPIRED) and a session
+   * that closes claims no more. */
+  size_t back = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    if (ending(&h[i], lost) != 0) continue;
+    back++;
+    jobq__wake(db, h[i].queue);
+  }
+  if (rc == JOBQ_OK && back > 0) {
+    int64_t changed = 0;
+    rc = lost ? jobq__sql_change(db, JOBQ_Q_SESSION_REQUEUE_LOST, &changed,
+                                 SQL_ARGS(V_TEXT(sid), V_TEXT(lost_started), V_TEXT(lost_held)))
+              : jobq__sql_change(db, JOBQ_Q_SESSION_GIVE_BACK, &changed, SQL_ARGS(V_TEXT(sid)));
+    if (rc == JOBQ_OK && changed != (int64_t)back)
+      rc = jobq__fail(db, JOBQ_EDB, "ending session '%s' sent %lld of its %zu jobs back to ready",
+                      sid, (long long)changed, back);
+  }
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    int finish = ending(&h[i], lost);
+    if (finish != 0) rc = finish_held(db, &h[i], finish);
+  }
   free(h);
   if (rc != JOBQ_OK) return rc;
   return jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));

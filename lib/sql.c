@@ -249,6 +249,30 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_REQUEUE_GIVEN_BACK] =
         {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, attempts = attempts - 1 WHERE id = ?1"},
+    /* An ended session's jobs that go back to ready, all at once (its
+     * jobs locked beforehand by SESSION_JOBS, in id order): given back at
+     * its close without spending their attempts; or, when it was lost,
+     * those it started spending theirs (?2), the others not (?3), except
+     * a started one on its last attempt, which dies.  A job whose cancel
+     * was asked is cancelled instead.  On MariaDB/MySQL through the
+     * session's index, as SESSION_JOBS. */
+    [JOBQ_Q_SESSION_GIVE_BACK] =
+        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+         "deadline_at = NULL, attempts = attempts - 1 WHERE session = ?1 AND "
+         "cancel_requested = 0",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (jobq_jobs_session) SET state = 'ready', "
+         "session = NULL, claim = NULL, deadline_at = NULL, attempts = attempts - 1 "
+         "WHERE session = ?1 AND cancel_requested = 0"},
+    [JOBQ_Q_SESSION_REQUEUE_LOST] =
+        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+         "deadline_at = NULL, prev_lost = 1, last_error = CASE WHEN started = 1 THEN ?2 "
+         "ELSE ?3 END, attempts = attempts + started - 1 WHERE session = ?1 AND "
+         "cancel_requested = 0 AND (started = 0 OR attempts < max_attempts)",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (jobq_jobs_session) SET state = 'ready', "
+         "session = NULL, claim = NULL, deadline_at = NULL, prev_lost = 1, last_error = "
+         "CASE WHEN started = 1 THEN ?2 ELSE ?3 END, attempts = attempts + started - 1 "
+         "WHERE session = ?1 AND cancel_requested = 0 AND (started = 0 OR attempts < "
+         "max_attempts)"},
     [JOBQ_Q_CANCEL_LIST] = {.common = "SELECT id FROM jobq_jobs WHERE session = ?1 AND "
                             "cancel_requested = 1 ORDER BY id"},
     /* The fence: the job is still this claim's, locked until commit. */

@@ -549,6 +549,119 @@ static void test_killed_worker_reaped(void **state) {
   jobq_session_close(s);
 }
 
+/* A session that dies holding many jobs of every kind: the first five
+ * on their only attempt (one of them cancelled), the rest
+ * with attempts left, the first 30 started at once and the others held
+ * back, of which one is started later and one cancelled.  Reaped, each
+ * ends its own way. */
+#define MANY 45
+#define START_NOW 30
+#define LAST_ATTEMPT 5
+#define LATE_START 31
+static const int cancelled_ids[] = {2, 35};
+
+struct many_victim {
+  const char *url;
+  const int64_t *ids;
+};
+
+static int die_holding_many(void *arg) {
+  const struct many_victim *v = arg;
+  jobq *db = NULL;
+  if (jobq_open(v->url, &db) != JOBQ_OK) return 10;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = 300;
+  jobq_session *s = NULL;
+  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  jobq_job *j = NULL;
+  size_t n = 0;
+  const char *q = "q";
+  jobq_session_start_now(s, START_NOW);
+  if (jobq_claim(s, &q, 1, MANY, &j, &n) != JOBQ_OK || n != MANY) return 12;
+  for (size_t k = 0; k < n; k++)
+    if (j[k].id != v->ids[k]) return 13;
+  jobq_session_started(s, &j[LATE_START]);
+  if (jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 14;
+  for (size_t k = 0; k < sizeof cancelled_ids / sizeof cancelled_ids[0]; k++)
+    if (jobq_cancel(db, v->ids[cancelled_ids[k]], NULL) != JOBQ_OK) return 15;
+  raise(SIGKILL);
+  return 16;
+}
+
+static int is_cancelled(int k) {
+  for (size_t c = 0; c < sizeof cancelled_ids / sizeof cancelled_ids[0]; c++)
+    if (cancelled_ids[c] == k) return 1;
+  return 0;
+}
+
+static void test_lost_session_many_jobs(void **state) {
+  tq *t = *state;
+  int64_t ids[MANY];
+  for (int k = 0; k < MANY; k++) ids[k] = th_put_attempts(t->db, "q", k < LAST_ATTEMPT ? 1 : 25);
+  struct many_victim v = {t->url, ids};
+  pid_t pid = th_fork(die_holding_many, &v);
+  assert_int_equal(th_wait(pid), 128 + SIGKILL);
+  jobq_session *s = th_session(t->db, 5000);
+  th_beat_until(s, t->db, ids[MANY - 1], JOBQ_STATE_READY, 5000);
+  for (int k = 0; k < MANY; k++) {
+    jobq_job_info *i = th_show(t->db, ids[k]);
+    int started = k < START_NOW || k == LATE_START;
+    if (is_cancelled(k)) {
+      assert_int_equal(i->state, JOBQ_STATE_CANCELLED);
+    } else if (k < LAST_ATTEMPT) {
+      assert_int_equal(i->state, JOBQ_STATE_DEAD);
+      assert_string_equal(i->last_error, "lease expired: the worker was lost on attempt 1 of 1");
+    } else {
+      if (i->state != JOBQ_STATE_READY) fail_msg("job %d is in state %d", k, i->state);
+      assert_int_equal(i->attempts, started);
+      assert_int_equal(i->prev_lost, 1);
+      assert_null(i->session);
+      assert_non_null(i->last_error);
+      assert_int_equal(strstr(i->last_error, "attempt not counted") != NULL, !started);
+    }
+    jobq_info_free(i, 1);
+  }
+  th_assert_counts_agree(t->db);
+  size_t n = 0;
+  jobq_session_info *si = NULL;
+  assert_rc(jobq_sessions(t->db, &si, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  jobq_sessions_free(si, n);
+  jobq_session_close(s);
+}
+
+/* Closing a session gives back every job it holds, started or not, but
+ * the one whose cancel was asked. */
+static void test_close_gives_back_many(void **state) {
+  tq *t = *state;
+  int64_t ids[MANY];
+  for (int k = 0; k < MANY; k++) ids[k] = th_put(t->db, "q", NULL);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_session_start_now(s, START_NOW);
+  size_t n;
+  jobq_job *j = th_claim(s, "q", MANY, &n);
+  assert_int_equal(n, MANY);
+  jobq_session_started(s, &j[LATE_START]);
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);
+  assert_rc(jobq_cancel(t->db, ids[7], NULL), JOBQ_OK);
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+  for (int k = 0; k < MANY; k++) {
+    jobq_job_info *i = th_show(t->db, ids[k]);
+    if (k == 7) {
+      assert_int_equal(i->state, JOBQ_STATE_CANCELLED);
+    } else {
+      assert_int_equal(i->state, JOBQ_STATE_READY);
+      assert_int_equal(i->attempts, 0);
+      assert_int_equal(i->prev_lost, 0);
+      assert_null(i->session);
+    }
+    jobq_info_free(i, 1);
+  }
+  th_assert_counts_agree(t->db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_open_and_list),
@@ -565,6 +678,8 @@ int main(void) {
       TQ_TEST(test_cancelled_job_on_close),
       TQ_TEST(test_expired_flag),
       TQ_TEST(test_killed_worker_reaped),
+      TQ_TEST(test_lost_session_many_jobs),
+      TQ_TEST(test_close_gives_back_many),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
