@@ -793,6 +793,123 @@ static int fail_all(jobq *db, const char *queue, int64_t n, int outcome, double 
   return status;
 }
 
+/* The lease of a session whose worker the bench kills: reaped this long
+ * after its last claim. */
+enum { LOST_LEASE_MS = 1000 };
+
+/* Claims every job of queue (n) on session s, 1000 at a time with a
+ * heartbeat before each, as a worker that starts only half of what it
+ * takes at once does; *got gets how many it took. */
+static int take_all(jobq_session *s, const char *queue, int64_t n, int64_t *got) {
+  const char *const qs[] = {queue};
+  *got = 0;
+  while (*got < n && !bench_stop) {
+    int rc = jobq_heartbeat(s, NULL, NULL);
+    if (rc != JOBQ_OK) return rc;
+    jobq_session_start_now(s, 500);
+    jobq_job *jobs;
+    size_t k;
+    if ((rc = jobq_claim(s, qs, 1, 1000, &jobs, &k)) != JOBQ_OK) return rc;
+    jobq_jobs_free(jobs, k);
+    if (k == 0) break;
+    *got += (int64_t)k;
+  }
+  return JOBQ_OK;
+}
+
+struct lost_worker {
+  const char *url, *queue;
+  int64_t n;
+};
+
+/* A worker that claims every job of the queue and is killed holding
+ * them (SIGKILL); exits otherwise only on failure. */
+static int lost_worker(const void *arg, int index) {
+  (void)index;
+  const struct lost_worker *w = arg;
+  jobq *db = NULL;
+  jobq_session *s = NULL;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.name = "bench-lost";
+  so.lease_ms = LOST_LEASE_MS;
+  int64_t got = 0;
+  int rc = jobq_open(w->url, &db);
+  if (rc == JOBQ_OK) rc = jobq_session_open(db, &so, &s);
+  if (rc == JOBQ_OK) rc = take_all(s, w->queue, w->n, &got);
+  if (rc != JOBQ_OK) {
+    cli_lib_error(db, rc);
+    return 1;
+  }
+  if (got == w->n) raise(SIGKILL);
+  return 2;
+}
+
+/* The n jobs of queue, all ready again, none running. */
+static int all_back(jobq *db, const char *queue, int64_t n, const char *variant,
+                    struct bench_run *run) {
+  jobq_queue_stats st;
+  int rc = bench_queue_stats(db, queue, &st);
+  if (rc < 0) return bench_lib_fail(run, db, rc, "stats");
+  if (st.ready != n || st.running != 0)
+    return bench_fail(run, "%s: %lld of %lld jobs ready again, %lld still running", variant,
+                      (long long)st.ready, (long long)n, (long long)st.running);
+  return BENCH_OK;
+}
+
+/* A session holding the n jobs of queue ends: closed by its worker, which
+ * gives them back; then killed, its jobs sent back by the reap that finds
+ * its lease ran out.  Jobs per second of the close's and of the reap's
+ * time. */
+static int end_holding(const struct bench_config *cfg, jobq *db, const char *queue, int64_t n,
+                       struct bench_report *rep, struct bench_run *run) {
+  static const char closed[] = "given back at close", lost[] = "sent back, worker lost";
+  jobq_session *s;
+  int64_t got = 0;
+  int rc = session(db, &s);
+  if (rc == JOBQ_OK) rc = take_all(s, queue, n, &got);
+  if (rc != JOBQ_OK) {
+    jobq_session_close(s);
+    return bench_lib_fail(run, db, rc, "claiming every job");
+  }
+  double t0 = bench_now();
+  jobq_session_close(s);
+  double secs = bench_now() - t0;
+  int status = got == n ? all_back(db, queue, n, closed, run)
+                        : bench_fail(run, "%s: claimed %lld of %lld jobs", closed,
+                                     (long long)got, (long long)n);
+  if (status != BENCH_OK) return status;
+  bench_add(rep, "failures", closed, "throughput", (double)n / secs, "jobs/s");
+
+  /* This process's session, opened first, shows the reap a database
+   * that is alive, not stalled; the worker's lease runs out first. */
+  if ((rc = session(db, &s)) != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
+  struct bench_shared *shared = bench_shared_new();
+  struct lost_worker w = {cfg->url, queue, n};
+  pid_t pid = bench_spawn(lost_worker, &w, 0, shared);
+  int wst = 0;
+  if (pid > 0) waitpid(pid, &wst, 0);
+  bench_shared_free(shared);
+  enum { WAIT_MS = LOST_LEASE_MS + 300 };
+  struct timespec ts = {WAIT_MS / 1000, WAIT_MS % 1000 * 1000000L};
+  while (!bench_stop && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  int64_t reaped = 0;
+  t0 = bench_now();
+  rc = bench_stop ? JOBQ_OK : jobq_reap(db, &reaped);
+  secs = bench_now() - t0;
+  jobq_session_close(s);
+  if (bench_stop) return interrupted(run);
+  if (pid < 0 || !WIFSIGNALED(wst) || WTERMSIG(wst) != SIGKILL)
+    return bench_fail(run, "%s: the worker failed before it held every job", lost);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "reaping");
+  if (reaped != 1)
+    return bench_fail(run, "%s: %lld sessions reaped, not 1", lost, (long long)reaped);
+  if ((status = all_back(db, queue, n, lost, run)) != BENCH_OK) return status;
+  bench_add(rep, "failures", lost, "throughput", (double)n / secs, "jobs/s");
+  return BENCH_OK;
+}
+
 int bench_failures(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
                    struct bench_run *run) {
   /* Jobs with attempts left go back for later (scheduled); jobs on their
@@ -836,7 +953,11 @@ int bench_failures(const struct bench_config *cfg, jobq *db, struct bench_report
                         (long long)n);
     bench_add(rep, "failures", "retried from dead", "throughput", (double)n / secs, "jobs/s");
   }
-  return BENCH_OK;
+  char q[BENCH_QUEUE_BUF];
+  bench_queue(cfg, "failures-ended", q);
+  int rc = bench_fill(db, q, n, "x", "failures (filling):");
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
+  return end_holding(cfg, db, q, n, rep, run);
 }
 
 /* ---------------------------------------------------------------- workers */

@@ -32,11 +32,12 @@ static const char usage[] =
     "checked exactly once), latency (put to start on an idle foreman), scale\n"
     "(1 to 64 claimer processes), backlog (claims beside a large backlog or\n"
     "archive), keys (the jobs of one ordering key, put and worked in order),\n"
-    "failures (batches of jobs failed, to run again later or dead),\n"
+    "failures (batches of jobs failed, to run again later or dead; the\n"
+    "jobs of a session given back at its close, and sent back by a reap\n"
+    "when its worker is killed holding them),\n"
     "ceiling (bare SQL claims without jobq, deleted in the same\n"
     "transaction, fenced in a second one, and archived as well; on\n"
-    "PostgreSQL also the latency floor of a bare put and claim; PostgreSQL\n"
-    "and MariaDB only),\n"
+    "PostgreSQL also the latency floor of a bare put and claim),\n"
     "foreman (the peak memory of `jobq work` at -c 64, the CPU and wakeups\n"
     "of an idle one) and, only when named, soak (a steady load for\n"
     "--seconds: claim times and table sizes, first and last).\n"
@@ -46,6 +47,9 @@ static const char usage[] =
     "says on stderr what it runs on: the machine, the server and how long\n"
     "a 4 KiB write and its flush take on this machine's disk.\n";
 
+/* The names below, as the messages list them. */
+#define WORKLOAD_LIST \
+  "enqueue, drain, latency, scale, backlog, keys, failures, ceiling, foreman, soak"
 static const char *const workload_names[] = {"enqueue", "drain",    "latency", "scale",
                                              "backlog", "keys",     "failures", "ceiling",
                                              "foreman", "soak"};
@@ -88,8 +92,7 @@ static int parse_workloads(const char *text, int *want) {
         cli_error("invalid --workload '%s': unknown workload '%s', did you mean '%s'?",
                   cli_quote(shown, text), word, best);
       else
-        cli_error("invalid --workload '%s': expected all, or a comma list of enqueue, "
-                  "drain, latency, scale, backlog, keys, ceiling, foreman, soak",
+        cli_error("invalid --workload '%s': expected all, or a comma list of " WORKLOAD_LIST,
                   cli_quote(shown, text));
       return CLI_EXIT_USAGE;
     }
@@ -203,8 +206,7 @@ static int run(int argc, char **argv) {
   const char *backlog = NULL, *seconds = NULL, *rate = NULL, *csv = NULL, *plot = NULL;
   const struct cli_option options[] = {
       CLI_STRING('w', "workload", &workload, "NAME",
-                 "all (default: every one but soak), or a comma list of enqueue, "
-                 "drain, latency, scale, backlog, keys, ceiling, foreman, soak"),
+                 "all (default: every one but soak), or a comma list of " WORKLOAD_LIST),
       CLI_STRING('n', "jobs", &jobs, "N",
                  "jobs per drain (default 100000 on SQLite, 50000 on servers); the "
                  "other workloads scale from it"),

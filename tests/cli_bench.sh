@@ -96,7 +96,8 @@ if [r["variant"] for r in keys["results"]] != ["200 on one key"] * 5 \
     errors.append("keys results %s" % keys["results"])
 elif abs(got["first tenth / last"] - got["drain, first tenth"] / got["drain, last tenth"]) > 1e-6 * got["first tenth / last"]:
     errors.append("keys: the ratio is not first tenth over last: %s" % got)
-if variants("failures") != ["run again later", "dead", "retried from dead", "dead, a key each"]:
+if variants("failures") != ["run again later", "dead", "retried from dead", "dead, a key each",
+                            "given back at close", "sent back, worker lost"]:
     errors.append("failures results %s" % variants("failures"))
 if variants("ceiling") != ["bare sql", "fenced sql", "archived sql"]:
     errors.append("ceiling results %s" % variants("ceiling"))
