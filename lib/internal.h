@@ -251,6 +251,11 @@ int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
  * made after every finish of a keyed job, it would walk the key index's
  * entries of the key's finished jobs that vacuum has not removed yet. */
 int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left);
+/* jobq__promote_key(db, queue, keys[i], 1) for each of queue's keys
+ * keys[0..n) whose active job has just left, after one look (one
+ * statement where the store has keys_taken) for which of them have a job
+ * or a dead head's hold at all: the others have nothing to hand on. */
+int jobq__promote_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
 /* Moves a job that was in state from (JOBQ_STATE_WAITING, _READY or
  * _RUNNING) to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or
  * _CANCELLED), counts it, and lets the jobs that waited for it run.  A

@@ -164,6 +164,17 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
   return make_ready(db, queue, next);
 }
 
+int jobq__promote_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
+  if (n == 0) return JOBQ_OK;
+  unsigned char *taken = malloc(n);
+  if (taken == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = jobq__keys_taken(db, queue, keys, n, taken);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (taken[i]) rc = jobq__promote_key(db, queue, keys[i], 1);
+  free(taken);
+  return rc;
+}
+
 /* The first unfinished barrier of queue: *id (0: none) and whether it
  * waits. */
 static int first_barrier(jobq *db, const char *queue, int64_t *id, int *waiting) {
@@ -219,9 +230,12 @@ static int promote_after_barrier(jobq *db, const char *queue) {
 
 /* What follows job j's move from state from into the archive with its
  * outcome state: the counters, a dead head's hold on its key under the
- * 'block' policy, its key's next job, and (barrier_look) the barrier
- * behind it or, for a barrier, the jobs after it. */
-static int archived(jobq *db, const jobq_jobref *j, int from, int state, int barrier_look) {
+ * 'block' policy, its key's next job (unless key_left is 0: the key had
+ * no job left and no hold, so no next job to look for), and
+ * (barrier_look) the barrier behind it or, for a barrier, the jobs after
+ * it. */
+static int archived(jobq *db, const jobq_jobref *j, int from, int state, int barrier_look,
+                    int key_left) {
   int rc = jobq__count_add(db, j->queue, state == JOBQ_STATE_DONE, state == JOBQ_STATE_DEAD,
                            state == JOBQ_STATE_CANCELLED);
   /* A dead head under the 'block' policy holds its key for an operator. */
@@ -239,7 +253,7 @@ static int archived(jobq *db, const jobq_jobref *j, int from, int state, int bar
   if (rc != JOBQ_OK) return rc;
   /* A key has one active job at a time: a ready or running one that
    * leaves was it. */
-  if (j->key != NULL && !blocked)
+  if (j->key != NULL && !blocked && key_left)
     rc = jobq__promote_key(db, j->queue, j->key, from != JOBQ_STATE_WAITING);
   if (rc != JOBQ_OK || !barrier_look) return rc;
   return j->barrier ? promote_after_barrier(db, j->queue) : promote_barrier(db, j->queue);
@@ -252,16 +266,50 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const voi
                          SQL_ARGS(V_INT(j->id), V_TEXT(jobq_state_name(state)), res,
                                   V_TEXTN(error, error_len)));
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_JOB, SQL_ARGS(V_INT(j->id)));
-  return rc == JOBQ_OK ? archived(db, j, from, state, 1) : rc;
+  return rc == JOBQ_OK ? archived(db, j, from, state, 1, 1) : rc;
+}
+
+/* left[i]: whether the key of jobs[i] (grouped by queue, as the lock
+ * order has them) still has a job or a hold, as KEY_TAKEN finds, in one
+ * look a queue where the store has keys_taken; 0 for a job without a
+ * key. */
+static int keys_left(jobq *db, const jobq_jobref *const *jobs, size_t n, unsigned char *left) {
+  const char **keys = malloc(n * sizeof *keys);
+  size_t *at = malloc(n * sizeof *at);
+  unsigned char *taken = malloc(n);
+  int rc = keys == NULL || at == NULL || taken == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  memset(left, 0, n);
+  for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
+    size_t nk = 0;
+    for (end = i; end < n && strcmp(jobs[end]->queue, jobs[i]->queue) == 0; end++) {
+      if (jobs[end]->key == NULL) continue;
+      keys[nk] = jobs[end]->key;
+      at[nk++] = end;
+    }
+    if (nk > 0) rc = jobq__keys_taken(db, jobs[i]->queue, keys, nk, taken);
+    for (size_t k = 0; k < nk && rc == JOBQ_OK; k++) left[at[k]] = taken[k];
+  }
+  free(keys);
+  free(at);
+  free(taken);
+  return rc;
 }
 
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n) {
-  int rc = n > 0 ? db->store->archive(db, r, n) : JOBQ_OK;
+  if (n == 0) return JOBQ_OK;
+  unsigned char *left = malloc(n);
+  if (left == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = db->store->archive(db, r, n);
   /* Each key has one running job: the keys of the batch are distinct,
-   * and each one's next job goes after all of them left. */
+   * and each one's next job goes after all of them left.  Most keys
+   * often have none: those are found at once. */
+  if (rc == JOBQ_OK) rc = keys_left(db, jobs, n, left);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0);
+    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, left[i]);
+  free(left);
   /* A barrier waits for the jobs before it: each queue's is looked at
    * once, after all of its jobs left. */
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)

@@ -590,6 +590,39 @@ static void test_keyed_jobs_in_one_batch(void **state) {
   jobq_session_close(s);
 }
 
+/* One batch completes the heads of keys in two queues, some with a job
+ * behind them and some without, interleaved: exactly the jobs behind
+ * become ready, each in its own queue and key. */
+static void test_batch_hands_on_only_keys_with_jobs_behind(void **state) {
+  tq *t = *state;
+  enum { KEYS = 12 };
+  static const char *const queues[] = {"hq", "hr"};
+  int64_t heads[2 * KEYS], behind[2 * KEYS];
+  for (int q = 0; q < 2; q++)
+    for (int k = 0; k < KEYS; k++) {
+      char key[16];
+      snprintf(key, sizeof key, "k%02d", k);
+      heads[q * KEYS + k] = th_put_key(t->db, queues[q], key);
+      /* Behind every third key of hq and every other key of hr. */
+      int has = q == 0 ? k % 3 == 0 : k % 2 == 1;
+      behind[q * KEYS + k] = has ? th_put_key(t->db, queues[q], key) : 0;
+    }
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, NULL, 1000, &n);
+  assert_int_equal(n, 2 * KEYS);
+  th_complete_many(s, j, n);
+  for (int i = 0; i < 2 * KEYS; i++) {
+    assert_int_equal(th_state(t->db, heads[i]), JOBQ_STATE_DONE);
+    if (behind[i] != 0 && th_state(t->db, behind[i]) != JOBQ_STATE_READY)
+      fail_msg("the job behind key %d of %s is %s", i % KEYS, queues[i / KEYS],
+               jobq_state_name(th_state(t->db, behind[i])));
+  }
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_READY), KEYS / 3 + KEYS / 2);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_WAITING), 0);
+  jobq_session_close(s);
+}
+
 /* A batch of many keys, more than a store puts or looks at in one
  * statement, each key twice, in an order of its own: the first job of a
  * key runs unless the key has a job already (ready, running, waiting or a
@@ -963,6 +996,7 @@ int main(void) {
       TQ_TEST(test_barrier_after_waiting_keys),
       TQ_TEST(test_keys_compare_bytes),
       TQ_TEST(test_keyed_jobs_in_one_batch),
+      TQ_TEST(test_batch_hands_on_only_keys_with_jobs_behind),
       TQ_TEST(test_many_keys_in_one_batch),
       TQ_TEST(test_a_put_waits_for_its_keys_finish),
       TQ_TEST(test_keys_under_concurrent_puts_and_finishes),

@@ -1850,9 +1850,8 @@ static int keys_of_taken(jobq *db, const plain_ack *pa, size_t m, int next) {
     for (end = i; end < m && pa[end].take && strcmp(pa[end].queue, pa[i].queue) == 0; end++)
       if (pa[end].key != NULL && (nk == 0 || strcmp(keys[nk - 1], pa[end].key) != 0))
         keys[nk++] = pa[end].key;
-    if (!next) rc = jobq__order_lock_keys(db, pa[i].queue, keys, nk);
-    for (size_t k = 0; next && k < nk && rc == JOBQ_OK; k++)
-      rc = jobq__promote_key(db, pa[i].queue, keys[k], 1);
+    rc = next ? jobq__promote_keys(db, pa[i].queue, keys, nk)
+              : jobq__order_lock_keys(db, pa[i].queue, keys, nk);
   }
   free(keys);
   return rc;

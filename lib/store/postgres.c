@@ -243,6 +243,7 @@ enum {
   PG_LOCK_JOB_QUEUES,
   PG_LOCK_JOB_KEYS,
   PG_LOCK_KEYS,
+  PG_KEYS_TAKEN,
   PG_PUT_PLAIN,
   PG_PUT_KEYED,
   PG_ACK_PLAIN,
@@ -337,6 +338,12 @@ static const char *const own_sql[] = {
         "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
         "(SELECT DISTINCT u.q COLLATE \"C\" AS q, u.k COLLATE \"C\" AS k FROM "
         "unnest($1::text[], $2::text[]) AS u(q, k) WHERE u.k IS NOT NULL ORDER BY 1, 2) x",
+    /* Which of queue $1's keys $2 have a job or a dead head's hold, as
+     * JOBQ_Q_KEY_TAKEN finds for one key: their places in $2, from 1. */
+    [PG_KEYS_TAKEN - JOBQ_Q__COUNT] =
+        "SELECT u.i FROM unnest($2::text[]) WITH ORDINALITY AS u(k, i) WHERE EXISTS "
+        "(SELECT 1 FROM jobq_jobs j WHERE j.queue = $1 AND j.order_key = u.k) OR EXISTS "
+        "(SELECT 1 FROM jobq_blocked b WHERE b.queue = $1 AND b.order_key = u.k)",
     /* Plain jobs, in order; a queue with a barrier gets them waiting. */
     [PG_PUT_PLAIN - JOBQ_Q__COUNT] =
         "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
@@ -460,6 +467,7 @@ static const char *stmt_what(int id) {
     case PG_LOCK_JOB_QUEUES: return "taking a queue's lock";
     case PG_LOCK_JOB_KEYS:
     case PG_LOCK_KEYS: return "taking the keys' locks";
+    case PG_KEYS_TAKEN: return "looking for the keys' jobs";
     case PG_ENSURE_QUEUES: return "adding the queues";
     case PG_PUT_PLAIN:
     case PG_PUT_KEYED: return "putting jobs";
@@ -2230,6 +2238,26 @@ static int pg_started(jobq *db, jobq_session *s, const int64_t *ids, size_t n) {
   return rc;
 }
 
+static int pg_keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
+                         unsigned char *taken) {
+  array a;
+  arr_begin(&a, OID_TEXT, n);
+  for (size_t i = 0; i < n; i++) arr_bytes(&a, keys[i], strlen(keys[i]));
+  jobq_rows *r = NULL;
+  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                    : pg_query(db, PG_KEYS_TAKEN, SQL_ARGS(V_TEXT(queue), arr_val(&a)), &r);
+  free(a.p);
+  if (rc != JOBQ_OK) return rc;
+  memset(taken, 0, n);
+  int got;
+  while ((got = pg_next(db, r)) == 1) {
+    int64_t i = pg_col_int(r, 0);
+    if (i >= 1 && (size_t)i <= n) taken[i - 1] = 1;
+  }
+  pg_done(db, r);
+  return got < 0 ? got : JOBQ_OK;
+}
+
 /* ---------------------------------------------------------------- wake-ups */
 
 static int pg_watch(jobq *db, int *fd) {
@@ -2296,6 +2324,7 @@ const jobq_store jobq__store_postgres = {
     .col_bytes = pg_col_bytes,
     .changes = pg_changes,
     .lock = pg_lock,
+    .keys_taken = pg_keys_taken,
     .claim = pg_claim,
     .put_plain = pg_put_plain,
     .put_plain_keys = 1,
