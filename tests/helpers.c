@@ -382,6 +382,16 @@ jobq_session *th_session(jobq *db, int64_t lease_ms) {
   return s;
 }
 
+jobq_session *th_child_session(const char *url, int64_t lease_ms) {
+  jobq *db = NULL;
+  if (jobq_open(url, &db) != JOBQ_OK) return NULL;
+  jobq_session_opts so;
+  jobq_session_opts_init(&so);
+  so.lease_ms = lease_ms;
+  jobq_session *s = NULL;
+  return jobq_session_open(db, &so, &s) == JOBQ_OK ? s : NULL;
+}
+
 jobq_job *th_claim(jobq_session *s, const char *queue, size_t max, size_t *n) {
   jobq_job *jobs = NULL;
   *n = 0;

@@ -104,6 +104,9 @@ void th_put_many(jobq *db, const char *queue, size_t n, int max_attempts);
 
 /* Opens a session with lease_ms (0: default) and asserts success. */
 jobq_session *th_session(jobq *db, int64_t lease_ms);
+/* For a forked child, which must not assert: a handle of its own on url
+ * and a session on it with lease_ms; NULL when either fails. */
+jobq_session *th_child_session(const char *url, int64_t lease_ms);
 
 /* Claims up to max jobs from queue (NULL: every queue) and asserts the call
  * succeeded; *n gets how many.  Free with jobq_jobs_free(). */

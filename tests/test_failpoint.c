@@ -237,24 +237,12 @@ static void test_claim_outlives_lease(void **state) {
   jobq_session_close(a);
 }
 
-/* For a child: a new handle on url and a session on it with a 1 s lease,
- * or NULL. */
-static jobq_session *short_lease_session(const char *url) {
-  jobq *db = NULL;
-  if (jobq_open(url, &db) != JOBQ_OK) return NULL;
-  jobq_session_opts so;
-  jobq_session_opts_init(&so);
-  so.lease_ms = 1000;
-  jobq_session *s = NULL;
-  return jobq_session_open(db, &so, &s) == JOBQ_OK ? s : NULL;
-}
-
 /* A worker killed right after its batch claim committed: the jobs come
  * back once its lease has run out, to be claimed by another worker.  Each
  * job it started spent an attempt; the ones it held back (a prefetch,
  * jobq_session_start_now) did not. */
 static int claim_and_die(void *arg) {
-  jobq_session *s = short_lease_session(arg);
+  jobq_session *s = th_child_session(arg, 1000);
   if (s == NULL) return 10;
   setenv("JOBQ_FAILPOINT", "claim.after-commit=kill", 1);
   jobq_job *j = NULL;
@@ -294,7 +282,7 @@ static void test_dies_after_claim(void **state) {
  * died: the started ones spent their attempts, the other did not; all
  * three are marked as possibly run. */
 static int start_one_and_die(void *arg) {
-  jobq_session *s = short_lease_session(arg);
+  jobq_session *s = th_child_session(arg, 1000);
   if (s == NULL) return 10;
   jobq_job *j = NULL, *k = NULL;
   size_t n = 0;
@@ -333,7 +321,7 @@ static void test_started_spends_held_does_not(void **state) {
  * (the acknowledgement writes no start for a job it ends) and died: the
  * second still spent its attempt, the third did not. */
 static int start_two_ack_one_and_die(void *arg) {
-  jobq_session *s = short_lease_session(arg);
+  jobq_session *s = th_child_session(arg, 1000);
   if (s == NULL) return 10;
   jobq_job *j = NULL;
   size_t n = 0;

@@ -499,13 +499,8 @@ struct victim {
 
 static int victim_main(void *arg) {
   struct victim *v = arg;
-  jobq *db = NULL;
-  if (jobq_open(v->url, &db) != JOBQ_OK) return 10;
-  jobq_session_opts so;
-  jobq_session_opts_init(&so);
-  so.lease_ms = 300;
-  jobq_session *s = NULL;
-  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
+  jobq_session *s = th_child_session(v->url, 300);
+  if (s == NULL) return 11;
   jobq_job *j = NULL;
   size_t n = 0;
   if (jobq_claim(s, NULL, 0, 1, &j, &n) != JOBQ_OK || n != 1) return 12;
@@ -567,13 +562,10 @@ struct many_victim {
 
 static int die_holding_many(void *arg) {
   const struct many_victim *v = arg;
+  jobq_session *s = th_child_session(v->url, 300);
+  if (s == NULL) return 11;
   jobq *db = NULL;
   if (jobq_open(v->url, &db) != JOBQ_OK) return 10;
-  jobq_session_opts so;
-  jobq_session_opts_init(&so);
-  so.lease_ms = 300;
-  jobq_session *s = NULL;
-  if (jobq_session_open(db, &so, &s) != JOBQ_OK) return 11;
   jobq_job *j = NULL;
   size_t n = 0;
   const char *q = "q";
