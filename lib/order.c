@@ -228,24 +228,31 @@ static int promote_after_barrier(jobq *db, const char *queue) {
 
 /* ---------------------------------------------------------------- archive */
 
+/* Whether queue's key policy is 'block': *yes. */
+static int policy_blocks(jobq *db, const char *queue, int *yes) {
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_POLICY, &r, SQL_ARGS(V_TEXT(queue)));
+  if (got < 0) return got;
+  *yes = got == 1 && jobq__col_is(db, r, 0, "block");
+  if (got == 1) jobq__rows_done(db, r);
+  return JOBQ_OK;
+}
+
 /* What follows job j's move from state from into the archive with its
  * outcome state: the counters, a dead head's hold on its key under the
- * 'block' policy, its key's next job (unless key_left is 0: the key had
- * no job left and no hold, so no next job to look for), and
- * (barrier_look) the barrier behind it or, for a barrier, the jobs after
- * it. */
+ * 'block' policy (blocks: whether its queue's policy is, or -1 to look),
+ * its key's next job (unless key_left is 0: the key had no job left and
+ * no hold, so no next job to look for), and (barrier_look) the barrier
+ * behind it or, for a barrier, the jobs after it. */
 static int archived(jobq *db, const jobq_jobref *j, int from, int state, int barrier_look,
-                    int key_left) {
+                    int blocks, int key_left) {
   int rc = jobq__count_add(db, j->queue, state == JOBQ_STATE_DONE, state == JOBQ_STATE_DEAD,
                            state == JOBQ_STATE_CANCELLED);
   /* A dead head under the 'block' policy holds its key for an operator. */
   int blocked = 0;
   if (rc == JOBQ_OK && state == JOBQ_STATE_DEAD && j->key != NULL) {
-    jobq_rows *r;
-    int got = jobq__sql_row(db, JOBQ_Q_POLICY, &r, SQL_ARGS(V_TEXT(j->queue)));
-    if (got < 0) return got;
-    blocked = got == 1 && jobq__col_is(db, r, 0, "block");
-    jobq__rows_done(db, r);
+    if (blocks < 0 && (rc = policy_blocks(db, j->queue, &blocks)) != JOBQ_OK) return rc;
+    blocked = blocks;
     if (blocked)
       rc = jobq__sql_run(db, JOBQ_Q_BLOCK,
                          SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
@@ -266,27 +273,36 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const voi
                          SQL_ARGS(V_INT(j->id), V_TEXT(jobq_state_name(state)), res,
                                   V_TEXTN(error, error_len)));
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_JOB, SQL_ARGS(V_INT(j->id)));
-  return rc == JOBQ_OK ? archived(db, j, from, state, 1, 1) : rc;
+  return rc == JOBQ_OK ? archived(db, j, from, state, 1, -1, 1) : rc;
 }
 
-/* left[i]: whether the key of jobs[i] (grouped by queue, as the lock
- * order has them) still has a job or a hold, as KEY_TAKEN finds, in one
- * look a queue where the store has keys_taken; 0 for a job without a
- * key. */
-static int keys_left(jobq *db, const jobq_jobref *const *jobs, size_t n, unsigned char *left) {
+/* For each job of jobs[0..n) (grouped by queue, as the lock order has
+ * them) that left with the outcome of r[i]: blocks[i], whether its queue's
+ * key policy is 'block' (looked at once a queue, when a keyed job of it
+ * died), and left[i], whether its key, unless a dead head now holds it,
+ * still has a job or a hold, as KEY_TAKEN finds (one look a queue where
+ * the store has keys_taken); 0 for a job without a key. */
+static int follow_ups(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
+                      size_t n, unsigned char *blocks, unsigned char *left) {
   const char **keys = malloc(n * sizeof *keys);
   size_t *at = malloc(n * sizeof *at);
   unsigned char *taken = malloc(n);
   int rc = keys == NULL || at == NULL || taken == NULL
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
+  memset(blocks, 0, n);
   memset(left, 0, n);
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
+    int dead_key = 0, block = 0;
+    for (end = i; end < n && strcmp(jobs[end]->queue, jobs[i]->queue) == 0; end++)
+      dead_key |= jobs[end]->key != NULL && r[end].state == JOBQ_STATE_DEAD;
+    if (dead_key && (rc = policy_blocks(db, jobs[i]->queue, &block)) != JOBQ_OK) break;
     size_t nk = 0;
-    for (end = i; end < n && strcmp(jobs[end]->queue, jobs[i]->queue) == 0; end++) {
-      if (jobs[end]->key == NULL) continue;
-      keys[nk] = jobs[end]->key;
-      at[nk++] = end;
+    for (size_t k = i; k < end; k++) {
+      blocks[k] = (unsigned char)block;
+      if (jobs[k]->key == NULL || (block && r[k].state == JOBQ_STATE_DEAD)) continue;
+      keys[nk] = jobs[k]->key;
+      at[nk++] = k;
     }
     if (nk > 0) rc = jobq__keys_taken(db, jobs[i]->queue, keys, nk, taken);
     for (size_t k = 0; k < nk && rc == JOBQ_OK; k++) left[at[k]] = taken[k];
@@ -300,15 +316,16 @@ static int keys_left(jobq *db, const jobq_jobref *const *jobs, size_t n, unsigne
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n) {
   if (n == 0) return JOBQ_OK;
-  unsigned char *left = malloc(n);
-  if (left == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int rc = db->store->archive(db, r, n);
+  unsigned char *blocks = malloc(n), *left = malloc(n);
+  int rc = blocks == NULL || left == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+                                          : db->store->archive(db, r, n);
   /* Each key has one running job: the keys of the batch are distinct,
    * and each one's next job goes after all of them left.  Most keys
    * often have none: those are found at once. */
-  if (rc == JOBQ_OK) rc = keys_left(db, jobs, n, left);
+  if (rc == JOBQ_OK) rc = follow_ups(db, r, jobs, n, blocks, left);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, left[i]);
+    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, blocks[i], left[i]);
+  free(blocks);
   free(left);
   /* A barrier waits for the jobs before it: each queue's is looked at
    * once, after all of its jobs left. */

@@ -414,6 +414,52 @@ static void test_ack_many_leaving(void **state) {
 /* Heads of two keys (each with a job waiting behind it) dead in one
  * batch, in a queue of each key policy: under 'block' both keys hold
  * their next jobs for an operator, under 'skip' both next jobs run. */
+/* One batch across a queue of each policy: dead heads of two keys and a
+ * completed head of a third in each.  Under 'block' the dead heads hold
+ * their keys and the completed one hands on; under 'skip' all three
+ * hand on. */
+static void test_ack_many_keyed_dead_across_queues(void **state) {
+  tq *t = *state;
+  static const char *const queues[] = {"xblock", "xskip"}, *const keys[] = {"a", "b", "c"};
+  int64_t behind[2][3];
+  for (int q = 0; q < 2; q++) {
+    assert_rc(jobq_set_key_policy(t->db, queues[q], q == 0 ? "block" : "skip"), JOBQ_OK);
+    for (int k = 0; k < 3; k++) {
+      jobq_put_opts o;
+      jobq_put_opts_init(&o);
+      o.queue = queues[q];
+      o.key = keys[k];
+      o.max_attempts = 1;
+      th_put_opts(t->db, &o);
+      behind[q][k] = th_put_opts(t->db, &o);
+    }
+  }
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, NULL, 10, &n);
+  assert_int_equal(n, 6);
+  jobq_ack a[6];
+  for (size_t k = 0; k < n; k++) {
+    int last = strcmp(j[k].key, "c") == 0;
+    jobq_ack_init(&a[k], &j[k], last ? JOBQ_ACK_COMPLETE : JOBQ_ACK_FAIL);
+  }
+  assert_rc(jobq_ack_many(s, a, n), JOBQ_OK);
+  for (size_t k = 0; k < n; k++) {
+    int last = strcmp(j[k].key, "c") == 0;
+    assert_int_equal(a[k].status, JOBQ_OK);
+    assert_int_equal(a[k].outcome, last ? JOBQ_STATE_DONE : JOBQ_STATE_DEAD);
+  }
+  for (int q = 0; q < 2; q++)
+    for (int k = 0; k < 3; k++) {
+      int want = q == 0 && k < 2 ? JOBQ_STATE_WAITING : JOBQ_STATE_READY;
+      if (th_state(t->db, behind[q][k]) != want)
+        fail_msg("the job behind %s/%s is %s", queues[q], keys[k],
+                 jobq_state_name(th_state(t->db, behind[q][k])));
+    }
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
 static void test_ack_many_keyed_dead(void **state) {
   tq *t = *state;
   jobq_session *s = th_session(t->db, 0);
@@ -765,6 +811,7 @@ int main(void) {
       TQ_TEST(test_ack_many_mixed),
       TQ_TEST(test_ack_many_leaving),
       TQ_TEST(test_ack_many_keyed_dead),
+      TQ_TEST(test_ack_many_keyed_dead_across_queues),
       TQ_TEST(test_fencing),
       TQ_TEST(test_repeated_complete),
       TQ_TEST(test_repeated_in_one_batch),
