@@ -480,6 +480,46 @@ static void test_a_full_batch_from_a_table_counted_empty_is_analyzed(void **stat
   command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
 }
 
+/* A burst of puts into a table that vacuum found empty, with no claimer
+ * to analyze it: the producer does, once it has put ten times what the
+ * planner counts, so that the puts' looks for a barrier and for a key's
+ * jobs, planned once per connection, do not scan the whole table for
+ * every job put. */
+static void test_a_burst_of_puts_into_an_emptied_table_is_analyzed(void **state) {
+  tq *t = *state;
+  /* No autovacuum to count the rows meanwhile. */
+  command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");
+  command(t->db, "VACUUM jobq_jobs");
+  assert_int_equal(reltuples(t->db), 0);
+  jobq *p = th_open(t->url);
+  enum { BATCH = 1000 };
+  static jobq_put_opts o[BATCH];
+  static char keys[BATCH][16];
+  int64_t ids[BATCH];
+  for (int round = 0; round < 3; round++) {
+    th_put_many(p, "burst", BATCH, 0);
+    for (int i = 0; i < BATCH; i++) {
+      jobq_put_opts_init(&o[i]);
+      o[i].queue = "burst";
+      snprintf(keys[i], sizeof keys[i], "k%d-%d", round, i);
+      o[i].key = keys[i];
+    }
+    assert_rc(jobq_put_many(p, o, BATCH, ids, NULL), JOBQ_OK);
+  }
+  assert_true(reltuples(t->db) >= BATCH);
+  char *plain = plan_of(p, "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload",
+                        "('{burst}', '{0}', '{0}', '{0}', '{x}', '{1}', '{0}', '{0}')");
+  char *keyed = plan_of(p, "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key",
+                        "('{burst}', '{0}', '{0}', '{0}', '{x}', '{1}', '{0}', '{0}', '{k}')");
+  if (strstr(plain, "Seq Scan on jobq_jobs")) fail_msg("the put reads the whole table:\n%s", plain);
+  if (strstr(keyed, "Seq Scan on jobq_jobs"))
+    fail_msg("the keyed put reads the whole table:\n%s", keyed);
+  free(plain);
+  free(keyed);
+  jobq_close(p);
+  command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
+}
+
 /* The vacuums of the hot table, so far. */
 static int64_t vacuums(jobq *db) { return table_stat(db, "vacuum_count + autovacuum_count"); }
 
@@ -1036,6 +1076,7 @@ int main(void) {
       TQ_TEST(test_statistics_that_fell_behind_are_renewed),
       TQ_TEST(test_statistics_never_taken_are_taken),
       TQ_TEST(test_a_full_batch_from_a_table_counted_empty_is_analyzed),
+      TQ_TEST(test_a_burst_of_puts_into_an_emptied_table_is_analyzed),
       TQ_TEST(test_dead_rows_are_vacuumed_without_waiting_for_autovacuum),
       TQ_TEST(test_one_vacuum_at_a_time),
       TQ_TEST(test_the_callers_transaction_begins_at_once),
