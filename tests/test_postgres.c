@@ -494,7 +494,7 @@ static void test_a_burst_of_puts_into_an_emptied_table_is_analyzed(void **state)
   jobq *p = th_open(t->url);
   enum { BATCH = 1000 };
   static jobq_put_opts o[BATCH];
-  static char keys[BATCH][16];
+  static char keys[BATCH][32];
   int64_t ids[BATCH];
   for (int round = 0; round < 3; round++) {
     th_put_many(p, "burst", BATCH, 0);
