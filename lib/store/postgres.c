@@ -532,7 +532,6 @@ typedef struct pg {
                                   (INT64_MAX: this handle analyzed it since) */
   int64_t full_claim;          /* the jobs the last claim took if it took all it
                                   asked for, else 0 */
-  int64_t put_rows;            /* jobs this handle put since refresh_stats looked */
   PGconn *vacuum;              /* a vacuum of the hot table at work, or NULL */
   int64_t vacuum_started_ms;   /* monotonic, when this handle last began one */
   int64_t vacuum_next_ms;      /* monotonic, none begins before (vacuum_reap) */
@@ -1845,15 +1844,13 @@ static void vacuum_start(jobq *db) {
 static int refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
   pg *c = conn(db);
   int64_t now = jobq__mono_ms();
-  /* A full batch from a table the planner counts (nearly) empty, or as
-   * many jobs put: the statistics collector may not count the rows yet (a
-   * backend reports its inserts once a second at most), so look now, with
-   * those rows.  The look finds the count under a tenth of them and
-   * analyzes. */
+  /* A full batch from a table the planner counts (nearly) empty: the
+   * statistics collector may not count the rows yet (a backend reports
+   * its inserts once a second at most), so look now, with that batch.
+   * The look finds the count under a tenth of it and analyzes. */
   int behind = rows > 0 && c->reltuples < (rows + 9) / 10;
   if (!behind && now - c->stats_checked_ms < STATS_CHECK_MS) return JOBQ_OK;
   c->stats_checked_ms = now;
-  c->put_rows = 0;
   jobq_rows *r;
   may_vacuum = may_vacuum && c->vacuum == NULL && !c->vacuum_lock && now >= c->vacuum_next_ms;
   int rc = pg_query(db, PG_TABLE_STATS, SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r);
@@ -1874,22 +1871,19 @@ static int refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
                        : rc;
 }
 
-/* Fewer jobs put than this since the last look count as none: a trickle
- * of puts into a nearly empty table would have it analyzed every second. */
-#define PUT_STATS_MIN 200
-
-/* The look of refresh_stats before a put in a transaction of the
- * library's own, counting the jobs this handle put since the last one;
- * it leaves the vacuums to the claimers, whose work leaves the dead rows.
- * Puts plan their looks for a barrier or a key's jobs once per
- * connection, as every statement; planned on a table that vacuum found
- * empty, they scan the whole table for each job put, and a burst of puts
- * into an idle queue slows down as it fills it: 50000 jobs in batches of
- * 1000 took 80 s here instead of 1.5. */
+/* The look of refresh_stats, once a second, before a put in a
+ * transaction of the library's own; it leaves the vacuums to the
+ * claimers, whose work leaves the dead rows.  Puts plan their looks for
+ * a barrier and for a key's jobs once per connection, as every
+ * statement; planned on a table that vacuum found empty, they scan the
+ * whole table for each job put, and a burst of puts into an idle queue
+ * with no claimer at work slowed down as it filled the table until
+ * autovacuum analyzed it: 50000 jobs in batches of 1000 took 80 s here.
+ * The jobs a put sends are not counted as a claim's batch is: they may
+ * be claimed before the next put, and a producer beside fast workers
+ * would then analyze an empty table at every put. */
 static int put_stats(jobq *db) {
-  pg *c = conn(db);
-  if (!c->lazy) return JOBQ_OK;
-  return refresh_stats(db, c->put_rows >= PUT_STATS_MIN ? c->put_rows : 0, 0);
+  return conn(db)->lazy ? refresh_stats(db, 0, 0) : JOBQ_OK;
 }
 
 static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
@@ -2067,7 +2061,6 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
                NULL, ids, n);
   for (size_t i = 0; i < nall; i++) free(all[i]->p);
   if (rc != JOBQ_OK) return rc;
-  conn(db)->put_rows += (int64_t)n;
   for (size_t i = 0; i < n; i++)
     if (o[i].run_at_ms == 0 && o[i].delay_ms == 0)
       pg_wake(db, o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE);
@@ -2076,9 +2069,7 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
 
 static int pg_insert_later(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id) {
   int rc = put_stats(db);
-  if (rc == JOBQ_OK) rc = query(db, id, a, n, NULL, new_id, 1);
-  if (rc == JOBQ_OK) conn(db)->put_rows++;
-  return rc;
+  return rc == JOBQ_OK ? query(db, id, a, n, NULL, new_id, 1) : rc;
 }
 
 static int ack_id_cmp(const void *a, const void *b) {
