@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <libgen.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +145,7 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 enum {
   SQ_CANDIDATES = JOBQ_Q__COUNT,
   SQ_CLAIM,
+  SQ_CLAIMED,
   SQ_ACK_PLAIN_FIND,
   SQ_ACK_PLAIN_ARCHIVE,
   SQ_ACK_PLAIN_DELETE,
@@ -166,24 +166,32 @@ static int put_rows(int id) {
 static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
     [SQ_CANDIDATES - JOBQ_Q__COUNT] =
         "SELECT id, priority, run_at FROM jobq_jobs WHERE queue = ?1 "
-        "AND state = 'ready' AND run_at <= jobq_now() "
+        "AND state = 'ready' AND run_at <= ?3 "
         "ORDER BY priority DESC, run_at, id LIMIT ?2",
     /* The chosen jobs (?1, a JSON array of ids) marked running in one
-     * statement, started at once or held back (?3); each gets its own
-     * claim token. */
+     * statement, started at once or held back (?3), at ?4 (this machine's
+     * clock, read once for the statement); each gets its own claim token.
+     * The file is this transaction's, so every one of them is still
+     * ready. */
     [SQ_CLAIM - JOBQ_Q__COUNT] =
         "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, started = ?3, "
-        "claim = lower(hex(randomblob(16))), claimed_at = jobq_now(), "
+        "claim = jobq_token(), claimed_at = ?4, "
         "attempts = attempts + 1, cancel_requested = 0, "
-        "deadline_at = CASE WHEN timeout_ms > 0 THEN jobq_now() + timeout_ms END "
-        "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready' "
-        "RETURNING id, queue, payload, attempts, max_attempts, priority, "
-        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at",
+        "deadline_at = CASE WHEN timeout_ms > 0 THEN ?4 + timeout_ms END "
+        "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready'",
+    /* What the claim hands out of the jobs it just marked.  A second
+     * statement rather than RETURNING, which writes each row into a
+     * temporary table first and costs more. */
+    [SQ_CLAIMED - JOBQ_Q__COUNT] =
+        "SELECT id, queue, payload, attempts, max_attempts, priority, "
+        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM jobq_jobs "
+        "WHERE id IN (SELECT value FROM json_each(?1)) AND session = ?2",
     /* Completions of jobs without a barrier, many at a time (see
-     * sq_ack_plain): ?1 is a JSON array of [id, claim] pairs. */
+     * sq_ack_plain): ?1 is a JSON array of ids, whose claim tokens the
+     * caller compares. */
     [SQ_ACK_PLAIN_FIND - JOBQ_Q__COUNT] =
-        "SELECT j.id, j.queue, j.order_key FROM json_each(?1) a CROSS JOIN jobq_jobs j "
-        "ON j.id = a.value ->> 0 WHERE j.claim = a.value ->> 1 AND j.session = ?2 "
+        "SELECT j.id, j.queue, j.order_key, j.claim FROM json_each(?1) a "
+        "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2 "
         "AND j.state = 'running' AND j.barrier = 0 AND "
         "NOT EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY jobq_jobs_barrier "
         "WHERE b.queue = j.queue AND b.barrier = 1)",
@@ -380,6 +388,23 @@ static void fn_now(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_result_int64(ctx, now_ms());
 }
 
+/* jobq_token(): a new claim token, JOBQ_CLAIM_LEN lowercase hex
+ * characters from SQLite's own generator (as randomblob() draws them),
+ * in one call instead of lower(hex(randomblob(16))). */
+static void fn_token(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  static const char hex[] = "0123456789abcdef";
+  unsigned char b[JOBQ_CLAIM_LEN / 2];
+  char t[JOBQ_CLAIM_LEN];
+  sqlite3_randomness((int)sizeof b, b);
+  for (size_t i = 0; i < sizeof b; i++) {
+    t[2 * i] = hex[b[i] >> 4];
+    t[2 * i + 1] = hex[b[i] & 15];
+  }
+  sqlite3_result_text(ctx, t, JOBQ_CLAIM_LEN, SQLITE_TRANSIENT);
+}
+
 static int busy_handler(void *arg, int count) {
   jobq *db = arg;
   sq *c = conn(db);
@@ -532,6 +557,9 @@ static int sq_open(jobq *db, const jobq_url *u) {
   src = sqlite3_create_function(c->db, "jobq_now", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                 NULL, fn_now, NULL, NULL);
   if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_now");
+  src = sqlite3_create_function(c->db, "jobq_token", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                NULL, fn_token, NULL, NULL);
+  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_token");
   /* The file must be a database before anything is written to it. */
   rc = exec(db, "SELECT count(*) FROM sqlite_schema", "reading the database");
   if (rc != JOBQ_OK) return rc;
@@ -753,6 +781,57 @@ static int sq_rollback(jobq *db, int depth) {
   return JOBQ_OK;
 }
 
+/* ---------------------------------------------------------------- id lists */
+
+/* A growing JSON text of ids, made without printf, which took a
+ * twentieth of a drain's instructions when every id of a batch went
+ * through it; on ENOMEM it turns NULL. */
+typedef struct jtext {
+  char *p;
+  size_t len, cap;
+} jtext;
+
+/* Room for more characters and a NUL after them; 0 (and the text NULL)
+ * when there is no memory. */
+static int jt_room(jtext *t, size_t more) {
+  if (t->p == NULL && t->cap != 0) return 0;
+  if (t->p != NULL && t->len + more < t->cap) return 1;
+  size_t cap = (t->len + more + 1) * 2;
+  char *q = realloc(t->p, cap);
+  if (q == NULL) {
+    free(t->p);
+    t->p = NULL;
+    t->cap = 1;
+    return 0;
+  }
+  t->p = q;
+  t->cap = cap;
+  return 1;
+}
+
+static void jt_add(jtext *t, const char *text) {
+  size_t n = strlen(text);
+  if (!jt_room(t, n)) return;
+  memcpy(t->p + t->len, text, n + 1);
+  t->len += n;
+}
+
+/* Appends an id to a JSON array begun with "[", after a comma unless it
+ * is the first. */
+static void jt_id(jtext *t, int64_t v) {
+  char b[24];
+  size_t k = sizeof b - 1;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do {
+    b[--k] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0) b[--k] = '-';
+  if (t->p != NULL && t->len > 0 && t->p[t->len - 1] != '[') b[--k] = ',';
+  b[sizeof b - 1] = '\0';
+  jt_add(t, b + k);
+}
+
 /* ---------------------------------------------------------------- claims */
 
 /*
@@ -778,7 +857,7 @@ static int cand_cmp(const void *a, const void *b) {
 static int candidates(jobq *db, const char *queue, size_t max, cand **c,
                       size_t *n, size_t *cap) {
   jobq_rows *r;
-  int rc = sq_query(db, SQ_CANDIDATES, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max)), &r);
+  int rc = sq_query(db, SQ_CANDIDATES, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max), V_INT(now_ms())), &r);
   if (rc != JOBQ_OK) return rc;
   int got;
   while ((got = sq_next(db, r)) == 1) {
@@ -846,16 +925,18 @@ static int claim_queues(jobq *db, const char *const *queues, size_t nq,
 static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
                 int started, jobq_job *out, size_t *got) {
   /* The ids as a JSON array: "[1,2,3]". */
-  char *list = malloc((to - from) * 21 + 3);
-  if (list == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  size_t len = 0;
-  list[len++] = '[';
-  for (size_t i = from; i < to; i++)
-    len += (size_t)snprintf(list + len, 22, "%s%lld", i > from ? "," : "", (long long)c[i].id);
-  list[len++] = ']';
-  list[len] = '\0';
+  jtext list = {0};
+  jt_add(&list, "[");
+  for (size_t i = from; i < to; i++) jt_id(&list, c[i].id);
+  jt_add(&list, "]");
+  if (list.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   jobq_rows *r;
-  int rc = sq_query(db, SQ_CLAIM, SQL_ARGS(V_TEXT(list), V_TEXT(s->id), V_INT(started)), &r);
+  int rc = sq_query(db, SQ_CLAIM,
+                    SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id), V_INT(started), V_INT(now_ms())), NULL);
+  if (rc == JOBQ_OK && sq_changes(db) != (int64_t)(to - from))
+    rc = jobq__fail(db, JOBQ_EDB, "claimed %lld of %zu ready jobs: expected all of them",
+                    (long long)sq_changes(db), to - from);
+  if (rc == JOBQ_OK) rc = sq_query(db, SQ_CLAIMED, SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id)), &r);
   int failed = 0, row = 0;
   while (rc == JOBQ_OK && *got < to && (row = sq_next(db, r)) == 1) {
     jobq_job *j = &out[*got];
@@ -878,7 +959,7 @@ static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
   }
   if (rc == JOBQ_OK) sq_done(db, r);
   if (row < 0) rc = row;
-  free(list);
+  free(list.p);
   if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   return rc;
 }
@@ -937,36 +1018,6 @@ static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
 
 /* ---------------------------------------------------------------- acks */
 
-/* A growing JSON text; on ENOMEM it turns NULL. */
-typedef struct jtext {
-  char *p;
-  size_t len, cap;
-} jtext;
-
-static void jt_add(jtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void jt_add(jtext *t, const char *fmt, ...) {
-  if (t->p == NULL && t->cap != 0) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) break;
-    if (t->p != NULL && t->len + (size_t)n < t->cap) {
-      t->len += (size_t)n;
-      return;
-    }
-    size_t cap = (t->len + (size_t)n + 1) * 2;
-    char *q = realloc(t->p, cap);
-    if (q == NULL) break;
-    t->p = q;
-    t->cap = cap;
-  }
-  free(t->p);
-  t->p = NULL;
-  t->cap = 1;
-}
-
 /*
  * Plain jobs (no barrier or unique key; keyed ones too, each waiting as
  * jobq__put_plain_prepare() says) put 64 to a statement rather than one: a statement's start and end and its write of the AUTOINCREMENT
@@ -1020,26 +1071,25 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   if (m < 2) return JOBQ_OK;
   key_left *keys = malloc(n * sizeof *keys);
   if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jtext pairs = {0};
-  m = 0;
-  jt_add(&pairs, "[");
+  jtext asked = {0};
+  jt_add(&asked, "[");
   for (size_t i = 0; i < n; i++) {
     if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
-    jt_add(&pairs, "%s[%lld,\"%s\"]", m++ ? "," : "", (long long)acks[i].id, acks[i].claim);
+    jt_id(&asked, acks[i].id);
   }
-  jt_add(&pairs, "]");
+  jt_add(&asked, "]");
   jobq_rows *r;
   /* The values stay bound (not copied) until the rows are read. */
-  int rc = pairs.p == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+  int rc = asked.p == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                            : sq_query(db, SQ_ACK_PLAIN_FIND,
-                                      SQL_ARGS(V_TEXT(pairs.p), V_TEXT(s->id)), &r);
+                                      SQL_ARGS(V_TEXT(asked.p), V_TEXT(s->id)), &r);
   if (rc != JOBQ_OK) {
-    free(pairs.p);
+    free(asked.p);
     free(keys);
     return rc;
   }
-  /* The ids found, each counted done in its queue (lib/counts.c), and
-   * the keys they leave. */
+  /* The ids found whose claim is the one acknowledged, each counted done
+   * in its queue (lib/counts.c), and the keys they leave. */
   jtext ids = {0};
   size_t found = 0, nkeys = 0;
   int row, failed = 0, oom = 0;
@@ -1047,22 +1097,25 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   while ((row = sq_next(db, r)) == 1) {
     int64_t id = sq_col_int(r, 0);
     size_t len;
+    const char *claim = sq_col_bytes(r, 3, &len);
+    jobq_ack *a = NULL;
+    for (size_t i = 0; i < n && a == NULL; i++)
+      if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) a = &acks[i];
+    if (a == NULL || claim == NULL || len != strlen(a->claim) || memcmp(claim, a->claim, len) != 0)
+      continue;
     const char *queue = sq_col_bytes(r, 1, &len);
-    jt_add(&ids, "%s%lld", found++ ? "," : "", (long long)id);
+    jt_id(&ids, id);
+    found++;
     if (!sq_is_null(r, 2) && nkeys < n) {
       keys[nkeys].queue = jobq__col_text(db, r, 1, &oom);
       keys[nkeys++].key = jobq__col_text(db, r, 2, &oom);
     }
-    for (size_t i = 0; i < n; i++) {
-      if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) {
-        acks[i].status = JOBQ_OK;
-        acks[i].outcome = JOBQ_STATE_DONE;
-      }
-    }
+    a->status = JOBQ_OK;
+    a->outcome = JOBQ_STATE_DONE;
     failed |= jobq__count_add(db, queue, 1, 0, 0) != JOBQ_OK;
   }
   sq_done(db, r);
-  free(pairs.p);
+  free(asked.p);
   jt_add(&ids, "]");
   if (row < 0 || failed) rc = row < 0 ? row : db->err;
   else if (ids.p == NULL || oom) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
