@@ -147,7 +147,8 @@ int jobq__identity_check_row(jobq *db, jobq_rows *r);
  * back to the clock and pid).  jobq__rand() draws from db's generator. */
 void jobq__random(void *buf, size_t len);
 uint64_t jobq__rand(jobq *db);
-/* 2*len lowercase hex characters of random bytes, NUL-terminated. */
+/* 2*len lowercase hex characters of random bytes, NUL-terminated, from
+ * one draw of the kernel's randomness however many are asked for. */
 void jobq__random_hex(char *out, size_t len);
 /* A random (version 4) UUID in its 36-character form. */
 void jobq__uuid(char out[37]);

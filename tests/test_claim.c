@@ -245,14 +245,15 @@ static void test_claimed_job_fields(void **state) {
 }
 
 /* A batch gives every job a token of its own, and the one each job was
- * handed is the one its row holds. */
+ * handed is the one its row holds: 40 of them, more random bytes than
+ * one draw of 64 would give. */
 static void test_batch_tokens_are_each_jobs_own(void **state) {
   tq *t = *state;
-  enum { N = 5 };
+  enum { N = 40 };
   for (int k = 0; k < N; k++) th_put(t->db, "b", NULL);
   jobq_session *s = th_session(t->db, 0);
   size_t n;
-  jobq_job *j = th_claim(s, "b", 10, &n);
+  jobq_job *j = th_claim(s, "b", N, &n);
   assert_int_equal(n, N);
   for (size_t a = 0; a < n; a++) {
     assert_int_equal(strspn(j[a].claim, "0123456789abcdef"), JOBQ_CLAIM_LEN);

@@ -1693,10 +1693,16 @@ static int mark(jobq *db, jobq_session *s, claimed *cl, size_t n) {
   int64_t now = 0;
   int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
   if (rc != JOBQ_OK) return rc;
+  /* The tokens come from one draw. */
+  char *tokens = malloc(n * JOBQ_CLAIM_LEN + 1);
+  if (tokens == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  jobq__random_hex(tokens, n * JOBQ_CLAIM_LEN / 2);
   for (size_t i = 0; i < n; i++) {
-    jobq__random_hex(cl[i].job.claim, JOBQ_CLAIM_LEN / 2);
+    memcpy(cl[i].job.claim, tokens + i * JOBQ_CLAIM_LEN, JOBQ_CLAIM_LEN);
+    cl[i].job.claim[JOBQ_CLAIM_LEN] = '\0';
     cl[i].job.claimed_at_ms = now;
   }
+  free(tokens);
   size_t done = 0;
   while (done < n) {
     /* A chunk never straddles the start_now line. */

@@ -1905,21 +1905,26 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
   /* A claim token for each job it may claim: a random start the claim's
    * tokens share, so that its jobs can be found when no reply told which
    * they are, and a random rest for each, so that one job's token does
-   * not tell another's. */
+   * not tell another's.  The rests come from one draw. */
+  enum { REST = JOBQ_CLAIM_LEN - CLAIM_PREFIX };
   char t[JOBQ_CLAIM_LEN + 1];
   jobq__random_hex(t, CLAIM_PREFIX / 2);
+  char *rest = malloc(max * REST + 1);
   array tok;
   arr_begin(&tok, OID_TEXT, max);
-  for (size_t i = 0; i < max; i++) {
-    jobq__random_hex(t + CLAIM_PREFIX, (JOBQ_CLAIM_LEN - CLAIM_PREFIX) / 2);
+  if (rest != NULL) jobq__random_hex(rest, max * REST / 2);
+  for (size_t i = 0; i < max && rest != NULL; i++) {
+    memcpy(t + CLAIM_PREFIX, rest + i * REST, REST);
     arr_bytes(&tok, t, JOBQ_CLAIM_LEN);
   }
   t[CLAIM_PREFIX] = '\0';
-  if (tok.failed) {
+  if (tok.failed || rest == NULL) {
     free(a.p);
     free(tok.p);
+    free(rest);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
+  free(rest);
   /* The claim is the last statement of the transaction (store.h): in the
    * library's own, the counters, the wake-ups and the COMMIT go after it
    * in its round trip, so that the rows it locks are held for no round
