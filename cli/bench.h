@@ -30,6 +30,7 @@ struct bench_machine {
   char durability[512];   /* and its "durability" check */
   char flush_dir[PATH_MAX];
   double flush_ms;        /* a 4 KiB write and its flush there; -1: not measured */
+  double flush_idle_ms;   /* the same after a pause asleep; -1: not measured */
   char flush_why[PATH_MAX + 64]; /* why not */
 };
 

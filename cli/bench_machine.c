@@ -3,7 +3,9 @@
  * can be read against another machine's: the cores, memory, processor and
  * system of this machine, the store's server and durability as `jobq
  * doctor` reports them, and how long this machine's disk takes to flush a
- * small write, which bounds every durable commit of a database on it.
+ * small write, which bounds every durable commit of a database on it:
+ * back to back, as in a drain, and after a pause, as in the latency
+ * workload, where the machine has gone idle between jobs.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -20,6 +22,8 @@
 
 #define FLUSH_WRITES 200
 #define FLUSH_BLOCK 4096
+#define FLUSH_IDLE_WRITES 30
+#define FLUSH_IDLE_PAUSE 0.02 /* s: the latency workload puts 50 jobs a second */
 
 /* The first "model name" of /proc/cpuinfo, or "". */
 static void cpu_model(char *buf, size_t size) {
@@ -38,10 +42,11 @@ static void cpu_model(char *buf, size_t size) {
   fclose(f);
 }
 
-/* The median time (ms) of FLUSH_WRITES blocks appended to a new file in
- * dir, each followed by fdatasync(), as a database's log is written; -1
- * with why set when the folder does not allow it. */
-static double flush_ms(const char *dir, char *why, size_t len) {
+/* The median time (ms) of writes blocks appended to a new file in dir,
+ * each followed by fdatasync() (as a database's log is written) and, when
+ * pause is not 0, each after that many seconds asleep; -1 with why set
+ * when the folder does not allow it. */
+static double flush_ms(const char *dir, int writes, double pause, char *why, size_t len) {
   /* A name of its own: an SQLite database's folder is the user's. */
   static const char unique[] = "XXXXXX"; /* mkstemp() fills it in */
   char path[PATH_MAX + 32];
@@ -54,7 +59,8 @@ static double flush_ms(const char *dir, char *why, size_t len) {
   static const char block[FLUSH_BLOCK];
   double ms[FLUSH_WRITES];
   int n = 0;
-  for (; n < FLUSH_WRITES; n++) {
+  for (; n < writes && n < FLUSH_WRITES; n++) {
+    if (pause > 0) bench_sleep(pause);
     double t0 = bench_now();
     if (write(fd, block, sizeof block) != (ssize_t)sizeof block || fdatasync(fd) != 0) {
       snprintf(why, len, "cannot write '%s': %s", path, cli_strerror(errno));
@@ -64,9 +70,9 @@ static double flush_ms(const char *dir, char *why, size_t len) {
   }
   close(fd);
   unlink(path);
-  if (n < FLUSH_WRITES) return -1;
-  bench_sort(ms, FLUSH_WRITES);
-  return bench_percentile(ms, FLUSH_WRITES, 50);
+  if (n < writes) return -1;
+  bench_sort(ms, (size_t)n);
+  return bench_percentile(ms, (size_t)n, 50);
 }
 
 /* The detail of the check named name in checks, or "". */
@@ -105,7 +111,10 @@ void bench_machine_read(struct bench_config *cfg, jobq *db) {
     snprintf(copy, sizeof copy, "%s", file);
     snprintf(m->flush_dir, sizeof m->flush_dir, "%s", dirname(copy));
   }
-  m->flush_ms = flush_ms(m->flush_dir, m->flush_why, sizeof m->flush_why);
+  m->flush_ms = flush_ms(m->flush_dir, FLUSH_WRITES, 0, m->flush_why, sizeof m->flush_why);
+  m->flush_idle_ms = m->flush_ms < 0 ? -1
+                                     : flush_ms(m->flush_dir, FLUSH_IDLE_WRITES, FLUSH_IDLE_PAUSE,
+                                                m->flush_why, sizeof m->flush_why);
 }
 
 void bench_machine_print(const struct bench_config *cfg) {
@@ -115,16 +124,20 @@ void bench_machine_print(const struct bench_config *cfg) {
             m->system[0] ? m->system : "an unknown system");
   if (m->server[0])
     cli_error("server: %s%s%s", m->server, m->durability[0] ? "; " : "", m->durability);
-  if (m->flush_ms >= 0)
-    cli_error("disk: a 4 KiB write and its flush take %.3f ms in '%s' (median of %d)",
-              m->flush_ms, m->flush_dir, FLUSH_WRITES);
+  if (m->flush_ms >= 0 && m->flush_idle_ms >= 0)
+    cli_error("disk: a 4 KiB write and its flush take %.3f ms in '%s' (median of %d), "
+              "%.3f ms after %.0f ms asleep (median of %d)",
+              m->flush_ms, m->flush_dir, FLUSH_WRITES, m->flush_idle_ms,
+              FLUSH_IDLE_PAUSE * 1000, FLUSH_IDLE_WRITES);
   else
     cli_error("disk: not measured: %s", m->flush_why);
 }
 
 void bench_machine_summary(const struct bench_machine *m, char *buf, size_t size) {
-  char flush[64] = "";
-  if (m->flush_ms >= 0) snprintf(flush, sizeof flush, "; disk flush %.3f ms", m->flush_ms);
+  char flush[96] = "";
+  if (m->flush_ms >= 0 && m->flush_idle_ms >= 0)
+    snprintf(flush, sizeof flush, "; disk flush %.3f ms, %.3f after a pause", m->flush_ms,
+             m->flush_idle_ms);
   snprintf(buf, size, "%ld cores%s%s%s, %.1f GiB, %s%s%s%s", m->cores, m->cpu[0] ? " (" : "",
            m->cpu, m->cpu[0] ? ")" : "", m->memory / (1 << 30), m->system,
            m->server[0] ? "; " : "", m->server, flush);
@@ -140,5 +153,7 @@ json_t *bench_machine_json(const struct bench_machine *m) {
   cli_json_set(o, "durability", cli_json_str(m->durability));
   cli_json_set(o, "flush_dir", cli_json_str(m->flush_dir));
   cli_json_set(o, "flush_ms", m->flush_ms >= 0 ? json_real(m->flush_ms) : json_null());
+  cli_json_set(o, "flush_idle_ms",
+               m->flush_idle_ms >= 0 ? json_real(m->flush_idle_ms) : json_null());
   return o;
 }

@@ -20,13 +20,14 @@ errors = []
 if doc.get("store") != store:
     errors.append("store is %r, expected %r" % (doc.get("store"), store))
 # What it ran on: this machine's facts, the store's server as `jobq
-# doctor` names it, and a disk flush measured in a folder of its own.
+# doctor` names it, and a disk flush measured in a folder of its own,
+# back to back and after a pause.
 m = doc.get("machine", {})
 server = {"sqlite": "SQLite ", "postgres": "PostgreSQL ", "mysql": "Maria"}[store]
 if not (m.get("cores", 0) >= 1 and m.get("memory_bytes", 0) > 2**20 and
         m.get("system", "").startswith("Linux ") and server in m.get("server", "") and
         m.get("durability") and m.get("flush_dir", "").startswith("/") and
-        0 < (m.get("flush_ms") or 0) < 1000):
+        0 < (m.get("flush_ms") or 0) < 1000 and 0 < (m.get("flush_idle_ms") or 0) < 1000):
     errors.append("machine %s" % m)
 names = [w["name"] for w in doc["workloads"]]
 want = ["enqueue", "drain", "latency", "scale", "backlog", "keys", "failures", "ceiling", "foreman"]
@@ -213,8 +214,10 @@ t_all_sqlite_json_csv_plot() {
   expect_err_has "machine: $(nproc) cores"
   expect_err_has "server: SQLite "
   expect_err_has "disk: a 4 KiB write and its flush take"
+  expect_err_has "ms after 20 ms asleep (median of 30)"
   expect_err_has "in '$(dirname "$DB")'"
-  grep -q 'disk flush [0-9.]* ms' "$D/b.svg" || fail "the drawing does not say what it ran on"
+  grep -q 'disk flush [0-9.]* ms, [0-9.]* after a pause' "$D/b.svg" ||
+    fail "the drawing does not say what it ran on"
   check_json "$T_OUT" sqlite || fail "the JSON document is not right: $(head -c 300 "$T_OUT")"
   # The CSV: a header and one row of five fields per measurement.
   head -n 1 "$D/b.csv" | grep -qx 'workload,variant,metric,value,unit' ||
