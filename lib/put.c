@@ -106,7 +106,12 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) by[i] = &opts[i];
-  if (rc == JOBQ_OK) qsort(by, n, sizeof *by, queue_key_cmp);
+  /* A batch is mostly of one queue, and often already in this order:
+   * one pass finds out, where sorting it took 3 % of a put's work. */
+  int sorted = 1;
+  for (size_t i = 1; i < n && rc == JOBQ_OK && sorted; i++)
+    sorted = queue_key_cmp(&by[i - 1], &by[i]) <= 0;
+  if (rc == JOBQ_OK && !sorted) qsort(by, n, sizeof *by, queue_key_cmp);
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
     jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
