@@ -313,6 +313,33 @@ static int follow_ups(jobq *db, const jobq_archive_row *r, const jobq_jobref *co
   return rc;
 }
 
+/* The holds of the dead heads among jobs[0..n) whose queue's policy is
+ * 'block' (blocks[i]), written eight to a statement (the rest one at a
+ * time) in the batch's order, which is the lock order; blocks[] is then
+ * cleared, as nothing more is to be written for them. */
+static int hold_keys(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
+                     size_t n, unsigned char *blocks) {
+  enum { ROWS = 8 };
+  jobq_val v[ROWS * 3];
+  size_t k = 0;
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    int hold = blocks[i] && r[i].state == JOBQ_STATE_DEAD && jobs[i]->key != NULL;
+    blocks[i] = 0;
+    if (!hold) continue;
+    v[3 * k] = V_TEXT(jobs[i]->queue);
+    v[3 * k + 1] = V_TEXT(jobs[i]->key);
+    v[3 * k + 2] = V_INT(jobs[i]->id);
+    if (++k == ROWS) {
+      rc = jobq__sql_run(db, JOBQ_Q_BLOCK_8, v, 3 * ROWS);
+      k = 0;
+    }
+  }
+  for (size_t i = 0; i < k && rc == JOBQ_OK; i++)
+    rc = jobq__sql_run(db, JOBQ_Q_BLOCK, &v[3 * i], 3);
+  return rc;
+}
+
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n) {
   if (n == 0) return JOBQ_OK;
@@ -321,8 +348,11 @@ int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *c
                                           : db->store->archive(db, r, n);
   /* Each key has one running job: the keys of the batch are distinct,
    * and each one's next job goes after all of them left.  Most keys
-   * often have none: those are found at once. */
+   * often have none: those are found at once.  A key that a dead head
+   * now holds is not looked at (left[i] is 0), and its hold is written
+   * with the others' before the counters. */
   if (rc == JOBQ_OK) rc = follow_ups(db, r, jobs, n, blocks, left);
+  if (rc == JOBQ_OK) rc = hold_keys(db, r, jobs, n, blocks);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
     rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, blocks[i], left[i]);
   free(blocks);

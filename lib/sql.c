@@ -49,6 +49,11 @@
   "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
   "IS NULL AND unique_key IS NULL AND barrier = 0"
 
+/* Eight rows of (queue, key, job id): ?1 to ?24. */
+#define BLOCK_ROWS_8                                                          \
+  "(?1, ?2, ?3), (?4, ?5, ?6), (?7, ?8, ?9), (?10, ?11, ?12), (?13, ?14, "    \
+  "?15), (?16, ?17, ?18), (?19, ?20, ?21), (?22, ?23, ?24)"
+
 typedef struct text {
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
@@ -146,6 +151,12 @@ static const text texts[JOBQ_Q__COUNT] = {
          "(?1, ?2, ?3) ON CONFLICT (queue, order_key) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_blocked(queue, order_key, job_id) "
                   "VALUES (?1, ?2, ?3)"},
+    /* Eight holds at a time (lib/order.c, hold_keys). */
+    [JOBQ_Q_BLOCK_8] =
+        {.common = "INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES " BLOCK_ROWS_8
+                   " ON CONFLICT (queue, order_key) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_blocked(queue, order_key, job_id) "
+                  "VALUES " BLOCK_ROWS_8},
     [JOBQ_Q_UNBLOCK] = {.common = "DELETE FROM jobq_blocked WHERE job_id = ?1"},
     [JOBQ_Q_BLOCKED_BY] = {.common = "SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
     [JOBQ_Q_MAKE_READY] = {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},

@@ -30,7 +30,8 @@
 #define JOBQ_SQL_STATEMENTS(X)                                              \
   X(NOW) X(IDENT) X(QUEUE_ENSURE) X(UNIQUE_FIND) X(ANY_BEFORE)             \
   X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN)                           \
-  X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(UNBLOCK) X(BLOCKED_BY)    \
+  X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
+  X(BLOCKED_BY)                                                             \
   X(MAKE_READY) X(INSERT_JOB) X(SESSION_INSERT) X(SESSION_LOCK)             \
   X(CLAIM_ENTER) X(CLAIM_HELD)                                              \
   X(SESSION_DELETE) X(SESSION_JOBS) X(SESSION_STARTED) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \

@@ -509,6 +509,53 @@ static void test_ack_many_keyed_dead(void **state) {
   jobq_session_close(s);
 }
 
+/* The dead heads of 21 keys failed in one batch under 'block' each hold
+ * their own key (eight holds a statement, the rest one at a time): with
+ * the holds of the even keys cancelled, exactly their next jobs run. */
+static void test_ack_many_dead_heads_hold_their_keys(void **state) {
+  tq *t = *state;
+  enum { K = 21 };
+  jobq_session *s = th_session(t->db, 0);
+  int64_t head[K], next[K];
+  char keys[K][8];
+  for (int round = 0; round < 2; round++) {
+    for (int k = 0; k < K; k++) {
+      jobq_put_opts o;
+      jobq_put_opts_init(&o);
+      o.queue = "holds";
+      snprintf(keys[k], sizeof keys[k], "k%02d", k);
+      o.key = keys[k];
+      o.max_attempts = 1;
+      (round == 0 ? head : next)[k] = th_put_opts(t->db, &o);
+    }
+  }
+  size_t n;
+  jobq_job *j = th_claim(s, "holds", 2 * K, &n);
+  assert_int_equal(n, K);
+  jobq_ack a[K];
+  for (size_t k = 0; k < n; k++) {
+    assert_int_equal(j[k].id, head[k]);
+    jobq_ack_init(&a[k], &j[k], JOBQ_ACK_FAIL);
+  }
+  assert_rc(jobq_ack_many(s, a, n), JOBQ_OK);
+  jobq_jobs_free(j, n);
+  for (int k = 0; k < K; k++) {
+    assert_int_equal(a[k].outcome, JOBQ_STATE_DEAD);
+    assert_int_equal(th_state(t->db, next[k]), JOBQ_STATE_WAITING);
+  }
+  for (int k = 0; k < K; k += 2) {
+    int now = 0;
+    assert_rc(jobq_cancel(t->db, head[k], &now), JOBQ_OK);
+    assert_int_equal(now, 1);
+  }
+  j = th_claim(s, "holds", 2 * K, &n);
+  assert_int_equal(n, (K + 1) / 2);
+  for (size_t i = 0; i < n; i++) assert_int_equal(j[i].id, next[2 * i]);
+  th_complete_many(s, j, n);
+  for (int k = 1; k < K; k += 2) assert_int_equal(th_state(t->db, next[k]), JOBQ_STATE_WAITING);
+  jobq_session_close(s);
+}
+
 static void test_fencing(void **state) {
   tq *t = *state;
   int64_t id = put_with(t->db, 5, 1000);
@@ -812,6 +859,7 @@ int main(void) {
       TQ_TEST(test_ack_many_leaving),
       TQ_TEST(test_ack_many_keyed_dead),
       TQ_TEST(test_ack_many_keyed_dead_across_queues),
+      TQ_TEST(test_ack_many_dead_heads_hold_their_keys),
       TQ_TEST(test_fencing),
       TQ_TEST(test_repeated_complete),
       TQ_TEST(test_repeated_in_one_batch),

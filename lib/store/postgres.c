@@ -491,7 +491,7 @@ typedef struct names {
   size_t n, cap;
 } names;
 
-#define MAX_PARAMS 16
+#define MAX_PARAMS 24 /* the most a statement binds: JOBQ_Q_BLOCK_8 */
 #define MAX_LATER 8
 #define CLAIM_PREFIX 16 /* hex characters a claim's tokens share (pg_claim) */
 
