@@ -88,10 +88,13 @@ class Chaos:
         self.put_count = 0
         self.producers = {}        # index -> Popen of the put under way
         # libfaketime preloaded by hand rather than through the faketime
-        # program: that one forks (the pid would not be the foreman's) and
-        # shares a semaphore among all its processes, which deadlocks them
-        # once one is killed while it holds it.
+        # program, which forks (the pid would not be the foreman's).  Either
+        # way it shares a semaphore among the processes that inherit it,
+        # which deadlocks them once one is killed while it holds it (see
+        # is_job), and leaves it in /dev/shm when the foreman is killed
+        # (forget_faketime).
         self.faketime = None
+        self.faked = []            # pids of the foremen started under it
         if a.store != "sqlite":
             for lib in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                         "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"):
@@ -121,7 +124,20 @@ class Chaos:
                              stderr=err, env=self.env(offset), start_new_session=True)
         err.close()
         self.foremen[slot] = p
+        if offset is not None:
+            self.faked.append(p.pid)
         return p
+
+    def forget_faketime(self):
+        """libfaketime's shared memory and semaphore of each foreman that ran
+        under it, named after its pid, which a killed one leaves behind."""
+        for pid in self.faked:
+            for name in ("faketime_shm_%d" % pid, "sem.faketime_sem_%d" % pid):
+                try:
+                    os.unlink(os.path.join("/dev/shm", name))
+                except OSError:
+                    pass
+        self.faked = []
 
     def clock_offset(self, slot):
         """Seconds the clock of the foreman in slot is off: two foremen of
@@ -314,9 +330,19 @@ class Chaos:
             self.event("stall_db_done", None)
 
     def is_job(self, pid):
+        """A job process that may be killed.  Not one that still runs under
+        libfaketime (the exec helper, or job.sh before it runs itself again
+        without it): libfaketime shares a semaphore among all the processes
+        of the foreman that loaded it, even preloaded by hand, and one
+        killed while it holds it leaves every later job of that foreman
+        stuck before it starts."""
         try:
             with open("/proc/%d/cmdline" % pid, "rb") as f:
-                return b"job.sh" in f.read()
+                if b"job.sh" not in f.read():
+                    return False
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                return not any(v.startswith(b"LD_PRELOAD=") and b"faketime" in v
+                               for v in f.read().split(b"\0"))
         except OSError:
             return False
 
@@ -430,6 +456,7 @@ class Chaos:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        self.forget_faketime()
 
     def kill_all(self):
         """Whatever is still running when the run ends early."""
@@ -438,6 +465,7 @@ class Chaos:
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+        self.forget_faketime()
 
     # ------------------------------------------------------------ checks
 
