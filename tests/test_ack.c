@@ -517,7 +517,7 @@ static void test_ack_many_dead_heads_hold_their_keys(void **state) {
   enum { K = 21 };
   jobq_session *s = th_session(t->db, 0);
   int64_t head[K], next[K];
-  char keys[K][8];
+  char keys[K][16];
   for (int round = 0; round < 2; round++) {
     for (int k = 0; k < K; k++) {
       jobq_put_opts o;
