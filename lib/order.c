@@ -315,18 +315,15 @@ static int follow_ups(jobq *db, const jobq_archive_row *r, const jobq_jobref *co
 
 /* The holds of the dead heads among jobs[0..n) whose queue's policy is
  * 'block' (blocks[i]), written eight to a statement (the rest one at a
- * time) in the batch's order, which is the lock order; blocks[] is then
- * cleared, as nothing more is to be written for them. */
+ * time) in the batch's order, which is the lock order. */
 static int hold_keys(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
-                     size_t n, unsigned char *blocks) {
+                     size_t n, const unsigned char *blocks) {
   enum { ROWS = 8 };
   jobq_val v[ROWS * 3];
   size_t k = 0;
   int rc = JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    int hold = blocks[i] && r[i].state == JOBQ_STATE_DEAD && jobs[i]->key != NULL;
-    blocks[i] = 0;
-    if (!hold) continue;
+    if (!blocks[i] || r[i].state != JOBQ_STATE_DEAD || jobs[i]->key == NULL) continue;
     v[3 * k] = V_TEXT(jobs[i]->queue);
     v[3 * k + 1] = V_TEXT(jobs[i]->key);
     v[3 * k + 2] = V_INT(jobs[i]->id);
@@ -349,12 +346,12 @@ int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *c
   /* Each key has one running job: the keys of the batch are distinct,
    * and each one's next job goes after all of them left.  Most keys
    * often have none: those are found at once.  A key that a dead head
-   * now holds is not looked at (left[i] is 0), and its hold is written
-   * with the others' before the counters. */
+   * now holds is not looked at (left[i] is 0), and all the holds are
+   * written here, so archived() writes none (blocks 0). */
   if (rc == JOBQ_OK) rc = follow_ups(db, r, jobs, n, blocks, left);
   if (rc == JOBQ_OK) rc = hold_keys(db, r, jobs, n, blocks);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, blocks[i], left[i]);
+    rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, 0, left[i]);
   free(blocks);
   free(left);
   /* A barrier waits for the jobs before it: each queue's is looked at
