@@ -147,6 +147,9 @@ int jobq__identity_check_row(jobq *db, jobq_rows *r);
  * back to the clock and pid).  jobq__rand() draws from db's generator. */
 void jobq__random(void *buf, size_t len);
 uint64_t jobq__rand(jobq *db);
+/* bytes[0..len) as 2*len lowercase hex characters, NUL-terminated; out
+ * may be bytes - len, as jobq__random_hex() uses it. */
+void jobq__hex(char *out, const unsigned char *bytes, size_t len);
 /* 2*len lowercase hex characters of random bytes, NUL-terminated, from
  * one draw of the kernel's randomness however many are asked for. */
 void jobq__random_hex(char *out, size_t len);

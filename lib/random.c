@@ -40,19 +40,23 @@ uint64_t jobq__rand(jobq *db) {
   return x;
 }
 
-void jobq__random_hex(char *out, size_t len) {
+void jobq__hex(char *out, const unsigned char *bytes, size_t len) {
   static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < len; i++) {
+    unsigned char b = bytes[i];
+    out[2 * i] = hex[b >> 4];
+    out[2 * i + 1] = hex[b & 15];
+  }
+  out[2 * len] = '\0';
+}
+
+void jobq__random_hex(char *out, size_t len) {
   /* One draw into the back half of out, spelled out from the front: the
    * two characters of byte i land at 2i and 2i+1, never past len+i, so
    * no byte is overwritten before it is read. */
   unsigned char *raw = (unsigned char *)out + len;
   jobq__random(raw, len);
-  for (size_t i = 0; i < len; i++) {
-    unsigned char b = raw[i];
-    out[2 * i] = hex[b >> 4];
-    out[2 * i + 1] = hex[b & 15];
-  }
-  out[2 * len] = '\0';
+  jobq__hex(out, raw, len);
 }
 
 void jobq__uuid(char out[37]) {

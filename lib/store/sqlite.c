@@ -394,14 +394,10 @@ static void fn_now(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void fn_token(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
-  static const char hex[] = "0123456789abcdef";
   unsigned char b[JOBQ_CLAIM_LEN / 2];
-  char t[JOBQ_CLAIM_LEN];
+  char t[JOBQ_CLAIM_LEN + 1];
   sqlite3_randomness((int)sizeof b, b);
-  for (size_t i = 0; i < sizeof b; i++) {
-    t[2 * i] = hex[b[i] >> 4];
-    t[2 * i + 1] = hex[b[i] & 15];
-  }
+  jobq__hex(t, b, sizeof b);
   sqlite3_result_text(ctx, t, JOBQ_CLAIM_LEN, SQLITE_TRANSIENT);
 }
 
