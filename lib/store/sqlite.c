@@ -181,11 +181,13 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
         "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready'",
     /* What the claim hands out of the jobs it just marked.  A second
      * statement rather than RETURNING, which writes each row into a
-     * temporary table first and costs more. */
+     * temporary table first and costs more; a join on the list rather
+     * than IN (SELECT ...), which copies the list into a temporary index
+     * first (the ids are distinct). */
     [SQ_CLAIMED - JOBQ_Q__COUNT] =
-        "SELECT id, queue, payload, attempts, max_attempts, priority, "
-        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM jobq_jobs "
-        "WHERE id IN (SELECT value FROM json_each(?1)) AND session = ?2",
+        "SELECT j.id, queue, payload, attempts, max_attempts, priority, "
+        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM json_each(?1) a "
+        "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2",
     /* Completions of jobs without a barrier, many at a time (see
      * sq_ack_plain): ?1 is a JSON array of ids, whose claim tokens the
      * caller compares. */
@@ -195,16 +197,17 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
         "AND j.state = 'running' AND j.barrier = 0 AND "
         "NOT EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY jobq_jobs_barrier "
         "WHERE b.queue = j.queue AND b.barrier = 1)",
-    /* ?1: a JSON array of the ids found. */
+    /* ?1: a JSON array of the ids found (distinct), joined as in
+     * SQ_CLAIMED. */
     [SQ_ACK_PLAIN_ARCHIVE - JOBQ_Q__COUNT] =
         "INSERT OR FAIL INTO jobq_done(id, queue, priority, run_at, outcome, "
         "order_key, barrier, unique_key, payload, result, attempts, "
         "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
-        "claimed_at, finished_at, last_error, prev_lost) SELECT id, queue, "
+        "claimed_at, finished_at, last_error, prev_lost) SELECT j.id, queue, "
         "priority, run_at, 'done', order_key, barrier, unique_key, payload, "
         "x'', attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "
         "created_at, claimed_at, jobq_now(), last_error, prev_lost FROM "
-        "jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
+        "json_each(?1) a CROSS JOIN jobq_jobs j ON j.id = a.value",
     [SQ_ACK_PLAIN_DELETE - JOBQ_Q__COUNT] =
         "DELETE FROM jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
     [SQ_ACK_RESULT - JOBQ_Q__COUNT] =
@@ -955,6 +958,9 @@ static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
   }
   if (rc == JOBQ_OK) sq_done(db, r);
   if (row < 0) rc = row;
+  if (rc == JOBQ_OK && *got != to)
+    rc = jobq__fail(db, JOBQ_EDB, "read back %zu of the %zu jobs claimed: expected all of them",
+                    *got - from, to - from);
   free(list.p);
   if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   return rc;
@@ -995,7 +1001,8 @@ static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
     jobq_jobs_free(out, got);
     return rc;
   }
-  /* RETURNING hands rows back in no promised order: claim order it is. */
+  /* SQ_CLAIMED promises no order (it reads the list's, which is claim
+   * order): claim order it is, in one pass when already so. */
   for (size_t i = 1; i < got; i++) {
     for (size_t k = i; k > 0 && cand_cmp(&c[k], &c[k - 1]) < 0; k--) {
       cand tc = c[k];
