@@ -608,8 +608,8 @@ void jobq_checks_free(jobq_check *checks, size_t n);
 /* ---------------------------------------------------------------- parsing helpers */
 
 /* "250ms", "30s", "5m", "1h", "2d" (and combinations like "1m30s") into
- * milliseconds.  JOBQ_EINVAL for a missing unit, a negative value or an
- * overflow. */
+ * milliseconds; "0" alone needs no unit.  JOBQ_EINVAL for a missing unit,
+ * a negative value or an overflow. */
 int jobq_parse_duration(const char *text, int64_t *ms);
 /* "1048576", "512KiB", "1MiB", "2MB" into bytes. */
 int jobq_parse_size(const char *text, int64_t *bytes);

@@ -16,6 +16,11 @@ int jobq_parse_duration(const char *text, int64_t *ms) {
   } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
                {"d", 86400000}};
   if (text == NULL || *text == '\0') return JOBQ_EINVAL;
+  /* Zero is zero in any unit: the one number that needs none. */
+  if (strcmp(text, "0") == 0) {
+    *ms = 0;
+    return JOBQ_OK;
+  }
   const char *p = text;
   int64_t total = 0;
   while (*p != '\0') {

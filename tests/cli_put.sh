@@ -48,6 +48,10 @@ t_delay() {
   bad_put "'-5s'" --delay -5s p
   bad_put "'10x'" --delay 10x p
   bad_put "'10'" --delay 10 p
+  bad_put "'00'" --delay 00 p
+  # Zero needs no unit.
+  run put --delay 0 p
+  expect_rc 0
 }
 
 t_key_too_long() {

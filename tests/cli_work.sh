@@ -27,6 +27,10 @@ t_usage_errors() {
   run work --lease 50ms -- true
   expect_rc 2
   expect_err_has "invalid --lease '50ms': expected a duration of at least 100ms"
+  # A bare 0 is a duration (zero needs no unit), here one too short.
+  run work --lease 0 -- true
+  expect_rc 2
+  expect_err_has "invalid --lease '0': expected a duration of at least 100ms"
   run work -q BAD -- true
   expect_rc 2
   expect_err_has "invalid --queue 'BAD'"

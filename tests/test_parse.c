@@ -21,7 +21,7 @@ static void test_durations(void **state) {
   } good[] = {{"250ms", 250},       {"30s", 30000},        {"5m", 300000},
               {"1h", 3600000},      {"2d", 172800000},     {"1m30s", 90000},
               {"0s", 0},            {"1h2m3s4ms", 3723004}, {"100ms", 100},
-              {"90m", 5400000}};
+              {"90m", 5400000},     {"0", 0}};
   for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
     int64_t ms = -1;
     int rc = jobq_parse_duration(good[k].text, &ms);
@@ -33,7 +33,7 @@ static void test_durations(void **state) {
   static const char *const bad[] = {
       "",   "10", "-5s",   "10x",   "99999999999999999999h", "9223372036854775807d",
       "s",  "ms", "1m30",  "5sec",  "0x10s",                 "1h-5m",
-      "-0s"};
+      "-0s", "00", "0 ", "01s0"};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     int64_t ms = 4242;
     int rc = jobq_parse_duration(bad[k], &ms);
