@@ -165,7 +165,9 @@ int jobq_rollback(jobq *db);
 /* The engine's connection: sqlite3 * for SQLite, PGconn * for PostgreSQL,
  * MYSQL * for MariaDB/MySQL.  Owned by db.  The library loads libpq and
  * libmariadb when a URL needs them; a program that calls them itself
- * links them itself (-lpq, -lmariadb) and gets the same library. */
+ * links them itself (-lpq, -lmariadb) and gets the same library.  On
+ * SQLite, leave its busy handler, WAL hook and wal_autocheckpoint as they
+ * are: jobq's waits and checkpoints are set there. */
 void *jobq_native(jobq *db);
 
 /* ---------------------------------------------------------------- names and limits */
