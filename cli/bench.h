@@ -155,10 +155,11 @@ enum bench_ceiling_mode { BENCH_BARE, BENCH_FENCED, BENCH_ARCHIVED };
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
                        int mode, int64_t rows, const char *label, double *rate,
                        struct bench_run *run);
-/* The latency floor of bench_ceiling.c (PostgreSQL): a stamped row put
- * and notified in one durable commit, BENCH_LATENCY_RATE a second, as the
+/* The latency floor of bench_ceiling.c (PostgreSQL and SQLite): a stamped
+ * row put in one durable commit, BENCH_LATENCY_RATE a second, as the
  * latency workload puts its jobs, and claimed by a listener woken by the
- * notification in one durable commit, with nothing of jobq in between.
+ * put (NOTIFY, or its write to SQLite's log) in one durable commit, with
+ * nothing of jobq in between.
  * Adds "ceiling", "latency floor", p50/p99/max in ms. */
 int bench_latency_floor(const struct bench_config *cfg, jobq *db,
                         struct bench_report *rep, struct bench_run *run);

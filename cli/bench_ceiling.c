@@ -24,9 +24,10 @@
  * adds to it a wider row, the claim's order by priority and run time,
  * its counters and its session.
  *
- * On PostgreSQL the workload ends with the latency floor: a put and a
- * claim of bare SQL, each one durable commit, the claimer woken by
- * NOTIFY, timed as the latency workload times jobq (see struct floor).
+ * On PostgreSQL and SQLite the workload ends with the latency floor: a
+ * put and a claim of bare SQL, each one durable commit, the claimer woken
+ * by NOTIFY or by the put's write to the log, timed as the latency
+ * workload times jobq (see struct floor).
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -611,19 +614,27 @@ static int sq_claimer(sqlite3 *db, const struct ceiling *c) {
 
 /* ---------------------------------------------------------------- the latency floor */
 
-/* A put and a claim with nothing of jobq between them, on PostgreSQL: the
- * parent puts a stamped row and notifies the listener in one statement,
- * one durable commit as jobq's put is, at the latency workload's pace; a
- * listener process, woken by the notification, claims the oldest ready row
- * under a token in one statement, one durable commit as the least a fenced
- * claim can be, and notes when the claim came back.  Both connections are
- * the store's own (jobq_open), with its settings: synchronous_commit on. */
+/* A put and a claim with nothing of jobq between them: the parent puts a
+ * stamped row, one durable commit as jobq's put is, at the latency
+ * workload's pace; a listener process, woken by the put, claims the oldest
+ * ready row under a token, one durable commit as the least a fenced claim
+ * can be, and notes when the claim came back.  Both connections are the
+ * store's own (jobq_open), with its settings: synchronous_commit on, or
+ * WAL and synchronous=FULL.  On PostgreSQL the put notifies the listener
+ * in the same statement and the claim is one statement.  SQLite has no
+ * notifications: the listener watches the write-ahead log (inotify, as
+ * jobq_watch() does), which wakes it at the put's write, while that
+ * commit still flushes; its claim (BEGIN IMMEDIATE, UPDATE ... RETURNING,
+ * COMMIT) finds the file locked until then and tries again every
+ * SQ_FLOOR_WAIT_NS, the shortest wait that is not a spin. */
 struct floor {
   const struct bench_config *cfg;
   char table[64], channel[64];
   int64_t n;                     /* rows put, the first one a warm-up */
   struct bench_shared *shared;
 };
+
+#define SQ_FLOOR_WAIT_NS 50000L
 
 static int floor_fail(PGresult *res, const char *what) {
   char err[512];
@@ -634,8 +645,8 @@ static int floor_fail(PGresult *res, const char *what) {
 
 /* Claims every ready row, one statement each, noting when each claim came
  * back (after the claim, outside what it measures). */
-static int floor_claim_all(PGconn *pc, const struct floor *f, const char *take,
-                           const char *note) {
+static int pg_floor_claim_all(PGconn *pc, const struct floor *f, const char *take,
+                              const char *note) {
   for (;;) {
     char token[24];
     snprintf(token, sizeof token, "%lld", next_token());
@@ -659,9 +670,10 @@ static int floor_claim_all(PGconn *pc, const struct floor *f, const char *take,
   }
 }
 
-/* The listener: ready once it listens (a listener that could not start
- * ends without being ready), then claims until every row is claimed. */
-static int floor_listener(const void *arg, int index) {
+/* The listener on PostgreSQL: ready once it listens (a listener that could
+ * not start ends without being ready), then claims until every row is
+ * claimed. */
+static int pg_floor_listener(const void *arg, int index) {
   const struct floor *f = arg;
   (void)index;
   jobq *db;
@@ -692,7 +704,7 @@ static int floor_listener(const void *arg, int index) {
     int woken = 0;
     for (PGnotify *nt; (nt = PQnotifies(pc)) != NULL; woken = 1) PQfreemem(nt);
     if (woken) {
-      status = floor_claim_all(pc, f, take, note);
+      status = pg_floor_claim_all(pc, f, take, note);
       continue;
     }
     struct pollfd p = {PQsocket(pc), POLLIN, 0};
@@ -706,76 +718,234 @@ static int floor_listener(const void *arg, int index) {
   return status;
 }
 
+/* The SQLite listener's busy handler, in place of jobq's: see struct
+ * floor.  It gives up after SQ_BUSY_MS, as the ceiling's claimers do. */
+static int sq_floor_busy(void *arg, int count) {
+  (void)arg;
+  if ((long long)count * SQ_FLOOR_WAIT_NS >= SQ_BUSY_MS * 1000000LL) return 0;
+  struct timespec ts = {0, SQ_FLOOR_WAIT_NS};
+  nanosleep(&ts, NULL);
+  return 1;
+}
+
+/* Claims every ready row, one transaction each, noting when each claim's
+ * commit came back (after the commit, outside what it measures). */
+static int sq_floor_claim_all(sqlite3 *h, const struct floor *f, sqlite3_stmt *take,
+                              sqlite3_stmt *note) {
+  char err[512];
+  for (;;) {
+    if (!sq_exec(h, "BEGIN IMMEDIATE", err, sizeof err)) break;
+    sqlite3_bind_int64(take, 1, next_token());
+    int rc = sqlite3_step(take);
+    sqlite3_int64 id = rc == SQLITE_ROW ? sqlite3_column_int64(take, 0) : 0;
+    if (rc == SQLITE_ROW) rc = sqlite3_step(take);
+    sqlite3_reset(take);
+    if (rc != SQLITE_DONE) {
+      sq_fail(h, err, sizeof err);
+      sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+      break;
+    }
+    if (!sq_exec(h, "COMMIT", err, sizeof err)) break;
+    int64_t at = bench_wall_ns();
+    if (id == 0) return 0;
+    sqlite3_bind_int64(note, 1, id);
+    sqlite3_bind_int64(note, 2, at);
+    rc = sqlite3_step(note);
+    sqlite3_reset(note);
+    if (rc != SQLITE_DONE) {
+      sq_fail(h, err, sizeof err);
+      break;
+    }
+    atomic_fetch_add(&f->shared->claimed, 1);
+  }
+  cli_error("ceiling (latency floor): %s", err);
+  return 1;
+}
+
+/* The listener on SQLite: ready once it watches the log, then claims on
+ * every write to it until every row is claimed. */
+static int sq_floor_listener(const void *arg, int index) {
+  const struct floor *f = arg;
+  (void)index;
+  jobq *db;
+  int rc = jobq_open(f->cfg->url, &db);
+  sqlite3 *h = rc == JOBQ_OK ? jobq_native(db) : NULL;
+  if (h == NULL) {
+    cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
+    jobq_close(db);
+    return 1;
+  }
+  sqlite3_busy_handler(h, sq_floor_busy, NULL);
+  char take[256], note[128], wal[4096], err[sizeof wal + 128] = "";
+  snprintf(take, sizeof take,
+           "UPDATE %s SET state = 1, claim = ?1 WHERE id = (SELECT id FROM %s "
+           "WHERE state = 0 ORDER BY id LIMIT 1) RETURNING id",
+           f->table, f->table);
+  snprintf(note, sizeof note, "UPDATE %s SET started_ns = ?2 WHERE id = ?1", f->table);
+  snprintf(wal, sizeof wal, "%s-wal", sqlite3_db_filename(h, "main"));
+  sqlite3_stmt *st_take = sq_prepare(h, take, err, sizeof err);
+  sqlite3_stmt *st_note = st_take != NULL ? sq_prepare(h, note, err, sizeof err) : NULL;
+  int in = st_note != NULL ? inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1;
+  if (in >= 0 && inotify_add_watch(in, wal, IN_MODIFY) < 0) {
+    snprintf(err, sizeof err, "cannot watch '%s': %s", wal, strerror(errno));
+    close(in);
+    in = -1;
+  } else if (in < 0 && st_note != NULL) {
+    snprintf(err, sizeof err, "inotify: %s", strerror(errno));
+  }
+  int status = 1;
+  if (in < 0) {
+    cli_error("ceiling (latency floor): %s", err);
+  } else {
+    atomic_fetch_add(&f->shared->ready, 1);
+    status = bench_await_go(f->shared, 60) == 1 ? 0 : 1;
+  }
+  while (status == 0 && !bench_stop && atomic_load(&f->shared->claimed) < f->n) {
+    struct pollfd p = {in, POLLIN, 0};
+    int woken = poll(&p, 1, 100);
+    if (woken < 0 && errno != EINTR) {
+      cli_error("ceiling (latency floor): waiting for the log: %s", strerror(errno));
+      status = 1;
+    } else if (woken > 0) {
+      /* Read before the claim: a write during it wakes the next poll. */
+      char events[4096];
+      while (read(in, events, sizeof events) > 0) continue;
+      status = sq_floor_claim_all(h, f, st_take, st_note);
+    }
+  }
+  if (in >= 0) close(in);
+  sqlite3_finalize(st_take);
+  sqlite3_finalize(st_note);
+  jobq_close(db);
+  return status;
+}
+
+/* The floor's table: the fenced protocol's state and claim, and when each
+ * row was put and claimed, in Unix ns.  1, or 0 with the error in err. */
+static int floor_create(void *native, const struct floor *f, char *err, size_t size) {
+  char sql[384];
+  if (f->cfg->store == BENCH_POSTGRES) {
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id bigserial PRIMARY KEY, state smallint NOT NULL DEFAULT 0, "
+             "claim bigint, stamp_ns bigint NOT NULL, started_ns bigint); "
+             "CREATE INDEX ON %s(id) WHERE state = 0",
+             f->table, f->table);
+    return pg_exec(native, sql, err, size);
+  }
+  snprintf(sql, sizeof sql,
+           "CREATE TABLE %s (id INTEGER PRIMARY KEY, state INTEGER NOT NULL DEFAULT 0, "
+           "claim INTEGER, stamp_ns INTEGER NOT NULL, started_ns INTEGER); "
+           "CREATE INDEX %s_ready ON %s(id) WHERE state = 0",
+           f->table, f->table, f->table);
+  return sq_exec(native, sql, err, size);
+}
+
+static int floor_drop(void *native, const struct floor *f, char *err, size_t size) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", f->table);
+  return f->cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, size)
+                                         : sq_exec(native, sql, err, size);
+}
+
+/* Puts one row stamped now by put (PostgreSQL: its text; SQLite: st): 1,
+ * or 0 with the error in err. */
+static int floor_put_row(void *native, const struct floor *f, const char *put,
+                         sqlite3_stmt *st, char *err, size_t size) {
+  int64_t stamp = bench_wall_ns();
+  if (st != NULL) {
+    sqlite3_bind_int64(st, 1, stamp);
+    int ok = sqlite3_step(st) == SQLITE_DONE || sq_fail(native, err, size);
+    sqlite3_reset(st);
+    return ok;
+  }
+  char text[24];
+  snprintf(text, sizeof text, "%lld", (long long)stamp);
+  const char *v[] = {text, f->channel};
+  return pg_ok(PQexecParams(native, put, 2, NULL, v, NULL, NULL, 0), err, size);
+}
+
 /* Puts the rows at the latency workload's pace, each stamped just before
  * its statement goes; 0, or -1 after a message in run. */
-static int floor_put(PGconn *pc, const struct floor *f, struct bench_run *run) {
-  char put[256];
-  snprintf(put, sizeof put,
-           "WITH i AS (INSERT INTO %s(stamp_ns) VALUES ($1::bigint) RETURNING 1) "
-           "SELECT pg_notify($2, '') FROM i",
-           f->table);
+static int floor_put(void *native, const struct floor *f, struct bench_run *run) {
+  char put[256], err[512];
+  sqlite3_stmt *st = NULL;
+  if (f->cfg->store == BENCH_POSTGRES) {
+    snprintf(put, sizeof put,
+             "WITH i AS (INSERT INTO %s(stamp_ns) VALUES ($1::bigint) RETURNING 1) "
+             "SELECT pg_notify($2, '') FROM i",
+             f->table);
+  } else {
+    snprintf(put, sizeof put, "INSERT INTO %s(stamp_ns) VALUES (?1)", f->table);
+    if ((st = sq_prepare(native, put, err, sizeof err)) == NULL) {
+      bench_fail(run, "latency floor: %s", err);
+      return -1;
+    }
+  }
   struct cli_progress bar;
   cli_progress_start(&bar, "ceiling (latency floor):", "rows", f->n);
   double t0 = bench_now();
   int status = 0;
   for (int64_t i = 0; i < f->n && status == 0 && !bench_stop; i++) {
     bench_pace(t0, i);
-    char stamp[24];
-    snprintf(stamp, sizeof stamp, "%lld", (long long)bench_wall_ns());
-    const char *v[] = {stamp, f->channel};
-    char err[512];
-    if (!pg_ok(PQexecParams(pc, put, 2, NULL, v, NULL, NULL, 0), err, sizeof err)) {
+    if (!floor_put_row(native, f, put, st, err, sizeof err)) {
       bench_fail(run, "latency floor: putting a row: %s", err);
       status = -1;
     }
     cli_progress_update(&bar, i + 1, i + 1);
   }
   cli_progress_end(&bar);
+  sqlite3_finalize(st);
   return status;
 }
 
 /* The claims' latencies in ms, sorted, the warm-up row left out: *n of
  * them in *out (the caller frees it); 0, or -1 after a message in run. */
-static int floor_read(PGconn *pc, const struct floor *f, double **out, size_t *n,
+static int floor_read(void *native, const struct floor *f, double **out, size_t *n,
                       struct bench_run *run) {
-  char sql[256];
+  char sql[256], err[512];
   snprintf(sql, sizeof sql,
            "SELECT (started_ns - stamp_ns) / 1e6 FROM %s WHERE started_ns IS NOT NULL "
            "AND id > (SELECT min(id) FROM %s)",
            f->table, f->table);
-  PGresult *res = PQexec(pc, sql);
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    char err[512];
+  *n = 0;
+  *out = cli_xmalloc((size_t)f->n * sizeof **out);
+  int ok;
+  if (f->cfg->store == BENCH_POSTGRES) {
+    PGresult *res = PQexec(native, sql);
+    ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+    for (int i = 0; ok && i < PQntuples(res) && *n < (size_t)f->n; i++)
+      (*out)[(*n)++] = strtod(PQgetvalue(res, i, 0), NULL);
     pg_ok(res, err, sizeof err);
+  } else {
+    sqlite3_stmt *st = sq_prepare(native, sql, err, sizeof err);
+    int rc = SQLITE_ERROR;
+    while (st != NULL && (rc = sqlite3_step(st)) == SQLITE_ROW && *n < (size_t)f->n)
+      (*out)[(*n)++] = sqlite3_column_double(st, 0);
+    ok = rc == SQLITE_DONE || (st != NULL && sq_fail(native, err, sizeof err));
+    sqlite3_finalize(st);
+  }
+  if (!ok) {
     bench_fail(run, "latency floor: reading the claims: %s", err);
     return -1;
   }
-  *n = (size_t)PQntuples(res);
-  *out = cli_xmalloc((*n ? *n : 1) * sizeof **out);
-  for (size_t i = 0; i < *n; i++) (*out)[i] = strtod(PQgetvalue(res, (int)i, 0), NULL);
-  PQclear(res);
   bench_sort(*out, *n);
   return 0;
 }
 
 int bench_latency_floor(const struct bench_config *cfg, jobq *db,
                         struct bench_report *rep, struct bench_run *run) {
-  PGconn *pc = jobq_native(db);
-  if (pc == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
+  void *native = jobq_native(db);
+  if (native == NULL) return bench_lib_fail(run, db, JOBQ_ECONN, "the connection");
   struct floor f = {cfg, "", "", bench_latency_jobs(cfg) + 1, NULL};
   snprintf(f.table, sizeof f.table, "jobq_bench_floor_%ld", cfg->pid);
   snprintf(f.channel, sizeof f.channel, "jobq_bench_floor_%ld", cfg->pid);
-  char sql[384], err[512];
-  snprintf(sql, sizeof sql,
-           "CREATE TABLE %s (id bigserial PRIMARY KEY, state smallint NOT NULL DEFAULT 0, "
-           "claim bigint, stamp_ns bigint NOT NULL, started_ns bigint); "
-           "CREATE INDEX ON %s(id) WHERE state = 0",
-           f.table, f.table);
-  if (!pg_exec(pc, sql, err, sizeof err))
+  char err[512];
+  if (!floor_create(native, &f, err, sizeof err))
     return bench_fail(run, "creating table '%s': %s", f.table, err);
   f.shared = bench_shared_new();
   int status = BENCH_OK;
-  pid_t pid = bench_spawn(floor_listener, &f, 0, f.shared);
+  pid_t pid = bench_spawn(cfg->store == BENCH_POSTGRES ? pg_floor_listener : sq_floor_listener,
+                          &f, 0, f.shared);
   if (pid < 0) status = bench_fail(run, "cannot start the latency floor's listener");
   /* The listener listens before the first put. */
   while (status == BENCH_OK && atomic_load(&f.shared->ready) < 1) {
@@ -790,7 +960,7 @@ int bench_latency_floor(const struct bench_config *cfg, jobq *db,
   }
   close(f.shared->go[1]);
   f.shared->go[1] = -1;
-  if (status == BENCH_OK && floor_put(pc, &f, run) != 0) status = BENCH_FAILED;
+  if (status == BENCH_OK && floor_put(native, &f, run) != 0) status = BENCH_FAILED;
   /* It ends once it has claimed every row, milliseconds after the last
    * put: 30 s is a hung one (stopped, and found out below by the rows it
    * did not claim); after a failure it is stopped at once. */
@@ -800,7 +970,7 @@ int bench_latency_floor(const struct bench_config *cfg, jobq *db,
   if (status == BENCH_OK && bench_stop) status = bench_fail(run, "interrupted");
   double *v = NULL;
   size_t nv = 0;
-  if (status == BENCH_OK && floor_read(pc, &f, &v, &nv, run) != 0) status = BENCH_FAILED;
+  if (status == BENCH_OK && floor_read(native, &f, &v, &nv, run) != 0) status = BENCH_FAILED;
   if (status == BENCH_OK && nv != (size_t)(f.n - 1))
     status = bench_fail(run, "latency floor: %zu of %lld rows were claimed", nv,
                         (long long)(f.n - 1));
@@ -811,8 +981,7 @@ int bench_latency_floor(const struct bench_config *cfg, jobq *db,
   }
   free(v);
   bench_shared_free(f.shared);
-  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", f.table);
-  if (!pg_exec(pc, sql, err, sizeof err)) {
+  if (!floor_drop(native, &f, err, sizeof err)) {
     cli_error("could not drop table '%s': %s", f.table, err);
     if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", f.table, err);
   }
@@ -912,5 +1081,5 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
   }
   /* MariaDB/MySQL has nothing to wake a listener with: a worker polls, and
    * a floor there would be the poll interval chosen for it. */
-  return cfg->store == BENCH_POSTGRES ? bench_latency_floor(cfg, db, rep, run) : BENCH_OK;
+  return cfg->store != BENCH_MYSQL ? bench_latency_floor(cfg, db, rep, run) : BENCH_OK;
 }

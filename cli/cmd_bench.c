@@ -37,7 +37,7 @@ static const char usage[] =
     "when its worker is killed holding them),\n"
     "ceiling (bare SQL claims without jobq, deleted in the same\n"
     "transaction, fenced in a second one, and archived as well; on\n"
-    "PostgreSQL also the latency floor of a bare put and claim),\n"
+    "PostgreSQL and SQLite also the latency floor of a bare put and claim),\n"
     "foreman (the peak memory of `jobq work` at -c 64, the CPU and wakeups\n"
     "of an idle one) and, only when named, soak (a steady load for\n"
     "--seconds: claim times and table sizes, first and last).\n"

@@ -105,12 +105,12 @@ if variants("ceiling") != ["bare sql", "fenced sql", "archived sql"]:
 shares = sorted(r["metric"] for r in drain["results"] if r["unit"] == "%")
 if shares != ["of archived ceiling", "of ceiling", "of fenced ceiling"]:
     errors.append("drain library as a share of the ceilings: %s" % shares)
-# The latency floor: PostgreSQL only (MariaDB has no wake-ups to measure).
+# The latency floor: PostgreSQL and SQLite (MariaDB has no wake-ups to measure).
 ceiling = [x for x in doc["workloads"] if x["name"] == "ceiling"][0]
 floor = {r["metric"]: r["value"] for r in ceiling["results"] if r["variant"] == "latency floor"}
 latency = [x for x in doc["workloads"] if x["name"] == "latency"][0]
 over = [r["value"] for r in latency["results"] if r["metric"] == "p50 over floor"]
-if store == "postgres":
+if store in ("postgres", "sqlite"):
     if not 0 < floor.get("p50", 0) <= floor.get("p99", 0) <= floor.get("max", 0):
         errors.append("latency floor %s" % floor)
     if len(over) != 1 or not over[0] > 0:
