@@ -220,8 +220,9 @@ typedef struct sq {
   sqlite3_stmt *stmts[SQ__END];
   int64_t busy_timeout_ms;
   int64_t busy_start_ms;
-  int waited;            /* the busy handler ran since the last BEGIN */
-  int contended;         /* the last BEGIN had to wait */
+  int backed_off;        /* the busy handler went past its quick waits
+                            since the last BEGIN */
+  int contended;         /* ... before the last BEGIN got the lock */
   int checkpointing;     /* wal_hook's checkpoint is waiting for locks */
   char *path;
   int64_t max_size;      /* the url's max_size in bytes, or 0 */
@@ -409,6 +410,10 @@ static void fn_token(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
  * and then for readers to leave the log: a few transactions' time. */
 #define CHECKPOINT_WAIT_MS 10
 
+/* Waits of 0.1 ms before the backoff: 2 ms in all, about the longest a
+ * commit's flush takes after the disk sat idle. */
+#define QUICK_TRIES 20
+
 static int busy_handler(void *arg, int count) {
   jobq *db = arg;
   sq *c = conn(db);
@@ -423,15 +428,17 @@ static int busy_handler(void *arg, int count) {
     nanosleep(&ts, NULL);
     return 1;
   }
-  c->waited = 1;
-  /* 1, 2, 4 ... up to 32 ms, each with jitter in [0.5, 1.5), after three
-   * short waits (0.1, 0.2, 0.4 ms) when the last transaction did not have
-   * to wait.  A lone holder is usually a transaction flushing its commit,
-   * which takes a fraction of a millisecond: a foreman woken by another
-   * process's put tries while it does.  Under contention the waits grow
-   * at once, so that many waiters do not crowd out the holder. */
-  int quick = c->contended ? 0 : 3;
-  int64_t base_us = count < quick ? 100LL << count
+  /* 1, 2, 4 ... up to 32 ms, each with jitter in [0.5, 1.5), after
+   * QUICK_TRIES waits of 0.1 ms unless the last transaction's wait went
+   * past them.  A lone holder is usually a transaction flushing its
+   * commit: a foreman woken by another process's put tries while it does,
+   * every time, and should have the lock within 0.1 ms of that flush's
+   * end however long the flush took (a millisecond and more on a disk
+   * gone idle).  Under contention the waits grow at once, so that many
+   * waiters do not crowd out the holder. */
+  int quick = c->contended ? 0 : QUICK_TRIES;
+  if (count >= quick) c->backed_off = 1;
+  int64_t base_us = count < quick ? 100
                                   : 1000LL << (count - quick < 5 ? count - quick : 5);
   int64_t us = base_us / 2 + (int64_t)(jobq__rand(db) % (uint64_t)base_us);
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
@@ -807,9 +814,9 @@ static int sq_begin(jobq *db, int depth, int lazy) {
   (void)lazy;
   if (depth == 0) {
     sq *c = conn(db);
-    c->waited = 0;
+    c->backed_off = 0;
     int rc = exec(db, "BEGIN IMMEDIATE", "starting a transaction");
-    c->contended = c->waited;
+    c->contended = c->backed_off;
     return rc;
   }
   return exec(db, "SAVEPOINT jobq", "starting a savepoint");
