@@ -66,6 +66,20 @@ static long long next_token(void) {
   return ((long long)getpid() << 32) + ++seq;
 }
 
+/* A connection of the store's own (jobq_open) for bare SQL: its native
+ * handle (PGconn, MYSQL or sqlite3), or NULL after a message, *db then
+ * closed. */
+static void *open_native(const struct bench_config *cfg, jobq **db) {
+  int rc = jobq_open(cfg->url, db);
+  void *native = rc == JOBQ_OK ? jobq_native(*db) : NULL;
+  if (native == NULL) {
+    cli_lib_error(*db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
+    jobq_close(*db);
+    *db = NULL;
+  }
+  return native;
+}
+
 /* ---------------------------------------------------------------- filling */
 
 /* Puts k rows of payload "x" into the ceiling's table: 1, or 0 with the
@@ -677,15 +691,10 @@ static int pg_floor_listener(const void *arg, int index) {
   const struct floor *f = arg;
   (void)index;
   jobq *db;
-  int rc = jobq_open(f->cfg->url, &db);
-  PGconn *pc = rc == JOBQ_OK ? jobq_native(db) : NULL;
+  PGconn *pc = open_native(f->cfg, &db);
+  if (pc == NULL) return 1;
   char take[512], note[256], listen[96], err[512];
   snprintf(listen, sizeof listen, "LISTEN %s", f->channel);
-  if (pc == NULL) {
-    cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
-    jobq_close(db);
-    return 1;
-  }
   if (!pg_exec(pc, listen, err, sizeof err)) {
     cli_error("ceiling (latency floor): %s", err);
     jobq_close(db);
@@ -768,13 +777,8 @@ static int sq_floor_listener(const void *arg, int index) {
   const struct floor *f = arg;
   (void)index;
   jobq *db;
-  int rc = jobq_open(f->cfg->url, &db);
-  sqlite3 *h = rc == JOBQ_OK ? jobq_native(db) : NULL;
-  if (h == NULL) {
-    cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
-    jobq_close(db);
-    return 1;
-  }
+  sqlite3 *h = open_native(f->cfg, &db);
+  if (h == NULL) return 1;
   sqlite3_busy_handler(h, sq_floor_busy, NULL);
   char take[256], note[128], wal[4096], err[sizeof wal + 128] = "";
   snprintf(take, sizeof take,
@@ -994,15 +998,9 @@ static int child(const void *arg, int index) {
   const struct ceiling *c = arg;
   (void)index;
   jobq *db;
-  int rc = jobq_open(c->cfg->url, &db);
-  void *native = rc == JOBQ_OK ? jobq_native(db) : NULL;
-  if (native == NULL) {
-    cli_lib_error(db, rc != JOBQ_OK ? rc : JOBQ_ECONN);
-    atomic_fetch_add(&c->shared->ready, 1);
-    jobq_close(db);
-    return 1;
-  }
+  void *native = open_native(c->cfg, &db);
   atomic_fetch_add(&c->shared->ready, 1);
+  if (native == NULL) return 1;
   bench_await_go(c->shared, 1e9);
   int status = c->cfg->store == BENCH_POSTGRES ? pg_claimer(native, c)
                : c->cfg->store == BENCH_MYSQL  ? my_claimer(native, c)
