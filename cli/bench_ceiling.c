@@ -628,6 +628,15 @@ static int sq_claimer(sqlite3 *db, const struct ceiling *c) {
 
 /* ---------------------------------------------------------------- the latency floor */
 
+/* Runs sql on the store's native connection: 1, or 0 with the error in
+ * err. */
+static int bare_exec(const struct bench_config *cfg, void *native, const char *sql, char *err,
+                     size_t size) {
+  return cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, size)
+         : cfg->store == BENCH_MYSQL  ? my_exec(native, sql, err, size)
+                                      : sq_exec(native, sql, err, size);
+}
+
 /* A put and a claim with nothing of jobq between them: the parent puts a
  * stamped row, one durable commit as jobq's put is, at the latency
  * workload's pace; a listener process, woken by the put, claims the oldest
@@ -828,27 +837,19 @@ static int sq_floor_listener(const void *arg, int index) {
  * row was put and claimed, in Unix ns.  1, or 0 with the error in err. */
 static int floor_create(void *native, const struct floor *f, char *err, size_t size) {
   char sql[384];
-  if (f->cfg->store == BENCH_POSTGRES) {
+  if (f->cfg->store == BENCH_POSTGRES)
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (id bigserial PRIMARY KEY, state smallint NOT NULL DEFAULT 0, "
              "claim bigint, stamp_ns bigint NOT NULL, started_ns bigint); "
              "CREATE INDEX ON %s(id) WHERE state = 0",
              f->table, f->table);
-    return pg_exec(native, sql, err, size);
-  }
-  snprintf(sql, sizeof sql,
-           "CREATE TABLE %s (id INTEGER PRIMARY KEY, state INTEGER NOT NULL DEFAULT 0, "
-           "claim INTEGER, stamp_ns INTEGER NOT NULL, started_ns INTEGER); "
-           "CREATE INDEX %s_ready ON %s(id) WHERE state = 0",
-           f->table, f->table, f->table);
-  return sq_exec(native, sql, err, size);
-}
-
-static int floor_drop(void *native, const struct floor *f, char *err, size_t size) {
-  char sql[128];
-  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", f->table);
-  return f->cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, size)
-                                         : sq_exec(native, sql, err, size);
+  else
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id INTEGER PRIMARY KEY, state INTEGER NOT NULL DEFAULT 0, "
+             "claim INTEGER, stamp_ns INTEGER NOT NULL, started_ns INTEGER); "
+             "CREATE INDEX %s_ready ON %s(id) WHERE state = 0",
+             f->table, f->table, f->table);
+  return bare_exec(f->cfg, native, sql, err, size);
 }
 
 /* Puts one row stamped now by put (PostgreSQL: its text; SQLite: st): 1,
@@ -985,7 +986,9 @@ int bench_latency_floor(const struct bench_config *cfg, jobq *db,
   }
   free(v);
   bench_shared_free(f.shared);
-  if (!floor_drop(native, &f, err, sizeof err)) {
+  char drop[96];
+  snprintf(drop, sizeof drop, "DROP TABLE IF EXISTS %s", f.table);
+  if (!bare_exec(cfg, native, drop, err, sizeof err)) {
     cli_error("could not drop table '%s': %s", f.table, err);
     if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", f.table, err);
   }
@@ -1043,16 +1046,12 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
   }
   /* The tables go, whatever happened. */
   char sql[64 + sizeof c.table + sizeof c.archive];
-  int dropped;
-  if (cfg->store == BENCH_SQLITE) {
+  if (cfg->store == BENCH_SQLITE)
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s; DROP TABLE IF EXISTS %s", c.table,
              c.archive);
-    dropped = sq_exec(native, sql, err, sizeof err);
-  } else {
+  else
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s, %s", c.table, c.archive);
-    dropped = cfg->store == BENCH_POSTGRES ? pg_exec(native, sql, err, sizeof err)
-                                           : my_exec(native, sql, err, sizeof err);
-  }
+  int dropped = bare_exec(cfg, native, sql, err, sizeof err);
   if (!dropped) {
     cli_error("could not drop table '%s': %s", c.table, err);
     if (status == BENCH_OK) status = bench_fail(run, "dropping table '%s': %s", c.table, err);
