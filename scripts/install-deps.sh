@@ -3,7 +3,8 @@
 # installed.  The list is scripts/deps.txt, one package a line.  Checks each
 # with dpkg-query; when something is missing, runs `apt-get update` once and
 # `apt-get install` for the missing ones only, without questions, through
-# sudo unless already root.  Installs nothing when everything is there, so
+# sudo unless already root; waits up to ten minutes for another apt or dpkg
+# run to let go of its lock.  Installs nothing when everything is there, so
 # `make deps` is cheap to run before every build.  Debian 12 is the system
 # it is written for.
 set -euo pipefail
@@ -47,6 +48,8 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q \
+  -o DPkg::Lock::Timeout=600
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+  -o DPkg::Lock::Timeout=600 \
   --no-install-recommends "${missing[@]}"
