@@ -468,6 +468,7 @@ typedef struct jobq_list_opts {
   int scheduled;       /* with READY: 1 only future run_at, 0 both */
   size_t limit;        /* default 100 */
   int64_t after_id;    /* for paging: ids greater than this (0: start) */
+  const char *key;     /* only jobs of this ordering key; NULL: any */
 } jobq_list_opts;
 
 /* Jobs by id order (payload and result left out: NULL, lengths set).

@@ -49,6 +49,9 @@
   "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
   "IS NULL AND unique_key IS NULL AND barrier = 0"
 
+/* The job's ordering key is P, or P is NULL. */
+#define KEY_IS(P) "coalesce(order_key, '') = coalesce(" P ", order_key, '')"
+
 /* Eight rows of (queue, key, job id): ?1 to ?24. */
 #define BLOCK_ROWS_8                                                          \
   "(?1, ?2, ?3), (?4, ?5, ?6), (?7, ?8, ?9), (?10, ?11, ?12), (?13, ?14, "    \
@@ -347,16 +350,18 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SHOW_HOT] = {.common = HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
     [JOBQ_Q_SHOW_DONE] = {.common = DONE_INFO ", payload, result FROM jobq_done WHERE "
                           "id = ?1"},
+    /* The last parameter: the ordering key, NULL for any. */
     [JOBQ_Q_LIST_ALL] = {.common = "SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
                          DONE_INFO " FROM jobq_done) AS u WHERE id > ?1 AND "
-                         "queue = coalesce(?2, queue) ORDER BY id LIMIT ?3"},
+                         "queue = coalesce(?2, queue) AND " KEY_IS("?4") " ORDER BY id "
+                         "LIMIT ?3"},
     /* ?5 = 1: only the scheduled ones (run_at still ahead). */
     [JOBQ_Q_LIST_HOT] = {.common = HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
                          "coalesce(?2, queue) AND state = ?4 AND (?5 = 0 OR "
-                         "run_at > {now}) ORDER BY id LIMIT ?3"},
+                         "run_at > {now}) AND " KEY_IS("?6") " ORDER BY id LIMIT ?3"},
     [JOBQ_Q_LIST_DONE] = {.common = DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
-                          "id > ?1 AND queue = coalesce(?2, queue) ORDER BY id "
-                          "LIMIT ?3"},
+                          "id > ?1 AND queue = coalesce(?2, queue) AND " KEY_IS("?5")
+                          " ORDER BY id LIMIT ?3"},
     [JOBQ_Q_STATS_QUEUES] =
         {.common = "SELECT q.name, q.paused, q.key_policy, "
          "CAST(coalesce(sum(c.n_done), 0) AS {bigint}), "
