@@ -49,6 +49,18 @@
   "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
   "IS NULL AND unique_key IS NULL AND barrier = 0"
 
+/* The sums of jobq_tally's counters, in TALLY_ADD's order. */
+#define TALLY_SUMS                                                            \
+  "CAST(sum(claimed) AS {bigint}), CAST(sum(empty_claims) AS {bigint}), "     \
+  "CAST(sum(done) AS {bigint}), CAST(sum(failed) AS {bigint}), "              \
+  "CAST(sum(retried) AS {bigint}), CAST(sum(dead) AS {bigint}), "             \
+  "CAST(sum(cancelled) AS {bigint}), CAST(sum(wait_ms) AS {bigint}), "        \
+  "CAST(sum(w0) AS {bigint}), CAST(sum(w1) AS {bigint}), "                    \
+  "CAST(sum(w2) AS {bigint}), CAST(sum(w3) AS {bigint}), "                    \
+  "CAST(sum(w4) AS {bigint}), CAST(sum(w5) AS {bigint}), "                    \
+  "CAST(sum(w6) AS {bigint}), CAST(sum(w7) AS {bigint}), "                    \
+  "CAST(sum(w8) AS {bigint}), CAST(sum(w9) AS {bigint})"
+
 /* The job's ordering key is P, or P is NULL. */
 #define KEY_IS(P) "coalesce(order_key, '') = coalesce(" P ", order_key, '')"
 
@@ -498,41 +510,18 @@ static const text texts[JOBQ_Q__COUNT] = {
          "VALUES(w8), w9 = w9 + VALUES(w9)"},
     /* The rows of the minutes before ?1, locked until they are deleted:
      * two folds at once must not add them twice. */
-    [JOBQ_Q_TALLY_OLD] =
-        {.common = "SELECT queue, CAST(sum(claimed) AS {bigint}), CAST(sum(empty_claims) AS "
-         "{bigint}), CAST(sum(done) AS {bigint}), CAST(sum(failed) AS {bigint}), "
-         "CAST(sum(retried) AS {bigint}), CAST(sum(dead) AS {bigint}), "
-         "CAST(sum(cancelled) AS {bigint}), CAST(sum(wait_ms) AS {bigint}), "
-         "CAST(sum(w0) AS {bigint}), CAST(sum(w1) AS {bigint}), CAST(sum(w2) AS "
-         "{bigint}), CAST(sum(w3) AS {bigint}), CAST(sum(w4) AS {bigint}), "
-         "CAST(sum(w5) AS {bigint}), CAST(sum(w6) AS {bigint}), CAST(sum(w7) AS "
-         "{bigint}), CAST(sum(w8) AS {bigint}), CAST(sum(w9) AS {bigint}) FROM "
-         "(SELECT * FROM jobq_tally WHERE at_minute > 0 AND at_minute < "
-         "?1{for_update}) AS t GROUP BY queue"},
-    [JOBQ_Q_TALLY_DROP] = {.common = "DELETE FROM jobq_tally WHERE at_minute > 0 AND at_minute < ?1"},
+    [JOBQ_Q_TALLY_OLD] = {.common = "SELECT queue, " TALLY_SUMS " FROM (SELECT * FROM "
+                          "jobq_tally WHERE at_minute > 0 AND at_minute < ?1{for_update}) "
+                          "AS t GROUP BY queue"},
+    [JOBQ_Q_TALLY_DROP] = {.common = "DELETE FROM jobq_tally WHERE at_minute > 0 AND "
+                           "at_minute < ?1"},
     /* Per minute and queue, from minute ?1 on. */
-    [JOBQ_Q_TALLY_READ] =
-        {.common = "SELECT at_minute, queue, CAST(sum(claimed) AS {bigint}), "
-         "CAST(sum(empty_claims) AS {bigint}), CAST(sum(done) AS {bigint}), "
-         "CAST(sum(failed) AS {bigint}), CAST(sum(retried) AS {bigint}), "
-         "CAST(sum(dead) AS {bigint}), CAST(sum(cancelled) AS {bigint}), "
-         "CAST(sum(wait_ms) AS {bigint}), CAST(sum(w0) AS {bigint}), CAST(sum(w1) AS"
-         " {bigint}), CAST(sum(w2) AS {bigint}), CAST(sum(w3) AS {bigint}), "
-         "CAST(sum(w4) AS {bigint}), CAST(sum(w5) AS {bigint}), CAST(sum(w6) AS "
-         "{bigint}), CAST(sum(w7) AS {bigint}), CAST(sum(w8) AS {bigint}), "
-         "CAST(sum(w9) AS {bigint}) FROM jobq_tally WHERE at_minute >= ?1 GROUP BY "
-         "at_minute, queue ORDER BY at_minute, queue"},
+    [JOBQ_Q_TALLY_READ] = {.common = "SELECT at_minute, queue, " TALLY_SUMS " FROM jobq_tally "
+                           "WHERE at_minute >= ?1 GROUP BY at_minute, queue ORDER BY "
+                           "at_minute, queue"},
     /* Per queue, everything since the database was made. */
-    [JOBQ_Q_TALLY_TOTALS] =
-        {.common = "SELECT 0, queue, CAST(sum(claimed) AS {bigint}), CAST(sum(empty_claims) AS"
-         " {bigint}), CAST(sum(done) AS {bigint}), CAST(sum(failed) AS {bigint}), "
-         "CAST(sum(retried) AS {bigint}), CAST(sum(dead) AS {bigint}), "
-         "CAST(sum(cancelled) AS {bigint}), CAST(sum(wait_ms) AS {bigint}), "
-         "CAST(sum(w0) AS {bigint}), CAST(sum(w1) AS {bigint}), CAST(sum(w2) AS "
-         "{bigint}), CAST(sum(w3) AS {bigint}), CAST(sum(w4) AS {bigint}), "
-         "CAST(sum(w5) AS {bigint}), CAST(sum(w6) AS {bigint}), CAST(sum(w7) AS "
-         "{bigint}), CAST(sum(w8) AS {bigint}), CAST(sum(w9) AS {bigint}) FROM "
-         "jobq_tally GROUP BY queue ORDER BY queue"},
+    [JOBQ_Q_TALLY_TOTALS] = {.common = "SELECT 0, queue, " TALLY_SUMS " FROM jobq_tally "
+                             "GROUP BY queue ORDER BY queue"},
     /* An attempt that ended without finishing its job: ?1 job, ?2
      * attempt, ?3 outcome, ?4 error, ?5 session, ?6 claimed_at. */
     [JOBQ_Q_ATTEMPT_ADD] =

@@ -96,7 +96,8 @@ browser() {
       --loglevel=error >"$T_ROOT/npm.log" 2>&1) || { fail "npm ci failed: $(tail -5 "$T_ROOT/npm.log")"; return 1; }
     NPM_DONE=1
   fi
-  mkdir -p "$SHOTS"
+  rm -rf "${SHOTS:?}/$2"
+  mkdir -p "$SHOTS/$2"
   local out=$D/browser.$1.log
   JOBQ=$JOBQ JOBQ_DB=${T_DBURL:-sqlite:$DB} PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
     timeout 180 node "$ROOT/tests/web/dashboard.mjs" "$1" "$BASE" "$SHOTS/$2" >"$out" 2>&1

@@ -44,6 +44,9 @@ static void lib_error(struct web_reply *r, jobq *db, int rc) {
                : rc == JOBQ_EBUSY || rc == JOBQ_ECONN ? 503
                                                        : 500;
   const char *msg = jobq_errmsg(db);
+  /* A role that may not write: the database's refusal, not ours. */
+  if (rc == JOBQ_EDB && (strstr(msg, "permission denied") || strstr(msg, "command denied")))
+    status = 403;
   web_reply_error(r, status, "%s", *msg ? msg : jobq_strerror(rc));
 }
 
@@ -149,46 +152,42 @@ static const char *queue_arg(struct web_reply *r, jobq *db, web_arg_fn arg, void
 /* ---------------------------------------------------------------- pages */
 
 static void overview(jobq *db, struct web_reply *r) {
-  jobq_identity id;
-  jobq_queue_stats *st = NULL;
-  jobq_tally *t = NULL;
-  jobq_session_info *ss = NULL;
-  size_t nst = 0, nt = 0, nss = 0;
-  int rc = jobq_identity_get(db, &id);
-  if (rc == JOBQ_OK) rc = jobq_stats(db, &st, &nst);
-  if (rc == JOBQ_OK) rc = jobq_tally_minutes(db, id.now_ms - 60 * 60000, &t, &nt);
-  if (rc == JOBQ_OK) rc = jobq_sessions(db, &ss, &nss);
+  struct web_figures f;
+  /* Every minute kept (JOBQ_TALLY_KEEP_MIN), of which the last hour goes
+   * out: the database clock is known only with the read. */
+  int rc = web_figures_read(db, 0, &f);
   if (rc != JOBQ_OK) {
     lib_error(r, db, rc);
-  } else {
-    json_t *queues = json_array(), *minutes = json_array(), *bounds = json_array();
-    for (size_t i = 0; i < nst; i++) json_array_append_new(queues, stats_json(&st[i]));
-    for (size_t i = 0; i < nt; i++) {
-      json_t *w = json_array();
-      for (int b = 0; b < JOBQ_WAIT_BUCKETS; b++) json_array_append_new(w, json_integer(t[i].wait[b]));
-      json_array_append_new(
-          minutes, json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "minute",
-                             (json_int_t)t[i].minute, "queue", str(t[i].queue), "claimed",
-                             (json_int_t)t[i].claimed, "empty_claims",
-                             (json_int_t)t[i].empty_claims, "done", (json_int_t)t[i].done,
-                             "failed", (json_int_t)t[i].failed, "retried",
-                             (json_int_t)t[i].retried, "dead", (json_int_t)t[i].dead,
-                             "cancelled", (json_int_t)t[i].cancelled, "wait_ms",
-                             (json_int_t)t[i].wait_ms, "wait", w));
-    }
-    for (int b = 0; b < JOBQ_WAIT_BUCKETS - 1; b++)
-      json_array_append_new(bounds, json_integer(jobq_wait_bound_ms(b)));
-    size_t live = 0;
-    for (size_t i = 0; i < nss; i++) live += !ss[i].expired;
-    r->json = json_pack("{s:I, s:I, s:o, s:o, s:o, s:I, s:s, s:I}", "now_ms",
-                        (json_int_t)id.now_ms, "epoch", (json_int_t)id.epoch, "queues", queues,
-                        "minutes", minutes, "wait_bounds_ms", bounds, "sessions",
-                        (json_int_t)live, "queue_id", id.queue_id, "schema_version",
-                        (json_int_t)id.schema_version);
+    web_figures_release(&f);
+    return;
   }
-  jobq_stats_free(st, nst);
-  jobq_tallies_free(t, nt);
-  jobq_sessions_free(ss, nss);
+  json_t *queues = json_array(), *minutes = json_array(), *bounds = json_array();
+  for (size_t i = 0; i < f.nqueues; i++) json_array_append_new(queues, stats_json(&f.queues[i]));
+  int64_t first = f.id.now_ms / 60000 - 59;
+  for (size_t i = 0; i < f.ntallies; i++) {
+    const jobq_tally *t = &f.tallies[i];
+    if (t->minute < first) continue;
+    json_t *w = json_array();
+    for (int b = 0; b < JOBQ_WAIT_BUCKETS; b++) json_array_append_new(w, json_integer(t->wait[b]));
+    json_array_append_new(
+        minutes, json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "minute",
+                           (json_int_t)t->minute, "queue", str(t->queue), "claimed",
+                           (json_int_t)t->claimed, "empty_claims", (json_int_t)t->empty_claims,
+                           "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
+                           "retried", (json_int_t)t->retried, "dead", (json_int_t)t->dead,
+                           "cancelled", (json_int_t)t->cancelled, "wait_ms",
+                           (json_int_t)t->wait_ms, "wait", w));
+  }
+  for (int b = 0; b < JOBQ_WAIT_BUCKETS - 1; b++)
+    json_array_append_new(bounds, json_integer(jobq_wait_bound_ms(b)));
+  size_t live = 0;
+  for (size_t i = 0; i < f.nsessions; i++) live += !f.sessions[i].expired;
+  r->json = json_pack("{s:I, s:I, s:o, s:o, s:o, s:I, s:s, s:I}", "now_ms",
+                      (json_int_t)f.id.now_ms, "epoch", (json_int_t)f.id.epoch, "queues", queues,
+                      "minutes", minutes, "wait_bounds_ms", bounds, "sessions", (json_int_t)live,
+                      "queue_id", f.id.queue_id, "schema_version",
+                      (json_int_t)f.id.schema_version);
+  web_figures_release(&f);
 }
 
 /* A page of jobs: the list, and where the next page starts. */
@@ -363,9 +362,9 @@ void web_api_post(jobq *db, const char *path, web_arg_fn arg, void *ctx, struct 
     const char *q = queue_arg(r, db, arg, ctx, 1);
     if (q == NULL) return;
     int64_t count = 0;
-    rc = path[0] == 'p'   ? jobq_pause(db, q)
-         : path[1] == 'e' && path[2] == 's' ? jobq_resume(db, q)
-                                             : jobq_retry_dead(db, q, &count);
+    rc = strcmp(path, "pause") == 0    ? jobq_pause(db, q)
+         : strcmp(path, "resume") == 0 ? jobq_resume(db, q)
+                                       : jobq_retry_dead(db, q, &count);
     if (rc == JOBQ_OK)
       r->json = json_pack("{s:s, s:o, s:I}", "done", path, "queue", str(q), "count",
                           (json_int_t)count);
@@ -377,7 +376,7 @@ void web_api_post(jobq *db, const char *path, web_arg_fn arg, void *ctx, struct 
       return;
     }
     int now = 1;
-    rc = path[0] == 'r' ? jobq_retry(db, id) : jobq_cancel(db, id, &now);
+    rc = strcmp(path, "retry") == 0 ? jobq_retry(db, id) : jobq_cancel(db, id, &now);
     if (rc == JOBQ_OK)
       r->json = json_pack("{s:s, s:I, s:b}", "done", path, "id", (json_int_t)id, "now", now);
   } else {

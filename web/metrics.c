@@ -157,25 +157,34 @@ static void sessions(struct web_buf *b, const jobq_session_info *s, size_t n, in
   }
 }
 
+int web_figures_read(jobq *db, int64_t since_ms, struct web_figures *f) {
+  memset(f, 0, sizeof *f);
+  int rc = jobq_identity_get(db, &f->id);
+  if (rc == JOBQ_OK) rc = jobq_stats(db, &f->queues, &f->nqueues);
+  if (rc == JOBQ_OK)
+    rc = since_ms < 0 ? jobq_tally_totals(db, &f->tallies, &f->ntallies)
+                      : jobq_tally_minutes(db, since_ms, &f->tallies, &f->ntallies);
+  if (rc == JOBQ_OK) rc = jobq_sessions(db, &f->sessions, &f->nsessions);
+  return rc;
+}
+
+void web_figures_release(struct web_figures *f) {
+  jobq_stats_free(f->queues, f->nqueues);
+  jobq_tallies_free(f->tallies, f->ntallies);
+  jobq_sessions_free(f->sessions, f->nsessions);
+  memset(f, 0, sizeof *f);
+}
+
 int web_metrics(jobq *db, struct web_buf *out) {
-  jobq_identity id;
-  jobq_queue_stats *st = NULL;
-  jobq_tally *t = NULL;
-  jobq_session_info *ss = NULL;
-  size_t nst = 0, nt = 0, nss = 0;
-  int rc = jobq_identity_get(db, &id);
-  if (rc == JOBQ_OK) rc = jobq_stats(db, &st, &nst);
-  if (rc == JOBQ_OK) rc = jobq_tally_totals(db, &t, &nt);
-  if (rc == JOBQ_OK) rc = jobq_sessions(db, &ss, &nss);
+  struct web_figures f;
+  int rc = web_figures_read(db, -1, &f);
   if (rc == JOBQ_OK) {
-    queues(out, st, nst);
-    counters(out, t, nt);
-    sessions(out, ss, nss, id.now_ms);
+    queues(out, f.queues, f.nqueues);
+    counters(out, f.tallies, f.ntallies);
+    sessions(out, f.sessions, f.nsessions, f.id.now_ms);
     head(out, "jobq_epoch", "gauge", "The queue database's epoch (raised by jobq epoch bump).");
-    web_buf_printf(out, "jobq_epoch %lld\n", (long long)id.epoch);
+    web_buf_printf(out, "jobq_epoch %lld\n", (long long)f.id.epoch);
   }
-  jobq_stats_free(st, nst);
-  jobq_tallies_free(t, nt);
-  jobq_sessions_free(ss, nss);
+  web_figures_release(&f);
   return rc;
 }

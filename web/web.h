@@ -45,6 +45,23 @@ void web_buf_add(struct web_buf *b, const char *s, size_t n);
 void web_buf_printf(struct web_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* What the overview and /metrics read, in one go: the database's clock
+ * and identity, the queues' counts, the sessions, and the tallies (per
+ * minute from since_ms on, or with since_ms < 0 the totals).  Returns
+ * JOBQ_OK or the library's error; release with web_figures_release()
+ * either way. */
+struct web_figures {
+  jobq_identity id;
+  jobq_queue_stats *queues;
+  size_t nqueues;
+  jobq_tally *tallies;
+  size_t ntallies;
+  jobq_session_info *sessions;
+  size_t nsessions;
+};
+int web_figures_read(jobq *db, int64_t since_ms, struct web_figures *f);
+void web_figures_release(struct web_figures *f);
+
 /* The Prometheus text exposition of db's figures, appended to *out.
  * Returns JOBQ_OK or the library's error (jobq_errmsg(db) says why). */
 int web_metrics(jobq *db, struct web_buf *out);

@@ -83,6 +83,7 @@ function ago(ms) {
 }
 
 const badge = (text, kind) => h("span", { class: "badge " + (kind || text) }, text);
+const plural = (n, one, many) => `${num(n)} ${n === 1 ? one : many}`;
 const jobLink = (id) => h("a", { href: "#/job/" + id, class: "mono" }, "#" + id);
 const queueLink = (q) => h("a", { href: "#/queue/" + encodeURIComponent(q) }, q);
 
@@ -281,10 +282,10 @@ async function overview() {
     h("h1", {}, "Overview"),
     h("div", { class: "cards" },
       card("Ready", num(sum("ready")), num(sum("scheduled")) + " scheduled"),
-      card("Running", num(sum("running")), num(ov.sessions) + " live sessions"),
+      card("Running", num(sum("running")), plural(ov.sessions, "live session", "live sessions")),
       card("Waiting", num(sum("waiting")), "for a key or barrier"),
       card("Dead", num(sum("dead")), "until retried or pruned", sum("dead") > 0),
-      card("Throughput", num(Math.round(done10 / 10)) + "/min", "done, last 10 min"),
+      card("Throughput", (done10 >= 100 ? num(Math.round(done10 / 10)) : (done10 / 10).toFixed(1)) + "/min", "done, last 10 min"),
       card("Pickup p95", p95 === null ? "–" : dur(p95), "due → claimed, last 10 min"),
       card("Oldest ready", oldest ? dur(oldest) : "–", "waiting to be claimed", oldest > 60000)),
     h("div", { class: "grid2" },
@@ -369,7 +370,8 @@ async function jobPage(id) {
   // The job's own attempt: running now, or the one that finished it.
   if (j.attempts > 0 && (st === "running" || j.finished_at_ms)) {
     rows.push({ attempt: j.attempts, outcome: st === "running" ? "running" : st, error: st === "done" ? null : j.last_error,
-      session: j.session, host: sess ? sess.host : null, claimed: j.claimed_at_ms, ended: j.finished_at_ms });
+      session: j.session, host: sess ? sess.host : (rows.find((a) => a.session === j.session && a.host) || {}).host,
+      claimed: j.claimed_at_ms, ended: j.finished_at_ms });
   }
   const finished = ["done", "dead", "cancelled"].includes(st);
   show(
@@ -410,7 +412,7 @@ async function sessionsPage() {
   for (const x of data.sessions) { if (!hosts.has(x.host)) hosts.set(x.host, []); hosts.get(x.host).push(x); }
   show(h("h1", {}, "Sessions"),
     hosts.size ? [...hosts].map(([host, list]) => h("div", { class: "panel host" },
-      h("h2", {}, host, h("span", { class: "muted small" }, `${list.length} session${list.length > 1 ? "s" : ""}, ${num(list.reduce((a, x) => a + x.claimed, 0))} jobs held`)),
+      h("h2", {}, host, h("span", { class: "muted small" }, `${plural(list.length, "session", "sessions")}, ${plural(list.reduce((a, x) => a + x.claimed, 0), "job", "jobs")} held`)),
       h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Session"), h("th", { class: "num" }, "Pid"),
         h("th", {}, "Started"), h("th", {}, "Heartbeat"), h("th", { class: "num" }, "Lease"), h("th", { class: "num" }, "Held"),
         h("th", { class: "num" }, "In flight"), h("th", { class: "num" }, "Done"), h("th", { class: "num" }, "Failed"), h("th", {}, "Jobs in flight"))),
