@@ -119,6 +119,9 @@ int jobq__tally_attempts(jobq *db, jobq_session *s, const jobq_ack *acks, size_t
 int jobq__tally_write(jobq *db, jobq_session *s);
 void jobq__tally_written(jobq_session *s);
 void jobq__tally_fold(jobq *db, jobq_session *s);
+/* Folds the minutes older than JOBQ_TALLY_KEEP_MIN now, in a transaction
+ * of its own; JOBQ_OK or the error. */
+int jobq__tally_fold_now(jobq *db);
 void jobq__tally_release(jobq_session *s);
 /* Rows of TALLY_READ (arg: the first minute), TALLY_TOTALS or TALLY_OLD
  * (arg: the minute before which), into *out (jobq_tallies_free()). */

@@ -49,6 +49,9 @@
   "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
   "IS NULL AND unique_key IS NULL AND barrier = 0"
 
+/* TALLY_ADD's minute: ?1, or the database clock's when ?1 is -1. */
+#define TALLY_MINUTE "CASE WHEN ?1 < 0 THEN {now} / 60000 ELSE ?1 END"
+
 /* The sums of jobq_tally's counters, in TALLY_ADD's order. */
 #define TALLY_SUMS                                                            \
   "CAST(sum(claimed) AS {bigint}), CAST(sum(empty_claims) AS {bigint}), "     \
@@ -477,14 +480,15 @@ static const text texts[JOBQ_Q__COUNT] = {
                               "ORDER BY name"},
     [JOBQ_Q_QUEUE_NAMES] = {.common = "SELECT name FROM jobq_queues ORDER BY name"},
     /* The figures of the sessions (lib/tally.c): ?1 the minute (0 for
-     * what was folded), ?2 the session ('' when folded), ?3 the queue
-     * ('' for claims that found nothing), then the counts added. */
+     * what was folded, -1 for the database clock's), ?2 the session (''
+     * when folded), ?3 the queue ('' for claims that found nothing),
+     * then the counts added. */
     [JOBQ_Q_TALLY_ADD] =
         {.common = "INSERT INTO jobq_tally(at_minute, session, queue, claimed, empty_claims, "
          "done, failed, retried, dead, cancelled, wait_ms, w0, w1, w2, w3, w4, w5, "
-         "w6, w7, w8, w9) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-         " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) ON CONFLICT (at_minute, "
-         "session, queue) DO UPDATE SET claimed = jobq_tally.claimed + "
+         "w6, w7, w8, w9) VALUES (" TALLY_MINUTE ", ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+         "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) "
+         "ON CONFLICT (at_minute, session, queue) DO UPDATE SET claimed = jobq_tally.claimed + "
          "excluded.claimed, empty_claims = jobq_tally.empty_claims + "
          "excluded.empty_claims, done = jobq_tally.done + excluded.done, failed = "
          "jobq_tally.failed + excluded.failed, retried = jobq_tally.retried + "
@@ -498,9 +502,10 @@ static const text texts[JOBQ_Q__COUNT] = {
          "excluded.w9",
          .mysql = "INSERT INTO jobq_tally(at_minute, session, queue, claimed, empty_claims, "
          "done, failed, retried, dead, cancelled, wait_ms, w0, w1, w2, w3, w4, w5, "
-         "w6, w7, w8, w9) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-         " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) ON DUPLICATE KEY UPDATE "
-         "claimed = claimed + VALUES(claimed), empty_claims = empty_claims + "
+         "w6, w7, w8, w9) VALUES (CASE WHEN ?1 < 0 THEN {now} DIV 60000 ELSE ?1 "
+         "END, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+         "?17, ?18, ?19, ?20, ?21) ON DUPLICATE KEY UPDATE claimed = claimed + "
+         "VALUES(claimed), empty_claims = empty_claims + "
          "VALUES(empty_claims), done = done + VALUES(done), failed = failed + "
          "VALUES(failed), retried = retried + VALUES(retried), dead = dead + "
          "VALUES(dead), cancelled = cancelled + VALUES(cancelled), wait_ms = wait_ms"

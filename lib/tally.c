@@ -194,15 +194,14 @@ int jobq__tally_write(jobq *db, jobq_session *s) {
   for (size_t i = 0; i < s->ntally && !any; i++)
     for (int c = 0; c < JOBQ_TALLY_COUNTERS && !any; c++) any = s->tally[i].v[c] != 0;
   if (!any) return JOBQ_OK;
-  int64_t now;
-  int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+  int rc = JOBQ_OK;
   for (size_t i = 0; i < s->ntally && rc == JOBQ_OK; i++) {
     const int64_t *v = s->tally[i].v;
     int nonzero = 0;
     for (int c = 0; c < JOBQ_TALLY_COUNTERS; c++) nonzero |= v[c] != 0;
     if (!nonzero) continue;
     rc = jobq__sql_run(db, JOBQ_Q_TALLY_ADD,
-                       SQL_ARGS(V_INT(now / 60000), V_TEXT(s->id), V_TEXT(s->tally[i].queue),
+                       SQL_ARGS(V_INT(-1), V_TEXT(s->id), V_TEXT(s->tally[i].queue),
                                 V_INT(v[0]), V_INT(v[1]), V_INT(v[2]), V_INT(v[3]),
                                 V_INT(v[4]), V_INT(v[5]), V_INT(v[6]), V_INT(v[7]),
                                 V_INT(v[8]), V_INT(v[9]), V_INT(v[10]), V_INT(v[11]),
@@ -241,6 +240,15 @@ static int fold(jobq *db) {
   return rc;
 }
 
+int jobq__tally_fold_now(jobq *db) {
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
+    rc = jobq__txn_end(db, fold(db));
+  } while (jobq__txn_retry(db, rc, &attempt));
+  return rc;
+}
+
 void jobq__tally_fold(jobq *db, jobq_session *s) {
   int64_t mono = jobq__mono_ms();
   /* The first fold of a session comes a random while after its start, so
@@ -248,14 +256,10 @@ void jobq__tally_fold(jobq *db, jobq_session *s) {
   if (s->folded_ms == 0) s->folded_ms = mono - (int64_t)(jobq__rand(db) % FOLD_EVERY_MS);
   if (mono - s->folded_ms < FOLD_EVERY_MS) return;
   s->folded_ms = mono;
+  /* A fold that failed is done by a later one; the heartbeat stands. */
   jobq__error kept;
   jobq__error_keep(db, &kept);
-  int rc, attempt = 0;
-  do {
-    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
-    rc = jobq__txn_end(db, fold(db));
-  } while (jobq__txn_retry(db, rc, &attempt));
-  /* A fold that failed is done by a later one; the heartbeat stands. */
+  jobq__tally_fold_now(db);
   jobq__error_restore(db, &kept);
 }
 

@@ -777,6 +777,8 @@ typedef struct sendable {
 static int may_wait(int id) {
   switch (id) {
     case JOBQ_Q_COUNT_ADD:
+    case JOBQ_Q_TALLY_ADD:
+    case JOBQ_Q_ATTEMPT_ADD:
     case JOBQ_Q_QUEUE_ENSURE:
     case JOBQ_Q_SESSION_LOCK:
     case PG_LOCK_SHARED:
