@@ -58,14 +58,22 @@ const num = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleSt
 
 function dur(ms) {
   if (ms === null || ms === undefined || ms < 0) return "–";
-  if (ms < 1000) return Math.round(ms) + " ms";
+  if (ms < 1000) return Math.round(ms) + "ms";
   const sec = ms / 1000;
-  if (sec < 60) return (sec < 10 ? sec.toFixed(1) : Math.round(sec)) + " s";
+  if (sec < 60) return (sec < 10 ? sec.toFixed(1) : Math.round(sec)) + "s";
   const m = Math.floor(sec / 60);
-  if (m < 60) return m + " min " + Math.round(sec % 60) + " s";
+  if (m < 60) return m + "m " + Math.round(sec % 60) + "s";
   const hr = Math.floor(m / 60);
-  if (hr < 48) return hr + " h " + (m % 60) + " min";
-  return Math.floor(hr / 24) + " d " + (hr % 24) + " h";
+  if (hr < 48) return hr + "h " + (m % 60) + "m";
+  return Math.floor(hr / 24) + "d " + (hr % 24) + "h";
+}
+
+// An axis label: one number and its unit.
+function durAxis(ms) {
+  if (ms < 1000) return Math.round(ms) + "ms";
+  if (ms < 60000) return +(ms / 1000).toFixed(1) + "s";
+  if (ms < 3600000) return +(ms / 60000).toFixed(1) + "m";
+  return +(ms / 3600000).toFixed(1) + "h";
 }
 
 function when(ms) {
@@ -180,7 +188,7 @@ function axes(svg, max, W, H, L, B, T, minutes, fmt) {
   for (let k = 0; k <= 4; k++) {
     const v = (max * k) / 4, yy = H - B - (v / max) * (H - B - T);
     svg.appendChild(s("line", { x1: L, x2: W - 4, y1: yy, y2: yy, class: k ? "grid" : "axis" }));
-    svg.appendChild(s("text", { x: L - 6, y: yy + 3.5, "text-anchor": "end" }, typeof fmt === "function" ? fmt(v) : short(v)));
+    svg.appendChild(s("text", { x: L - 6, y: yy + 3.5, "text-anchor": "end" }, fmt === dur ? durAxis(v) : short(v)));
   }
   const n = minutes.length;
   for (let i = 0; i < n; i += 10) {
@@ -386,7 +394,7 @@ async function jobPage(id) {
         fact("Unique key", j.unique_key === null ? "–" : h("span", { class: "mono" }, j.unique_key)),
         fact("Priority", j.priority), fact("Attempts", `${j.attempts} of ${j.max_attempts}`),
         fact("Created", `${when(j.created_at_ms)} (${ago(j.created_at_ms)})`),
-        fact("Runs at", when(j.run_at_ms)), fact("Claimed", when(j.claimed_at_ms)), fact("Finished", when(j.finished_at_ms)),
+        fact("Runs at", when(j.run_at_ms)), fact("Last claimed", when(j.claimed_at_ms)), fact("Finished", when(j.finished_at_ms)),
         fact("Timeout", j.timeout_ms ? dur(j.timeout_ms) : "none"), fact("Barrier", j.barrier ? "yes" : "no"),
         fact("Session", sess ? `${sess.name} on ${sess.host} (pid ${sess.pid})` : j.session ? h("span", { class: "mono" }, j.session) : "–"))),
       h("div", { class: "panel" }, dataBlock("Payload", j.payload), j.result ? dataBlock("Result", j.result) : null,
