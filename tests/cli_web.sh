@@ -108,11 +108,6 @@ browser() {
   return 0
 }
 
-# The sanitizer pass runs the C side (every case with curl) but not the
-# browser: Chromium adds minutes under the second build and exercises no
-# more of the server than the first pass did.
-sanitized() { [[ $JOBQ == *build-san* ]]; }
-
 # ---------------------------------------------------------------- listening
 
 t_listen_needs_token_beyond_loopback() {
@@ -273,11 +268,6 @@ t_read_only() {
   [[ $code == 403 ]] || fail "read-only action: $code"
   grep -q 'read-only' "$body" || fail "the refusal does not say why: $(cat "$body")"
   paused mail && fail "read-only paused the queue"
-  if sanitized; then
-    stop_web
-    skip "browser check of --read-only left to the plain build's pass"
-    return
-  fi
   browser readonly sqlite
   stop_web
 }
@@ -354,10 +344,6 @@ t_migrates_version_1() {
 # ---------------------------------------------------------------- browser
 
 t_browser_sqlite() {
-  if sanitized; then
-    skip "the browser runs in the plain build's pass (Chromium under the sanitizer pass adds minutes and no server path the curl cases miss)"
-    return
-  fi
   populate
   start_web || return
   browser full sqlite
@@ -367,10 +353,6 @@ t_browser_sqlite() {
 t_browser_postgres() {
   if [[ -z $PG ]]; then
     skip "JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)"
-    return
-  fi
-  if sanitized; then
-    skip "the browser runs in the plain build's pass (Chromium under the sanitizer pass adds minutes and no server path the curl cases miss)"
     return
   fi
   local S=jqweb_$$_$RANDOM
