@@ -111,6 +111,8 @@ browser() {
 # ---------------------------------------------------------------- listening
 
 t_listen_needs_token_beyond_loopback() {
+  run --help
+  [[ $(grep -c '^  web ' "$T_OUT") == 1 ]] || fail "jobq --help lists web $(grep -c '^  web ' "$T_OUT") times"
   run web --listen 0.0.0.0:0
   expect_rc 2
   expect_err_has "refusing to listen on '0.0.0.0:0' without --token-file"
