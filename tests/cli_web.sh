@@ -238,6 +238,10 @@ t_host_header_checked() {
   [[ $code == 200 ]] || fail "--allow-host: $code"
   http -H "Host: proxy.example:443" "$BASE/api/session"
   [[ $code == 200 ]] || fail "--allow-host with a port: $code"
+  http -H "Host: proxy.example:443:${BASE##*:}" "$BASE/api/session"
+  [[ $code == 421 ]] || fail "--allow-host with a port, and another: $code"
+  http -H "Host: proxy.example" "$BASE/api/session"
+  [[ $code == 421 ]] || fail "--allow-host without its port: $code"
   stop_web
 }
 

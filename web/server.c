@@ -131,9 +131,7 @@ static const char *query_arg(void *ctx, const char *name) {
   return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* Whether host (a Host header) names this server. */
-static int host_allowed(const struct server *s, const char *host) {
-  const struct web_options *o = s->o;
+int web_host_allowed(const struct web_options *o, int listening_port, const char *host) {
   if (host == NULL) return 0;
   char want[300];
   const char *names[2 + WEB_HOSTS_MAX];
@@ -148,12 +146,15 @@ static int host_allowed(const struct server *s, const char *host) {
     if (strncasecmp(host, names[i], len) != 0) continue;
     const char *rest = host + len;
     char port[16];
-    snprintf(port, sizeof port, ":%d", s->port);
-    /* An allowed name with its own port matches as it is. */
-    if (*rest == '\0' && (strchr(names[i], ']') ? strstr(names[i], "]:") != NULL
-                                                 : strchr(names[i], ':') != NULL))
-      return 1;
-    if (strcmp(rest, port) == 0 || (*rest == '\0' && s->port == 80)) return 1;
+    snprintf(port, sizeof port, ":%d", listening_port);
+    /* An allowed name with its own port matches as it is, and only so. */
+    int own_port = strchr(names[i], ']') ? strstr(names[i], "]:") != NULL
+                                         : strchr(names[i], ':') != NULL;
+    if (own_port) {
+      if (*rest == '\0') return 1;
+      continue;
+    }
+    if (strcmp(rest, port) == 0 || (*rest == '\0' && listening_port == 80)) return 1;
   }
   return 0;
 }
@@ -271,7 +272,7 @@ static enum MHD_Result action(struct server *s, struct MHD_Connection *c, const 
 
 static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const char *url,
                              const char *method, struct request *q) {
-  if (!host_allowed(s, header(c, MHD_HTTP_HEADER_HOST)))
+  if (!web_host_allowed(s->o, s->port, header(c, MHD_HTTP_HEADER_HOST)))
     return send_error(c, 421, "unexpected Host header: this server answers to its own "
                               "address only (see --allow-host)");
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;

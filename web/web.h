@@ -32,6 +32,12 @@ struct web_options {
   size_t nallow_hosts;
 };
 
+/* Whether host, a request's Host header (NULL when it had none), names
+ * the server of o listening on listening_port: its address, localhost
+ * when on loopback, or one of o->allow_hosts, each with the listening
+ * port (or none for 80) unless an allowed host names its own. */
+int web_host_allowed(const struct web_options *o, int listening_port, const char *host);
+
 /* Serves until SIGINT or SIGTERM.  Returns 0, or 1 after printing why it
  * could not listen; messages go to stderr prefixed "jobq web: ". */
 int web_run(const struct web_options *o, jobq *db);
