@@ -26,6 +26,12 @@ CLIENT_LIBS := $(shell pkg-config --libs libpq libmariadb)
 # libuv is the foreman's alone: the library does not link it.
 UV_CFLAGS:= $(shell pkg-config --cflags libuv)
 UV_LIBS  := $(shell pkg-config --libs libuv)
+# sd_notify, for the foreman and `jobq web` under systemd.
+SD_CFLAGS:= $(shell pkg-config --cflags libsystemd)
+SD_LIBS  := $(shell pkg-config --libs libsystemd)
+# libmicrohttpd is `jobq web`'s alone (web/).
+MHD_CFLAGS:= $(shell pkg-config --cflags libmicrohttpd)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd)
 
 ifeq ($(SAN),fuzz)
 # libFuzzer (clang): every object instrumented, the targets get its main.
@@ -45,12 +51,14 @@ endif
 LIB_SRC  := $(wildcard lib/*.c lib/store/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 FM_SRC   := $(filter-out foreman/jobq-exec.c,$(wildcard foreman/*.c))
+WEB_SRC  := $(wildcard web/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
+WEB_OBJ  := $(WEB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/web/assets_S.o
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
 EXAMPLES := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -68,7 +76,16 @@ $(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h forema
 
 $(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard foreman/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(UV_CFLAGS) $(SD_CFLAGS) -c -o $@ $<
+
+$(BUILD)/web/%.o: web/%.c include/jobq.h web/web.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(MHD_CFLAGS) $(SD_CFLAGS) -c -o $@ $<
+
+# The page's files, built into the binary (web/assets.S).
+$(BUILD)/web/assets_S.o: web/assets.S $(wildcard web/static/*)
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
 
 $(BUILD)/libforeman.a: $(FM_OBJ)
 	rm -f $@
@@ -81,9 +98,9 @@ $(BUILD)/libjobq.a: $(LIB_OBJ)
 $(BUILD)/libjobq.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libjobq.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS)
+$(BUILD)/jobq: $(CLI_OBJ) $(WEB_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(WEB_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS) $(MHD_LIBS) $(SD_LIBS)
 
 # The foreman's exec helper, once per job: small, libc only, never built
 # with the sanitizers (their start-up would be most of its cost).
@@ -96,16 +113,16 @@ $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS) $(CLIENT_LIBS) -lcmocka
+	  $(LDLIBS) $(UV_LIBS) $(SD_LIBS) $(CLIENT_LIBS) -lcmocka
 
 $(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h cli/*.h foreman/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Icli -Iforeman $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
 
-$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(WEB_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
 	@mkdir -p $(dir $@)
-	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS)
+	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(WEB_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
+	  $(LDLIBS) $(UV_LIBS) $(MHD_LIBS) $(SD_LIBS)
 
 fuzzers: $(FUZZERS)
 

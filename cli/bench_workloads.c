@@ -277,7 +277,7 @@ static int collect(jobq *db, const char *queue, double **out, size_t *nout,
                    struct bench_run *run) {
   size_t n = 0, alloc = 0;
   double *v = NULL;
-  jobq_list_opts lo = {queue, JOBQ_STATE_DONE, 0, 500, 0};
+  jobq_list_opts lo = {queue, JOBQ_STATE_DONE, 0, 500, 0, NULL};
   for (;;) {
     jobq_job_info *list;
     size_t k;

@@ -52,6 +52,7 @@ extern const struct cli_command cli_cmd_reap;
 extern const struct cli_command cli_cmd_epoch;
 extern const struct cli_command cli_cmd_doctor;
 extern const struct cli_command cli_cmd_bench;
+extern const struct cli_command cli_cmd_web;
 
 /* The command named name, or NULL (cli/jobq.c). */
 const struct cli_command *cli_find_command(const char *name);

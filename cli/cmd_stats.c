@@ -6,20 +6,24 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../web/web.h"
 #include "builtin.h"
 
 static const char usage[] =
-    "usage: jobq stats [--watch [--interval D]] [--json]\n"
+    "usage: jobq stats [--watch [--interval D]] [--json | --prometheus]\n"
     "\n"
     "Prints one line per queue: jobs ready to run now, scheduled for later,\n"
     "waiting for their ordering key or a barrier, running, and the archived\n"
     "done, dead and cancelled ones (until pruned); whether the queue is\n"
     "paused, the age of its oldest ready job, and its key policy.  With\n"
     "--watch, prints again every interval (the screen is redrawn on a\n"
-    "terminal; with --json, one document per line) until interrupted.\n";
+    "terminal; with --json, one document per line) until interrupted.\n"
+    "With --prometheus, prints what `jobq web` serves at /metrics, in\n"
+    "Prometheus' text format (for node_exporter's textfile collector).\n";
 
 static volatile sig_atomic_t stop;
 
@@ -86,15 +90,20 @@ static void pause_ms(int64_t ms) {
 
 static int run(int argc, char **argv) {
   const char *interval = NULL;
-  int watch = 0;
+  int watch = 0, prometheus = 0;
   const struct cli_option options[] = {
       CLI_FLAG('w', "watch", &watch, "print again every interval until interrupted"),
       CLI_STRING(0, "interval", &interval, "D", "with --watch: how often (default 1s)"),
+      CLI_FLAG(0, "prometheus", &prometheus, "print the metrics of /metrics in Prometheus' text format"),
       CLI_END};
   int rc = cli_parse_options(usage, options, &argc, argv);
   if (rc != CLI_PARSED) return rc;
   if (cli_check_args(argc, argv, 0, "no arguments")) return CLI_EXIT_USAGE;
   int64_t every = 1000;
+  if (prometheus && (watch || cli_global.json)) {
+    cli_error("--prometheus prints once, alone: expected 'jobq stats --prometheus'");
+    return CLI_EXIT_USAGE;
+  }
   if (interval != NULL && !watch) {
     cli_error("--interval needs --watch: expected 'jobq stats --watch --interval D'");
     return CLI_EXIT_USAGE;
@@ -105,6 +114,16 @@ static int run(int argc, char **argv) {
 
   jobq *db;
   if ((rc = cli_open(&db)) != 0) return rc;
+  if (prometheus) {
+    struct web_buf b = {0};
+    int err = web_metrics(db, &b);
+    if (err != JOBQ_OK) rc = cli_lib_error(db, err);
+    else if (b.p == NULL) cli_oom();
+    else fwrite(b.p, 1, b.len, stdout);
+    free(b.p);
+    jobq_close(db);
+    return rc;
+  }
   if (watch) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -40,7 +40,7 @@ static const char usage[] =
 struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
-  const char *kill_after, *poll, *ack_delay, *max_output, *name;
+  const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format;
   int persistent, until_empty, verbose, log_times;
 };
 
@@ -177,6 +177,13 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
   cfg->until_empty = a->until_empty;
   cfg->verbose = a->verbose;
   cfg->log_times = a->log_times;
+  if (a->log_format != NULL && strcmp(a->log_format, "json") != 0 &&
+      strcmp(a->log_format, "text") != 0) {
+    char shown[CLI_QUOTE_BUF];
+    cli_error("invalid --log-format '%s': expected text or json", cli_quote(shown, a->log_format));
+    return CLI_EXIT_USAGE;
+  }
+  cfg->log_json = a->log_format != NULL && strcmp(a->log_format, "json") == 0;
   return 0;
 }
 
@@ -235,6 +242,10 @@ static int run(int argc, char **argv) {
       CLI_FLAG('v', "verbose", &a.verbose, "log one line per finished job"),
       CLI_FLAG(0, "log-times", &a.log_times,
                "start each log line with the time (UTC) and the pid"),
+      CLI_STRING(0, "log-format", &a.log_format, "FORMAT",
+                 "text (default), or json: one JSON object a line with time, "
+                 "level, event, and for a job its id, queue, attempt, "
+                 "duration_ms and outcome"),
       CLI_END};
   int next;
   int rc = cli_parse_options_head(usage, opts, argc, argv, &next);

@@ -31,11 +31,34 @@ struct fm;
 int64_t fm_now_ms(void);
 /* ms scaled by a random factor in [1 - pct/100, 1 + pct/100]. */
 int64_t fm_jitter(int64_t ms, int pct);
-/* Prints "jobq work: MESSAGE" and a newline on stderr, in one write. */
+/* The priorities of log lines, as syslog and journald number them. */
+enum { FM_ERR = 3, FM_WARNING = 4, FM_NOTICE = 5, FM_INFO = 6 };
+/* Set before anything is logged: whether text lines start with the time
+ * (UTC, milliseconds) and the pid (--log-times); whether every line is
+ * one JSON object instead (--log-format json).  When stderr is the
+ * journal (JOURNAL_STREAM names it), lines start with their priority
+ * ("<4>") and text lines leave the time to the journal. */
+void fm_log_setup(int times, int json);
+/* Logs a line of priority prio about event ("claim_failed", a word for
+ * machines) on stderr, in one write: "jobq work: MESSAGE", or
+ * {"time":...,"level":...,"event":...,"message":...}. */
+void fm_logp(int prio, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* fm_logp(FM_INFO, "log", ...). */
 void fm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Whether log lines start with the time (UTC, milliseconds) and the pid
- * (--log-times); set before anything is logged. */
-void fm_log_times(int on);
+/* A finished job's line: its id, queue, attempt, how long it ran, its
+ * outcome ("done", "failed" ...) and its error text (may be NULL; not
+ * NUL-terminated). */
+struct fm_log_job {
+  int64_t id;
+  const char *queue;
+  int attempt, max_attempts;
+  int64_t duration_ms;
+  const char *outcome;
+  const char *error;
+  size_t error_len;
+};
+void fm_log_job(const struct fm_log_job *j);
 #define FM_DUR_BUF 32
 /* "250ms", "1.5s", "2m30s": a duration for messages. */
 const char *fm_fmt_ms(char *buf, int64_t ms);
@@ -438,7 +461,19 @@ struct fm {
   uv_timer_t beat_timer, lease_timer, poll_timer, reconnect_timer;
   uv_timer_t grace_timer, hold_timer;
   uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t *notify_timer;        /* systemd's watchdog and status (notify.c) */
 };
+
+/* ---------------------------------------------------------------- notify.c */
+
+/* systemd: nothing unless NOTIFY_SOCKET is set.  start: arms a timer on
+ * the event loop that sends WATCHDOG=1 (when WatchdogSec is set) and
+ * STATUS= with what the foreman is doing; ready: READY=1 once a session
+ * is open; stopping: STOPPING=1; close: closes the timer. */
+void fm_notify_start(struct fm *fm);
+void fm_notify_ready(struct fm *fm, const char *session_id);
+void fm_notify_stopping(struct fm *fm);
+void fm_notify_close(struct fm *fm);
 
 /* Gives up the session: its running jobs are killed and nothing of it is
  * acknowledged any more; a new session is opened.  why is for the log. */

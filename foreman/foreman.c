@@ -167,16 +167,10 @@ void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
 }
 
 static void log_job(const struct fm_job *job, const struct fm_outcome *out) {
-  char d[FM_DUR_BUF], shown[FM_QUOTE_BUF];
-  fm_fmt_ms(d, fm_now_ms() - job->started_ms);
-  if (out->kind == JOBQ_ACK_COMPLETE || out->data == NULL || out->len == 0)
-    fm_log("job %lld (%s, attempt %d of %d): %s in %s", (long long)job->job.id,
-           job->job.queue, job->job.attempt, job->job.max_attempts, out->word, d);
-  else
-    fm_log("job %lld (%s, attempt %d of %d): %s in %s: %s",
-           (long long)job->job.id, job->job.queue, job->job.attempt,
-           job->job.max_attempts, out->word, d,
-           fm_quote(shown, out->data, out->len));
+  int error = out->kind != JOBQ_ACK_COMPLETE && out->data != NULL;
+  fm_log_job(&(struct fm_log_job){job->job.id, job->job.queue, job->job.attempt,
+                                  job->job.max_attempts, fm_now_ms() - job->started_ms,
+                                  out->word, error ? out->data : NULL, error ? out->len : 0});
 }
 
 void fm_job_finished(struct fm *fm, struct fm_job *job,
@@ -338,7 +332,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   }
   if (op->rc != JOBQ_OK) {
     if (strcmp(fm->last_claim_err, op->errmsg) != 0)
-      fm_log("cannot claim jobs: %s", op->errmsg);
+      fm_logp(FM_WARNING, "claim_failed", "cannot claim jobs: %s", op->errmsg);
     snprintf(fm->last_claim_err, sizeof fm->last_claim_err, "%s", op->errmsg);
     if (op->rc == JOBQ_ECONN) fm->reopen_next = 1;
     fm->maybe_work = 0; /* the poll timer tries again */
@@ -563,7 +557,8 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
   if (!fm->beat_failing) {
     char d[FM_DUR_BUF];
     int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
-    fm_log("heartbeat failed: %s: the session is given up if none succeeds "
+    fm_logp(FM_WARNING, "heartbeat_failed",
+            "heartbeat failed: %s: the session is given up if none succeeds "
            "within %s",
            op->errmsg, fm_fmt_ms(d, left < 0 ? 0 : left));
   }
@@ -605,7 +600,8 @@ void fm_session_lost(struct fm *fm, const char *why) {
   }
   size_t dropped = fm_acker_drop(fm, fm->gen);
   fm->lost += (int64_t)(running + waiting + dropped);
-  fm_log("session lost: %s: killed %zu running jobs, dropped %zu claimed jobs "
+  fm_logp(FM_ERR, "session_lost",
+          "session lost: %s: killed %zu running jobs, dropped %zu claimed jobs "
          "and %zu outcomes not yet recorded (those jobs run again)%s",
          why, running, waiting, dropped,
          fm->stopping ? "" : "; opening a new session");
@@ -634,7 +630,7 @@ static void describe_start(struct fm *fm, const struct fm_op *op) {
     snprintf(note, sizeof note, "; no wake-ups from the database (%s): polling",
              op->watch_msg);
   char *url = jobq_url_redact(cfg->url);
-  fm_log("started: session %s on %s, %s%s%s, %d %s '%s', lease %s%s",
+  fm_logp(FM_NOTICE, "started", "started: session %s on %s, %s%s%s, %d %s '%s', lease %s%s",
          op->session_id, url != NULL ? url : "?",
          cfg->nq == 0 ? "every queue" : cfg->nq == 1 ? "queue" : "queues",
          cfg->nq == 0 ? "" : " ", queues, cfg->concurrency,
@@ -655,7 +651,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     int permanent = rc == JOBQ_EINVAL || rc == JOBQ_EURL || rc == JOBQ_ESCHEMA ||
                     rc == JOBQ_ENOTSUP || rc == JOBQ_EREADONLY;
     if (!fm->ever_connected && permanent) {
-      fm_log("cannot start: %s", op->errmsg);
+      fm_logp(FM_ERR, "start_failed", "cannot start: %s", op->errmsg);
       fm->status = rc == JOBQ_EREADONLY || rc == JOBQ_ENOTSUP ? 1 : 2;
       fm_op_free(op);
       begin_stop(fm, 1, NULL);
@@ -666,7 +662,8 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     if (fm->reconnect_ms > RECONNECT_MAX_MS) fm->reconnect_ms = RECONNECT_MAX_MS;
     int64_t wait = fm_jitter(fm->reconnect_ms, 50);
     char d[FM_DUR_BUF];
-    fm_log("cannot open a session: %s: trying again in %s", op->errmsg,
+    fm_logp(FM_WARNING, "connect_failed", "cannot open a session: %s: trying again in %s",
+            op->errmsg,
            fm_fmt_ms(d, wait));
     fm_op_free(op);
     if (fm->stopping)
@@ -681,6 +678,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     fm_log("new session %s: claiming again", op->session_id);
   fm->connected = 1;
   fm->ever_connected = 1;
+  fm_notify_ready(fm, op->session_id);
   fm->reconnect_ms = 0;
   fm->beat_ok_ms = op->began_ms;
   fm->beat_failing = 0;
@@ -722,6 +720,7 @@ static void finish(struct fm *fm) {
   uv_close((uv_handle_t *)&fm->sig_int, NULL);
   uv_close((uv_handle_t *)&fm->sig_hup, NULL);
   watch_close(fm);
+  fm_notify_close(fm);
   fm_acker_close(fm);
   fm_workers_close(fm);
   fm_guard_close(fm);
@@ -729,7 +728,7 @@ static void finish(struct fm *fm) {
   fm_db_stop(fm);
   if (fm->ever_connected) {
     char d[FM_DUR_BUF];
-    fm_log("stopped after %s: %lld done, %lld failed, %lld retried later, "
+    fm_logp(FM_NOTICE, "stopped", "stopped after %s: %lld done, %lld failed, %lld retried later, "
            "%lld released, %lld cancelled, %lld lost; %lld claims, %lld empty; "
            "session closed",
            fm_fmt_ms(d, fm_now_ms() - fm->started_ms), (long long)fm->done,
@@ -766,6 +765,7 @@ static void begin_stop(struct fm *fm, int fast, const char *why) {
   if (fm->closed) return;
   if (!fm->stopping) {
     fm->stopping = 1;
+    fm_notify_stopping(fm);
     size_t released = fm->waiting.n;
     uv_timer_stop(&fm->poll_timer);
     uv_timer_stop(&fm->reconnect_timer);
@@ -777,7 +777,7 @@ static void begin_stop(struct fm *fm, int fast, const char *why) {
     if (fm->workers != NULL) fm_workers_stop(fm);
     if (why != NULL && !fast) {
       char d[FM_DUR_BUF];
-      fm_log("stopping (%s): %zu running jobs may finish within %s, %zu "
+      fm_logp(FM_NOTICE, "stopping", "stopping (%s): %zu running jobs may finish within %s, %zu "
              "claimed jobs released%s",
              why, fm->running.n, fm_fmt_ms(d, fm->cfg->grace_ms), released,
              strncmp(why, "SIG", 3) == 0 ? "; a second signal stops them now" : "");
@@ -873,7 +873,7 @@ static void cloexec_inherited(void) {
 }
 
 int fm_run(const struct fm_config *cfg) {
-  fm_log_times(cfg->log_times);
+  fm_log_setup(cfg->log_times, cfg->log_json);
   struct fm *fm = fm_xmalloc(sizeof *fm);
   memset(fm, 0, sizeof *fm);
   uv_loop_t loop;
@@ -907,6 +907,7 @@ int fm_run(const struct fm_config *cfg) {
   }
   fm_acker_init(fm);
   fm_guard_start(fm);
+  fm_notify_start(fm);
   int rc = fm_db_start(fm);
   if (rc != 0) {
     fm_log("cannot start the database thread: %s", uv_strerror(rc));

@@ -37,6 +37,7 @@ struct fm_config {
   int verbose;                 /* one line per finished job */
   int log_times;               /* each log line starts with the time and
                                   the pid */
+  int log_json;                /* each log line is one JSON object */
   char *const *argv;           /* COMMAND ARGS..., NULL-terminated */
   const char *file;            /* COMMAND as found in PATH (or as given
                                   when it has a '/') */

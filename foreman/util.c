@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fm.h"
@@ -43,35 +44,180 @@ int64_t fm_jitter(int64_t ms, int pct) {
   return v < 1 ? 1 : v;
 }
 
-/* Set once at start (fm_log_times), read by every log line. */
-static int log_times;
+/* Set once at start (fm_log_setup), read by every log line. */
+static int log_times, log_json, log_journal;
 
-void fm_log_times(int on) { log_times = on; }
+void fm_log_setup(int times, int json) {
+  log_times = times;
+  log_json = json;
+  /* JOURNAL_STREAM is "DEVICE:INODE" of the journal's socket; stderr
+   * is the journal when it is that socket (not just inherited). */
+  const char *js = getenv("JOURNAL_STREAM");
+  unsigned long long dev, ino;
+  struct stat st;
+  log_journal = js != NULL && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+                fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+                (unsigned long long)st.st_ino == ino;
+}
 
-void fm_log(const char *fmt, ...) {
-  char line[1200];
-  int n;
-  if (log_times) {
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ jobq work[%d]: ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec, ts.tv_nsec / 1000000, (int)getpid());
-  } else {
-    n = snprintf(line, sizeof line, "jobq work: ");
-  }
+static const char *const level_names[] = {"emerg", "alert", "crit", "err",
+                                          "warning", "notice", "info", "debug"};
+
+/* A log line under construction: bounded, cut rather than overrun. */
+struct line {
+  char p[2048];
+  size_t len;
+};
+
+static void put(struct line *l, const char *s, size_t n) {
+  if (n > sizeof l->p - 2 - l->len) n = sizeof l->p - 2 - l->len;
+  memcpy(l->p + l->len, s, n);
+  l->len += n;
+}
+
+static void putf(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(struct line *l, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  int n = vsnprintf(l->p + l->len, sizeof l->p - 1 - l->len, fmt, ap);
   va_end(ap);
-  size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-  if (len > sizeof line - 2) len = sizeof line - 2;
-  line[len++] = '\n';
-  /* One write, so that lines of several processes do not interleave. */
-  ssize_t w = write(STDERR_FILENO, line, len);
+  if (n > 0) l->len += (size_t)n < sizeof l->p - 2 - l->len ? (size_t)n : sizeof l->p - 2 - l->len;
+}
+
+/* The length of the UTF-8 character at s (n bytes left), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  size_t k = s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : s[0] < 0xf5 ? 4 : 0;
+  if (k == 0 || k > n) return 0;
+  for (size_t i = 1; i < k; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+      (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+    return 0;
+  return k;
+}
+
+/* s as a JSON string, quotes included; bytes that are not UTF-8 become
+ * U+FFFD. */
+static void put_json(struct line *l, const char *s, size_t n) {
+  put(l, "\"", 1);
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = u[i];
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      put(l, e, 2);
+      i++;
+    } else if (c < 0x20 || c == 0x7f) {
+      if (c == '\n') put(l, "\\n", 2);
+      else if (c == '\t') put(l, "\\t", 2);
+      else putf(l, "\\u%04x", c);
+      i++;
+    } else if (c < 0x80) {
+      put(l, s + i, 1);
+      i++;
+    } else {
+      size_t k = utf8_len(u + i, n - i);
+      if (k == 0) {
+        put(l, "\\ufffd", 6);
+        i++;
+      } else {
+        put(l, s + i, k);
+        i += k;
+      }
+    }
+  }
+  put(l, "\"", 1);
+}
+
+/* The line's start: the journal's priority, then the time and level and
+ * event (JSON) or the time and pid (text, --log-times). */
+static void begin(struct line *l, int prio, const char *event) {
+  l->len = 0;
+  if (log_journal) putf(l, "<%d>", prio);
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char when[80];
+  snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+  if (log_json)
+    putf(l, "{\"time\":\"%s\",\"level\":\"%s\",\"event\":\"%s\",\"pid\":%d", when,
+         level_names[prio], event, (int)getpid());
+  else if (log_times && !log_journal)
+    putf(l, "%s jobq work[%d]: ", when, (int)getpid());
+  else
+    putf(l, "jobq work: ");
+}
+
+/* Ends the line and writes it in one write, so that lines of several
+ * processes do not interleave. */
+static void end(struct line *l) {
+  if (log_json) put(l, "}", 1);
+  l->p[l->len++] = '\n';
+  ssize_t w = write(STDERR_FILENO, l->p, l->len);
   (void)w;
+}
+
+static void vlog(int prio, const char *event, const char *fmt, va_list ap) {
+  struct line l;
+  begin(&l, prio, event);
+  char msg[1200];
+  int m = vsnprintf(msg, sizeof msg, fmt, ap);
+  size_t n = m < 0 ? 0 : (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1;
+  if (log_json) {
+    put(&l, ",\"message\":", 11);
+    put_json(&l, msg, n);
+  } else {
+    put(&l, msg, n);
+  }
+  end(&l);
+}
+
+void fm_logp(int prio, const char *event, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(prio, event, fmt, ap);
+  va_end(ap);
+}
+
+void fm_log(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(FM_INFO, "log", fmt, ap);
+  va_end(ap);
+}
+
+void fm_log_job(const struct fm_log_job *j) {
+  char d[FM_DUR_BUF];
+  fm_fmt_ms(d, j->duration_ms);
+  int prio = strcmp(j->outcome, "done") == 0 ? FM_INFO : FM_NOTICE;
+  /* The end of an error says most; a line holds a few hundred bytes of it. */
+  const char *err = j->error;
+  size_t elen = err != NULL ? j->error_len : 0;
+  if (elen > 400) {
+    err += elen - 400;
+    elen = 400;
+  }
+  struct line l;
+  begin(&l, prio, "job");
+  if (log_json) {
+    putf(&l, ",\"job\":%lld,\"queue\":", (long long)j->id);
+    put_json(&l, j->queue, strlen(j->queue));
+    putf(&l, ",\"attempt\":%d,\"max_attempts\":%d,\"duration_ms\":%lld,\"outcome\":\"%s\"",
+         j->attempt, j->max_attempts, (long long)j->duration_ms, j->outcome);
+    if (elen > 0) {
+      put(&l, ",\"error\":", 9);
+      put_json(&l, err, elen);
+    }
+  } else {
+    char shown[FM_QUOTE_BUF];
+    putf(&l, "job %lld (%s, attempt %d of %d): %s in %s", (long long)j->id, j->queue,
+         j->attempt, j->max_attempts, j->outcome, d);
+    if (j->error != NULL && j->error_len > 0)
+      putf(&l, ": %s", fm_quote(shown, j->error, j->error_len));
+  }
+  end(&l);
 }
 
 const char *fm_fmt_ms(char *buf, int64_t ms) {

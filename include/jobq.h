@@ -302,6 +302,8 @@ typedef struct jobq_job {
   int prev_lost;        /* the previous attempt's outcome is unknown */
   int64_t claimed_at_ms;  /* when it was claimed, on the database clock */
   char claim[JOBQ_CLAIM_LEN + 1];
+  int64_t run_at_ms;      /* when it became due: claimed_at_ms - run_at_ms
+                             is how long it waited to be picked up */
 } jobq_job;
 
 /*
@@ -466,6 +468,7 @@ typedef struct jobq_list_opts {
   int scheduled;       /* with READY: 1 only future run_at, 0 both */
   size_t limit;        /* default 100 */
   int64_t after_id;    /* for paging: ids greater than this (0: start) */
+  const char *key;     /* only jobs of this ordering key; NULL: any */
 } jobq_list_opts;
 
 /* Jobs by id order (payload and result left out: NULL, lengths set).
@@ -512,6 +515,73 @@ typedef struct jobq_session_info {
 
 int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n);
 void jobq_sessions_free(jobq_session_info *s, size_t n);
+
+/*
+ * The attempts of a job that ended without finishing it, oldest first:
+ * those that failed and were retried, asked to run later, or were lost
+ * with their worker.  The attempt that finished the job (done, dead,
+ * cancelled) and a running one are the job's own (jobq_show()).  An
+ * admin retry starts the count again, so a number may come twice.  The
+ * records go with jobq_prune() of the same age.  Free with
+ * jobq_attempts_free().
+ */
+typedef struct jobq_attempt {
+  int attempt;            /* 1 on the first run */
+  char *outcome;          /* "failed", "retry" (asked to run later), "lost" */
+  char *error;            /* the worker's error text; NULL when none */
+  char *session;          /* the session that ran it */
+  char *host;             /* its machine; NULL when not known */
+  int64_t claimed_at_ms;  /* 0 when not known */
+  int64_t ended_at_ms;
+} jobq_attempt;
+
+int jobq_attempts(jobq *db, int64_t id, jobq_attempt **out, size_t *n);
+void jobq_attempts_free(jobq_attempt *a, size_t n);
+
+/* ---------------------------------------------------------------- figures */
+
+/*
+ * What the sessions did, per minute of the database clock and per queue,
+ * kept in the database: every session counts its claims and
+ * acknowledgements in memory (nothing is written on the way) and adds
+ * them to its own rows with each heartbeat and when it closes.  So every
+ * reader sees the same figures, and a session that is lost loses at most
+ * what it counted since its last heartbeat.  Minutes older than
+ * JOBQ_TALLY_KEEP_MIN are folded into one row per queue, so totals only
+ * grow and the table stays small.
+ *
+ * The wait of a claimed job is claimed_at - run_at: how long it was due
+ * before a session picked it up.  wait[i] counts the waits of at most
+ * jobq_wait_bound_ms(i) not counted in a lower bucket (not cumulative);
+ * the last bucket has no bound.
+ */
+#define JOBQ_WAIT_BUCKETS 10
+#define JOBQ_TALLY_KEEP_MIN 90
+
+typedef struct jobq_tally {
+  int64_t minute;         /* Unix minute (ms / 60000); 0 in totals */
+  char *queue;            /* "" for claims that found nothing */
+  int64_t claimed;        /* jobs claimed */
+  int64_t empty_claims;   /* claims that found no job */
+  int64_t done;           /* completed */
+  int64_t failed;         /* failed attempts (retried or dead) */
+  int64_t retried;        /* put back to run again after a failure or on
+                             the worker's request */
+  int64_t dead;           /* failed with no attempts left */
+  int64_t cancelled;      /* ended as cancelled by their worker */
+  int64_t wait_ms;        /* sum of the claimed jobs' waits */
+  int64_t wait[JOBQ_WAIT_BUCKETS];
+} jobq_tally;
+
+/* The upper bound of wait bucket i in ms; -1 for the last (no bound). */
+int64_t jobq_wait_bound_ms(int i);
+/* Per minute and queue for the minutes from since_ms (Unix ms, database
+ * clock) on, by minute then queue.  Free with jobq_tallies_free(). */
+int jobq_tally_minutes(jobq *db, int64_t since_ms, jobq_tally **out, size_t *n);
+/* Per queue, everything counted since the database was made, by queue
+ * (minute 0).  Free with jobq_tallies_free(). */
+int jobq_tally_totals(jobq *db, jobq_tally **out, size_t *n);
+void jobq_tallies_free(jobq_tally *t, size_t n);
 
 /* ---------------------------------------------------------------- administration */
 

@@ -441,7 +441,7 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   if (rc == JOBQ_OK && m == 1) rc = ack(db, s, pending[0]);
   if (rc == JOBQ_OK && m > 1) rc = ack_many(db, s, pending, m);
   free(pending);
-  return rc;
+  return rc == JOBQ_OK ? jobq__tally_attempts(db, s, acks, n) : rc;
 }
 
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
@@ -455,6 +455,7 @@ void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
     if (acks[i].outcome == JOBQ_STATE_DONE) s->done++;
     else if (acks[i].kind == JOBQ_ACK_FAIL) s->failed++;
   }
+  if (rc == JOBQ_OK) jobq__tally_acked(s, acks, n);
 }
 
 int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {

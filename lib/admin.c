@@ -372,6 +372,13 @@ int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
     total += c;
     if (count != NULL) *count = total;
   }
+  /* The records of attempts as old go too. */
+  int attempt = 0;
+  while (rc == JOBQ_OK) {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
+    rc = jobq__txn_end(db, jobq__sql_run(db, JOBQ_Q_ATTEMPTS_PRUNE, SQL_ARGS(V_INT(before))));
+    if (!jobq__txn_retry(db, rc, &attempt)) break;
+  }
   return rc;
 }
 

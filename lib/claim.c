@@ -95,6 +95,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   if (rc == JOBQ_OK) {
     jobq__session_noted(s);
     jobq__session_claimed(s, *jobs, *n);
+    if (max > 0) jobq__tally_claimed(s, *jobs, *n);
   }
   s->start_now = SIZE_MAX;
   jobq__ack_done(s, acks, nacks, rc);

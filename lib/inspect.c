@@ -117,16 +117,18 @@ int jobq_list(jobq *db, const jobq_list_opts *opts, jobq_job_info **out,
   jobq_rows *r;
   if (o.state == 0)
     rc = jobq__sql_query(db, JOBQ_Q_LIST_ALL, &r,
-                         SQL_ARGS(V_INT(o.after_id), V_TEXT(o.queue), V_INT((int64_t)o.limit)));
+                         SQL_ARGS(V_INT(o.after_id), V_TEXT(o.queue), V_INT((int64_t)o.limit),
+                                  V_TEXT(o.key)));
   else if (o.state <= JOBQ_STATE_WAITING)
     rc = jobq__sql_query(db, JOBQ_Q_LIST_HOT, &r,
                          SQL_ARGS(V_INT(o.after_id), V_TEXT(o.queue), V_INT((int64_t)o.limit),
                                   V_TEXT(jobq_state_name(o.state)),
-                                  V_INT(o.state == JOBQ_STATE_READY && o.scheduled)));
+                                  V_INT(o.state == JOBQ_STATE_READY && o.scheduled),
+                                  V_TEXT(o.key)));
   else
     rc = jobq__sql_query(db, JOBQ_Q_LIST_DONE, &r,
                          SQL_ARGS(V_INT(o.after_id), V_TEXT(o.queue), V_INT((int64_t)o.limit),
-                                  V_TEXT(jobq_state_name(o.state))));
+                                  V_TEXT(jobq_state_name(o.state)), V_TEXT(o.key)));
   if (rc != JOBQ_OK) return rc;
   size_t cap = 0;
   int got, failed = 0;

@@ -15,9 +15,11 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 1
+#define JOBQ_SCHEMA_VERSION 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
+/* The counters of a queue in jobq_tally: 8 counts and the wait buckets. */
+#define JOBQ_TALLY_COUNTERS (8 + JOBQ_WAIT_BUCKETS)
 
 struct jobq {
   const jobq_store *store;     /* NULL until the URL named a store */
@@ -88,7 +90,42 @@ struct jobq_session {
   /* Whether this session has claimed a job with an ordering key: only
    * then may its completions need the keys' locks. */
   int keyed;
+  /* What it did since its figures were last written, per queue, and the
+   * jobs it holds by id (lib/tally.c). */
+  struct jobq_tally_acc {
+    char queue[JOBQ_QUEUE_MAX + 1];
+    int64_t v[JOBQ_TALLY_COUNTERS];
+  } *tally;
+  size_t ntally;
+  struct jobq_held_job {
+    int64_t id;          /* 0: a free slot */
+    int64_t claimed_at;
+    int attempt;
+    uint16_t queue;      /* its entry in tally */
+  } *held;
+  size_t nheld, capheld;
+  int64_t folded_ms;     /* monotonic, when it last folded old minutes */
 };
+
+/* lib/tally.c: counting claims (after their commit) and acknowledgements
+ * (after theirs: statuses and outcomes set); recording, in the
+ * acknowledging transaction, the attempts that failed and go again;
+ * writing the counts in a heartbeat's or a close's transaction and
+ * clearing them once it committed; folding old minutes now and then in a
+ * transaction of its own (errors ignored); freeing. */
+void jobq__tally_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
+void jobq__tally_acked(jobq_session *s, const jobq_ack *acks, size_t n);
+int jobq__tally_attempts(jobq *db, jobq_session *s, const jobq_ack *acks, size_t n);
+int jobq__tally_write(jobq *db, jobq_session *s);
+void jobq__tally_written(jobq_session *s);
+void jobq__tally_fold(jobq *db, jobq_session *s);
+/* Folds the minutes older than JOBQ_TALLY_KEEP_MIN now, in a transaction
+ * of its own; JOBQ_OK or the error. */
+int jobq__tally_fold_now(jobq *db);
+void jobq__tally_release(jobq_session *s);
+/* Rows of TALLY_READ (arg: the first minute), TALLY_TOTALS or TALLY_OLD
+ * (arg: the minute before which), into *out (jobq_tallies_free()). */
+int jobq__tally_read(jobq *db, int id, int64_t arg, jobq_tally **out, size_t *n);
 
 /* Whether a wake-up for queue counts, and the filter freed (lib/watch.c). */
 int jobq__watching(const jobq *db, const char *queue);

@@ -99,9 +99,11 @@ void jobq_session_close(jobq_session *s) {
   if (db->txn_depth == 0) {
     do {
       if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
-      rc = jobq__txn_end(db, jobq__end_session(db, s->id, 0));
+      rc = jobq__tally_write(db, s);
+      rc = jobq__txn_end(db, rc == JOBQ_OK ? jobq__end_session(db, s->id, 0) : rc);
     } while (jobq__txn_retry(db, rc, &attempt));
   }
+  jobq__tally_release(s);
   free(s->started);
   free(s->doubtful);
   for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i]);
@@ -389,6 +391,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
                           SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
                                    V_INT(s->failed), V_INT(s->epoch)));
+  if (rc == JOBQ_OK && changed != 0) rc = jobq__tally_write(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s, NULL, 0);
   if (rc == JOBQ_OK && changed == 0)
@@ -424,6 +427,8 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
     return rc;
   }
   jobq__session_noted(s);
+  jobq__tally_written(s);
+  jobq__tally_fold(db, s);
   if (cancel != NULL) {
     *cancel = ids;
     *ncancel = n;
@@ -468,6 +473,8 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
     back++;
     jobq__wake(db, h[i].queue);
   }
+  if (rc == JOBQ_OK && back > 0 && lost)
+    rc = jobq__sql_run(db, JOBQ_Q_ATTEMPTS_LOST, SQL_ARGS(V_TEXT(sid), V_TEXT(lost_started)));
   if (rc == JOBQ_OK && back > 0) {
     int64_t changed = 0;
     rc = lost ? jobq__sql_change(db, JOBQ_Q_SESSION_REQUEUE_LOST, &changed,

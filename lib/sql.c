@@ -49,6 +49,24 @@
   "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
   "IS NULL AND unique_key IS NULL AND barrier = 0"
 
+/* TALLY_ADD's minute: ?1, or the database clock's when ?1 is -1. */
+#define TALLY_MINUTE "CASE WHEN ?1 < 0 THEN {now} / 60000 ELSE ?1 END"
+
+/* The sums of jobq_tally's counters, in TALLY_ADD's order. */
+#define TALLY_SUMS                                                            \
+  "CAST(sum(claimed) AS {bigint}), CAST(sum(empty_claims) AS {bigint}), "     \
+  "CAST(sum(done) AS {bigint}), CAST(sum(failed) AS {bigint}), "              \
+  "CAST(sum(retried) AS {bigint}), CAST(sum(dead) AS {bigint}), "             \
+  "CAST(sum(cancelled) AS {bigint}), CAST(sum(wait_ms) AS {bigint}), "        \
+  "CAST(sum(w0) AS {bigint}), CAST(sum(w1) AS {bigint}), "                    \
+  "CAST(sum(w2) AS {bigint}), CAST(sum(w3) AS {bigint}), "                    \
+  "CAST(sum(w4) AS {bigint}), CAST(sum(w5) AS {bigint}), "                    \
+  "CAST(sum(w6) AS {bigint}), CAST(sum(w7) AS {bigint}), "                    \
+  "CAST(sum(w8) AS {bigint}), CAST(sum(w9) AS {bigint})"
+
+/* The job's ordering key is P, or P is NULL. */
+#define KEY_IS(P) "coalesce(order_key, '') = coalesce(" P ", order_key, '')"
+
 /* Eight rows of (queue, key, job id): ?1 to ?24. */
 #define BLOCK_ROWS_8                                                          \
   "(?1, ?2, ?3), (?4, ?5, ?6), (?7, ?8, ?9), (?10, ?11, ?12), (?13, ?14, "    \
@@ -347,16 +365,18 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SHOW_HOT] = {.common = HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
     [JOBQ_Q_SHOW_DONE] = {.common = DONE_INFO ", payload, result FROM jobq_done WHERE "
                           "id = ?1"},
+    /* The last parameter: the ordering key, NULL for any. */
     [JOBQ_Q_LIST_ALL] = {.common = "SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
                          DONE_INFO " FROM jobq_done) AS u WHERE id > ?1 AND "
-                         "queue = coalesce(?2, queue) ORDER BY id LIMIT ?3"},
+                         "queue = coalesce(?2, queue) AND " KEY_IS("?4") " ORDER BY id "
+                         "LIMIT ?3"},
     /* ?5 = 1: only the scheduled ones (run_at still ahead). */
     [JOBQ_Q_LIST_HOT] = {.common = HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
                          "coalesce(?2, queue) AND state = ?4 AND (?5 = 0 OR "
-                         "run_at > {now}) ORDER BY id LIMIT ?3"},
+                         "run_at > {now}) AND " KEY_IS("?6") " ORDER BY id LIMIT ?3"},
     [JOBQ_Q_LIST_DONE] = {.common = DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
-                          "id > ?1 AND queue = coalesce(?2, queue) ORDER BY id "
-                          "LIMIT ?3"},
+                          "id > ?1 AND queue = coalesce(?2, queue) AND " KEY_IS("?5")
+                          " ORDER BY id LIMIT ?3"},
     [JOBQ_Q_STATS_QUEUES] =
         {.common = "SELECT q.name, q.paused, q.key_policy, "
          "CAST(coalesce(sum(c.n_done), 0) AS {bigint}), "
@@ -459,6 +479,72 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_QUEUES_ACTIVE] = {.common = "SELECT name FROM jobq_queues WHERE paused = 0 "
                               "ORDER BY name"},
     [JOBQ_Q_QUEUE_NAMES] = {.common = "SELECT name FROM jobq_queues ORDER BY name"},
+    /* The figures of the sessions (lib/tally.c): ?1 the minute (0 for
+     * what was folded, -1 for the database clock's), ?2 the session (''
+     * when folded), ?3 the queue ('' for claims that found nothing),
+     * then the counts added. */
+    [JOBQ_Q_TALLY_ADD] =
+        {.common = "INSERT INTO jobq_tally(at_minute, session, queue, claimed, empty_claims, "
+         "done, failed, retried, dead, cancelled, wait_ms, w0, w1, w2, w3, w4, w5, "
+         "w6, w7, w8, w9) VALUES (" TALLY_MINUTE ", ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+         "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) "
+         "ON CONFLICT (at_minute, session, queue) DO UPDATE SET claimed = jobq_tally.claimed + "
+         "excluded.claimed, empty_claims = jobq_tally.empty_claims + "
+         "excluded.empty_claims, done = jobq_tally.done + excluded.done, failed = "
+         "jobq_tally.failed + excluded.failed, retried = jobq_tally.retried + "
+         "excluded.retried, dead = jobq_tally.dead + excluded.dead, cancelled = "
+         "jobq_tally.cancelled + excluded.cancelled, wait_ms = jobq_tally.wait_ms + "
+         "excluded.wait_ms, w0 = jobq_tally.w0 + excluded.w0, w1 = jobq_tally.w1 + "
+         "excluded.w1, w2 = jobq_tally.w2 + excluded.w2, w3 = jobq_tally.w3 + "
+         "excluded.w3, w4 = jobq_tally.w4 + excluded.w4, w5 = jobq_tally.w5 + "
+         "excluded.w5, w6 = jobq_tally.w6 + excluded.w6, w7 = jobq_tally.w7 + "
+         "excluded.w7, w8 = jobq_tally.w8 + excluded.w8, w9 = jobq_tally.w9 + "
+         "excluded.w9",
+         .mysql = "INSERT INTO jobq_tally(at_minute, session, queue, claimed, empty_claims, "
+         "done, failed, retried, dead, cancelled, wait_ms, w0, w1, w2, w3, w4, w5, "
+         "w6, w7, w8, w9) VALUES (CASE WHEN ?1 < 0 THEN {now} DIV 60000 ELSE ?1 "
+         "END, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+         "?17, ?18, ?19, ?20, ?21) ON DUPLICATE KEY UPDATE claimed = claimed + "
+         "VALUES(claimed), empty_claims = empty_claims + "
+         "VALUES(empty_claims), done = done + VALUES(done), failed = failed + "
+         "VALUES(failed), retried = retried + VALUES(retried), dead = dead + "
+         "VALUES(dead), cancelled = cancelled + VALUES(cancelled), wait_ms = wait_ms"
+         " + VALUES(wait_ms), w0 = w0 + VALUES(w0), w1 = w1 + VALUES(w1), w2 = w2 + "
+         "VALUES(w2), w3 = w3 + VALUES(w3), w4 = w4 + VALUES(w4), w5 = w5 + "
+         "VALUES(w5), w6 = w6 + VALUES(w6), w7 = w7 + VALUES(w7), w8 = w8 + "
+         "VALUES(w8), w9 = w9 + VALUES(w9)"},
+    /* The rows of the minutes before ?1, locked until they are deleted:
+     * two folds at once must not add them twice. */
+    [JOBQ_Q_TALLY_OLD] = {.common = "SELECT queue, " TALLY_SUMS " FROM (SELECT * FROM "
+                          "jobq_tally WHERE at_minute > 0 AND at_minute < ?1{for_update}) "
+                          "AS t GROUP BY queue"},
+    [JOBQ_Q_TALLY_DROP] = {.common = "DELETE FROM jobq_tally WHERE at_minute > 0 AND "
+                           "at_minute < ?1"},
+    /* Per minute and queue, from minute ?1 on. */
+    [JOBQ_Q_TALLY_READ] = {.common = "SELECT at_minute, queue, " TALLY_SUMS " FROM jobq_tally "
+                           "WHERE at_minute >= ?1 GROUP BY at_minute, queue ORDER BY "
+                           "at_minute, queue"},
+    /* Per queue, everything since the database was made. */
+    [JOBQ_Q_TALLY_TOTALS] = {.common = "SELECT 0, queue, " TALLY_SUMS " FROM jobq_tally "
+                             "GROUP BY queue ORDER BY queue"},
+    /* An attempt that ended without finishing its job: ?1 job, ?2
+     * attempt, ?3 outcome, ?4 error, ?5 session, ?6 claimed_at. */
+    [JOBQ_Q_ATTEMPT_ADD] =
+        {.common = "INSERT INTO jobq_attempts(job_id, attempt, outcome, error, session, "
+         "host, claimed_at, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, (SELECT host FROM "
+         "jobq_sessions WHERE id = ?5), ?6, {now})"},
+    /* The running attempts of session ?1 that its loss ends (?2 the error
+     * of a started one), before SESSION_REQUEUE_LOST sends them back. */
+    [JOBQ_Q_ATTEMPTS_LOST] =
+        {.common = "INSERT INTO jobq_attempts(job_id, attempt, outcome, error, session, host, "
+         "claimed_at, ended_at) SELECT j.id, j.attempts, 'lost', ?2, ?1, s.host, "
+         "j.claimed_at, {now} FROM jobq_jobs j LEFT JOIN jobq_sessions s ON s.id = "
+         "?1 WHERE j.session = ?1 AND j.started = 1 AND j.cancel_requested = 0 AND "
+         "j.attempts < j.max_attempts"},
+    [JOBQ_Q_ATTEMPTS_OF] =
+        {.common = "SELECT attempt, outcome, error, session, host, claimed_at, ended_at FROM "
+         "jobq_attempts WHERE job_id = ?1 ORDER BY id"},
+    [JOBQ_Q_ATTEMPTS_PRUNE] = {.common = "DELETE FROM jobq_attempts WHERE ended_at < ?1"},
 };
 
 static const char *const names[JOBQ_Q__COUNT] = {

@@ -47,7 +47,9 @@
   X(PRUNE_COUNT) X(PRUNE)                                                   \
   X(ALL_SESSIONS) X(BUMP) X(EPOCH) X(QUEUE_PAUSED) X(QUEUES_ACTIVE)          \
   X(PURGE_RUNNING) X(PURGE_JOBS) X(PURGE_DONE) X(PURGE_BLOCKED)             \
-  X(PURGE_COUNTS) X(QUEUE_NAMES)
+  X(PURGE_COUNTS) X(QUEUE_NAMES)                                           \
+  X(TALLY_ADD) X(TALLY_OLD) X(TALLY_DROP) X(TALLY_READ) X(TALLY_TOTALS)                     \
+  X(ATTEMPT_ADD) X(ATTEMPTS_LOST) X(ATTEMPTS_OF) X(ATTEMPTS_PRUNE)
 
 enum {
 #define JOBQ_SQL_ENUM(name) JOBQ_Q_##name,

@@ -276,7 +276,8 @@ void th_swap_in(tq *t, jobq *other, const char *other_url) {
     url_dbname(other_url, theirs, sizeof theirs);
     static const char *const tables[] = {"jobq_meta",  "jobq_queues",  "jobq_counts",
                                          "jobq_sessions", "jobq_jobs", "jobq_done",
-                                         "jobq_blocked", "jobq_locks"};
+                                         "jobq_blocked", "jobq_locks", "jobq_tally",
+                                         "jobq_attempts"};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
       snprintf(sql, sizeof sql, "DROP TABLE %s.%s", mine, tables[i]);
       assert_int_equal(th_sql(t->db, sql), 0);

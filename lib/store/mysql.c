@@ -172,7 +172,51 @@ static const char *const schema_v1[] = {
 };
 
 #define NSCHEMA (sizeof schema_v1 / sizeof schema_v1[0])
-_Static_assert(JOBQ_SCHEMA_VERSION == 1, "add the new version's statements here");
+
+/* Version 2: the sessions' figures per minute (lib/tally.c) and the
+ * attempts that ended without finishing their job. */
+static const char *const schema_v2[] = {
+    "CREATE TABLE IF NOT EXISTS jobq_tally ("
+    "  at_minute BIGINT NOT NULL,"
+    "  session VARCHAR(32) NOT NULL,"
+    "  queue VARCHAR(63) NOT NULL,"
+    "  claimed BIGINT NOT NULL DEFAULT 0,"
+    "  empty_claims BIGINT NOT NULL DEFAULT 0,"
+    "  done BIGINT NOT NULL DEFAULT 0,"
+    "  failed BIGINT NOT NULL DEFAULT 0,"
+    "  retried BIGINT NOT NULL DEFAULT 0,"
+    "  dead BIGINT NOT NULL DEFAULT 0,"
+    "  cancelled BIGINT NOT NULL DEFAULT 0,"
+    "  wait_ms BIGINT NOT NULL DEFAULT 0,"
+    "  w0 BIGINT NOT NULL DEFAULT 0,"
+    "  w1 BIGINT NOT NULL DEFAULT 0,"
+    "  w2 BIGINT NOT NULL DEFAULT 0,"
+    "  w3 BIGINT NOT NULL DEFAULT 0,"
+    "  w4 BIGINT NOT NULL DEFAULT 0,"
+    "  w5 BIGINT NOT NULL DEFAULT 0,"
+    "  w6 BIGINT NOT NULL DEFAULT 0,"
+    "  w7 BIGINT NOT NULL DEFAULT 0,"
+    "  w8 BIGINT NOT NULL DEFAULT 0,"
+    "  w9 BIGINT NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (at_minute, session, queue)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
+    "CREATE TABLE IF NOT EXISTS jobq_attempts ("
+    "  id BIGINT AUTO_INCREMENT PRIMARY KEY,"
+    "  job_id BIGINT NOT NULL,"
+    "  attempt INTEGER NOT NULL,"
+    "  outcome VARCHAR(255) NOT NULL,"
+    "  error TEXT,"
+    "  session VARCHAR(255),"
+    "  host VARCHAR(255),"
+    "  claimed_at BIGINT,"
+    "  ended_at BIGINT NOT NULL,"
+    "  INDEX jobq_attempts_job (job_id),"
+    "  INDEX jobq_attempts_ended (ended_at)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
+};
+
+#define NSCHEMA_V2 (sizeof schema_v2 / sizeof schema_v2[0])
+_Static_assert(JOBQ_SCHEMA_VERSION == 2, "add the new version's statements here");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -1249,6 +1293,12 @@ static int my_migrate(jobq *db) {
       rc = run_plain(db, "UPDATE jobq_meta SET version = 1 WHERE id = 1",
                      "initialising the schema");
   }
+  if (rc == JOBQ_OK && version < 2) {
+    for (size_t i = 0; i < NSCHEMA_V2 && rc == JOBQ_OK; i++) rc = run_ddl(db, schema_v2[i]);
+    if (rc == JOBQ_OK)
+      rc = run_plain(db, "UPDATE jobq_meta SET version = 2 WHERE id = 1",
+                     "migrating the schema");
+  }
   /* Back to the connection's own limit. */
   char sql[96];
   long long ms = (long long)c->statement_timeout_ms;
@@ -1288,6 +1338,8 @@ static const char roles_sql[] =
     "GRANT SELECT ON %1$s.jobq_jobs TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_done TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_blocked TO %2$s;\n"
+    "GRANT SELECT ON %1$s.jobq_tally TO %2$s;\n"
+    "GRANT SELECT ON %1$s.jobq_attempts TO %2$s;\n"
     "\n"
     "-- producer: jobq put and jobq_put().\n"
     "GRANT SELECT ON %1$s.jobq_meta TO %3$s;\n"
@@ -1303,6 +1355,8 @@ static const char roles_sql[] =
     "GRANT INSERT ON %1$s.jobq_done TO %4$s;\n"
     "GRANT INSERT, UPDATE ON %1$s.jobq_counts TO %4$s;\n"
     "GRANT INSERT ON %1$s.jobq_blocked TO %4$s;\n"
+    "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_tally TO %4$s;\n"
+    "GRANT INSERT ON %1$s.jobq_attempts TO %4$s;\n"
     "GRANT SELECT, INSERT, UPDATE ON %1$s.jobq_locks TO %4$s;\n"
     "\n"
     "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
@@ -1312,6 +1366,7 @@ static const char roles_sql[] =
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_done TO %5$s;\n"
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_blocked TO %5$s;\n"
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_counts TO %5$s;\n"
+    "GRANT DELETE ON %1$s.jobq_attempts TO %5$s;\n"
     "GRANT DELETE ON %1$s.jobq_locks TO %5$s;\n"
     "GRANT UPDATE ON %1$s.jobq_meta TO %5$s;\n"
     "%6$s";
@@ -1669,7 +1724,7 @@ static int pick(jobq *db, const char *queue, size_t max, claimed **cl, size_t *n
     jobq_job *j = &c->job;
     j->id = my_col_int(r, 0);
     j->priority = (int)my_col_int(r, 1);
-    c->run_at = my_col_int(r, 2);
+    c->run_at = j->run_at_ms = my_col_int(r, 2);
     j->queue = jobq__col_text(db, r, 3, &failed);
     j->payload = jobq__col_bytes(db, r, 4, &j->payload_len, &failed);
     if (j->payload == NULL && !failed) j->payload = jobq__memdup("", 0, &failed);

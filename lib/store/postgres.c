@@ -222,6 +222,45 @@ static const char *const migrations[] = {
     "  RETURN new_id;\n"
     "END\n"
     "$fn$;",
+    /* version 2: the sessions' figures per minute (lib/tally.c) and the
+     * attempts that ended without finishing their job. */
+    "CREATE TABLE jobq_tally ("
+    "  at_minute bigint NOT NULL,"
+    "  session text NOT NULL,"
+    "  queue text NOT NULL,"
+    "  claimed bigint NOT NULL DEFAULT 0,"
+    "  empty_claims bigint NOT NULL DEFAULT 0,"
+    "  done bigint NOT NULL DEFAULT 0,"
+    "  failed bigint NOT NULL DEFAULT 0,"
+    "  retried bigint NOT NULL DEFAULT 0,"
+    "  dead bigint NOT NULL DEFAULT 0,"
+    "  cancelled bigint NOT NULL DEFAULT 0,"
+    "  wait_ms bigint NOT NULL DEFAULT 0,"
+    "  w0 bigint NOT NULL DEFAULT 0,"
+    "  w1 bigint NOT NULL DEFAULT 0,"
+    "  w2 bigint NOT NULL DEFAULT 0,"
+    "  w3 bigint NOT NULL DEFAULT 0,"
+    "  w4 bigint NOT NULL DEFAULT 0,"
+    "  w5 bigint NOT NULL DEFAULT 0,"
+    "  w6 bigint NOT NULL DEFAULT 0,"
+    "  w7 bigint NOT NULL DEFAULT 0,"
+    "  w8 bigint NOT NULL DEFAULT 0,"
+    "  w9 bigint NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (at_minute, session, queue)"
+    ");"
+    "CREATE TABLE jobq_attempts ("
+    "  id bigserial PRIMARY KEY,"
+    "  job_id bigint NOT NULL,"
+    "  attempt INTEGER NOT NULL,"
+    "  outcome text NOT NULL,"
+    "  error TEXT,"
+    "  session text,"
+    "  host text,"
+    "  claimed_at bigint,"
+    "  ended_at bigint NOT NULL"
+    ");"
+    "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
+    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -738,6 +777,8 @@ typedef struct sendable {
 static int may_wait(int id) {
   switch (id) {
     case JOBQ_Q_COUNT_ADD:
+    case JOBQ_Q_TALLY_ADD:
+    case JOBQ_Q_ATTEMPT_ADD:
     case JOBQ_Q_QUEUE_ENSURE:
     case JOBQ_Q_SESSION_LOCK:
     case PG_LOCK_SHARED:
@@ -1434,7 +1475,7 @@ static const char roles_sql[] =
     "-- reader: jobq stats, ls, show, sessions, and dashboards.\n"
     "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_counts,\n"
     "  \"%1$s\".jobq_sessions, \"%1$s\".jobq_jobs, \"%1$s\".jobq_done, \"%1$s\".jobq_blocked,\n"
-    "  \"%1$s\".jobq_jobs_id_seq TO %2$sreader;\n"
+    "  \"%1$s\".jobq_tally, \"%1$s\".jobq_attempts, \"%1$s\".jobq_jobs_id_seq TO %2$sreader;\n"
     "\n"
     "-- producer: jobq put, jobq_put(), and the jobq_put() SQL function.\n"
     "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_jobs,\n"
@@ -1450,11 +1491,14 @@ static const char roles_sql[] =
     "GRANT INSERT ON \"%1$s\".jobq_done TO %2$sworker;\n"
     "GRANT INSERT, UPDATE ON \"%1$s\".jobq_counts TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_blocked TO %2$sworker;\n"
+    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_tally TO %2$sworker;\n"
+    "GRANT INSERT ON \"%1$s\".jobq_attempts TO %2$sworker;\n"
+    "GRANT USAGE ON \"%1$s\".jobq_attempts_id_seq TO %2$sworker;\n"
     "\n"
     "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
     "GRANT %2$sproducer, %2$sworker TO %2$sadmin;\n"
     "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_queues, \"%1$s\".jobq_done,\n"
-    "  \"%1$s\".jobq_blocked, \"%1$s\".jobq_counts TO %2$sadmin;\n"
+    "  \"%1$s\".jobq_blocked, \"%1$s\".jobq_counts, \"%1$s\".jobq_attempts TO %2$sadmin;\n"
     "GRANT UPDATE ON \"%1$s\".jobq_meta TO %2$sadmin;\n";
 
 static int pg_roles(jobq *db, char **out) {
@@ -1971,7 +2015,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     j->timeout_ms = pg_col_int(r, 7);
     j->prev_lost = (int)pg_col_int(r, 8);
     snprintf(j->claim, sizeof j->claim, "%s", (const char *)pg_col_bytes(r, 9, &len));
-    cl[k].run_at = pg_col_int(r, 10);
+    cl[k].run_at = j->run_at_ms = pg_col_int(r, 10);
     j->claimed_at_ms = pg_col_int(r, 11);
     k++;
   }

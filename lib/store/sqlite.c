@@ -132,6 +132,45 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (queue, order_key)"
     ");"
     "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);",
+    /* version 2: the sessions' figures per minute (lib/tally.c) and the
+     * attempts that ended without finishing their job. */
+    "CREATE TABLE jobq_tally ("
+    "  at_minute INTEGER NOT NULL,"
+    "  session TEXT NOT NULL,"
+    "  queue TEXT NOT NULL,"
+    "  claimed INTEGER NOT NULL DEFAULT 0,"
+    "  empty_claims INTEGER NOT NULL DEFAULT 0,"
+    "  done INTEGER NOT NULL DEFAULT 0,"
+    "  failed INTEGER NOT NULL DEFAULT 0,"
+    "  retried INTEGER NOT NULL DEFAULT 0,"
+    "  dead INTEGER NOT NULL DEFAULT 0,"
+    "  cancelled INTEGER NOT NULL DEFAULT 0,"
+    "  wait_ms INTEGER NOT NULL DEFAULT 0,"
+    "  w0 INTEGER NOT NULL DEFAULT 0,"
+    "  w1 INTEGER NOT NULL DEFAULT 0,"
+    "  w2 INTEGER NOT NULL DEFAULT 0,"
+    "  w3 INTEGER NOT NULL DEFAULT 0,"
+    "  w4 INTEGER NOT NULL DEFAULT 0,"
+    "  w5 INTEGER NOT NULL DEFAULT 0,"
+    "  w6 INTEGER NOT NULL DEFAULT 0,"
+    "  w7 INTEGER NOT NULL DEFAULT 0,"
+    "  w8 INTEGER NOT NULL DEFAULT 0,"
+    "  w9 INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (at_minute, session, queue)"
+    ");"
+    "CREATE TABLE jobq_attempts ("
+    "  id INTEGER PRIMARY KEY,"
+    "  job_id INTEGER NOT NULL,"
+    "  attempt INTEGER NOT NULL,"
+    "  outcome TEXT NOT NULL,"
+    "  error TEXT,"
+    "  session TEXT,"
+    "  host TEXT,"
+    "  claimed_at INTEGER,"
+    "  ended_at INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
+    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -1009,7 +1048,7 @@ static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
     snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 9, &tl));
     c[*got].id = j->id;
     c[*got].priority = j->priority;
-    c[*got].run_at = sq_col_int(r, 10);
+    c[*got].run_at = j->run_at_ms = sq_col_int(r, 10);
     j->claimed_at_ms = sq_col_int(r, 11);
     (*got)++;
   }

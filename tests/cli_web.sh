@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# cli_web.sh - `jobq web` and `jobq stats --prometheus`: where it may
+# listen, each item of its security (token, login cookie, CSRF, Origin,
+# Host, Content-Security-Policy, --read-only) with curl, /metrics through
+# promtool, and the dashboard in Debian's Chromium driven by
+# tests/web/dashboard.mjs (playwright-core, pinned in tests/web's
+# package files and installed here with npm ci) on SQLite and on the
+# PostgreSQL server of tests/run.sh, with a database role that may only
+# read as well.  The browser's screenshots are kept in $JOBQ_WEB_SHOTS
+# (default: build/web-shots) as the test's artefacts.
+. "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHOTS=${JOBQ_WEB_SHOTS:-$(dirname "$JOBQ")/web-shots}
+PG=${JOBQ_TEST_PG_URL:-}
+TOKEN=0123456789abcdef0123456789abcdef
+
+# start_web ARGS...: `jobq web --listen 127.0.0.1:0 ARGS` in the
+# background; sets $W_PID and $BASE (http://127.0.0.1:PORT).
+start_web() {
+  W_LOG=$D/web.$RANDOM.log
+  JOBQ_DB=${T_DBURL:-sqlite:$DB} "$JOBQ" web --listen 127.0.0.1:0 "$@" </dev/null \
+    >"$D/web.out" 2>"$W_LOG" &
+  W_PID=$!
+  W_PIDS+=("$W_PID")
+  BASE=""
+  wait_until 20 "grep -qs 'serving' '$W_LOG'" || { fail "jobq web did not start: $(cat "$W_LOG")"; return 1; }
+  BASE=$(grep -o 'http://127.0.0.1:[0-9]*' "$W_LOG" | head -n 1)
+}
+
+stop_web() {
+  kill -TERM "$W_PID" 2>/dev/null
+  wait_exit "$W_PID" 10 || fail "jobq web did not stop on SIGTERM"
+  [[ $W_RC == 0 ]] || fail "jobq web exited $W_RC on SIGTERM"
+}
+
+# http ARGS...: curl; $code gets the status, $body the file with the body,
+# $hdrs the file with the headers.
+http() {
+  body=$D/body.$RANDOM
+  hdrs=$D/hdrs.$RANDOM
+  code=$(curl -s -o "$body" -D "$hdrs" -w '%{http_code}' "$@")
+}
+
+csrf() { curl -s "$@" "$BASE/api/session" | sed -E 's/.*"csrf":"([0-9a-f]+)".*/\1/'; }
+
+paused() {
+  JOBQ_DB=${T_DBURL:-sqlite:$DB} "$JOBQ" stats --json | grep -o "\"name\":\"$1\"[^}]*" |
+    grep -q '"paused":true'
+}
+
+# populate: the jobs the browser test looks at.  mail: done ones, and
+# ready ones, some with a key of markup; images: dead after three failed
+# attempts, with <script> in payload, key and error; slow: one running
+# under a foreman that stays ($W_PID of it in W_PIDS).
+populate() {
+  local url=${T_DBURL:-sqlite:$DB} i
+  for i in 1 2 3 4 5 6 7 8; do
+    JOBQ_DB=$url "$JOBQ" put -q mail "{\"to\":\"user$i@example.com\"}" >/dev/null
+  done
+  for i in 1 2 3; do
+    JOBQ_DB=$url "$JOBQ" put -q images --max-attempts 3 --backoff 10ms \
+      --key "<img src=x onerror=\"window.__pwned=2\">$i" \
+      '<script>window.__pwned=1</script>' >/dev/null
+  done
+  JOBQ_DB=$url timeout 60 "$JOBQ" work -q mail -q images --until-empty -c 2 -- sh -c '
+    if [ "$JOBQ_QUEUE" = images ]; then
+      echo "<script>window.__pwned=3</script> cannot decode image" >&2; exit 1
+    fi
+    cat; echo " sent"' >/dev/null 2>"$D/populate.log" || fail "the worker failed: $(tail -3 "$D/populate.log")"
+  for i in 1 2 3 4; do
+    JOBQ_DB=$url "$JOBQ" put -q mail "{\"to\":\"later$i@example.com\"}" >/dev/null
+  done
+  for i in 1 2; do
+    JOBQ_DB=$url "$JOBQ" put -q mail --key "<b>key</b>" "{\"digest\":$i}" >/dev/null
+  done
+  JOBQ_DB=$url "$JOBQ" put -q slow '{"report":"monthly"}' >/dev/null
+  JOBQ_DB=$url "$JOBQ" work -q slow --name reports -c 1 -- sleep 120 </dev/null \
+    >"$D/slow.out" 2>"$D/slow.log" &
+  W_PIDS+=("$!")
+  wait_until 20 "JOBQ_DB='$url' '$JOBQ' stats --json | grep -q '\"running\":1'" ||
+    fail "the slow job did not start"
+}
+
+# browser MODE: runs tests/web/dashboard.mjs against $BASE; returns 1
+# (after skip) when the browser cannot run here.
+NPM_DONE=""
+browser() {
+  if [[ ! -x /usr/bin/chromium ]] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    skip "no /usr/bin/chromium or node and npm (scripts/deps.txt installs them)"
+    return 1
+  fi
+  if [[ -z $NPM_DONE ]]; then
+    (cd "$ROOT/tests/web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund \
+      --loglevel=error >"$T_ROOT/npm.log" 2>&1) || { fail "npm ci failed: $(tail -5 "$T_ROOT/npm.log")"; return 1; }
+    NPM_DONE=1
+  fi
+  rm -rf "${SHOTS:?}/$2"
+  mkdir -p "$SHOTS/$2"
+  local out=$D/browser.$1.log
+  JOBQ=$JOBQ JOBQ_DB=${T_DBURL:-sqlite:$DB} PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+    timeout 180 node "$ROOT/tests/web/dashboard.mjs" "$1" "$BASE" "$SHOTS/$2" >"$out" 2>&1
+  local status=$?
+  [[ $status == 0 ]] || fail "browser ($1): $(grep -v '^ok ' "$out" | head -c 600)"
+  grep -q '^ok ' "$out" || fail "browser ($1) checked nothing"
+  [[ -n ${JOBQ_TEST_VERBOSE:-} ]] && cat "$out"
+  return 0
+}
+
+# ---------------------------------------------------------------- listening
+
+t_listen_needs_token_beyond_loopback() {
+  run --help
+  [[ $(grep -c '^  web ' "$T_OUT") == 1 ]] || fail "jobq --help lists web $(grep -c '^  web ' "$T_OUT") times"
+  run web --listen 0.0.0.0:0
+  expect_rc 2
+  expect_err_has "refusing to listen on '0.0.0.0:0' without --token-file"
+  expect_err_style
+  run web --listen '[::]:8080'
+  expect_rc 2
+  expect_err_has "without --token-file"
+  run web --listen 127.0.0.1
+  expect_rc 2
+  expect_err_has "invalid --listen '127.0.0.1': expected ADDR:PORT"
+  run web --listen example.com:80
+  expect_rc 2
+  expect_err_has "invalid --listen"
+  run web --listen 127.0.0.1:99999
+  expect_rc 2
+  run web --token-file "$D/missing"
+  expect_rc 2
+  expect_err_has "cannot read --token-file '$D/missing'"
+  echo short >"$D/short"
+  run web --token-file "$D/short"
+  expect_rc 2
+  expect_err_has "at least 16"
+  run web --allow-host 'bad host'
+  expect_rc 2
+  expect_err_has "invalid --allow-host"
+  [[ ! -e $DB ]] || fail "a refused start touched the database"
+}
+
+t_listen_loopback_default_and_stop() {
+  run put -q mail hello
+  start_web || return
+  http "$BASE/api/overview"
+  [[ $code == 200 ]] || fail "overview: $code"
+  grep -q '"name":"mail"' "$body" || fail "overview lacks the queue: $(head -c 200 "$body")"
+  stop_web
+  grep -q 'stopping on SIGTERM' "$W_LOG" || fail "no stop message: $(cat "$W_LOG")"
+}
+
+# ---------------------------------------------------------------- security
+
+t_token_header_and_login_cookie() {
+  run put -q mail hello
+  printf '%s\n' "$TOKEN" >"$D/token"
+  chmod 600 "$D/token"
+  start_web --token-file "$D/token" || return
+  http "$BASE/api/overview"
+  [[ $code == 401 ]] || fail "no token: $code, expected 401"
+  http "$BASE/metrics"
+  [[ $code == 401 ]] || fail "/metrics without token: $code, expected 401"
+  http -H "Authorization: Bearer wrong-wrong-wrong-wrong" "$BASE/api/overview"
+  [[ $code == 401 ]] || fail "wrong token: $code"
+  http -H "Authorization: Bearer $TOKEN" "$BASE/api/overview"
+  [[ $code == 200 ]] || fail "token header: $code"
+  http -H "Authorization: Bearer $TOKEN" "$BASE/metrics"
+  [[ $code == 200 ]] || fail "/metrics with the token: $code"
+  # The page itself loads, to show its login.
+  http "$BASE/"
+  [[ $code == 200 ]] || fail "the page: $code"
+  http -X POST -d '{"token":"nope-nope-nope-nope"}' "$BASE/login"
+  [[ $code == 403 ]] || fail "wrong login: $code"
+  grep -qi '^set-cookie' "$hdrs" && fail "a wrong login set a cookie"
+  http -X POST -d "{\"token\":\"$TOKEN\"}" "$BASE/login"
+  [[ $code == 200 ]] || fail "login: $code"
+  local cookie
+  cookie=$(grep -i '^set-cookie:' "$hdrs" | sed -E 's/^[^:]*: *([^;]*).*/\1/' | tr -d '\r')
+  grep -qi 'set-cookie:.*HttpOnly.*SameSite=Strict' "$hdrs" || fail "cookie flags: $(cat "$hdrs")"
+  http -H "Cookie: $cookie" "$BASE/api/overview"
+  [[ $code == 200 ]] || fail "login cookie: $code"
+  http -H "Cookie: jobq_login=0000" "$BASE/api/overview"
+  [[ $code == 401 ]] || fail "forged cookie: $code"
+  # Actions with the cookie still need the CSRF token.
+  http -X POST -H "Cookie: $cookie" "$BASE/api/pause?queue=mail"
+  [[ $code == 403 ]] || fail "cookie without CSRF: $code"
+  paused mail && fail "paused without a CSRF token"
+  http -X POST -H "Cookie: $cookie" -H "X-CSRF-Token: $(csrf -H "Cookie: $cookie")" \
+    "$BASE/api/pause?queue=mail"
+  [[ $code == 200 ]] || fail "cookie and CSRF: $code $(cat "$body")"
+  paused mail || fail "not paused"
+  stop_web
+}
+
+t_actions_need_post_csrf_and_origin() {
+  run put -q mail hello
+  start_web || return
+  local token
+  token=$(csrf)
+  [[ $token =~ ^[0-9a-f]{64}$ ]] || fail "no CSRF token in /api/session"
+  http "$BASE/api/pause?queue=mail"
+  [[ $code == 404 ]] || fail "GET of an action: $code"
+  http -X POST "$BASE/api/pause?queue=mail"
+  [[ $code == 403 ]] || fail "POST without CSRF: $code"
+  grep -q 'CSRF' "$body" || fail "the refusal does not say why: $(cat "$body")"
+  http -X POST -H "X-CSRF-Token: 00$token" "$BASE/api/pause?queue=mail"
+  [[ $code == 403 ]] || fail "wrong CSRF: $code"
+  http -X POST -H "X-CSRF-Token: $token" -H "Origin: http://evil.example" "$BASE/api/pause?queue=mail"
+  [[ $code == 403 ]] || fail "foreign Origin: $code"
+  paused mail && fail "a refused action paused the queue"
+  http -X POST -H "X-CSRF-Token: $token" -H "Origin: ${BASE}" "$BASE/api/pause?queue=mail"
+  [[ $code == 200 ]] || fail "a good action: $code $(cat "$body")"
+  paused mail || fail "the good action did not pause"
+  http -X POST -H "X-CSRF-Token: $token" "$BASE/api/pause?queue=Bad%20Name"
+  [[ $code == 400 ]] || fail "bad queue name: $code"
+  grep -q 'invalid queue' "$body" || fail "bad queue: $(cat "$body")"
+  http -X PUT "$BASE/api/overview"
+  [[ $code == 405 ]] || fail "PUT: $code"
+  stop_web
+}
+
+t_host_header_checked() {
+  start_web || return
+  local port=${BASE##*:}
+  http -H "Host: evil.example" "$BASE/api/session"
+  [[ $code == 421 ]] || fail "foreign Host: $code"
+  http -H "Host: evil.example:$port" "$BASE/"
+  [[ $code == 421 ]] || fail "foreign Host with the port: $code"
+  http -H "Host: 127.0.0.1:1" "$BASE/"
+  [[ $code == 421 ]] || fail "another port: $code"
+  http -H "Host: localhost:$port" "$BASE/api/session"
+  [[ $code == 200 ]] || fail "localhost: $code"
+  stop_web
+  start_web --allow-host jobq.example.com --allow-host proxy.example:443 || return
+  http -H "Host: jobq.example.com:${BASE##*:}" "$BASE/api/session"
+  [[ $code == 200 ]] || fail "--allow-host: $code"
+  http -H "Host: proxy.example:443" "$BASE/api/session"
+  [[ $code == 200 ]] || fail "--allow-host with a port: $code"
+  http -H "Host: proxy.example:443:${BASE##*:}" "$BASE/api/session"
+  [[ $code == 421 ]] || fail "--allow-host with a port, and another: $code"
+  http -H "Host: proxy.example" "$BASE/api/session"
+  [[ $code == 421 ]] || fail "--allow-host without its port: $code"
+  stop_web
+}
+
+t_headers_and_csp() {
+  start_web || return
+  local path
+  for path in / /app.js /app.css /api/session /metrics /nowhere; do
+    http "$BASE$path"
+    grep -qi "^content-security-policy: default-src 'none'; script-src 'self'; style-src 'self'" "$hdrs" ||
+      fail "$path: no strict CSP"
+    grep -qi '^x-content-type-options: nosniff' "$hdrs" || fail "$path: no nosniff"
+    grep -qi '^x-frame-options: DENY' "$hdrs" || fail "$path: framing allowed"
+  done
+  http "$BASE/"
+  grep -q '<script src="/app.js" defer></script>' "$body" || fail "the page has no script"
+  grep -qE '<script>|onclick=|style=' "$body" && fail "the page has inline code"
+  grep -E 'https?://' "$body" "$ROOT/web/static/app.js" "$ROOT/web/static/app.css" |
+    grep -qv 'www.w3.org/2000/svg' && fail "the page loads something from elsewhere"
+  grep -qE '\.(innerHTML|outerHTML)|insertAdjacentHTML|document\.write|eval\(' \
+    "$ROOT/web/static/app.js" && fail "the page writes HTML or runs text as code"
+  stop_web
+}
+
+t_read_only() {
+  run put -q mail hello
+  start_web --read-only || return
+  http "$BASE/api/session"
+  grep -q '"read_only":true' "$body" || fail "session: $(cat "$body")"
+  http -X POST -H "X-CSRF-Token: $(csrf)" "$BASE/api/pause?queue=mail"
+  [[ $code == 403 ]] || fail "read-only action: $code"
+  grep -q 'read-only' "$body" || fail "the refusal does not say why: $(cat "$body")"
+  paused mail && fail "read-only paused the queue"
+  browser readonly sqlite
+  stop_web
+}
+
+t_escaping_in_api() {
+  run put -q esc --key '<script>k</script>' '<script>alert(1)</script>'
+  expect_rc 0
+  printf '\xff\xfe<script>' >"$D/bin"
+  T_STDIN=$D/bin run put -q esc -
+  expect_rc 0
+  start_web || return
+  http "$BASE/api/queue?queue=esc"
+  grep -qi '^content-type: application/json' "$hdrs" || fail "the API is not JSON"
+  grep -q '"key":"<script>k</script>"' "$body" || fail "the key: $(head -c 300 "$body")"
+  local id
+  id=$(grep -o '"id":[0-9]*' "$body" | tail -n 1 | cut -d: -f2)
+  http "$BASE/api/job?id=$id"
+  grep -q '"hex":"fffe3c7363726970743e"' "$body" || fail "bytes that are not UTF-8: $(head -c 300 "$body")"
+  http "$BASE/api/job?id=1x"
+  [[ $code == 400 ]] || fail "bad id: $code"
+  http "$BASE/api/job?id=999999"
+  [[ $code == 404 ]] || fail "no such job: $code"
+  stop_web
+}
+
+# ---------------------------------------------------------------- metrics
+
+t_metrics_promtool() {
+  populate
+  start_web || return
+  http "$BASE/metrics"
+  [[ $code == 200 ]] || fail "/metrics: $code"
+  grep -qi '^content-type: text/plain; version=0.0.4' "$hdrs" || fail "content type: $(cat "$hdrs")"
+  if command -v promtool >/dev/null; then
+    promtool check metrics <"$body" >"$D/promtool.log" 2>&1 || fail "promtool: $(cat "$D/promtool.log")"
+  else
+    fail "promtool is missing (scripts/deps.txt installs prometheus)"
+  fi
+  grep -q '^jobq_jobs{queue="mail",state="ready"} 5$' "$body" || fail "ready mail jobs: $(grep 'mail' "$body" | head -3)"
+  grep -q '^jobq_completions_total{queue="mail"} 8$' "$body" || fail "completions: $(grep completions "$body")"
+  grep -q '^jobq_failures_total{queue="images"} 9$' "$body" || fail "failures: $(grep failures_total "$body")"
+  grep -q '^jobq_retries_total{queue="images"} 6$' "$body" || fail "retries: $(grep retries "$body")"
+  grep -q '^jobq_deaths_total{queue="images"} 3$' "$body" || fail "deaths: $(grep deaths "$body")"
+  grep -q '^jobq_pickup_wait_seconds_count{queue="mail"} 8$' "$body" || fail "pickup count"
+  grep -q '^jobq_pickup_wait_seconds_bucket{queue="mail",le="+Inf"} 8$' "$body" || fail "pickup +Inf"
+  grep -q '^jobq_session_jobs_claimed{session="reports",host="[^"]*",id="[0-9a-f]*"} 1$' "$body" ||
+    fail "the foreman's figures: $(grep session_jobs "$body")"
+  grep -q '^jobq_sessions 1$' "$body" || fail "live sessions"
+  # The same from the command line, and again after a restart of the web.
+  run stats --prometheus
+  expect_rc 0
+  promtool check metrics <"$T_OUT" >/dev/null 2>&1 || fail "stats --prometheus fails promtool"
+  grep -q '^jobq_completions_total{queue="mail"} 8$' "$T_OUT" || fail "stats --prometheus differs"
+  stop_web
+  start_web || return
+  http "$BASE/metrics"
+  grep -q '^jobq_completions_total{queue="mail"} 8$' "$body" || fail "a restart lost the counts"
+  stop_web
+  run stats --prometheus --watch
+  expect_rc 2
+}
+
+# A database of schema version 1 gains the figures' tables on first use.
+t_migrates_version_1() {
+  run put -q mail hello
+  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; UPDATE jobq_meta SET version = 1"
+  run_work 30 --until-empty -q mail -- cat
+  expect_rc 0
+  [[ $(sqlite3 "$DB" "SELECT version FROM jobq_meta") == 2 ]] || fail "not migrated to 2"
+  [[ $(sqlite3 "$DB" "SELECT sum(done) FROM jobq_tally WHERE queue = 'mail'") == 1 ]] ||
+    fail "the migrated database keeps no figures"
+}
+
+# ---------------------------------------------------------------- browser
+
+t_browser_sqlite() {
+  populate
+  start_web || return
+  browser full sqlite
+  stop_web
+}
+
+t_browser_postgres() {
+  if [[ -z $PG ]]; then
+    skip "JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)"
+    return
+  fi
+  local S=jqweb_$$_$RANDOM
+  local port=${PG##*@127.0.0.1:}
+  port=${port%%/*}
+  local pass
+  pass=$(sed -E 's|^postgres://[^:]+:([^@]+)@.*|\1|' <<<"$PG")
+  T_DBURL="$PG?schema=$S"
+  run init
+  expect_rc 0
+  populate
+  start_web || return
+  browser full postgres
+  stop_web
+  # A role that may only read: the page works, the actions say why not.
+  run init --print-roles
+  expect_rc 0
+  local psql=(env PGPASSWORD="$pass" PGOPTIONS="-c client_min_messages=warning" psql -X -q
+    -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U jobq -d jobq)
+  "${psql[@]}" -f "$T_OUT" >/dev/null || fail "the roles' SQL failed"
+  "${psql[@]}" -c "CREATE ROLE r_$S LOGIN PASSWORD 'r-pass' IN ROLE jobq_${S}_reader" ||
+    fail "no reader login"
+  local admin=$T_DBURL
+  T_DBURL="postgres://r_$S:r-pass@127.0.0.1:$port/jobq?schema=$S"
+  start_web || return
+  browser reader postgres-reader
+  stop_web
+  T_DBURL=$admin
+  paused mail && fail "the reader paused the queue"
+  local p
+  for p in "${W_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  sleep 1
+  "${psql[@]}" -c "DROP OWNED BY r_$S" -c "DROP ROLE r_$S" -c "DROP SCHEMA $S CASCADE" >/dev/null
+  for p in reader producer worker admin; do
+    "${psql[@]}" -c "DROP OWNED BY jobq_${S}_$p" -c "DROP ROLE jobq_${S}_$p" >/dev/null
+  done
+}
+
+run_cases
