@@ -180,8 +180,11 @@ const char *cli_fmt_time(char *buf, int64_t ms) {
   }
   time_t t = (time_t)secs;
   struct tm tm;
-  if (gmtime_r(&t, &tm) == NULL) {
-    snprintf(buf, CLI_TIME_BUF, "@%lld", (long long)secs);
+  /* RFC 3339 writes the years 0000 to 9999; jobq takes times from 1970
+   * to 9999 only, but a row written by hand may hold any number: it is
+   * shown as Unix seconds, the form --at reads. */
+  if (ms < 0 || ms > JOBQ_TIME_MAX_MS || gmtime_r(&t, &tm) == NULL) {
+    snprintf(buf, CLI_TIME_BUF, "@%lld.%03d", (long long)secs, (int)frac);
     return buf;
   }
   /* strftime bounds the fields that snprintf cannot know are small. */
@@ -227,10 +230,15 @@ const char *cli_fmt_age(char *buf, int64_t ms) {
 
 const char *cli_fmt_relative(char *buf, int64_t at_ms, int64_t now_ms) {
   char age[CLI_TIME_BUF];
-  if (at_ms > now_ms)
-    snprintf(buf, CLI_TIME_BUF, "in %s", cli_fmt_age(age, at_ms - now_ms));
-  else
-    snprintf(buf, CLI_TIME_BUF, "%s ago", cli_fmt_age(age, now_ms - at_ms));
+  int64_t d;
+  /* A time written by hand may be any number: the distance saturates. */
+  if (at_ms > now_ms) {
+    if (__builtin_sub_overflow(at_ms, now_ms, &d)) d = INT64_MAX;
+    snprintf(buf, CLI_TIME_BUF, "in %s", cli_fmt_age(age, d));
+  } else {
+    if (__builtin_sub_overflow(now_ms, at_ms, &d)) d = INT64_MAX;
+    snprintf(buf, CLI_TIME_BUF, "%s ago", cli_fmt_age(age, d));
+  }
   return buf;
 }
 

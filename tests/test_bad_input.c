@@ -71,6 +71,22 @@ static void test_bad_puts(void **state) {
   jobq_put_opts_init(&o);
   o.timeout_ms = -1;
   REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "timeout");
+  /* Times: one range whatever the way in. */
+  jobq_put_opts_init(&o);
+  o.run_at_ms = INT64_MAX;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "9999-12-31T23:59:59.999Z");
+  o.run_at_ms = JOBQ_TIME_MAX_MS + 1;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "run-at");
+  o.run_at_ms = -1;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "run-at");
+  jobq_put_opts_init(&o);
+  o.delay_ms = INT64_MAX;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "100 years");
+  o.delay_ms = JOBQ_DURATION_MAX_MS + 1;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "delay");
+  jobq_put_opts_init(&o);
+  o.timeout_ms = INT64_MAX;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "timeout");
   /* One bad job in a batch: none of them, and the message names it. */
   jobq_put_opts many[3];
   for (int k = 0; k < 3; k++) jobq_put_opts_init(&many[k]);
@@ -79,6 +95,18 @@ static void test_bad_puts(void **state) {
   REFUSED(t, jobq_put_many(t->db, many, 3, ids, NULL), JOBQ_EINVAL, "job 2");
   /* Nothing to put is no error. */
   assert_rc(jobq_put_many(t->db, many, 0, ids, NULL), JOBQ_OK);
+  /* The ends of the range are good. */
+  jobq_put_opts_init(&o);
+  o.run_at_ms = JOBQ_TIME_MAX_MS;
+  o.timeout_ms = JOBQ_DURATION_MAX_MS;
+  assert_rc(jobq_put(t->db, &o, &id, NULL), JOBQ_OK);
+  jobq_job_info *info = NULL;
+  assert_rc(jobq_show(t->db, id, &info), JOBQ_OK);
+  assert_int_equal(info->run_at_ms, JOBQ_TIME_MAX_MS);
+  jobq_info_free(info, 1);
+  jobq_put_opts_init(&o);
+  o.delay_ms = JOBQ_DURATION_MAX_MS;
+  assert_rc(jobq_put(t->db, &o, &id, NULL), JOBQ_OK);
 }
 
 static void test_bad_sessions_and_claims(void **state) {
@@ -130,6 +158,10 @@ static void test_bad_acks(void **state) {
   assert_rc(jobq_complete(s, j, result, 17, NULL), JOBQ_ETOOBIG);
   th_assert_msg(t->db, "17 bytes");
   assert_rc(jobq_extend(s, j, -1), JOBQ_EINVAL);
+  assert_rc(jobq_extend(s, j, JOBQ_DURATION_MAX_MS + 1), JOBQ_EINVAL);
+  th_assert_msg(t->db, "100 years");
+  assert_rc(jobq_retry_later(s, j, INT64_MAX, NULL), JOBQ_EINVAL);
+  th_assert_msg(t->db, "retry delay");
   assert_int_equal(th_state(t->db, j->id), JOBQ_STATE_RUNNING);
   assert_rc(jobq_complete(s, j, result, 16, NULL), JOBQ_OK);
   jobq_jobs_free(j, 1);
