@@ -39,11 +39,12 @@ struct put_args {
   int barrier;
 };
 
+/* An ordering or unique key: 1 to 255 bytes of UTF-8 text. */
 static int check_key(const char *what, const char *key) {
   char shown[CLI_QUOTE_BUF];
   size_t n = strlen(key);
-  if (n == 0 || n > JOBQ_KEY_MAX) {
-    cli_error("invalid %s '%s': expected 1 to %d bytes", what,
+  if (n == 0 || n > JOBQ_KEY_MAX || !cli_utf8_valid(key, n)) {
+    cli_error("invalid %s '%s': expected 1 to %d bytes of UTF-8 text", what,
               cli_quote(shown, key), JOBQ_KEY_MAX);
     return CLI_EXIT_USAGE;
   }
@@ -246,7 +247,14 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
     }
   }
   struct stat st;
-  int64_t size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    cli_error("invalid --ndjson '%s': it is a folder: expected a file, or '-' "
+              "for stdin",
+              cli_quote(shown, name));
+    if (f != stdin) fclose(f);
+    return CLI_EXIT_USAGE;
+  }
+  int64_t size = S_ISREG(st.st_mode) ? st.st_size : 0;
 
   jobq *db;
   int rc = cli_open(&db);

@@ -160,6 +160,12 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
     if (is_text && !json_is_string(v))
       return line_error(line, "invalid %s: expected a string, not %s", key,
                         type_name(v));
+    /* A name or key is C text: a NUL inside would cut it short. */
+    if (is_text && f != F_PAYLOAD && f != F_PAYLOAD_BASE64 &&
+        strlen(json_string_value(v)) != json_string_length(v))
+      return line_error(line, "invalid %s: expected text without NUL "
+                        "(\\u0000) characters",
+                        key);
     int64_t ms;
     switch (f) {
       case F_QUEUE: o->queue = json_string_value(v); break;

@@ -244,8 +244,7 @@ const char *cli_fmt_relative(char *buf, int64_t at_ms, int64_t now_ms) {
 
 /* ---------------------------------------------------------------- bytes */
 
-/* The length of the valid UTF-8 sequence at p (n bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t n) {
+size_t cli_utf8_seq(const unsigned char *p, size_t n) {
   unsigned char c = p[0];
   if (c < 0x80) return 1;
   size_t len;
@@ -276,7 +275,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n) {
 int cli_utf8_valid(const void *data, size_t len) {
   const unsigned char *p = data;
   for (size_t i = 0; i < len;) {
-    size_t n = utf8_seq(p + i, len - i);
+    size_t n = cli_utf8_seq(p + i, len - i);
     if (n == 0) return 0;
     i += n;
   }
@@ -296,7 +295,7 @@ char *cli_escape(const void *data, size_t len) {
   size_t o = 0;
   for (size_t i = 0; i < len;) {
     unsigned char c = p[i];
-    size_t n = utf8_seq(p + i, len - i);
+    size_t n = cli_utf8_seq(p + i, len - i);
     if (c == '\\') {
       memcpy(out + o, "\\\\", 2), o += 2;
     } else if (c == '\n') {

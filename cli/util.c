@@ -184,12 +184,18 @@ const char *cli_quote(char *buf, const char *s) {
     /* Not in the middle of a UTF-8 sequence. */
     while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--;
   }
-  for (size_t i = 0; i < cut; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c < 0x20 || c == 0x7F)
-      o += (size_t)snprintf(buf + o, CLI_QUOTE_BUF - o, "\\x%02x", c);
-    else
-      buf[o++] = (char)c;
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < cut;) {
+    size_t len = cli_utf8_seq(p + i, cut - i);
+    if (len == 0 || p[i] < 0x20 || p[i] == 0x7F) {
+      /* Control characters and bytes that are no UTF-8 text. */
+      o += (size_t)snprintf(buf + o, CLI_QUOTE_BUF - o, "\\x%02x", p[i]);
+      i++;
+    } else {
+      memcpy(buf + o, p + i, len);
+      o += len;
+      i += len;
+    }
   }
   if (cut < n) {
     memcpy(buf + o, "...", 3);

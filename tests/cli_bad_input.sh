@@ -65,6 +65,9 @@ ROWS=(
   # keys and flags
   "2|--key|put --key $(printf 'k%.0s' $(seq 256)) x"
   "2|--unique|put --unique '' x"
+  "2|UTF-8|put --key $'\xff' x"
+  "2|UTF-8|put --unique $'a\xc0\x80' x"
+  "2|folder|put --ndjson /"
   "2|barrier|put --barrier --key k x"
   "2|did you mean|put --prioity 3 x"
   "2|did you mean|stast"
@@ -91,6 +94,10 @@ ROWS=(
   "2|timeout '9223372036854775807'|@NDJSON:{\"timeout\":9223372036854775807}\n"
   "2|backoff '2h'|@NDJSON:{\"backoff\":\"2h\"}\n"
   "2|line 3|@NDJSON:\n\n{\"payload\": 1}\n"
+  "2|NUL|@NDJSON:{\"key\":\"a\\\\u0000b\"}\n"
+  "2|NUL|@NDJSON:{\"queue\":\"q\\\\u0000x\"}\n"
+  "2|NUL|@NDJSON:{\"unique\":\"u\\\\u0000\"}\n"
+  "2|invalid Unicode|@NDJSON:{\"key\":\"\\\\udc00\"}\n"
 )
 
 # The rows are cases of their own, so that a failure names the row.

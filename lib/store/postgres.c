@@ -184,7 +184,7 @@ static const char *const migrations[] = {
     "  IF priority NOT BETWEEN -32768 AND 32767 OR max_attempts NOT BETWEEN 1 AND 1000\n"
     "     OR backoff_ms NOT BETWEEN 0 AND 3600000\n"
     "     OR (barrier AND order_key IS NOT NULL)\n"
-    "     OR length(order_key) NOT BETWEEN 1 AND 255 OR length(unique_key) NOT BETWEEN 1 AND 255 THEN\n"
+    "     OR octet_length(order_key) NOT BETWEEN 1 AND 255 OR octet_length(unique_key) NOT BETWEEN 1 AND 255 THEN\n"
     "    RAISE EXCEPTION 'invalid jobq_put arguments' USING ERRCODE = '22023';\n"
     "  END IF;\n"
     "  IF unique_key IS NOT NULL THEN\n"
