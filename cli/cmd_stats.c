@@ -104,7 +104,7 @@ static int run(int argc, char **argv) {
     return CLI_EXIT_USAGE;
 
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = cli_open_readonly(&db)) != 0) return rc;
   if (watch) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

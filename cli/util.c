@@ -115,12 +115,12 @@ size_t cli_payload_limit(void) {
   return JOBQ_DEFAULT_MAX_PAYLOAD;
 }
 
-int cli_open(jobq **out) {
+static int open_db(int readonly, jobq **out) {
   *out = NULL;
   int rc = cli_check_max_payload();
   if (rc != 0) return rc;
   jobq *db;
-  rc = jobq_open(cli_db_url(), &db);
+  rc = readonly ? jobq_open_readonly(cli_db_url(), &db) : jobq_open(cli_db_url(), &db);
   if (db == NULL) {
     cli_error("out of memory");
     return CLI_EXIT_ERROR;
@@ -135,6 +135,10 @@ int cli_open(jobq **out) {
   *out = db;
   return 0;
 }
+
+int cli_open(jobq **out) { return open_db(0, out); }
+
+int cli_open_readonly(jobq **out) { return open_db(1, out); }
 
 int cli_db_now(jobq *db, int64_t *now_ms) {
   jobq_identity id;

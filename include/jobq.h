@@ -114,6 +114,17 @@ typedef struct jobq_job jobq_job;
  * out.  Messages never contain a password.
  */
 int jobq_open(const char *url, jobq **out);
+/*
+ * As jobq_open(), for a handle that only reads: jobq_show(), jobq_list(),
+ * jobq_stats(), jobq_sessions(), jobq_identity_get(), jobq_doctor().  It
+ * writes nothing, ever: an SQLite file is neither made nor set up (a
+ * missing file, or one without jobq's schema, is refused with
+ * JOBQ_ESCHEMA), and it works on a file this process may not write, on a
+ * PostgreSQL standby or read-only database and on a read-only MariaDB or
+ * MySQL server, whose transactions it makes read-only.  Every call that
+ * writes fails with JOBQ_EREADONLY.
+ */
+int jobq_open_readonly(const char *url, jobq **out);
 /* Closes the handle, rolling back an open transaction.  NULL is a no-op.
  * Sessions opened on it must be closed first. */
 void jobq_close(jobq *db);

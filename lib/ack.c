@@ -463,6 +463,7 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
   if (s == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
   int rc = jobq__ack_check(db, acks, n), attempt = 0;
   if (rc != JOBQ_OK) return rc;
   do {
@@ -523,6 +524,7 @@ int jobq_extend(jobq_session *s, const jobq_job *job, int64_t ms) {
   if (s == NULL || job == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
   if (ms < 0 || ms > JOBQ_DURATION_MAX_MS)
     return jobq__fail(db, JOBQ_EINVAL,
                       "invalid extension '%lldms': expected 0 to %lldms (100 years)",

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Asserts call failed with want, left a message containing needle, and
  * wrote no job. */
@@ -236,6 +237,52 @@ static void test_bytes_round_trip(void **state) {
   jobq_session_close(s);
 }
 
+/* A handle of jobq_open_readonly() reads everything and writes nothing:
+ * each call that would write is refused, and a missing SQLite file is
+ * not made. */
+static void test_a_read_only_handle_writes_nothing(void **state) {
+  tq *t = *state;
+  int64_t id = th_put(t->db, "ro", "x");
+  jobq *ro = NULL;
+  assert_rc(jobq_open_readonly(t->url, &ro), JOBQ_OK);
+  jobq_job_info *info = NULL;
+  assert_rc(jobq_show(ro, id, &info), JOBQ_OK);
+  jobq_info_free(info, 1);
+  assert_int_equal(th_count_jobs(ro, 0), 1);
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(ro, &st, &n), JOBQ_OK);
+  jobq_stats_free(st, n);
+  jobq_session_info *si = NULL;
+  assert_rc(jobq_sessions(ro, &si, &n), JOBQ_OK);
+  jobq_sessions_free(si, n);
+  jobq_identity ident;
+  assert_rc(jobq_identity_get(ro, &ident), JOBQ_OK);
+  jobq_check *checks = NULL;
+  assert_rc(jobq_doctor(ro, &checks, &n), JOBQ_OK);
+  jobq_checks_free(checks, n);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  assert_rc(jobq_put(ro, &o, &id, NULL), JOBQ_EREADONLY);
+  th_assert_msg(ro, "only reads");
+  assert_rc(jobq_begin(ro), JOBQ_EREADONLY);
+  assert_rc(jobq_init(ro), JOBQ_EREADONLY);
+  assert_rc(jobq_pause(ro, "ro"), JOBQ_EREADONLY);
+  jobq_session *s = NULL;
+  assert_rc(jobq_session_open(ro, NULL, &s), JOBQ_EREADONLY);
+  assert_null(s);
+  jobq_close(ro);
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
+  if (!th_is_sqlite()) return;
+  char path[PATH_MAX + 16], url[PATH_MAX + 32];
+  th_path(path, sizeof path, t->dir, "missing.db");
+  snprintf(url, sizeof url, "sqlite:%s", path);
+  assert_rc(jobq_open_readonly(url, &ro), JOBQ_ESCHEMA);
+  th_assert_msg(ro, "no jobq database");
+  jobq_close(ro);
+  assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_opens),
@@ -244,6 +291,7 @@ int main(void) {
       TQ_TEST(test_bad_acks),
       TQ_TEST(test_bad_admin),
       TQ_TEST(test_bytes_round_trip),
+      TQ_TEST(test_a_read_only_handle_writes_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
