@@ -196,8 +196,8 @@ void *jobq_native(jobq *db);
  * milliseconds from 1 (1970-01-01T00:00:00.001Z) to JOBQ_TIME_MAX_MS
  * (9999-12-31T23:59:59.999Z, the last time RFC 3339 can write); a delay,
  * timeout, retry delay or extension is 0 to JOBQ_DURATION_MAX_MS (100
- * years of 365 days).  Every call refuses a value
- * outside them with JOBQ_EINVAL. */
+ * years of 365 days).  Every call refuses a value outside them with
+ * JOBQ_EINVAL. */
 #define JOBQ_TIME_MAX_MS 253402300799999LL
 #define JOBQ_DURATION_MAX_MS (100LL * 365 * 86400000)
 #define JOBQ_DEFAULT_LEASE_MS 5000

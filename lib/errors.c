@@ -58,32 +58,33 @@ int jobq__ok(jobq *db) {
 }
 
 int jobq__denied(jobq *db, const char *what, const char *msg, const char *prefix) {
-  /* Each role and the roles that hold its rights (the admin holds the
-   * producer's and the worker's, the worker the reader's). */
-  static const char *const can[][3] = {
-      [JOBQ__ROLE_READER] = {"reader", "worker", "admin"},
-      [JOBQ__ROLE_PRODUCER] = {"producer", "admin", NULL},
-      [JOBQ__ROLE_WORKER] = {"worker", "admin", NULL},
-      [JOBQ__ROLE_ADMIN] = {"admin", NULL, NULL},
-  };
-  int role = db->need;
-  if (role == JOBQ__ROLE_OWNER)
-    return jobq__fail(db, JOBQ_EDB,
-                      "%s: %s: 'jobq init' makes tables, which only the owner of the "
-                      "database (or schema) may; the roles of 'jobq init "
-                      "--print-roles' may not",
-                      what, msg);
-  if (role < JOBQ__ROLE_READER || role > JOBQ__ROLE_ADMIN)
-    return jobq__fail(db, JOBQ_EDB,
-                      "%s: %s: the login needs one of the roles of 'jobq init "
-                      "--print-roles'",
-                      what, msg);
-  char roles[160];
-  size_t n = 0;
-  for (int i = 0; i < 3 && can[role][i] != NULL; i++) {
-    const char *sep = i == 0 ? "" : i == 2 || can[role][i + 1] == NULL ? " or " : ", ";
-    n += (size_t)snprintf(roles + n, n < sizeof roles ? sizeof roles - n : 0, "%s%s%s",
-                          sep, prefix, can[role][i]);
+  /* A role, and the roles that hold its rights: the admin holds the
+   * producer's and the worker's, the worker the reader's. */
+  char roles[200];
+  switch (db->need) {
+    case JOBQ__ROLE_READER:
+      snprintf(roles, sizeof roles, "%sreader, %sworker or %sadmin", prefix, prefix, prefix);
+      break;
+    case JOBQ__ROLE_PRODUCER:
+      snprintf(roles, sizeof roles, "%sproducer or %sadmin", prefix, prefix);
+      break;
+    case JOBQ__ROLE_WORKER:
+      snprintf(roles, sizeof roles, "%sworker or %sadmin", prefix, prefix);
+      break;
+    case JOBQ__ROLE_ADMIN:
+      snprintf(roles, sizeof roles, "%sadmin", prefix);
+      break;
+    case JOBQ__ROLE_OWNER:
+      return jobq__fail(db, JOBQ_EDB,
+                        "%s: %s: 'jobq init' makes tables, which only the owner of "
+                        "the database (or schema) may; the roles of 'jobq init "
+                        "--print-roles' may not",
+                        what, msg);
+    default:
+      return jobq__fail(db, JOBQ_EDB,
+                        "%s: %s: the login needs one of the roles of 'jobq init "
+                        "--print-roles'",
+                        what, msg);
   }
   return jobq__fail(db, JOBQ_EDB,
                     "%s: %s: the login needs the role %s (see 'jobq init "

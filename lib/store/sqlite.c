@@ -565,8 +565,7 @@ static int check_path(jobq *db, const char *path) {
 
 static int sq_migrate(jobq *db);
 static int schema_version(jobq *db, int64_t *version);
-static int count_objects(jobq *db, int64_t *n);
-static int check_schema(jobq *db);
+static int too_new(jobq *db, int64_t version);
 
 /* The smallest max_size: a schema and a few jobs. */
 #define MIN_SIZE (64 * 1024)
@@ -605,10 +604,24 @@ static char *immutable_uri(const char *path) {
   return uri;
 }
 
+/* How many tables, indexes, views and triggers the file holds; reading
+ * it makes sure the file is a database before anything is written. */
+static int count_objects(jobq *db, int64_t *n) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(conn(db)->db, "SELECT count(*) FROM sqlite_schema", -1, &st,
+                              NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+  }
+  return rc == SQLITE_ROW ? JOBQ_OK : sq_fail(db, rc, "reading the database");
+}
+
 /* Opens the file (a handle that only reads: without creating it or
  * writing to it; as_is: without locks, as immutable_uri() says) and
- * makes sure it is a database before anything is written to it. */
-static int connect_file(jobq *db, int as_is) {
+ * counts what it holds into *objects. */
+static int connect_file(jobq *db, int as_is, int64_t *objects) {
   sq *c = conn(db);
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
               (db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -633,7 +646,7 @@ static int connect_file(jobq *db, int as_is) {
   src = sqlite3_create_function(c->db, "jobq_token", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                 NULL, fn_token, NULL, NULL);
   if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_token");
-  return exec(db, "SELECT count(*) FROM sqlite_schema", "reading the database");
+  return count_objects(db, objects);
 }
 
 /* What a handle that writes sets on the file (WAL, which stays) and on
@@ -713,7 +726,8 @@ static int sq_open(jobq *db, const jobq_url *u) {
   c->watch_fd = -1;
   c->path = strdup(u->path);
   if (c->path == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  rc = connect_file(db, 0);
+  int64_t objects = 0, version = 0;
+  rc = connect_file(db, 0, &objects);
   /* A file in WAL mode that we may not write, in a folder that we may
    * not write either, with no process on it (none left its shared
    * memory file behind): SQLite cannot make the shared memory a reader
@@ -721,18 +735,17 @@ static int sq_open(jobq *db, const jobq_url *u) {
   if (rc == JOBQ_EREADONLY && db->readonly) {
     sqlite3_close_v2(c->db);
     c->db = NULL;
-    rc = connect_file(db, 1);
+    rc = connect_file(db, 1, &objects);
   }
+  if (rc == JOBQ_OK) rc = schema_version(db, &version);
   if (rc != JOBQ_OK) return rc;
-  if (db->readonly) return check_schema(db);
-  /* A file of another application is left as it is, journal mode
-   * included, until jobq_init() is asked to add jobq's tables to it. */
-  int64_t version, objects;
-  if ((rc = schema_version(db, &version)) != JOBQ_OK ||
-      (rc = count_objects(db, &objects)) != JOBQ_OK)
-    return rc;
-  if (version == 0 && objects > 0) {
-    db->schema_missing = JOBQ__SCHEMA_FOREIGN;
+  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
+  /* A handle that only reads writes nothing; a file of another
+   * application is left as it is, journal mode included, until
+   * jobq_init() is asked to add jobq's tables to it. */
+  int foreign = version == 0 && objects > 0;
+  if (db->readonly || foreign) {
+    if (version < JOBQ_SCHEMA_VERSION) db->schema_missing = foreign ? JOBQ__SCHEMA_FOREIGN : 1;
     return JOBQ_OK;
   }
   return sq_migrate(db);
@@ -775,37 +788,11 @@ static int schema_version(jobq *db, int64_t *version) {
   return JOBQ_OK;
 }
 
-/* How many tables, indexes, views and triggers the file holds. */
-static int count_objects(jobq *db, int64_t *n) {
-  sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(conn(db)->db, "SELECT count(*) FROM sqlite_schema", -1, &st,
-                              NULL);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(st);
-    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-  }
-  return rc == SQLITE_ROW ? JOBQ_OK : sq_fail(db, rc, "reading the database");
-}
-
 static int too_new(jobq *db, int64_t version) {
   return jobq__fail(db, JOBQ_ESCHEMA,
                     "the schema of '%s' is version %lld, newer than this jobq "
                     "understands (%d): expected a newer jobq",
                     conn(db)->path, (long long)version, JOBQ_SCHEMA_VERSION);
-}
-
-/* A handle that only reads: the schema must be there, and not older or
- * newer than this library's. */
-static int check_schema(jobq *db) {
-  int64_t version, objects = 0;
-  int rc = schema_version(db, &version);
-  if (rc == JOBQ_OK && version == 0) rc = count_objects(db, &objects);
-  if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
-  if (version < JOBQ_SCHEMA_VERSION)
-    db->schema_missing = version == 0 && objects > 0 ? JOBQ__SCHEMA_FOREIGN : 1;
-  return JOBQ_OK;
 }
 
 static int sq_migrate(jobq *db) {
