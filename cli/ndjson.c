@@ -256,7 +256,6 @@ void ndjson_job_release(struct ndjson_job *job) {
   job->decoded = NULL;
 }
 
-
 /* ---------------------------------------------------------------- lines */
 
 void ndjson_reader_init(struct ndjson_reader *r, FILE *f, size_t max) {
