@@ -68,7 +68,7 @@ static int run(int argc, char **argv) {
   if (rc != CLI_PARSED) return rc;
   if (cli_check_args(argc, argv, 0, "no arguments")) return CLI_EXIT_USAGE;
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = cli_open_readonly(&db)) != 0) return rc;
   jobq_check *c = NULL;
   size_t n = 0;
   rc = jobq_doctor(db, &c, &n);

@@ -35,7 +35,7 @@ static int run(int argc, char **argv) {
   int bump = argc == 2;
 
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = bump ? cli_open(&db) : cli_open_readonly(&db)) != 0) return rc;
   if (bump) {
     int64_t epoch;
     rc = jobq_epoch_bump(db, &epoch);

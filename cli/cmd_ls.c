@@ -155,7 +155,7 @@ static int run(int argc, char **argv) {
     return CLI_EXIT_USAGE;
 
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = cli_open_readonly(&db)) != 0) return rc;
   int64_t now_ms;
   jobq_job_info *jobs = NULL;
   size_t n = 0;

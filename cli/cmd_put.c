@@ -29,7 +29,6 @@ static const char usage[] =
     "the options below are the defaults of every line.  All the jobs are\n"
     "written in one transaction, or none when a line is wrong.\n";
 
-#define YEAR_MS (365LL * 86400000)
 #define CHUNK_JOBS 1000
 #define CHUNK_BYTES (16u << 20)
 
@@ -40,11 +39,12 @@ struct put_args {
   int barrier;
 };
 
+/* An ordering or unique key: 1 to 255 bytes of UTF-8 text. */
 static int check_key(const char *what, const char *key) {
   char shown[CLI_QUOTE_BUF];
   size_t n = strlen(key);
-  if (n == 0 || n > JOBQ_KEY_MAX) {
-    cli_error("invalid %s '%s': expected 1 to %d bytes", what,
+  if (n == 0 || n > JOBQ_KEY_MAX || !cli_utf8_valid(key, n)) {
+    cli_error("invalid %s '%s': expected 1 to %d bytes of UTF-8 text", what,
               cli_quote(shown, key), JOBQ_KEY_MAX);
     return CLI_EXIT_USAGE;
   }
@@ -70,7 +70,7 @@ static int check(const struct put_args *a, jobq_put_opts *o) {
     return CLI_EXIT_USAGE;
   }
   if (a->delay != NULL &&
-      cli_parse_duration("--delay", a->delay, 0, 100 * YEAR_MS, &o->delay_ms))
+      cli_parse_duration("--delay", a->delay, 0, JOBQ_DURATION_MAX_MS, &o->delay_ms))
     return CLI_EXIT_USAGE;
   if (a->at != NULL && cli_parse_time("--at", a->at, &o->run_at_ms))
     return CLI_EXIT_USAGE;
@@ -95,7 +95,8 @@ static int check(const struct put_args *a, jobq_put_opts *o) {
     o->max_attempts = (int)v;
   }
   if (a->timeout != NULL &&
-      cli_parse_duration("--timeout", a->timeout, 0, INT64_MAX, &o->timeout_ms))
+      cli_parse_duration("--timeout", a->timeout, 0, JOBQ_DURATION_MAX_MS,
+                         &o->timeout_ms))
     return CLI_EXIT_USAGE;
   if (a->backoff != NULL &&
       cli_parse_duration("--backoff", a->backoff, 0, JOBQ_BACKOFF_CAP_MS,
@@ -233,32 +234,6 @@ static int flush(jobq *db, struct chunk *c, struct totals *t) {
   return 0;
 }
 
-/* Reads one line, without its newline, into *buf (grown up to max).
- * Returns 1 for a line, 0 at the end, 2 for a line over max bytes (the
- * rest of it is skipped), -1 on a read error. */
-static int read_line(FILE *f, char **buf, size_t *cap, size_t *len,
-                     size_t max, int64_t *bytes) {
-  size_t n = 0;
-  int c, over = 0;
-  while ((c = getc_unlocked(f)) != EOF) {
-    (*bytes)++;
-    if (c == '\n') break;
-    if (n >= max) {
-      over = 1;
-      continue;
-    }
-    if (n + 1 >= *cap) {
-      *cap = *cap ? *cap * 2 : 4096;
-      *buf = cli_xrealloc(*buf, *cap);
-    }
-    (*buf)[n++] = (char)c;
-  }
-  if (ferror(f)) return -1;
-  if (c == EOF && n == 0 && !over) return 0;
-  *len = n;
-  return over ? 2 : 1;
-}
-
 static int put_ndjson(const char *path, const jobq_put_opts *base) {
   FILE *f = stdin;
   const char *name = "stdin";
@@ -272,7 +247,14 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
     }
   }
   struct stat st;
-  int64_t size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    cli_error("invalid --ndjson '%s': it is a folder: expected a file, or '-' "
+              "for stdin",
+              cli_quote(shown, name));
+    if (f != stdin) fclose(f);
+    return CLI_EXIT_USAGE;
+  }
+  int64_t size = S_ISREG(st.st_mode) ? st.st_size : 0;
 
   jobq *db;
   int rc = cli_open(&db);
@@ -286,34 +268,30 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
   struct cli_progress bar;
   cli_progress_start(&bar, "jobq put:", "jobs", size);
   /* A line holds one job: its payload escaped in JSON, and the rest. */
-  size_t max_line = cli_payload_limit() * 6 + 65536;
-  char *line = NULL;
-  size_t cap = 0, len;
-  int64_t bytes = 0;
-  long lineno = 0;
+  struct ndjson_reader in;
+  ndjson_reader_init(&in, f, cli_payload_limit() * 6 + 65536);
+  const char *line;
+  size_t len;
 
   rc = jobq_begin(db);
   if (rc != JOBQ_OK) rc = cli_lib_error(db, rc);
   while (rc == 0) {
-    int r = read_line(f, &line, &cap, &len, max_line, &bytes);
+    int r = ndjson_next(&in, &line, &len);
     if (r == 0) break;
-    lineno++;
     if (r < 0) {
       cli_error("cannot read '%s': %s", cli_quote(shown, name), cli_strerror(errno));
       rc = CLI_EXIT_ERROR;
     } else if (r == 2) {
       cli_error("line %ld: longer than %zu bytes: expected one job per line "
                 "within the max payload",
-                lineno, max_line);
+                in.line, in.max);
       rc = CLI_EXIT_USAGE;
-    } else if (strspn(line, " \t\r") == len) {
-      continue; /* blank */
     } else {
-      rc = parse_line(c, line, len, lineno, base);
+      rc = parse_line(c, line, len, in.line, base);
       if (rc == 0 && (c->n == CHUNK_JOBS || c->bytes >= CHUNK_BYTES))
         rc = flush(db, c, &t);
     }
-    cli_progress_update(&bar, bytes, t.put + t.existed + (int64_t)c->n);
+    cli_progress_update(&bar, in.bytes, t.put + t.existed + (int64_t)c->n);
   }
   if (rc == 0) rc = flush(db, c, &t);
   if (rc == 0 && (rc = jobq_commit(db)) != JOBQ_OK) rc = cli_lib_error(db, rc);
@@ -334,7 +312,7 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
   }
   chunk_clear(c);
   free(c);
-  free(line);
+  ndjson_reader_release(&in);
   jobq_close(db);
   if (f != stdin) fclose(f);
   return rc;

@@ -82,7 +82,7 @@ static int run(int argc, char **argv) {
   if (cli_check_args(argc, argv, 0, "no arguments")) return CLI_EXIT_USAGE;
 
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = cli_open_readonly(&db)) != 0) return rc;
   int64_t now_ms;
   if ((rc = cli_db_now(db, &now_ms)) == 0) {
     jobq_session_info *s;

@@ -93,7 +93,7 @@ static int run(int argc, char **argv) {
   if (cli_parse_id(argv[1], &id)) return CLI_EXIT_USAGE;
 
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = cli_open_readonly(&db)) != 0) return rc;
   int64_t now_ms;
   jobq_job_info *job = NULL;
   if ((rc = cli_db_now(db, &now_ms)) == 0) {

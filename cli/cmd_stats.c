@@ -113,7 +113,7 @@ static int run(int argc, char **argv) {
     return CLI_EXIT_USAGE;
 
   jobq *db;
-  if ((rc = cli_open(&db)) != 0) return rc;
+  if ((rc = cli_open_readonly(&db)) != 0) return rc;
   if (prometheus) {
     struct web_buf b = {0};
     int err = web_metrics(db, &b);

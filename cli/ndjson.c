@@ -1,10 +1,11 @@
 /*
- * ndjson.c - one line of `jobq put --ndjson`: a JSON object whose fields
- * describe a job (queue, payload or payload_base64, priority, delay,
- * run_at, key, barrier, unique, max_attempts, timeout, backoff), turned
- * into jobq_put_opts on top of the command's defaults.  Every wrong field
- * gets a message naming it and what is expected.  Kept apart from the
- * command so that it can be fuzzed on its own.
+ * ndjson.c - the input of `jobq put --ndjson`: lines read one at a time
+ * (blank ones skipped, each bounded), and each line a JSON object whose
+ * fields describe a job (queue, payload or payload_base64, priority,
+ * delay, run_at, key, barrier, unique, max_attempts, timeout, backoff),
+ * turned into jobq_put_opts on top of the command's defaults.  Every
+ * wrong field gets a message naming it and what is expected.  Kept apart
+ * from the command so that it can be fuzzed on its own.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,27 +61,38 @@ static const char *type_name(const json_t *v) {
   }
 }
 
-/* A duration field: "5s" or integer milliseconds, at least 0. */
+/* A duration field: "5s" or integer milliseconds, from 0 to max. */
 static int line_duration(struct err *line, const char *name, const json_t *v,
-                         int64_t *ms) {
-  char shown[CLI_QUOTE_BUF];
-  if (json_is_integer(v) && json_integer_value(v) >= 0) {
-    *ms = json_integer_value(v);
-    return 0;
+                         int64_t max, int64_t *ms) {
+  char shown[CLI_QUOTE_BUF], most[CLI_TIME_BUF];
+  int64_t got;
+  if (json_is_integer(v)) {
+    got = json_integer_value(v);
+    if (got < 0)
+      return line_error(line, "invalid %s '%lld': expected zero or more "
+                        "milliseconds",
+                        name, (long long)got);
+    if (got > max)
+      return line_error(line, "invalid %s '%lld': expected at most %lld "
+                        "milliseconds (%s)",
+                        name, (long long)got, (long long)max,
+                        cli_fmt_duration(most, max));
+  } else if (json_is_string(v)) {
+    const char *text = json_string_value(v);
+    if (jobq_parse_duration(text, &got) != JOBQ_OK)
+      return line_error(line, "invalid %s '%s': expected a duration like 30s, "
+                        "5m or 1h30m",
+                        name, cli_quote(shown, text));
+    if (got > max)
+      return line_error(line, "invalid %s '%s': expected at most %s", name,
+                        cli_quote(shown, text), cli_fmt_duration(most, max));
+  } else {
+    return line_error(line, "invalid %s: expected a duration string like \"30s\" "
+                      "or integer milliseconds, not %s",
+                      name, type_name(v));
   }
-  if (json_is_string(v) && jobq_parse_duration(json_string_value(v), ms) == JOBQ_OK)
-    return 0;
-  if (json_is_integer(v))
-    return line_error(line, "invalid %s '%lld': expected zero or more "
-                      "milliseconds",
-                      name, (long long)json_integer_value(v));
-  if (json_is_string(v))
-    return line_error(line, "invalid %s '%s': expected a duration like 30s, "
-                      "5m or 1h30m",
-                      name, cli_quote(shown, json_string_value(v)));
-  return line_error(line, "invalid %s: expected a duration string like \"30s\" "
-                    "or integer milliseconds, not %s",
-                    name, type_name(v));
+  *ms = got;
+  return 0;
 }
 
 /* An integer field within [min, max]. */
@@ -148,6 +160,12 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
     if (is_text && !json_is_string(v))
       return line_error(line, "invalid %s: expected a string, not %s", key,
                         type_name(v));
+    /* A name or key is C text: a NUL inside would cut it short. */
+    if (is_text && f != F_PAYLOAD && f != F_PAYLOAD_BASE64 &&
+        strlen(json_string_value(v)) != json_string_length(v))
+      return line_error(line, "invalid %s: expected text without NUL "
+                        "(\\u0000) characters",
+                        key);
     int64_t ms;
     switch (f) {
       case F_QUEUE: o->queue = json_string_value(v); break;
@@ -174,14 +192,19 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
           return -1;
         break;
       case F_DELAY:
-        if (line_duration(line, key, v, &ms)) return -1;
+        if (line_duration(line, key, v, JOBQ_DURATION_MAX_MS, &ms)) return -1;
         o->delay_ms = ms;
         o->run_at_ms = 0;
         has_delay = 1;
         break;
       case F_RUN_AT:
-        if (json_is_integer(v) && json_integer_value(v) > 0) {
+        if (json_is_integer(v) && json_integer_value(v) > 0 &&
+            json_integer_value(v) <= JOBQ_TIME_MAX_MS) {
           o->run_at_ms = json_integer_value(v);
+        } else if (json_is_integer(v) && json_integer_value(v) > 0) {
+          return line_error(line, "invalid run_at '%lld': expected Unix "
+                            "milliseconds up to %lld (9999-12-31T23:59:59.999Z)",
+                            (long long)json_integer_value(v), JOBQ_TIME_MAX_MS);
         } else if (json_is_string(v)) {
           const char *why;
           if (cli_time_from_text(json_string_value(v), &o->run_at_ms, &why) != 0)
@@ -209,10 +232,12 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
           return -1;
         break;
       case F_TIMEOUT:
-        if (line_duration(line, key, v, &o->timeout_ms)) return -1;
+        if (line_duration(line, key, v, JOBQ_DURATION_MAX_MS, &o->timeout_ms))
+          return -1;
         break;
       case F_BACKOFF:
-        if (line_duration(line, key, v, &o->backoff_ms)) return -1;
+        if (line_duration(line, key, v, JOBQ_BACKOFF_CAP_MS, &o->backoff_ms))
+          return -1;
         break;
       case NFIELDS:
         break;
@@ -231,3 +256,59 @@ void ndjson_job_release(struct ndjson_job *job) {
   job->decoded = NULL;
 }
 
+/* ---------------------------------------------------------------- lines */
+
+void ndjson_reader_init(struct ndjson_reader *r, FILE *f, size_t max) {
+  memset(r, 0, sizeof *r);
+  r->f = f;
+  r->max = max;
+}
+
+/* Reads one line into r->buf, without its newline: 1, 0 at the end, 2
+ * when over r->max bytes, -1 on a read error. */
+static int read_line(struct ndjson_reader *r, size_t *len) {
+  size_t n = 0;
+  int c, over = 0;
+  while ((c = getc_unlocked(r->f)) != EOF) {
+    r->bytes++;
+    if (c == '\n') break;
+    if (n >= r->max) {
+      over = 1;
+      continue;
+    }
+    if (n + 1 >= r->cap) {
+      r->cap = r->cap ? r->cap * 2 : 4096;
+      r->buf = cli_xrealloc(r->buf, r->cap);
+    }
+    r->buf[n++] = (char)c;
+  }
+  if (ferror(r->f)) return -1;
+  if (c == EOF && n == 0 && !over) return 0;
+  if (r->buf == NULL) r->buf = cli_xrealloc(NULL, r->cap = 64);
+  r->buf[n] = '\0';
+  *len = n;
+  return over ? 2 : 1;
+}
+
+int ndjson_next(struct ndjson_reader *r, const char **text, size_t *len) {
+  for (;;) {
+    int got = read_line(r, len);
+    if (got == 0 || got == -1) return got;
+    r->line++;
+    if (got == 2) return 2;
+    size_t blank = 0;
+    while (blank < *len && (r->buf[blank] == ' ' || r->buf[blank] == '\t' ||
+                            r->buf[blank] == '\r'))
+      blank++;
+    if (blank < *len) {
+      *text = r->buf;
+      return 1;
+    }
+  }
+}
+
+void ndjson_reader_release(struct ndjson_reader *r) {
+  free(r->buf);
+  r->buf = NULL;
+  r->cap = 0;
+}

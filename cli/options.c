@@ -481,6 +481,10 @@ int cli_time_from_text(const char *text, int64_t *ms, const char **why) {
     *why = "a time after 1970-01-01T00:00:00Z";
     return -1;
   }
+  if (secs * 1000 + frac > JOBQ_TIME_MAX_MS) {
+    *why = "a time up to 9999-12-31T23:59:59.999Z";
+    return -1;
+  }
   *ms = secs * 1000 + frac;
   return 0;
 }

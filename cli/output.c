@@ -180,8 +180,11 @@ const char *cli_fmt_time(char *buf, int64_t ms) {
   }
   time_t t = (time_t)secs;
   struct tm tm;
-  if (gmtime_r(&t, &tm) == NULL) {
-    snprintf(buf, CLI_TIME_BUF, "@%lld", (long long)secs);
+  /* RFC 3339 writes the years 0000 to 9999; jobq takes times from 1970
+   * to 9999 only, but a row written by hand may hold any number: it is
+   * shown as Unix seconds, the form --at reads. */
+  if (ms < 0 || ms > JOBQ_TIME_MAX_MS || gmtime_r(&t, &tm) == NULL) {
+    snprintf(buf, CLI_TIME_BUF, "@%lld.%03d", (long long)secs, (int)frac);
     return buf;
   }
   /* strftime bounds the fields that snprintf cannot know are small. */
@@ -227,17 +230,21 @@ const char *cli_fmt_age(char *buf, int64_t ms) {
 
 const char *cli_fmt_relative(char *buf, int64_t at_ms, int64_t now_ms) {
   char age[CLI_TIME_BUF];
-  if (at_ms > now_ms)
-    snprintf(buf, CLI_TIME_BUF, "in %s", cli_fmt_age(age, at_ms - now_ms));
-  else
-    snprintf(buf, CLI_TIME_BUF, "%s ago", cli_fmt_age(age, now_ms - at_ms));
+  int64_t d;
+  /* A time written by hand may be any number: the distance saturates. */
+  if (at_ms > now_ms) {
+    if (__builtin_sub_overflow(at_ms, now_ms, &d)) d = INT64_MAX;
+    snprintf(buf, CLI_TIME_BUF, "in %s", cli_fmt_age(age, d));
+  } else {
+    if (__builtin_sub_overflow(now_ms, at_ms, &d)) d = INT64_MAX;
+    snprintf(buf, CLI_TIME_BUF, "%s ago", cli_fmt_age(age, d));
+  }
   return buf;
 }
 
 /* ---------------------------------------------------------------- bytes */
 
-/* The length of the valid UTF-8 sequence at p (n bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t n) {
+size_t cli_utf8_seq(const unsigned char *p, size_t n) {
   unsigned char c = p[0];
   if (c < 0x80) return 1;
   size_t len;
@@ -268,7 +275,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n) {
 int cli_utf8_valid(const void *data, size_t len) {
   const unsigned char *p = data;
   for (size_t i = 0; i < len;) {
-    size_t n = utf8_seq(p + i, len - i);
+    size_t n = cli_utf8_seq(p + i, len - i);
     if (n == 0) return 0;
     i += n;
   }
@@ -288,7 +295,7 @@ char *cli_escape(const void *data, size_t len) {
   size_t o = 0;
   for (size_t i = 0; i < len;) {
     unsigned char c = p[i];
-    size_t n = utf8_seq(p + i, len - i);
+    size_t n = cli_utf8_seq(p + i, len - i);
     if (c == '\\') {
       memcpy(out + o, "\\\\", 2), o += 2;
     } else if (c == '\n') {

@@ -85,6 +85,8 @@ const char *cli_fmt_relative(char *buf, int64_t at_ms, int64_t now_ms);
 
 /* Valid UTF-8 (no overlongs, no surrogates). */
 int cli_utf8_valid(const void *data, size_t len);
+/* The length of the valid UTF-8 sequence at p (n bytes left), or 0. */
+size_t cli_utf8_seq(const unsigned char *p, size_t n);
 /* Valid UTF-8 without control characters (NUL, newline, DEL, ...). */
 int cli_is_plain_text(const void *data, size_t len);
 /* Control characters, backslashes and invalid UTF-8 bytes escaped as \n,

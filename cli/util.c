@@ -115,12 +115,12 @@ size_t cli_payload_limit(void) {
   return JOBQ_DEFAULT_MAX_PAYLOAD;
 }
 
-int cli_open(jobq **out) {
+static int open_db(int readonly, jobq **out) {
   *out = NULL;
   int rc = cli_check_max_payload();
   if (rc != 0) return rc;
   jobq *db;
-  rc = jobq_open(cli_db_url(), &db);
+  rc = readonly ? jobq_open_readonly(cli_db_url(), &db) : jobq_open(cli_db_url(), &db);
   if (db == NULL) {
     cli_error("out of memory");
     return CLI_EXIT_ERROR;
@@ -135,6 +135,10 @@ int cli_open(jobq **out) {
   *out = db;
   return 0;
 }
+
+int cli_open(jobq **out) { return open_db(0, out); }
+
+int cli_open_readonly(jobq **out) { return open_db(1, out); }
 
 int cli_db_now(jobq *db, int64_t *now_ms) {
   jobq_identity id;
@@ -184,12 +188,18 @@ const char *cli_quote(char *buf, const char *s) {
     /* Not in the middle of a UTF-8 sequence. */
     while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--;
   }
-  for (size_t i = 0; i < cut; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c < 0x20 || c == 0x7F)
-      o += (size_t)snprintf(buf + o, CLI_QUOTE_BUF - o, "\\x%02x", c);
-    else
-      buf[o++] = (char)c;
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < cut;) {
+    size_t len = cli_utf8_seq(p + i, cut - i);
+    if (len == 0 || p[i] < 0x20 || p[i] == 0x7F) {
+      /* Control characters and bytes that are no UTF-8 text. */
+      o += (size_t)snprintf(buf + o, CLI_QUOTE_BUF - o, "\\x%02x", p[i]);
+      i++;
+    } else {
+      memcpy(buf + o, p + i, len);
+      o += len;
+      i += len;
+    }
   }
   if (cut < n) {
     memcpy(buf + o, "...", 3);

@@ -64,6 +64,10 @@ size_t cli_payload_limit(void);
  * handle and returns the exit status (*out is NULL).
  */
 int cli_open(jobq **out);
+/* The same for a command that only reads (jobq_open_readonly()): it
+ * writes nothing, works on a read-only file or server, and refuses a
+ * file that is no jobq database. */
+int cli_open_readonly(jobq **out);
 
 /* Reads all of f into a new buffer (*data, NUL-terminated; free()).
  * Returns 0, 1 when there are more than max bytes (nothing is kept), or

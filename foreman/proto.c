@@ -186,7 +186,7 @@ int fm_proto_reply(const char *line, size_t len, size_t max_data,
   if (r->kind == FM_REPLY_RETRY && nt >= 3) {
     data_at = 3;
     if (!(tlen[2] == 1 && tok[2][0] == '-') &&
-        number(tok[2], tlen[2], 0, 100LL * 365 * 86400000, &r->delay_ms) != 0)
+        number(tok[2], tlen[2], 0, JOBQ_DURATION_MAX_MS, &r->delay_ms) != 0)
       return refuse(why, whysize, expected,
                     ": DELAY_MS is zero or more milliseconds, or '-' for the "
                     "job's backoff");

@@ -114,6 +114,17 @@ typedef struct jobq_job jobq_job;
  * out.  Messages never contain a password.
  */
 int jobq_open(const char *url, jobq **out);
+/*
+ * As jobq_open(), for a handle that only reads: jobq_show(), jobq_list(),
+ * jobq_stats(), jobq_sessions(), jobq_identity_get(), jobq_doctor().  It
+ * writes nothing, ever: an SQLite file is neither made nor set up (a
+ * missing file, or one without jobq's schema, is refused with
+ * JOBQ_ESCHEMA), and it works on a file this process may not write, on a
+ * PostgreSQL standby or read-only database and on a read-only MariaDB or
+ * MySQL server, whose transactions it makes read-only.  Every call that
+ * writes fails with JOBQ_EREADONLY.
+ */
+int jobq_open_readonly(const char *url, jobq **out);
 /* Closes the handle, rolling back an open transaction.  NULL is a no-op.
  * Sessions opened on it must be closed first. */
 void jobq_close(jobq *db);
@@ -181,6 +192,14 @@ void *jobq_native(jobq *db);
 #define JOBQ_DEFAULT_MAX_ATTEMPTS 25
 #define JOBQ_DEFAULT_BACKOFF_MS 1000
 #define JOBQ_BACKOFF_CAP_MS (3600 * 1000)
+/* The one range of times: a job's run-at time is a Unix time in
+ * milliseconds from 1 (1970-01-01T00:00:00.001Z) to JOBQ_TIME_MAX_MS
+ * (9999-12-31T23:59:59.999Z, the last time RFC 3339 can write); a delay,
+ * timeout, retry delay or extension is 0 to JOBQ_DURATION_MAX_MS (100
+ * years of 365 days).  Every call refuses a value outside them with
+ * JOBQ_EINVAL. */
+#define JOBQ_TIME_MAX_MS 253402300799999LL
+#define JOBQ_DURATION_MAX_MS (100LL * 365 * 86400000)
 #define JOBQ_DEFAULT_LEASE_MS 5000
 #define JOBQ_DEFAULT_MAX_PAYLOAD (1024 * 1024)
 #define JOBQ_CLAIM_LEN 32        /* hex characters in a claim token */
@@ -196,14 +215,17 @@ typedef struct jobq_put_opts {
   const void *payload;     /* bytes, may contain NUL; NULL with len 0 ok */
   size_t payload_len;
   int priority;            /* higher runs first; JOBQ_PRIORITY_MIN..MAX */
-  int64_t delay_ms;        /* run no earlier than now + delay (>= 0) */
-  int64_t run_at_ms;       /* or at this Unix time in ms (0: not set) */
+  int64_t delay_ms;        /* run no earlier than now + delay (0 to
+                              JOBQ_DURATION_MAX_MS) */
+  int64_t run_at_ms;       /* or at this Unix time in ms (0: not set; at
+                              most JOBQ_TIME_MAX_MS) */
   const char *key;         /* ordering key: one at a time, in order */
   int barrier;             /* runs after all earlier jobs of the queue,
                               before any later one; cannot have a key */
   const char *unique_key;  /* unique among the queue's unfinished jobs */
   int max_attempts;        /* 1..1000, default 25 */
-  int64_t timeout_ms;      /* 0: none; for the worker to enforce */
+  int64_t timeout_ms;      /* 0: none; for the worker to enforce (at most
+                              JOBQ_DURATION_MAX_MS) */
   int64_t backoff_ms;      /* base of exponential backoff, default 1 s */
 } jobq_put_opts;
 

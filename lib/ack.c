@@ -411,9 +411,11 @@ int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n) {
       return jobq__fail(db, JOBQ_ETOOBIG,
                         "ack %zu: result of %zu bytes is over the limit of %zu bytes",
                         i, a->len, db->max_payload);
-    if (a->retry_in_ms > 100LL * 365 * 86400000)
-      return jobq__fail(db, JOBQ_EINVAL, "ack %zu: invalid retry delay '%lldms'", i,
-                        (long long)a->retry_in_ms);
+    if (a->retry_in_ms > JOBQ_DURATION_MAX_MS)
+      return jobq__fail(db, JOBQ_EINVAL,
+                        "ack %zu: invalid retry delay '%lldms': expected 0 to %lldms "
+                        "(100 years), or -1 for the job's backoff",
+                        i, (long long)a->retry_in_ms, JOBQ_DURATION_MAX_MS);
   }
   return JOBQ_OK;
 }
@@ -462,6 +464,7 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
   if (s == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
   int rc = jobq__ack_check(db, acks, n), attempt = 0;
   if (rc != JOBQ_OK) return rc;
   do {
@@ -522,9 +525,11 @@ int jobq_extend(jobq_session *s, const jobq_job *job, int64_t ms) {
   if (s == NULL || job == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
-  if (ms < 0 || ms > 100LL * 365 * 86400000)
-    return jobq__fail(db, JOBQ_EINVAL, "invalid extension '%lldms': expected zero or more",
-                      (long long)ms);
+  jobq__need(db, JOBQ__ROLE_WORKER);
+  if (ms < 0 || ms > JOBQ_DURATION_MAX_MS)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "invalid extension '%lldms': expected 0 to %lldms (100 years)",
+                      (long long)ms, JOBQ_DURATION_MAX_MS);
   int rc, attempt = 0, cancel = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;

@@ -104,6 +104,7 @@ static int retry(jobq *db, int64_t id) {
 
 int jobq_retry(jobq *db, int64_t id) {
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   if (check_id(db, id) != JOBQ_OK) return JOBQ_EINVAL;
   int rc, attempt = 0;
   do {
@@ -176,6 +177,7 @@ static int retry_dead_part(jobq *db, const char *queue, int64_t *after, size_t *
 int jobq_retry_dead(jobq *db, const char *queue, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   if (queue != NULL && jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
   char **names = NULL;
   size_t nq = 1;
@@ -254,6 +256,7 @@ int jobq_cancel(jobq *db, int64_t id, int *now) {
   if (now == NULL) now = &dummy;
   *now = 0;
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   if (check_id(db, id) != JOBQ_OK) return JOBQ_EINVAL;
   int rc, attempt = 0;
   do {
@@ -268,6 +271,7 @@ int jobq_cancel(jobq *db, int64_t id, int *now) {
 /* paused: 0/1, or -1 to leave it; policy: "block"/"skip" or NULL. */
 static int set_queue(jobq *db, const char *queue, int paused, const char *policy) {
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   if (jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
   int rc, attempt = 0;
   do {
@@ -354,6 +358,7 @@ static int prune_chunk(jobq *db, int64_t before, int64_t *count, int *last) {
 int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   if (older_than_ms < 0)
     return jobq__fail(db, JOBQ_EINVAL, "invalid age '%lldms': expected zero or more",
                       (long long)older_than_ms);
@@ -410,6 +415,7 @@ static int purge(jobq *db, const char *queue, int64_t *count) {
 int jobq_purge(jobq *db, const char *queue, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   if (jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
   int64_t c = 0;
   int rc, attempt = 0;
@@ -457,6 +463,7 @@ static int epoch_bump(jobq *db, int64_t *epoch) {
 
 int jobq_epoch_bump(jobq *db, int64_t *epoch) {
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_ADMIN);
   int64_t e = 0;
   int rc, attempt = 0;
   do {

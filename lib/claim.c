@@ -70,6 +70,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   if (s == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
   int rc = jobq__claim_check(db, queues, nq, max);
   if (rc == JOBQ_OK) rc = jobq__ack_check(db, acks, nacks);
   if (rc != JOBQ_OK || (max == 0 && nacks == 0)) return rc;

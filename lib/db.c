@@ -27,10 +27,11 @@ static const char expected[] =
     "expected sqlite:PATH, postgres://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE or "
     "mysql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE";
 
-int jobq_open(const char *url, jobq **out) {
+static int open_url(const char *url, int readonly, jobq **out) {
   jobq *db = calloc(1, sizeof *db);
   *out = db;
   if (db == NULL) return JOBQ_ENOMEM;
+  db->readonly = readonly;
   db->max_payload = JOBQ_DEFAULT_MAX_PAYLOAD;
   db->url_redacted = jobq_url_redact(url);
   if (db->url_redacted == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -76,6 +77,10 @@ int jobq_open(const char *url, jobq **out) {
   return rc;
 }
 
+int jobq_open(const char *url, jobq **out) { return open_url(url, 0, out); }
+
+int jobq_open_readonly(const char *url, jobq **out) { return open_url(url, 1, out); }
+
 void jobq_close(jobq *db) {
   if (db == NULL) return;
   if (db->store != NULL && db->conn != NULL) db->store->close(db);
@@ -100,18 +105,35 @@ int jobq__usable(jobq *db) {
 
 int jobq__ready(jobq *db) {
   int rc = jobq__usable(db);
-  if (rc == JOBQ_OK && db->schema_missing)
+  if (rc == JOBQ_OK && db->schema_missing == JOBQ__SCHEMA_FOREIGN)
     rc = jobq__fail(db, JOBQ_ESCHEMA,
-                    "'%s' has no jobq schema yet: run 'jobq init' (or jobq_init()) "
-                    "first",
+                    "'%s' is not a jobq database: it holds other tables, and jobq "
+                    "adds its own only when asked: run 'jobq init' (or jobq_init()) "
+                    "to add them",
                     db->url_redacted);
+  else if (rc == JOBQ_OK && db->schema_missing)
+    rc = jobq__fail(db, JOBQ_ESCHEMA,
+                    "'%s' has no jobq schema yet%s: run 'jobq init' (or jobq_init()) "
+                    "first",
+                    db->url_redacted, db->readonly ? ", or an older one" : "");
   return rc;
+}
+
+/* Refuses a write on a handle of jobq_open_readonly(). */
+static int writable(jobq *db) {
+  if (!db->readonly) return JOBQ_OK;
+  return jobq__fail(db, JOBQ_EREADONLY,
+                    "the handle of '%s' only reads (jobq_open_readonly): expected one "
+                    "of jobq_open() to write",
+                    db->url_redacted);
 }
 
 int jobq_init(jobq *db) {
   int rc = jobq__usable(db);
+  if (rc == JOBQ_OK) rc = writable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_OWNER);
   return db->store->migrate(db);
 }
 
@@ -144,6 +166,7 @@ void *jobq_native(jobq *db) {
 
 static int txn_begin(jobq *db, int lazy) {
   int rc = jobq__ready(db);
+  if (rc == JOBQ_OK) rc = writable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   db->retry = 0;
@@ -298,5 +321,6 @@ int jobq_identity_get(jobq *db, jobq_identity *out) {
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_READER);
   return identity(db, out);
 }

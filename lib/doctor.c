@@ -156,6 +156,7 @@ int jobq_doctor(jobq *db, jobq_check **out, size_t *n) {
   *n = 0;
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
+  jobq__need(db, JOBQ__ROLE_READER);
   jobq__checks c = {0};
   rc = check_identity(db, &c);
   if (rc == JOBQ_OK && db->store->doctor != NULL) rc = db->store->doctor(db, &c);

@@ -57,6 +57,41 @@ int jobq__ok(jobq *db) {
   return JOBQ_OK;
 }
 
+int jobq__denied(jobq *db, const char *what, const char *msg, const char *prefix) {
+  /* A role, and the roles that hold its rights: the admin holds the
+   * producer's and the worker's, the worker the reader's. */
+  char roles[200];
+  switch (db->need) {
+    case JOBQ__ROLE_READER:
+      snprintf(roles, sizeof roles, "%sreader, %sworker or %sadmin", prefix, prefix, prefix);
+      break;
+    case JOBQ__ROLE_PRODUCER:
+      snprintf(roles, sizeof roles, "%sproducer or %sadmin", prefix, prefix);
+      break;
+    case JOBQ__ROLE_WORKER:
+      snprintf(roles, sizeof roles, "%sworker or %sadmin", prefix, prefix);
+      break;
+    case JOBQ__ROLE_ADMIN:
+      snprintf(roles, sizeof roles, "%sadmin", prefix);
+      break;
+    case JOBQ__ROLE_OWNER:
+      return jobq__fail(db, JOBQ_EDB,
+                        "%s: %s: 'jobq init' makes tables, which only the owner of "
+                        "the database (or schema) may; the roles of 'jobq init "
+                        "--print-roles' may not",
+                        what, msg);
+    default:
+      return jobq__fail(db, JOBQ_EDB,
+                        "%s: %s: the login needs one of the roles of 'jobq init "
+                        "--print-roles'",
+                        what, msg);
+  }
+  return jobq__fail(db, JOBQ_EDB,
+                    "%s: %s: the login needs the role %s (see 'jobq init "
+                    "--print-roles')",
+                    what, msg, roles);
+}
+
 const char *jobq_errmsg(const jobq *db) {
   if (db == NULL) return "out of memory";
   if (db->errmsg[0] == '\0' && db->err != JOBQ_OK) return jobq_strerror(db->err);

@@ -27,7 +27,10 @@ int jobq_state_parse(const char *name) {
 /* Refuses a handle that is not connected; clears the last error. */
 static int readable(jobq *db) {
   int rc = jobq__ready(db);
-  if (rc == JOBQ_OK) jobq__ok(db);
+  if (rc == JOBQ_OK) {
+    jobq__ok(db);
+    jobq__need(db, JOBQ__ROLE_READER);
+  }
   return rc;
 }
 

@@ -15,7 +15,8 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 2
+#define JOBQ_SCHEMA_VERSION 3
+#define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
 /* The counters of a queue in jobq_tally: 8 counts and the wait buckets. */
@@ -25,7 +26,10 @@ struct jobq {
   const jobq_store *store;     /* NULL until the URL named a store */
   void *conn;                  /* the store's own connection state */
   char *url_redacted;          /* the URL without its password, for messages */
-  int schema_missing;          /* set by a store: only jobq_init() may run */
+  int schema_missing;          /* set by a store: only jobq_init() may run
+                                  (JOBQ__SCHEMA_FOREIGN: the file holds
+                                  another application's tables) */
+  int readonly;                /* jobq_open_readonly(): nothing is written */
   int txn_depth;               /* 0: none; 1: a caller's jobq_begin() */
   size_t max_payload;
   uint64_t rng;                /* xorshift state for jitter */
@@ -37,6 +41,8 @@ struct jobq {
   /* Set by a store with its error when the whole transaction may succeed
    * if run again (a deadlock, a serialization failure). */
   int retry;
+  int need;                    /* the role the public call at work needs
+                                  (jobq__need) */
   int err;
   char errmsg[JOBQ_ERRMSG_MAX];
   /* Set by a store when it connects: a setting of the database that
@@ -137,6 +143,25 @@ int jobq__fail(jobq *db, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Clears the last error; returns JOBQ_OK. */
 int jobq__ok(jobq *db);
+
+/* The roles of `jobq init --print-roles`, and the owner of the schema
+ * (who runs jobq init), by what they may do. */
+enum {
+  JOBQ__ROLE_ANY = 0,   /* not known */
+  JOBQ__ROLE_READER,    /* stats, ls, show, sessions, doctor */
+  JOBQ__ROLE_PRODUCER,  /* put */
+  JOBQ__ROLE_WORKER,    /* sessions, claims, acknowledgements, reaping */
+  JOBQ__ROLE_ADMIN,     /* retry, cancel, pause, prune, purge, epoch bump */
+  JOBQ__ROLE_OWNER      /* jobq init */
+};
+/* A public call says which role it needs, first thing: a permission
+ * failure names it (jobq__denied). */
+static inline void jobq__need(jobq *db, int role) { db->need = role; }
+/* Records a permission failure: what was being done, the server's
+ * message, and the role that may do it, named as the store's roles SQL
+ * names it: prefix followed by "reader", "producer", "worker" or
+ * "admin".  Returns JOBQ_EDB: running it again will not help. */
+int jobq__denied(jobq *db, const char *what, const char *msg, const char *prefix);
 
 /* The last error, kept across work whose own failure must not replace
  * it (a rollback after a failed commit, say). */

@@ -235,6 +235,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_PRODUCER);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
   int all_plain = db->store->put_plain != NULL, keyed = 0;

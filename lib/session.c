@@ -48,6 +48,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   *out = NULL;
   if (db == NULL) return JOBQ_EINVAL;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
   jobq_session_opts def;
   if (opts == NULL) {
     jobq_session_opts_init(&def);
@@ -95,6 +96,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
 void jobq_session_close(jobq_session *s) {
   if (s == NULL) return;
   jobq *db = s->db;
+  jobq__need(db, JOBQ__ROLE_WORKER);
   int rc, attempt = 0;
   if (db->txn_depth == 0) {
     do {
@@ -410,6 +412,7 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
   if (s == NULL) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
   int rc = not_in_caller_txn(db, "a heartbeat");
   if (rc != JOBQ_OK) return rc;
   int64_t *ids = NULL;
@@ -558,6 +561,7 @@ int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
 int jobq_reap(jobq *db, int64_t *count) {
   if (count != NULL) *count = 0;
   if (db == NULL) return JOBQ_EINVAL;
+  jobq__need(db, JOBQ__ROLE_WORKER);
   int rc, attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;

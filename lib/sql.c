@@ -73,16 +73,19 @@
   "?15), (?16, ?17, ?18), (?19, ?20, ?21), (?22, ?23, ?24)"
 
 typedef struct text {
+  const char *what;    /* what it does, in words, for messages */
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
 } text;
 
 static const text texts[JOBQ_Q__COUNT] = {
-    [JOBQ_Q_NOW] = {.common = "SELECT {now}"},
+    [JOBQ_Q_NOW] = {.what = "reading the database clock",
+                    .common = "SELECT {now}"},
     /* The identity, the clock, and the highest job id ever given (the
      * job sequence), in one round trip. */
     [JOBQ_Q_IDENT] =
-        {.common = NULL,
+        {.what = "reading the database's identity",
+         .common = NULL,
          .sqlite = "SELECT queue_id, epoch, version, {now}, coalesce((SELECT seq "
                    "FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0) FROM "
                    "jobq_meta WHERE id = 1",
@@ -97,11 +100,13 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs') "
                   "FROM jobq_meta WHERE id = 1"},
     [JOBQ_Q_QUEUE_ENSURE] =
-        {.common = "INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
+        {.what = "adding the queue",
+         .common = "INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
          "ON CONFLICT (name) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) "
                   "VALUES (?1, {now})"},
-    [JOBQ_Q_UNIQUE_FIND] = {.common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_UNIQUE_FIND] = {.what = "looking up the unique key",
+                            .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                             "unique_key = ?2"},
     /* A generic plan on PostgreSQL expects any row to match, and to find
      * one at once by scanning the table or the primary key: it reads all
@@ -110,7 +115,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * that index leaves out the claimed jobs, which the session index
      * holds (read in its order, so that the plan takes it): a batch or so
      * per worker. */
-    [JOBQ_Q_ANY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_ANY_BEFORE] = {.what = "looking for earlier jobs of the queue",
+                           .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "id < ?2 LIMIT 1",
                            .pg = "SELECT 1 FROM ((SELECT 1 FROM jobq_jobs WHERE (queue, id) > "
                                  "(?1, 0) AND (queue, id) < (?1, ?2) AND session IS NULL ORDER "
@@ -118,13 +124,15 @@ static const text texts[JOBQ_Q__COUNT] = {
                                  "session IS NOT NULL AND queue = ?1 AND id < ?2 ORDER BY session "
                                  "LIMIT 1)) f LIMIT 1"},
     [JOBQ_Q_BARRIER_FIRST] =
-        {.common = "SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
+        {.what = "looking for the queue's barrier",
+         .common = "SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 "
          "ORDER BY id LIMIT 1",
          .sqlite = "SELECT id, state FROM jobq_jobs INDEXED BY "
                    "jobq_jobs_barrier WHERE queue = ?1 AND barrier = 1 "
                    "ORDER BY id LIMIT 1"},
     [JOBQ_Q_BARRIER_BEFORE] =
-        {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 AND "
+        {.what = "looking for an earlier barrier",
+         .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND barrier = 1 AND "
          "id < ?2 LIMIT 1",
          .sqlite = "SELECT 1 FROM jobq_jobs INDEXED BY jobq_jobs_barrier "
                    "WHERE queue = ?1 AND barrier = 1 AND id < ?2 LIMIT 1"},
@@ -143,46 +151,56 @@ static const text texts[JOBQ_Q__COUNT] = {
      * between 'ready' and 'running'.  KEY_TAKEN, whether a new job of the
      * key waits, also asks whether a dead job blocks the key, so that
      * both take one round trip. */
-    [JOBQ_Q_KEY_TAKEN] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_KEY_TAKEN] = {.what = "looking for the ordering key's jobs",
+                          .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                           "order_key = ?2 UNION ALL SELECT 1 FROM jobq_blocked WHERE "
                           "queue = ?1 AND order_key = ?2 LIMIT 1",
                           .pg = "(SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= "
                                 "?2 AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1) "
                                 "UNION ALL (SELECT 1 FROM jobq_blocked WHERE queue = ?1 AND "
                                 "order_key = ?2) LIMIT 1"},
-    [JOBQ_Q_KEY_ACTIVE] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_KEY_ACTIVE] = {.what = "looking for the ordering key's active job",
+                           .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "order_key = ?2 AND state IN ('ready', 'running') LIMIT 1",
                            .pg = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND (order_key, "
                                  "state) >= (?2, 'ready') AND (order_key, state) <= (?2, "
                                  "'running') AND order_key IS NOT NULL ORDER BY order_key, "
                                  "state, id LIMIT 1"},
-    [JOBQ_Q_KEY_NEXT] = {.common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_KEY_NEXT] = {.what = "finding the ordering key's next job",
+                         .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                          "order_key = ?2 AND state = 'waiting' ORDER BY id LIMIT 1",
                          .pg = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND (order_key, "
                                "state) >= (?2, 'waiting') AND (order_key, state) <= (?2, "
                                "'waiting') AND order_key IS NOT NULL ORDER BY order_key, "
                                "state, id LIMIT 1"},
-    [JOBQ_Q_BLOCKED] = {.common = "SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
+    [JOBQ_Q_BLOCKED] = {.what = "looking for a dead job that blocks the ordering key",
+                        .common = "SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
                         "order_key = ?2"},
     [JOBQ_Q_BLOCK] =
-        {.common = "INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES "
+        {.what = "marking the ordering key blocked",
+         .common = "INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES "
          "(?1, ?2, ?3) ON CONFLICT (queue, order_key) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_blocked(queue, order_key, job_id) "
                   "VALUES (?1, ?2, ?3)"},
     /* Eight holds at a time (lib/order.c, hold_keys). */
     [JOBQ_Q_BLOCK_8] =
-        {.common = "INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES " BLOCK_ROWS_8
+        {.what = "marking the ordering keys blocked",
+         .common = "INSERT INTO jobq_blocked(queue, order_key, job_id) VALUES " BLOCK_ROWS_8
                    " ON CONFLICT (queue, order_key) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_blocked(queue, order_key, job_id) "
                   "VALUES " BLOCK_ROWS_8},
-    [JOBQ_Q_UNBLOCK] = {.common = "DELETE FROM jobq_blocked WHERE job_id = ?1"},
-    [JOBQ_Q_BLOCKED_BY] = {.common = "SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
-    [JOBQ_Q_MAKE_READY] = {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},
+    [JOBQ_Q_UNBLOCK] = {.what = "unblocking the ordering key",
+                        .common = "DELETE FROM jobq_blocked WHERE job_id = ?1"},
+    [JOBQ_Q_BLOCKED_BY] = {.what = "looking for the key the job blocks",
+                           .common = "SELECT 1 FROM jobq_blocked WHERE job_id = ?1"},
+    [JOBQ_Q_MAKE_READY] = {.what = "making the next job ready",
+                           .common = "UPDATE jobq_jobs SET state = 'ready' WHERE id = ?1"},
     /* ?3: run_at (0: now + ?4, the delay).  A unique key already taken
      * inserts nothing (MySQL: the store counts its duplicate-key error as
      * no row, which needs no UPDATE right and locks no existing row). */
     [JOBQ_Q_INSERT_JOB] =
-        {.common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
+        {.what = "putting the job",
+         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
          "barrier, unique_key, payload, max_attempts, timeout_ms, backoff_ms, "
          "created_at) VALUES (?1, ?2, CASE WHEN CAST(?3 AS {bigint}) > 0 THEN "
          "CAST(?3 AS {bigint}) ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
@@ -202,7 +220,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
                   "?9, ?10, ?11, ?12, {now})"},
     [JOBQ_Q_SESSION_INSERT] =
-        {.common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
+        {.what = "starting the session",
+         .common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
          "heartbeat_at, expires_at, lease_ms) VALUES (?1, ?2, ?3, ?4, ?5, "
          "{now}, {now}, {now} + ?6, ?6)"},
     /* A claim or an acknowledgement holds its session row: reapers pass
@@ -210,7 +229,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * (which change no key) still go through. */
     /* An acknowledgement's lock on its session's row; nothing is read. */
     [JOBQ_Q_SESSION_LOCK] =
-        {.common = "SELECT 1 FROM jobq_sessions WHERE id = ?1",
+        {.what = "locking the session",
+         .common = "SELECT 1 FROM jobq_sessions WHERE id = ?1",
          .pg = "SELECT 1 FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE",
          .mysql = "SELECT 1 FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE MODE"},
     /* A claim's look before it claims: IDENT's columns, then the session's
@@ -218,7 +238,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * session), with SESSION_LOCK's lock on the session's row and none on
      * jobq_meta's. */
     [JOBQ_Q_CLAIM_ENTER] =
-        {.common = NULL,
+        {.what = "checking the session before claiming",
+         .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
                    "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM jobq_meta "
@@ -234,11 +255,13 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
                   "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
                   "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
-    [JOBQ_Q_SESSION_DELETE] = {.common = "DELETE FROM jobq_sessions WHERE id = ?1"},
+    [JOBQ_Q_SESSION_DELETE] = {.what = "ending the session",
+                               .common = "DELETE FROM jobq_sessions WHERE id = ?1"},
     /* On MariaDB/MySQL through the session's index by name: on a table of a
      * few rows the server would read all of it in id order, locking each
      * row it passed, and wait for other sessions' jobs. */
-    [JOBQ_Q_SESSION_JOBS] = {.common = "SELECT id, attempts, max_attempts, "
+    [JOBQ_Q_SESSION_JOBS] = {.what = "reading the session's jobs",
+                             .common = "SELECT id, attempts, max_attempts, "
                              "cancel_requested, queue, started FROM jobq_jobs "
                              "WHERE session = ?1 ORDER BY id{for_update}",
                              .mysql = "SELECT id, attempts, max_attempts, "
@@ -247,22 +270,28 @@ static const text texts[JOBQ_Q__COUNT] = {
                              "FOR UPDATE"},
     /* A claim's jobs by the start their tokens share (?2, ?3 characters
      * long), for a claim whose jobs are not known (lib/session.c). */
-    [JOBQ_Q_CLAIM_HELD] = {.common = "SELECT id, claim FROM jobq_jobs WHERE session = ?1 "
+    [JOBQ_Q_CLAIM_HELD] = {.what = "reading the jobs of a claim",
+                           .common = "SELECT id, claim FROM jobq_jobs WHERE session = ?1 "
                            "AND substr(claim, 1, ?3) = ?2 AND state = 'running'"},
-    [JOBQ_Q_SESSION_STARTED] = {.common = "UPDATE jobq_jobs SET started = 1 WHERE id = "
+    [JOBQ_Q_SESSION_STARTED] = {.what = "noting the jobs the session started",
+                                .common = "UPDATE jobq_jobs SET started = 1 WHERE id = "
                                 "?1 AND session = ?2"},
     [JOBQ_Q_HEARTBEAT] =
-        {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
+        {.what = "renewing the session's lease",
+         .common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
          "lease_ms, in_flight = ?2, done = ?3, failed = ?4 WHERE id = ?1 AND "
          "epoch = ?5"},
     /* How long since any session heartbeated (NULL: none), and the longest
      * lease. */
-    [JOBQ_Q_STALL] = {.common = "SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
+    [JOBQ_Q_STALL] = {.what = "checking whether any session heartbeats",
+                      .common = "SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
                       "jobq_sessions"},
     [JOBQ_Q_RENEW_ALL] =
-        {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
+        {.what = "renewing every lease after a stall",
+         .common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
          "{greatest}(expires_at, {now} + lease_ms)"},
-    [JOBQ_Q_EXPIRED] = {.common = "SELECT id FROM jobq_sessions WHERE expires_at < {now} "
+    [JOBQ_Q_EXPIRED] = {.what = "looking for expired sessions",
+                        .common = "SELECT id FROM jobq_sessions WHERE expires_at < {now} "
                         "ORDER BY expires_at LIMIT ?1{skip_locked}"},
     /* Running jobs whose session is gone (it can only happen through a
      * restore or a hand edit): they are lost like a reaped session's.
@@ -271,7 +300,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * ms a look beside a million ready jobs, inside the write transaction
      * of each handle's first reap. */
     [JOBQ_Q_ORPHANS] =
-        {.common = "SELECT id FROM jobq_jobs WHERE session IS NOT NULL AND NOT EXISTS "
+        {.what = "looking for running jobs without a session",
+         .common = "SELECT id FROM jobq_jobs WHERE session IS NOT NULL AND NOT EXISTS "
          "(SELECT 1 FROM jobq_sessions s WHERE s.id = jobq_jobs.session) "
          "ORDER BY id LIMIT ?1{skip_locked}",
          .sqlite = "SELECT id FROM jobq_jobs INDEXED BY jobq_jobs_session WHERE session "
@@ -279,11 +309,13 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "s.id = jobq_jobs.session) ORDER BY id LIMIT ?1"},
     /* ?3: 1 gives the attempt back (a job its worker held back). */
     [JOBQ_Q_REQUEUE_LOST] =
-        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+        {.what = "putting a lost job back in its queue",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, prev_lost = 1, last_error = ?2, attempts = attempts - ?3 "
          "WHERE id = ?1"},
     [JOBQ_Q_REQUEUE_GIVEN_BACK] =
-        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+        {.what = "giving a claimed job back",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, attempts = attempts - 1 WHERE id = ?1"},
     /* An ended session's jobs that go back to ready, all at once (its
      * jobs locked beforehand by SESSION_JOBS, in id order): given back at
@@ -293,14 +325,16 @@ static const text texts[JOBQ_Q__COUNT] = {
      * was asked is cancelled instead.  On MariaDB/MySQL through the
      * session's index, as SESSION_JOBS. */
     [JOBQ_Q_SESSION_GIVE_BACK] =
-        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+        {.what = "giving the session's jobs back",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, attempts = attempts - 1 WHERE session = ?1 AND "
          "cancel_requested = 0",
          .mysql = "UPDATE jobq_jobs FORCE INDEX (jobq_jobs_session) SET state = 'ready', "
          "session = NULL, claim = NULL, deadline_at = NULL, attempts = attempts - 1 "
          "WHERE session = ?1 AND cancel_requested = 0"},
     [JOBQ_Q_SESSION_REQUEUE_LOST] =
-        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
+        {.what = "putting an expired session's jobs back in their queues",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, claim = NULL, "
          "deadline_at = NULL, prev_lost = 1, last_error = CASE WHEN started = 1 THEN ?2 "
          "ELSE ?3 END, attempts = attempts + started - 1 WHERE session = ?1 AND "
          "cancel_requested = 0 AND (started = 0 OR attempts < max_attempts)",
@@ -309,38 +343,47 @@ static const text texts[JOBQ_Q__COUNT] = {
          "CASE WHEN started = 1 THEN ?2 ELSE ?3 END, attempts = attempts + started - 1 "
          "WHERE session = ?1 AND cancel_requested = 0 AND (started = 0 OR attempts < "
          "max_attempts)"},
-    [JOBQ_Q_CANCEL_LIST] = {.common = "SELECT id FROM jobq_jobs WHERE session = ?1 AND "
+    [JOBQ_Q_CANCEL_LIST] = {.what = "reading the session's cancel requests",
+                            .common = "SELECT id FROM jobq_jobs WHERE session = ?1 AND "
                             "cancel_requested = 1 ORDER BY id"},
     /* The fence: the job is still this claim's, locked until commit. */
     [JOBQ_Q_ACK_ROW] =
-        {.common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
+        {.what = "reading the acknowledged job",
+         .common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
          "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
          "AND claim = ?3 AND state = 'running'{for_update}"},
-    [JOBQ_Q_ACK_DONE_BEFORE] = {.common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
+    [JOBQ_Q_ACK_DONE_BEFORE] = {.what = "looking for an earlier acknowledgement",
+                                .common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
                                 "AND claim = ?2"},
-    [JOBQ_Q_ACK_READY_BEFORE] = {.common = "SELECT 1 FROM jobq_jobs WHERE id = ?1 AND "
+    [JOBQ_Q_ACK_READY_BEFORE] = {.what = "looking for an earlier acknowledgement",
+                                 .common = "SELECT 1 FROM jobq_jobs WHERE id = ?1 AND "
                                  "claim = ?2 AND session IS NULL"},
     /* ?3: 1 gives the attempt back (release), which also forgets the claim
      * so that a late fail with it is refused. */
     [JOBQ_Q_ACK_REQUEUE] =
-        {.common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = "
+        {.what = "putting the job back for a retry",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = "
          "NULL, run_at = {now} + ?2, attempts = attempts - ?3, claim = CASE "
          "WHEN ?3 = 1 THEN NULL ELSE claim END, last_error = coalesce(?4, "
          "last_error), prev_lost = 0 WHERE id = ?1"},
-    [JOBQ_Q_JOB_ORDER] = {.common = "SELECT queue, order_key, barrier FROM jobq_jobs "
+    [JOBQ_Q_JOB_ORDER] = {.what = "reading the job's queue and key",
+                          .common = "SELECT queue, order_key, barrier FROM jobq_jobs "
                           "WHERE id = ?1"},
     [JOBQ_Q_ARCHIVE] =
-        {.common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, "
+        {.what = "archiving the job",
+         .common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, "
          "run_at, ?2, order_key, barrier, unique_key, payload, ?3, attempts, "
          "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
          "claimed_at, {now}, coalesce(?4, last_error), prev_lost FROM "
          "jobq_jobs WHERE id = ?1"},
-    [JOBQ_Q_DELETE_JOB] = {.common = "DELETE FROM jobq_jobs WHERE id = ?1"},
+    [JOBQ_Q_DELETE_JOB] = {.what = "removing the finished job",
+                           .common = "DELETE FROM jobq_jobs WHERE id = ?1"},
     /* The finished-job counters, spread over a few rows per queue (?2 is
      * the row) so that concurrent acknowledgements do not queue up on
      * one. */
     [JOBQ_Q_COUNT_ADD] =
-        {.common = "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
+        {.what = "counting the finished jobs",
+         .common = "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
          "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (queue, shard) DO UPDATE SET "
          "n_done = jobq_counts.n_done + excluded.n_done, n_dead = "
          "jobq_counts.n_dead + excluded.n_dead, n_cancelled = "
@@ -350,87 +393,114 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "UPDATE n_done = n_done + VALUES(n_done), n_dead = n_dead + "
                   "VALUES(n_dead), n_cancelled = n_cancelled + "
                   "VALUES(n_cancelled)"},
-    [JOBQ_Q_POLICY] = {.common = "SELECT key_policy FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_POLICY] = {.what = "reading the queue's key policy",
+                       .common = "SELECT key_policy FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_WAITING_UNKEYED] =
-        {.common = "UPDATE jobq_jobs SET state = 'ready' WHERE queue = ?1 AND state = "
+        {.what = "looking for jobs waiting behind a barrier",
+         .common = "UPDATE jobq_jobs SET state = 'ready' WHERE queue = ?1 AND state = "
          "'waiting' AND barrier = 0 AND order_key IS NULL AND id < ?2 AND session IS NULL"},
     [JOBQ_Q_WAITING_KEYS] =
-        {.common = "SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 AND state "
+        {.what = "looking for keys waiting behind a barrier",
+         .common = "SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 AND state "
          "= 'waiting' AND order_key IS NOT NULL AND id < ?2"},
-    [JOBQ_Q_EXTEND] = {.common = "UPDATE jobq_jobs SET deadline_at = {now} + ?4 WHERE "
+    [JOBQ_Q_EXTEND] = {.what = "extending the job's deadline",
+                       .common = "UPDATE jobq_jobs SET deadline_at = {now} + ?4 WHERE "
                        "id = ?1 AND session = ?2 AND claim = ?3 AND state = "
                        "'running'"},
-    [JOBQ_Q_EXTEND_CANCEL] = {.common = "SELECT cancel_requested FROM jobq_jobs WHERE "
+    [JOBQ_Q_EXTEND_CANCEL] = {.what = "reading the job's cancel request",
+                              .common = "SELECT cancel_requested FROM jobq_jobs WHERE "
                               "id = ?1"},
-    [JOBQ_Q_SHOW_HOT] = {.common = HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
-    [JOBQ_Q_SHOW_DONE] = {.common = DONE_INFO ", payload, result FROM jobq_done WHERE "
+    [JOBQ_Q_SHOW_HOT] = {.what = "reading the job",
+                         .common = HOT_INFO ", payload, NULL FROM jobq_jobs WHERE id = ?1"},
+    [JOBQ_Q_SHOW_DONE] = {.what = "reading the finished job",
+                          .common = DONE_INFO ", payload, result FROM jobq_done WHERE "
                           "id = ?1"},
     /* The last parameter: the ordering key, NULL for any. */
-    [JOBQ_Q_LIST_ALL] = {.common = "SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
+    [JOBQ_Q_LIST_ALL] = {.what = "listing jobs",
+                         .common = "SELECT * FROM (" HOT_INFO " FROM jobq_jobs UNION ALL "
                          DONE_INFO " FROM jobq_done) AS u WHERE id > ?1 AND "
                          "queue = coalesce(?2, queue) AND " KEY_IS("?4") " ORDER BY id "
                          "LIMIT ?3"},
     /* ?5 = 1: only the scheduled ones (run_at still ahead). */
-    [JOBQ_Q_LIST_HOT] = {.common = HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
+    [JOBQ_Q_LIST_HOT] = {.what = "listing unfinished jobs",
+                         .common = HOT_INFO " FROM jobq_jobs WHERE id > ?1 AND queue = "
                          "coalesce(?2, queue) AND state = ?4 AND (?5 = 0 OR "
                          "run_at > {now}) AND " KEY_IS("?6") " ORDER BY id LIMIT ?3"},
-    [JOBQ_Q_LIST_DONE] = {.common = DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
+    [JOBQ_Q_LIST_DONE] = {.what = "listing finished jobs",
+                          .common = DONE_INFO " FROM jobq_done WHERE outcome = ?4 AND "
                           "id > ?1 AND queue = coalesce(?2, queue) AND " KEY_IS("?5")
                           " ORDER BY id LIMIT ?3"},
     [JOBQ_Q_STATS_QUEUES] =
-        {.common = "SELECT q.name, q.paused, q.key_policy, "
+        {.what = "reading the queues",
+         .common = "SELECT q.name, q.paused, q.key_policy, "
          "CAST(coalesce(sum(c.n_done), 0) AS {bigint}), "
          "CAST(coalesce(sum(c.n_dead), 0) AS {bigint}), "
          "CAST(coalesce(sum(c.n_cancelled), 0) AS {bigint}) "
          "FROM jobq_queues q LEFT JOIN jobq_counts c ON c.queue = q.name "
          "GROUP BY q.name, q.paused, q.key_policy ORDER BY q.name"},
     [JOBQ_Q_STATS_HOT] =
-        {.common = "SELECT queue, state, CASE WHEN run_at <= {now} THEN 1 ELSE 0 END, "
+        {.what = "counting the queues' jobs",
+         .common = "SELECT queue, state, CASE WHEN run_at <= {now} THEN 1 ELSE 0 END, "
          "count(*), min(run_at), {now} FROM jobq_jobs GROUP BY 1, 2, 3"},
     [JOBQ_Q_SESSIONS] =
-        {.common = "SELECT s.id, s.name, s.host, s.pid, s.epoch, s.started_at, "
+        {.what = "listing the sessions",
+         .common = "SELECT s.id, s.name, s.host, s.pid, s.epoch, s.started_at, "
          "s.heartbeat_at, s.expires_at, s.lease_ms, s.in_flight, s.done, "
          "s.failed, (SELECT count(*) FROM jobq_jobs j WHERE j.session = s.id), "
          "CASE WHEN s.expires_at < {now} THEN 1 ELSE 0 END FROM jobq_sessions "
          "s ORDER BY s.started_at, s.id"},
-    [JOBQ_Q_DONE_ROW] = {.common = "SELECT outcome, queue, order_key, unique_key, "
+    [JOBQ_Q_DONE_ROW] = {.what = "reading the finished job",
+                         .common = "SELECT outcome, queue, order_key, unique_key, "
                          "barrier FROM jobq_done WHERE id = ?1{for_update}"},
-    [JOBQ_Q_HOT_STATE] = {.common = "SELECT state, queue, order_key, barrier FROM "
+    [JOBQ_Q_HOT_STATE] = {.what = "reading the job's state",
+                          .common = "SELECT state, queue, order_key, barrier FROM "
                           "jobq_jobs WHERE id = ?1{for_update}"},
-    [JOBQ_Q_UNARCHIVE] = {.common = UNARCHIVE_AS("?2") "id = ?1"},
-    [JOBQ_Q_DELETE_DONE] = {.common = "DELETE FROM jobq_done WHERE id = ?1"},
+    [JOBQ_Q_UNARCHIVE] = {.what = "putting the finished job back in its queue",
+                          .common = UNARCHIVE_AS("?2") "id = ?1"},
+    [JOBQ_Q_DELETE_DONE] = {.what = "removing the job from the archive",
+                            .common = "DELETE FROM jobq_done WHERE id = ?1"},
     /* ?1 the queue, after id ?2, at most ?3: what the outcome index holds
      * in its order. */
-    [JOBQ_Q_DEAD_IDS] = {.common = "SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
+    [JOBQ_Q_DEAD_IDS] = {.what = "listing dead jobs",
+                         .common = "SELECT id FROM jobq_done WHERE outcome = 'dead' AND "
                          "queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3{for_update}"},
     /* The first of queue ?1's dead barriers after id ?2 up to id ?3. */
-    [JOBQ_Q_DEAD_BARRIER] = {.common = "SELECT id FROM jobq_done WHERE outcome = 'dead' "
+    [JOBQ_Q_DEAD_BARRIER] = {.what = "looking for dead barriers",
+                             .common = "SELECT id FROM jobq_done WHERE outcome = 'dead' "
                              "AND queue = ?1 AND id > ?2 AND id <= ?3 AND barrier = 1 "
                              "ORDER BY id LIMIT 1"},
     /* UNARCHIVE (ready) and DELETE_DONE of queue ?1's dead jobs after id
      * ?2 up to id ?3 that have no ordering key, no unique key and are no
      * barrier (locked by DEAD_IDS): one statement each for a part of a
      * retry of dead jobs (lib/admin.c). */
-    [JOBQ_Q_UNARCHIVE_DEAD] = {.common = UNARCHIVE_AS("'ready'") DEAD_PLAIN},
-    [JOBQ_Q_DELETE_DEAD] = {.common = "DELETE FROM jobq_done WHERE " DEAD_PLAIN},
-    [JOBQ_Q_MARK_CANCELLED] = {.common = "UPDATE jobq_done SET outcome = 'cancelled', "
+    [JOBQ_Q_UNARCHIVE_DEAD] = {.what = "putting dead jobs back in their queue",
+                               .common = UNARCHIVE_AS("'ready'") DEAD_PLAIN},
+    [JOBQ_Q_DELETE_DEAD] = {.what = "removing retried jobs from the archive",
+                            .common = "DELETE FROM jobq_done WHERE " DEAD_PLAIN},
+    [JOBQ_Q_MARK_CANCELLED] = {.what = "marking the dead job cancelled",
+                               .common = "UPDATE jobq_done SET outcome = 'cancelled', "
                                "finished_at = {now} WHERE id = ?1"},
-    [JOBQ_Q_REQUEST_CANCEL] = {.common = "UPDATE jobq_jobs SET cancel_requested = 1 "
+    [JOBQ_Q_REQUEST_CANCEL] = {.what = "asking the running job's worker to cancel it",
+                               .common = "UPDATE jobq_jobs SET cancel_requested = 1 "
                                "WHERE id = ?1"},
-    [JOBQ_Q_SET_PAUSED] = {.common = "UPDATE jobq_queues SET paused = ?2 WHERE name = ?1"},
-    [JOBQ_Q_SET_POLICY] = {.common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
+    [JOBQ_Q_SET_PAUSED] = {.what = "pausing or resuming the queue",
+                           .common = "UPDATE jobq_queues SET paused = ?2 WHERE name = ?1"},
+    [JOBQ_Q_SET_POLICY] = {.what = "setting the queue's key policy",
+                           .common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
                            "name = ?1"},
     /* A prune's statements.  ?1: the cut-off in Unix ms; a dead head that
      * blocks its key stays.  PRUNE_BOUND: the finish time of the (?2+1)th
      * oldest job a prune may delete, where its next transaction stops. */
-    [JOBQ_Q_PRUNE_BOUND] = {.common = "SELECT finished_at FROM jobq_done WHERE finished_at < ?1 "
+    [JOBQ_Q_PRUNE_BOUND] = {.what = "finding the finished jobs to prune",
+                            .common = "SELECT finished_at FROM jobq_done WHERE finished_at < ?1 "
                             "AND id NOT IN (SELECT job_id FROM jobq_blocked) ORDER BY "
                             "finished_at LIMIT 1 OFFSET ?2"},
     /* The rows counted are locked until the prune deletes them: a retry
      * of one of them in between would take it away from the DELETE, and
      * its counters would go down twice. */
     [JOBQ_Q_PRUNE_COUNT] =
-        {.common = "SELECT queue, "
+        {.what = "counting the pruned jobs",
+         .common = "SELECT queue, "
          "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
@@ -446,45 +516,58 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* On MariaDB through the index of finish times, whatever the plan for
      * a small archive: a scan of all of it waited for any row another
      * transaction held, such as the jobs being finished just then. */
-    [JOBQ_Q_PRUNE] = {.common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
+    [JOBQ_Q_PRUNE] = {.what = "pruning finished jobs",
+                      .common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
                       "IN (SELECT job_id FROM jobq_blocked)",
                       .mysql = "DELETE d FROM jobq_done d FORCE INDEX (jobq_done_finished) "
                                "WHERE d.finished_at < ?1 AND d.id NOT IN (SELECT job_id "
                                "FROM jobq_blocked)"},
     /* ?1: the queue whose jobs go (jobq_purge); a running job stays and
      * makes the purge refuse. */
-    [JOBQ_Q_PURGE_RUNNING] = {.common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_PURGE_RUNNING] = {.what = "looking for running jobs of the queue",
+                              .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                               "state = 'running' LIMIT 1"},
-    [JOBQ_Q_PURGE_JOBS] = {.common = "DELETE FROM jobq_jobs WHERE queue = ?1 AND "
+    [JOBQ_Q_PURGE_JOBS] = {.what = "deleting the queue's jobs",
+                           .common = "DELETE FROM jobq_jobs WHERE queue = ?1 AND "
                            "state <> 'running' AND session IS NULL"},
     /* MariaDB's outcome index holds every row (the others leave out the
      * done ones): there, a purge names each outcome the table allows and
      * the index, so as to read only the queue's rows.  A scan of the
      * whole archive, its plan for a small table, waited for any row
      * another transaction held. */
-    [JOBQ_Q_PURGE_DONE] = {.common = "DELETE FROM jobq_done WHERE queue = ?1",
+    [JOBQ_Q_PURGE_DONE] = {.what = "deleting the queue's finished jobs",
+                           .common = "DELETE FROM jobq_done WHERE queue = ?1",
                            .mysql = "DELETE d FROM jobq_done d FORCE INDEX "
                                     "(jobq_done_outcome) WHERE d.outcome IN ('done', "
                                     "'dead', 'cancelled') AND d.queue = ?1"},
-    [JOBQ_Q_PURGE_BLOCKED] = {.common = "DELETE FROM jobq_blocked WHERE queue = ?1"},
-    [JOBQ_Q_PURGE_COUNTS] = {.common = "DELETE FROM jobq_counts WHERE queue = ?1"},
-    [JOBQ_Q_ALL_SESSIONS] = {.common = "SELECT id FROM jobq_sessions ORDER BY id"
+    [JOBQ_Q_PURGE_BLOCKED] = {.what = "deleting the queue's blocked keys",
+                              .common = "DELETE FROM jobq_blocked WHERE queue = ?1"},
+    [JOBQ_Q_PURGE_COUNTS] = {.what = "deleting the queue's counters",
+                             .common = "DELETE FROM jobq_counts WHERE queue = ?1"},
+    [JOBQ_Q_ALL_SESSIONS] = {.what = "listing every session",
+                             .common = "SELECT id FROM jobq_sessions ORDER BY id"
                              "{for_update}"},
     /* Epochs only rise, even across restores of older backups: the new one
      * is at least ?1, the current Unix time in seconds. */
-    [JOBQ_Q_BUMP] = {.common = "UPDATE jobq_meta SET epoch = {greatest}(epoch + 1, ?1) "
+    [JOBQ_Q_BUMP] = {.what = "raising the epoch",
+                     .common = "UPDATE jobq_meta SET epoch = {greatest}(epoch + 1, ?1) "
                      "WHERE id = 1"},
-    [JOBQ_Q_EPOCH] = {.common = "SELECT epoch FROM jobq_meta WHERE id = 1"},
-    [JOBQ_Q_QUEUE_PAUSED] = {.common = "SELECT paused FROM jobq_queues WHERE name = ?1"},
-    [JOBQ_Q_QUEUES_ACTIVE] = {.common = "SELECT name FROM jobq_queues WHERE paused = 0 "
+    [JOBQ_Q_EPOCH] = {.what = "reading the epoch",
+                      .common = "SELECT epoch FROM jobq_meta WHERE id = 1"},
+    [JOBQ_Q_QUEUE_PAUSED] = {.what = "reading whether the queue is paused",
+                             .common = "SELECT paused FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_QUEUES_ACTIVE] = {.what = "listing the queues that are not paused",
+                              .common = "SELECT name FROM jobq_queues WHERE paused = 0 "
                               "ORDER BY name"},
-    [JOBQ_Q_QUEUE_NAMES] = {.common = "SELECT name FROM jobq_queues ORDER BY name"},
+    [JOBQ_Q_QUEUE_NAMES] = {.what = "listing the queues",
+                            .common = "SELECT name FROM jobq_queues ORDER BY name"},
     /* The figures of the sessions (lib/tally.c): ?1 the minute (0 for
      * what was folded, -1 for the database clock's), ?2 the session (''
      * when folded), ?3 the queue ('' for claims that found nothing),
      * then the counts added. */
     [JOBQ_Q_TALLY_ADD] =
-        {.common = "INSERT INTO jobq_tally(at_minute, session, queue, claimed, empty_claims, "
+        {.what = "adding to the figures per minute",
+         .common = "INSERT INTO jobq_tally(at_minute, session, queue, claimed, empty_claims, "
          "done, failed, retried, dead, cancelled, wait_ms, w0, w1, w2, w3, w4, w5, "
          "w6, w7, w8, w9) VALUES (" TALLY_MINUTE ", ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
          "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) "
@@ -515,46 +598,49 @@ static const text texts[JOBQ_Q__COUNT] = {
          "VALUES(w8), w9 = w9 + VALUES(w9)"},
     /* The rows of the minutes before ?1, locked until they are deleted:
      * two folds at once must not add them twice. */
-    [JOBQ_Q_TALLY_OLD] = {.common = "SELECT queue, " TALLY_SUMS " FROM (SELECT * FROM "
+    [JOBQ_Q_TALLY_OLD] = {.what = "reading old figures to fold them",
+         .common = "SELECT queue, " TALLY_SUMS " FROM (SELECT * FROM "
                           "jobq_tally WHERE at_minute > 0 AND at_minute < ?1{for_update}) "
                           "AS t GROUP BY queue"},
-    [JOBQ_Q_TALLY_DROP] = {.common = "DELETE FROM jobq_tally WHERE at_minute > 0 AND "
+    [JOBQ_Q_TALLY_DROP] = {.what = "deleting figures that were folded",
+         .common = "DELETE FROM jobq_tally WHERE at_minute > 0 AND "
                            "at_minute < ?1"},
     /* Per minute and queue, from minute ?1 on. */
-    [JOBQ_Q_TALLY_READ] = {.common = "SELECT at_minute, queue, " TALLY_SUMS " FROM jobq_tally "
+    [JOBQ_Q_TALLY_READ] = {.what = "reading the figures per minute",
+         .common = "SELECT at_minute, queue, " TALLY_SUMS " FROM jobq_tally "
                            "WHERE at_minute >= ?1 GROUP BY at_minute, queue ORDER BY "
                            "at_minute, queue"},
     /* Per queue, everything since the database was made. */
-    [JOBQ_Q_TALLY_TOTALS] = {.common = "SELECT 0, queue, " TALLY_SUMS " FROM jobq_tally "
+    [JOBQ_Q_TALLY_TOTALS] = {.what = "reading the figures since the start",
+         .common = "SELECT 0, queue, " TALLY_SUMS " FROM jobq_tally "
                              "GROUP BY queue ORDER BY queue"},
     /* An attempt that ended without finishing its job: ?1 job, ?2
      * attempt, ?3 outcome, ?4 error, ?5 session, ?6 claimed_at. */
     [JOBQ_Q_ATTEMPT_ADD] =
-        {.common = "INSERT INTO jobq_attempts(job_id, attempt, outcome, error, session, "
+        {.what = "recording an attempt",
+         .common = "INSERT INTO jobq_attempts(job_id, attempt, outcome, error, session, "
          "host, claimed_at, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, (SELECT host FROM "
          "jobq_sessions WHERE id = ?5), ?6, {now})"},
     /* The running attempts of session ?1 that its loss ends (?2 the error
      * of a started one), before SESSION_REQUEUE_LOST sends them back. */
     [JOBQ_Q_ATTEMPTS_LOST] =
-        {.common = "INSERT INTO jobq_attempts(job_id, attempt, outcome, error, session, host, "
+        {.what = "recording the attempts of a lost session",
+         .common = "INSERT INTO jobq_attempts(job_id, attempt, outcome, error, session, host, "
          "claimed_at, ended_at) SELECT j.id, j.attempts, 'lost', ?2, ?1, s.host, "
          "j.claimed_at, {now} FROM jobq_jobs j LEFT JOIN jobq_sessions s ON s.id = "
          "?1 WHERE j.session = ?1 AND j.started = 1 AND j.cancel_requested = 0 AND "
          "j.attempts < j.max_attempts"},
     [JOBQ_Q_ATTEMPTS_OF] =
-        {.common = "SELECT attempt, outcome, error, session, host, claimed_at, ended_at FROM "
+        {.what = "reading the job's attempts",
+         .common = "SELECT attempt, outcome, error, session, host, claimed_at, ended_at FROM "
          "jobq_attempts WHERE job_id = ?1 ORDER BY id"},
-    [JOBQ_Q_ATTEMPTS_PRUNE] = {.common = "DELETE FROM jobq_attempts WHERE ended_at < ?1"},
+    [JOBQ_Q_ATTEMPTS_PRUNE] = {.what = "pruning old attempts",
+         .common = "DELETE FROM jobq_attempts WHERE ended_at < ?1"},
 };
 
-static const char *const names[JOBQ_Q__COUNT] = {
-#define JOBQ_SQL_NAME(name) #name,
-    JOBQ_SQL_STATEMENTS(JOBQ_SQL_NAME)
-#undef JOBQ_SQL_NAME
-};
-
-const char *jobq__sql_name(int id) {
-  return id >= 0 && id < JOBQ_Q__COUNT ? names[id] : "store statement";
+const char *jobq__sql_what(int id) {
+  return id >= 0 && id < JOBQ_Q__COUNT && texts[id].what != NULL ? texts[id].what
+                                                                 : "running a statement";
 }
 
 /* ---------------------------------------------------------------- spelling */

@@ -69,8 +69,9 @@ char *jobq__sql_spell(int dialect, const char *text, int **order,
                       size_t *norder);
 /* The text of statement id for dialect, spelled as above. */
 char *jobq__sql_text(int dialect, int id, int **order, size_t *norder);
-/* The statement's name ("KEY_NEXT"), for messages. */
-const char *jobq__sql_name(int id);
+/* What the statement does, in words ("finding the ordering key's next
+ * job"), for messages: they never name a statement. */
+const char *jobq__sql_what(int id);
 /* The INSERT of rows plain jobs at once (a store's put_plain), in the
  * common notation: JOBQ_PUT_ROW_VALUES values a row, as
  * jobq__put_plain_insert() binds them.  A new string, or NULL when out of

@@ -318,6 +318,7 @@ int jobq_tally_minutes(jobq *db, int64_t since_ms, jobq_tally **out, size_t *n) 
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_READER);
   if (since_ms < 0)
     return jobq__fail(db, JOBQ_EINVAL, "invalid since '%lld': expected Unix milliseconds",
                       (long long)since_ms);
@@ -332,6 +333,7 @@ int jobq_tally_totals(jobq *db, jobq_tally **out, size_t *n) {
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_READER);
   return jobq__tally_read(db, JOBQ_Q_TALLY_TOTALS, 0, out, n);
 }
 
@@ -349,6 +351,7 @@ int jobq_attempts(jobq *db, int64_t id, jobq_attempt **out, size_t *n) {
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_READER);
   jobq_rows *r;
   if ((rc = jobq__sql_query(db, JOBQ_Q_ATTEMPTS_OF, &r, SQL_ARGS(V_INT(id)))) != JOBQ_OK)
     return rc;

@@ -137,31 +137,32 @@ int jobq__check_put(jobq *db, const jobq_put_opts *o, long index) {
                       "%sinvalid priority '%d': expected an integer from %d to %d",
                       prefix(p, sizeof p, index), o->priority, JOBQ_PRIORITY_MIN,
                       JOBQ_PRIORITY_MAX);
-  if (o->delay_ms < 0)
+  if (o->delay_ms < 0 || o->delay_ms > JOBQ_DURATION_MAX_MS)
     return jobq__fail(db, JOBQ_EINVAL,
-                      "%sinvalid delay '%lldms': expected zero or more",
-                      prefix(p, sizeof p, index), (long long)o->delay_ms);
-  if (o->run_at_ms < 0)
+                      "%sinvalid delay '%lldms': expected 0 to %lldms (100 years)",
+                      prefix(p, sizeof p, index), (long long)o->delay_ms,
+                      JOBQ_DURATION_MAX_MS);
+  if (o->run_at_ms < 0 || o->run_at_ms > JOBQ_TIME_MAX_MS)
     return jobq__fail(db, JOBQ_EINVAL,
-                      "%sinvalid run-at '%lld': expected Unix milliseconds",
-                      prefix(p, sizeof p, index), (long long)o->run_at_ms);
+                      "%sinvalid run-at '%lld': expected Unix milliseconds from 1 to "
+                      "%lld (9999-12-31T23:59:59.999Z), or 0 for none",
+                      prefix(p, sizeof p, index), (long long)o->run_at_ms,
+                      JOBQ_TIME_MAX_MS);
   if (o->delay_ms > 0 && o->run_at_ms > 0)
     return jobq__fail(db, JOBQ_EINVAL,
                       "%sa delay and a run-at time were both given: expected one",
                       prefix(p, sizeof p, index));
-  if (o->delay_ms > 100LL * 365 * 86400000)
-    return jobq__fail(db, JOBQ_EINVAL,
-                      "%sinvalid delay '%lldms': expected at most 100 years",
-                      prefix(p, sizeof p, index), (long long)o->delay_ms);
   if (o->max_attempts < 1 || o->max_attempts > JOBQ_ATTEMPTS_MAX)
     return jobq__fail(db, JOBQ_EINVAL,
                       "%sinvalid max attempts '%d': expected 1 to %d",
                       prefix(p, sizeof p, index), o->max_attempts,
                       JOBQ_ATTEMPTS_MAX);
-  if (o->timeout_ms < 0)
+  if (o->timeout_ms < 0 || o->timeout_ms > JOBQ_DURATION_MAX_MS)
     return jobq__fail(db, JOBQ_EINVAL,
-                      "%sinvalid timeout '%lldms': expected zero (none) or more",
-                      prefix(p, sizeof p, index), (long long)o->timeout_ms);
+                      "%sinvalid timeout '%lldms': expected 0 (none) to %lldms (100 "
+                      "years)",
+                      prefix(p, sizeof p, index), (long long)o->timeout_ms,
+                      JOBQ_DURATION_MAX_MS);
   if (o->backoff_ms < 0 || o->backoff_ms > JOBQ_BACKOFF_CAP_MS)
     return jobq__fail(db, JOBQ_EINVAL,
                       "%sinvalid backoff '%lldms': expected 0 to 1h",

@@ -46,6 +46,10 @@ ROWS=(
   "2|'2h'|put --backoff 2h x"
   "2|'yesterday'|put --at yesterday x"
   "2|'2026-13-01T00:00:00Z'|put --at 2026-13-01T00:00:00Z x"
+  "2|9999-12-31T23:59:59.999Z|put --at @999999999999 x"
+  "2|9999-12-31T23:59:59.999Z|put --at 9999-12-31T23:59:59.999-01:00 x"
+  "2|at most 36500d|put --delay 36501d x"
+  "2|at most 36500d|put --timeout 106751991167d x"
   "2|'1d1'|prune --older-than 1d1"
   "2|'-7d'|prune --older-than -7d"
   # numbers and counts
@@ -61,6 +65,9 @@ ROWS=(
   # keys and flags
   "2|--key|put --key $(printf 'k%.0s' $(seq 256)) x"
   "2|--unique|put --unique '' x"
+  "2|UTF-8|put --key $'\xff' x"
+  "2|UTF-8|put --unique $'a\xc0\x80' x"
+  "2|folder|put --ndjson /"
   "2|barrier|put --barrier --key k x"
   "2|did you mean|put --prioity 3 x"
   "2|did you mean|stast"
@@ -79,6 +86,18 @@ ROWS=(
   "2|max_attempts|@NDJSON:{\"max_attempts\":0}\n"
   "2|priority|@NDJSON:{\"priority\":1.5}\n"
   "2|timeout|@NDJSON:{\"timeout\":-5}\n"
+  "2|run_at '9223372036854775807'|@NDJSON:{\"run_at\":9223372036854775807}\n"
+  "2|run_at '253402300800000'|@NDJSON:{\"run_at\":253402300800000}\n"
+  "2|9999-12-31T23:59:59.999Z|@NDJSON:{\"run_at\":\"@999999999999\"}\n"
+  "2|delay '3153600000001'|@NDJSON:{\"delay\":3153600000001}\n"
+  "2|delay '36501d'|@NDJSON:{\"delay\":\"36501d\"}\n"
+  "2|timeout '9223372036854775807'|@NDJSON:{\"timeout\":9223372036854775807}\n"
+  "2|backoff '2h'|@NDJSON:{\"backoff\":\"2h\"}\n"
+  "2|line 3|@NDJSON:\n\n{\"payload\": 1}\n"
+  "2|NUL|@NDJSON:{\"key\":\"a\\\\u0000b\"}\n"
+  "2|NUL|@NDJSON:{\"queue\":\"q\\\\u0000x\"}\n"
+  "2|NUL|@NDJSON:{\"unique\":\"u\\\\u0000\"}\n"
+  "2|invalid Unicode|@NDJSON:{\"key\":\"\\\\udc00\"}\n"
 )
 
 # The rows are cases of their own, so that a failure names the row.

@@ -4,7 +4,12 @@
 # folder or a file that is not a database are refused with a message naming
 # the path and nothing created or changed, passwords never appear in any
 # output, --db and JOBQ_DB both choose the file, and the network stores'
-# client libraries are loaded only for their own URLs.
+# client libraries are loaded only for their own URLs.  The commands that
+# only read work on a file their user may not write, in a folder it may
+# not write either, and never create or change a file: not a missing
+# one, not another application's (which only `jobq init` is let add
+# jobq's tables to), not an older jobq database (which a writer
+# migrates).
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 
 t_unknown_scheme() {
@@ -64,6 +69,7 @@ t_db_option_and_env() {
   run --db "sqlite:$D/a.db" put one
   expect_rc 0
   [[ -f $D/a.db ]] || fail "--db did not choose the file"
+  [[ $(stat -c %a "$D/a.db") == 600 ]] || fail "a new file is $(stat -c %a "$D/a.db"), not 600"
   T_DBURL=sqlite:$D/b.db run put two
   expect_rc 0
   [[ -f $D/b.db ]] || fail "JOBQ_DB did not choose the file"
@@ -112,6 +118,116 @@ t_client_library_loaded_on_demand() {
   if ldd "$JOBQ" | grep -Eq 'libpq|libmariadb'; then
     fail "jobq is linked with a client library: $(ldd "$JOBQ" | grep -E 'libpq|libmariadb')"
   fi
+}
+
+# run_as_nobody ARGS...: as run, as the user nobody.
+run_as_nobody() {
+  T_OUT=$D/out.$RANDOM
+  T_ERR=$D/err.$RANDOM
+  T_LAST="$*"
+  setpriv --reuid=nobody --regid=nogroup --clear-groups env JOBQ_DB="sqlite:$DB" \
+    "$JOBQ" "$@" </dev/null >"$T_OUT" 2>"$T_ERR"
+  rc=$?
+}
+
+# A jobq file that its user may read but not write, in a folder it may
+# not write either: with no process on it (and so no shared memory
+# file), and beside a writer at work.
+t_read_only_file() {
+  command -v setpriv >/dev/null || { skip "setpriv (util-linux) is missing"; return; }
+  ((EUID == 0)) || { skip "needs root, to read as another user"; return; }
+  run put -q ro one
+  expect_rc 0
+  chmod 711 "$T_ROOT"
+  chmod 755 "$D"
+  chmod 644 "$DB"
+  local before c
+  before=$(find "$D" -maxdepth 1 -name 'queue.db*' -printf '%f %s %T@\n')
+  for c in stats ls "show 1" sessions epoch doctor; do
+    run_as_nobody $c
+    expect_rc 0
+  done
+  run_as_nobody show 1 --json
+  expect_out_has '"queue":"ro"'
+  run_as_nobody doctor
+  expect_out_has "WAL journal"
+  [[ $(find "$D" -maxdepth 1 -name 'queue.db*' -printf '%f %s %T@\n') == "$before" ]] ||
+    fail "the file changed, or files were added: $(ls -la "$D")"
+  # A write says why it cannot.
+  run_as_nobody put x
+  expect_rc 1
+  expect_err_has "read-only to this process"
+  # Beside a writer at work, whose shared memory file is there.
+  JOBQ_DB="sqlite:$DB" "$JOBQ" work -q elsewhere -- true </dev/null >/dev/null 2>&1 &
+  local fm=$!
+  local n=0
+  while [[ ! -e $DB-shm ]] && ((n++ < 100)); do sleep 0.05; done
+  [[ -e $DB-shm ]] || fail "the foreman made no shared memory file"
+  run_as_nobody stats --json
+  expect_rc 0
+  [[ $(json_sum ready) == 1 ]] || fail "not 1 ready job: $(cat "$T_OUT")"
+  kill -TERM "$fm"
+  wait "$fm"
+}
+
+# Another application's file: the commands that read refuse it, so do
+# the ones that write, and nothing is written, its journal mode included,
+# until jobq init is asked.
+t_another_applications_file() {
+  sqlite3 "$DB" "CREATE TABLE invoices(id INTEGER PRIMARY KEY, total INTEGER);
+                 INSERT INTO invoices(total) VALUES (42)"
+  cp "$DB" "$D/orig.db"
+  local c
+  for c in stats ls "show 1" sessions epoch doctor "put x"; do
+    run $c
+    expect_rc 2
+    expect_err_has "is not a jobq database"
+    expect_err_has "jobq init"
+    expect_err_style
+  done
+  cmp -s "$DB" "$D/orig.db" || fail "the file was changed"
+  [[ $(sqlite3 "$DB" "PRAGMA journal_mode") == delete ]] || fail "the journal mode was changed"
+  run init
+  expect_rc 0
+  run put x
+  expect_rc 0
+  [[ $(sqlite3 "$DB" "SELECT total FROM invoices") == 42 ]] || fail "the application's table changed"
+}
+
+# A missing file is made by the first writer, never by a reader.
+t_missing_file_read() {
+  local c
+  for c in stats ls "show 1" sessions epoch doctor; do
+    run $c
+    expect_rc 2
+    expect_err_has "there is no jobq database at '$DB'"
+  done
+  [[ -e $DB ]] && fail "a command that reads made the file"
+  : >"$DB"
+  run stats
+  expect_rc 2
+  expect_err_has "no jobq schema"
+  [[ -s $DB ]] && fail "a command that reads wrote to an empty file"
+  run put x
+  expect_rc 0
+  run stats
+  expect_rc 0
+}
+
+# An older jobq file: a reader asks for jobq init, a writer migrates it.
+t_older_file() {
+  run put x
+  expect_rc 0
+  local current
+  current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
+  # Back to version 1: without the tables that version 2 added.
+  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; UPDATE jobq_meta SET version = 1"
+  run stats
+  expect_rc 2
+  expect_err_has "jobq init"
+  run put y
+  expect_rc 0
+  [[ $(sqlite3 "$DB" "SELECT version FROM jobq_meta") == "$current" ]] || fail "not migrated"
 }
 
 run_cases

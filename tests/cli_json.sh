@@ -71,6 +71,8 @@ EOF
 }
 
 t_stats_json_shape() {
+  run init
+  expect_rc 0
   run stats --json
   expect_rc 0
   [[ $(tr -d ' \n\t' <"$T_OUT") == '{"queues":[]}' ]] || fail "empty stats: $(cat "$T_OUT")"

@@ -2,7 +2,8 @@
 # cli_mysql.sh - the jobq command against the MariaDB server that
 # tests/run.sh started (JOBQ_TEST_MYSQL_URL): init and its identity, both
 # schemes, a database without the schema, bad URLs, passwords kept out of
-# every message, a read-only server refused, the warning about
+# every message, a read-only server that only the commands that read
+# may use, a schema version 1 migrated, the warning about
 # innodb_flush_log_at_trx_commit, a max_payload the server cannot carry,
 # and least-privilege roles that cannot drop or alter jobq's tables.  Each
 # case works in a database of its own.  The server's version check is
@@ -47,7 +48,7 @@ t_init_and_identity() {
   [[ -s $T_ERR ]] && fail "init warned: $(cat "$T_ERR")"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":2'
+  expect_out_has '"schema_version":3'
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -116,24 +117,37 @@ t_failover_host_list() {
   my_do -e "DROP DATABASE $S"
 }
 
+# A read-only server: the commands that only read work, a put is
+# refused; both as the server's user and as a login of no privilege,
+# whom read_only binds.
 t_read_only_refused() {
   new_db
   run init
   expect_rc 0
+  run put -q ro job
+  expect_rc 0
+  my_do -e "CREATE USER 'ro_$S'@'127.0.0.1' IDENTIFIED BY 'ro-pass';
+            GRANT SELECT, INSERT, UPDATE, DELETE ON $S.* TO 'ro_$S'@'127.0.0.1'"
   my_do -e "SET GLOBAL read_only = 1"
-  run put x
-  local put_rc=$rc
-  cp "$T_ERR" "$D/put.err"
-  run stats
+  local u c status=()
+  for u in "$U" "mysql://ro_$S:ro-pass@127.0.0.1:$MY_PORT/$S"; do
+    for c in stats ls "show 1" sessions epoch doctor; do
+      run --db "$u" $c
+      status+=("$c:$rc")
+    done
+    run --db "$u" put x
+    status+=("put:$rc")
+    cp "$T_ERR" "$D/put.err"
+  done
   my_do -e "SET GLOBAL read_only = 0"
-  rc=$put_rc T_ERR=$D/put.err expect_rc 1
+  [[ ${status[*]} == "stats:0 ls:0 show 1:0 sessions:0 epoch:0 doctor:0 put:1 stats:0 ls:0 show 1:0 sessions:0 epoch:0 doctor:0 put:1" ]] ||
+    fail "on a read-only server: ${status[*]}"
   T_ERR=$D/put.err expect_err_has "read-only"
   T_ERR=$D/put.err expect_err_has "expected a primary"
-  expect_rc 1
   expect_quiet_about "$MY_PASSWORD"
   run put x
   expect_rc 0
-  my_do -e "DROP DATABASE $S"
+  my_do -e "DROP USER 'ro_$S'@'127.0.0.1'; DROP DATABASE $S"
 }
 
 t_durability_warning() {
@@ -175,6 +189,33 @@ t_newer_schema_refused() {
   expect_err_has "99"
   run init
   expect_rc 2
+  my_do -e "DROP DATABASE $S"
+}
+
+# A database of schema version 1, without the tables of version 2 and the
+# checks of version 3: the commands ask for jobq init, which migrates it, jobs and all.
+t_version_1_migrated() {
+  new_db
+  run init
+  expect_rc 0
+  run put -q old kept
+  expect_rc 0
+  my_do "$S" -e "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed;
+                 ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_times;
+                 DROP TABLE jobq_tally, jobq_attempts;
+                 UPDATE jobq_meta SET version = 1"
+  run put -q old x
+  expect_rc 2
+  expect_err_has "jobq init"
+  run init --json
+  expect_rc 0
+  expect_out_has '"schema_version":3'
+  [[ $(my_do -e "SELECT count(*) FROM information_schema.TABLE_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = '$S' AND CONSTRAINT_NAME IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
+    fail "the checks were not added"
+  run init
+  expect_rc 0
+  run show 1 --json
+  expect_out_has '"payload":"kept"'
   my_do -e "DROP DATABASE $S"
 }
 

@@ -3,7 +3,9 @@
 # tests/run.sh started (JOBQ_TEST_PG_URL): init and its identity, a
 # database without the schema, bad URLs (options, sslmode, schema names,
 # ports), passwords kept out of every message, multi-host URLs that fail
-# over to the host that answers, a standby refused, least-privilege roles
+# over to the host that answers, a standby and a read-only database that
+# only the commands that read may use, a schema version 1 migrated,
+# least-privilege roles
 # that cannot drop or alter jobq's tables, the jobq_put() SQL function,
 # and a foreman that claims only on wake-ups for its own queues.  Each case
 # works in a schema of its own.
@@ -45,7 +47,7 @@ t_init_and_identity() {
   expect_quiet_about "$PG_PASSWORD"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":2'
+  expect_out_has '"schema_version":3'
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -107,13 +109,22 @@ t_multi_host_fails_over() {
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
+# A read-only database: the commands that only read work, a put is
+# refused.
 t_read_only_refused() {
   new_schema
   run init
   expect_rc 0
+  run put -q ro job
+  expect_rc 0
   psql_do -c "CREATE ROLE ro_$S LOGIN PASSWORD 'ro-pass' IN ROLE jobq" \
     -c "ALTER ROLE ro_$S SET default_transaction_read_only = on"
-  run --db "postgres://ro_$S:ro-pass@127.0.0.1:$PG_PORT/jobq?schema=$S" put x
+  local ro="postgres://ro_$S:ro-pass@127.0.0.1:$PG_PORT/jobq?schema=$S" c
+  for c in stats ls "show 1" sessions epoch doctor; do
+    run --db "$ro" $c
+    expect_rc 0
+  done
+  run --db "$ro" put x
   expect_rc 1
   expect_err_has "read-only"
   expect_quiet_about "ro-pass"
@@ -139,14 +150,56 @@ t_standby() {
   fi
   local sport=${surl##*:}
   sport=${sport%%/*}
-  # The standby is refused, even for reading.
-  run --db "$surl?schema=$S" stats
+  # The commands that only read work on the standby (once it has caught
+  # up with the job); a put is refused.
+  run put -q sb on-the-primary
+  expect_rc 0
+  local c
+  wait_until 20 'run --db "$surl?schema=$S" ls --json; grep -q '\''"queue":"sb"'\'' "$T_OUT"' ||
+    fail "the standby never showed the job: $(cat "$T_ERR")"
+  for c in stats ls "show 1" sessions epoch doctor; do
+    run --db "$surl?schema=$S" $c
+    expect_rc 0
+  done
+  run --db "$surl?schema=$S" put -q sb x
   expect_rc 1
   expect_err_has "standby"
   expect_quiet_about "$PG_PASSWORD"
   run --db "postgres://jobq:$PG_PASSWORD@127.0.0.1:$sport,127.0.0.1:$PG_PORT/jobq?schema=$S&target_session_attrs=read-write" put -q fo y
   expect_rc 0
   "$(dirname "${BASH_SOURCE[0]}")/pgserver.sh" stop "$sdir"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# A database of schema version 1 (without the tables of version 2, the
+# checks of version 3, and with the SQL put of then): the commands ask
+# for jobq init, which migrates it, jobs and all.
+t_version_1_migrated() {
+  new_schema
+  run init
+  expect_rc 0
+  run put -q old kept
+  expect_rc 0
+  psql_do -c "SET search_path = $S" \
+    -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
+    -c "DROP TABLE jobq_tally, jobq_attempts" \
+    -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
+    -c "UPDATE jobq_meta SET version = 1"
+  run put -q old x
+  expect_rc 2
+  expect_err_has "jobq init"
+  run stats
+  expect_rc 2
+  run init --json
+  expect_rc 0
+  expect_out_has '"schema_version":3'
+  [[ $(psql_do -c "SELECT count(*) FROM pg_constraint WHERE conrelid = '$S.jobq_jobs'::regclass AND conname IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
+    fail "the checks were not added"
+  psql_do -c "SET search_path = $S" -c "SELECT jobq_put('old', 'x'::bytea, delay_ms => 9223372036854775807)" \
+    2>"$D/err" && fail "the SQL put was not replaced"
+  grep -q "invalid delay_ms" "$D/err" || fail "the SQL put: $(cat "$D/err")"
+  run show 1 --json
+  expect_out_has '"payload":"kept"'
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 

@@ -172,4 +172,56 @@ t_unique_put() {
   expect_out_has '"existed":true'
 }
 
+# Blank lines (empty, or spaces, tabs and carriage returns only) are
+# skipped wherever they are, the first line included; the others keep
+# their numbers in messages.
+t_ndjson_blank_lines() {
+  printf '\n{"queue":"a","payload":"1"}\n\n \t\r\n{"queue":"a","payload":"2"}\r\n\n' >"$D/in"
+  T_STDIN=$D/in run put --ndjson -
+  expect_rc 0
+  expect_out_has "put 2 jobs"
+  run stats --json
+  [[ $(json_sum ready) == 2 ]] || fail "not 2 ready jobs: $(cat "$T_OUT")"
+  # Only blank lines: nothing to put, and that is no error.
+  printf '\n\n  \n' >"$D/blank"
+  T_STDIN=$D/blank run put --ndjson -
+  expect_rc 0
+  expect_out_has "put 0 jobs"
+  # A bad line after blank ones is named by its own number.
+  printf '\n\n{"queue":"Bad"}\n' >"$D/bad"
+  T_STDIN=$D/bad run put --ndjson -
+  expect_rc 2
+  expect_err_has "line 3:"
+}
+
+# The last time jobq takes comes back as it went in, through every way
+# in; a time beyond it, written into the file by hand, is still shown
+# as a well-formed time (Unix seconds).
+t_time_range_ends() {
+  run put --at 9999-12-31T23:59:59.999Z --json last
+  expect_rc 0
+  run put --at @253402300799.999 --json last
+  expect_rc 0
+  printf '{"run_at":253402300799999}\n{"run_at":"9999-12-31T23:59:59.999Z"}\n' >"$D/in"
+  T_STDIN=$D/in run put --ndjson -
+  expect_rc 0
+  run ls --json
+  expect_rc 0
+  local n
+  n=$(grep -o '"run_at":"9999-12-31T23:59:59.999Z"' "$T_OUT" | wc -l)
+  ((n == 4)) || fail "expected 4 jobs at 9999-12-31T23:59:59.999Z: $(cat "$T_OUT")"
+  run put --delay 36500d --timeout 36500d --json far
+  expect_rc 0
+  sqlite3 "$DB" "UPDATE jobq_jobs SET run_at = 9223372036854775807 WHERE id = 1;
+                 UPDATE jobq_jobs SET run_at = -9223372036854775807 WHERE id = 2"
+  run show 1 --json
+  expect_rc 0
+  expect_out_has '"run_at":"@9223372036854775.807"'
+  run show 2
+  expect_rc 0
+  expect_out_has '@-9223372036854776.193'
+  run ls
+  expect_rc 0
+}
+
 run_cases

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Asserts call failed with want, left a message containing needle, and
  * wrote no job. */
@@ -71,6 +72,22 @@ static void test_bad_puts(void **state) {
   jobq_put_opts_init(&o);
   o.timeout_ms = -1;
   REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "timeout");
+  /* Times: one range whatever the way in. */
+  jobq_put_opts_init(&o);
+  o.run_at_ms = INT64_MAX;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "9999-12-31T23:59:59.999Z");
+  o.run_at_ms = JOBQ_TIME_MAX_MS + 1;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "run-at");
+  o.run_at_ms = -1;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "run-at");
+  jobq_put_opts_init(&o);
+  o.delay_ms = INT64_MAX;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "100 years");
+  o.delay_ms = JOBQ_DURATION_MAX_MS + 1;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "delay");
+  jobq_put_opts_init(&o);
+  o.timeout_ms = INT64_MAX;
+  REFUSED(t, jobq_put(t->db, &o, &id, NULL), JOBQ_EINVAL, "timeout");
   /* One bad job in a batch: none of them, and the message names it. */
   jobq_put_opts many[3];
   for (int k = 0; k < 3; k++) jobq_put_opts_init(&many[k]);
@@ -79,6 +96,18 @@ static void test_bad_puts(void **state) {
   REFUSED(t, jobq_put_many(t->db, many, 3, ids, NULL), JOBQ_EINVAL, "job 2");
   /* Nothing to put is no error. */
   assert_rc(jobq_put_many(t->db, many, 0, ids, NULL), JOBQ_OK);
+  /* The ends of the range are good. */
+  jobq_put_opts_init(&o);
+  o.run_at_ms = JOBQ_TIME_MAX_MS;
+  o.timeout_ms = JOBQ_DURATION_MAX_MS;
+  assert_rc(jobq_put(t->db, &o, &id, NULL), JOBQ_OK);
+  jobq_job_info *info = NULL;
+  assert_rc(jobq_show(t->db, id, &info), JOBQ_OK);
+  assert_int_equal(info->run_at_ms, JOBQ_TIME_MAX_MS);
+  jobq_info_free(info, 1);
+  jobq_put_opts_init(&o);
+  o.delay_ms = JOBQ_DURATION_MAX_MS;
+  assert_rc(jobq_put(t->db, &o, &id, NULL), JOBQ_OK);
 }
 
 static void test_bad_sessions_and_claims(void **state) {
@@ -130,6 +159,10 @@ static void test_bad_acks(void **state) {
   assert_rc(jobq_complete(s, j, result, 17, NULL), JOBQ_ETOOBIG);
   th_assert_msg(t->db, "17 bytes");
   assert_rc(jobq_extend(s, j, -1), JOBQ_EINVAL);
+  assert_rc(jobq_extend(s, j, JOBQ_DURATION_MAX_MS + 1), JOBQ_EINVAL);
+  th_assert_msg(t->db, "100 years");
+  assert_rc(jobq_retry_later(s, j, INT64_MAX, NULL), JOBQ_EINVAL);
+  th_assert_msg(t->db, "retry delay");
   assert_int_equal(th_state(t->db, j->id), JOBQ_STATE_RUNNING);
   assert_rc(jobq_complete(s, j, result, 16, NULL), JOBQ_OK);
   jobq_jobs_free(j, 1);
@@ -204,6 +237,52 @@ static void test_bytes_round_trip(void **state) {
   jobq_session_close(s);
 }
 
+/* A handle of jobq_open_readonly() reads everything and writes nothing:
+ * each call that would write is refused, and a missing SQLite file is
+ * not made. */
+static void test_a_read_only_handle_writes_nothing(void **state) {
+  tq *t = *state;
+  int64_t id = th_put(t->db, "ro", "x");
+  jobq *ro = NULL;
+  assert_rc(jobq_open_readonly(t->url, &ro), JOBQ_OK);
+  jobq_job_info *info = NULL;
+  assert_rc(jobq_show(ro, id, &info), JOBQ_OK);
+  jobq_info_free(info, 1);
+  assert_int_equal(th_count_jobs(ro, 0), 1);
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(ro, &st, &n), JOBQ_OK);
+  jobq_stats_free(st, n);
+  jobq_session_info *si = NULL;
+  assert_rc(jobq_sessions(ro, &si, &n), JOBQ_OK);
+  jobq_sessions_free(si, n);
+  jobq_identity ident;
+  assert_rc(jobq_identity_get(ro, &ident), JOBQ_OK);
+  jobq_check *checks = NULL;
+  assert_rc(jobq_doctor(ro, &checks, &n), JOBQ_OK);
+  jobq_checks_free(checks, n);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  assert_rc(jobq_put(ro, &o, &id, NULL), JOBQ_EREADONLY);
+  th_assert_msg(ro, "only reads");
+  assert_rc(jobq_begin(ro), JOBQ_EREADONLY);
+  assert_rc(jobq_init(ro), JOBQ_EREADONLY);
+  assert_rc(jobq_pause(ro, "ro"), JOBQ_EREADONLY);
+  jobq_session *s = NULL;
+  assert_rc(jobq_session_open(ro, NULL, &s), JOBQ_EREADONLY);
+  assert_null(s);
+  jobq_close(ro);
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
+  if (!th_is_sqlite()) return;
+  char path[PATH_MAX + 16], url[PATH_MAX + 32];
+  th_path(path, sizeof path, t->dir, "missing.db");
+  snprintf(url, sizeof url, "sqlite:%s", path);
+  assert_rc(jobq_open_readonly(url, &ro), JOBQ_ESCHEMA);
+  th_assert_msg(ro, "no jobq database");
+  jobq_close(ro);
+  assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_opens),
@@ -212,6 +291,7 @@ int main(void) {
       TQ_TEST(test_bad_acks),
       TQ_TEST(test_bad_admin),
       TQ_TEST(test_bytes_round_trip),
+      TQ_TEST(test_a_read_only_handle_writes_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

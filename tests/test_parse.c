@@ -3,9 +3,13 @@
  * and sizes, URL redaction, every way opening a database can be refused
  * (unknown scheme, bad options, a directory, a missing folder, a file that
  * is not a database) with messages that never show a password, the error
- * vocabulary (jobq_strerror, jobq_err_name) and state names.
+ * vocabulary (jobq_strerror, jobq_err_name), state names, and the words
+ * every statement is named by in messages.
  */
 #include "helpers.h"
+#include "sql.h"
+
+#include <ctype.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +274,19 @@ static void test_state_names(void **state) {
   assert_null(jobq_state_name(99));
 }
 
+/* Messages say what a statement was doing in words, never its name. */
+static void test_statements_in_words(void **state) {
+  (void)state;
+  for (int id = 0; id < JOBQ_Q__COUNT; id++) {
+    const char *what = jobq__sql_what(id);
+    if (strcmp(what, "running a statement") == 0)
+      fail_msg("statement %d has no words for messages", id);
+    for (const char *p = what; *p; p++)
+      if (isupper((unsigned char)*p) || *p == '_')
+        fail_msg("statement %d: '%s' is not plain words", id, what);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_durations),
@@ -279,6 +296,7 @@ int main(void) {
       TQ_TEST(test_open_options),
       cmocka_unit_test(test_error_vocabulary),
       cmocka_unit_test(test_state_names),
+      cmocka_unit_test(test_statements_in_words),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1070,6 +1070,39 @@ static void test_a_held_insert_that_fails(void **state) {
   jobq_info_free(j, 1);
 }
 
+/* Runs sql, which must fail with SQLSTATE state and a message holding
+ * needle. */
+static void refused(jobq *db, const char *sql, const char *state, const char *needle) {
+  PGresult *res = PQexec(jobq_native(db), sql);
+  const char *got = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  if (got == NULL || strcmp(got, state) != 0 || strstr(PQresultErrorMessage(res), needle) == NULL)
+    fail_msg("%s: expected SQLSTATE %s and '%s', got %s: %s", sql, state, needle,
+             got ? got : "success", PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+/* The jobq_put() SQL function takes times in the range the library
+ * takes (jobq.h), names the argument that is out of it, and writes
+ * nothing. */
+static void test_the_sql_put_takes_the_one_range_of_times(void **state) {
+  tq *t = *state;
+  refused(t->db, "SELECT jobq_put('times', 'x', delay_ms => 9223372036854775807)", "22023",
+          "invalid delay_ms '9223372036854775807'");
+  refused(t->db, "SELECT jobq_put('times', 'x', delay_ms => 3153600000001)", "22023",
+          "100 years");
+  refused(t->db, "SELECT jobq_put('times', 'x', delay_ms => -1)", "22023", "delay_ms");
+  refused(t->db, "SELECT jobq_put('times', 'x', timeout_ms => 9223372036854775807)", "22023",
+          "invalid timeout_ms");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
+  int64_t id = th_sql_int(t->db, "SELECT jobq_put('times', 'x', delay_ms => 3153600000000, "
+                                 "timeout_ms => 3153600000000)");
+  jobq_job_info *j;
+  assert_rc(jobq_show(t->db, id, &j), JOBQ_OK);
+  assert_true(j->run_at_ms > j->created_at_ms + 3153599000000);
+  assert_true(j->run_at_ms < JOBQ_TIME_MAX_MS);
+  jobq_info_free(j, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
@@ -1090,6 +1123,7 @@ int main(void) {
       TQ_TEST(test_a_claim_committed_unseen),
       TQ_TEST(test_a_lock_sent_later_that_times_out),
       TQ_TEST(test_a_held_insert_that_fails),
+      TQ_TEST(test_the_sql_put_takes_the_one_range_of_times),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

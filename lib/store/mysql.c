@@ -216,7 +216,19 @@ static const char *const schema_v2[] = {
 };
 
 #define NSCHEMA_V2 (sizeof schema_v2 / sizeof schema_v2[0])
-_Static_assert(JOBQ_SCHEMA_VERSION == 2, "add the new version's statements here");
+
+/* Version 3: the checks that no writer may pass, whatever its rights: a
+ * running job has a session, and times are in the one range of jobq.h.
+ * Each is added unless it is there (add_check), so that an interrupted
+ * init can run again. */
+static const struct {
+  const char *name, *check;
+} checks_v3[] = {
+    {"jobq_jobs_claimed", "state <> 'running' OR session IS NOT NULL"},
+    {"jobq_jobs_times",
+     "run_at BETWEEN 0 AND 253402300799999 AND timeout_ms BETWEEN 0 AND 3153600000000"},
+};
+_Static_assert(JOBQ_SCHEMA_VERSION == 3, "add the new version's statements here");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -243,16 +255,20 @@ enum {
   MY__END
 };
 
-static const char *const own_names[] = {
-    "LOCK_SHARED", "LOCK",     "LOCK_ADD",   "CLAIM",  "CLAIM_MARK",
-    "CLAIM_MARK",  "ACK_FIND", "ACK_ARCHIVE", "ACK_DELETE", "PUT_PLAIN",
-    "PUT_PLAIN",   "PUT_PLAIN", "PUT_PLAIN", "LOCK_KEYS", "LOCK_ADD_KEYS",
-    "KEYS_TAKEN",  "ACK_ROWS",  "REQUEUE"};
-_Static_assert(sizeof own_names / sizeof own_names[0] == MY__END - JOBQ_Q__COUNT,
-               "a name for each statement");
+/* What each statement does, in words, for messages. */
+static const char *const own_whats[] = {
+    "taking a queue's lock",   "taking a queue's lock",   "taking a queue's lock",
+    "claiming jobs",           "claiming jobs",           "claiming jobs",
+    "completing jobs",         "completing jobs",         "completing jobs",
+    "putting jobs",            "putting jobs",            "putting jobs",
+    "putting jobs",            "taking the keys' locks",  "taking the keys' locks",
+    "looking for the keys' jobs", "reading the acknowledged jobs",
+    "sending jobs back to their queues"};
+_Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_Q__COUNT,
+               "words for each statement");
 
-static const char *stmt_name(int id) {
-  return id < JOBQ_Q__COUNT ? jobq__sql_name(id) : own_names[id - JOBQ_Q__COUNT];
+static const char *stmt_what(int id) {
+  return id < JOBQ_Q__COUNT ? jobq__sql_what(id) : own_whats[id - JOBQ_Q__COUNT];
 }
 
 /* Rows of one multi-row INSERT of plain jobs, by statement. */
@@ -325,7 +341,7 @@ static void sb_by_id(sbuf *b, int ids, int values) {
  * and two batches deadlocked. */
 #define MARK_SET(T, S)                                                        \
   "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'running', session = ?1, started = " S \
-  ", claimed_at = " T ", attempts = attempts + 1, cancel_requested = 0, deadline_at = CASE "      \
+  ", claimed_at = " T ", attempts = attempts + 1, deadline_at = CASE "      \
   "WHEN timeout_ms > 0 THEN " T " + timeout_ms END, "
 
 /* The text of own statement id in the common notation of lib/sql.h: a
@@ -579,6 +595,16 @@ static int my_error(jobq *db, unsigned err, const char *msg, const char *what) {
     case ER_RECORD_FILE_FULL:
       return jobq__fail(db, JOBQ_EDB, "%s: the disk of '%s' is full: %s", what,
                         c->redacted, msg);
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case ER_COLUMNACCESS_DENIED_ERROR:
+    case ER_SPECIFIC_ACCESS_DENIED_ERROR:
+    case ER_PROCACCESS_DENIED_ERROR: {
+      /* The roles of my_roles(): jobq_DATABASE_reader and so on. */
+      char prefix[96];
+      snprintf(prefix, sizeof prefix, "jobq_%s_", c->dbname);
+      return jobq__denied(db, what, msg, prefix);
+    }
   }
   return jobq__fail(db, JOBQ_EDB, "%s: %s (error %u)", what, msg, err);
 }
@@ -626,8 +652,8 @@ static int prepare(jobq *db, int id, stmt *s) {
     free(common);
   }
   if (text == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  char what[64];
-  snprintf(what, sizeof what, "preparing %s", stmt_name(id));
+  /* MariaDB checks privileges here: the message says what it was for. */
+  const char *what = stmt_what(id);
   s->st = mysql_stmt_init(c->conn);
   int rc = JOBQ_OK;
   if (s->st == NULL) {
@@ -717,7 +743,7 @@ static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
     size_t i = (size_t)s->order[k];
     if (i >= n) {
       rc = jobq__fail(db, JOBQ_EINVAL, "%s: parameter %zu of %zu is missing",
-                      stmt_name(id), i + 1, n);
+                      stmt_what(id), i + 1, n);
       break;
     }
     MYSQL_BIND *b = &bind[k];
@@ -741,7 +767,7 @@ static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
   }
   MYSQL_STMT *st = s->st;
   if (rc == JOBQ_OK && s->norder > 0 && mysql_stmt_bind_param(st, bind) != 0)
-    rc = stmt_fail(db, st, stmt_name(id));
+    rc = stmt_fail(db, st, stmt_what(id));
   int dup = 0;
   if (rc == JOBQ_OK && mysql_stmt_execute(st) != 0) {
     /* A job whose unique key is taken inserts nothing: the server undid
@@ -749,7 +775,7 @@ static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
     if (id == JOBQ_Q_INSERT_JOB && mysql_stmt_errno(st) == ER_DUP_ENTRY)
       dup = 1;
     else
-      rc = stmt_fail(db, st, stmt_name(id));
+      rc = stmt_fail(db, st, stmt_what(id));
   }
   if (bind != inline_bind) free(bind);
   if (rc != JOBQ_OK) {
@@ -759,7 +785,7 @@ static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
   c->changes = dup ? 0 : (int64_t)mysql_stmt_affected_rows(st);
   c->insert_id = dup ? 0 : (int64_t)mysql_stmt_insert_id(st);
   if (mysql_stmt_field_count(st) > 0 && mysql_stmt_store_result(st) != 0) {
-    rc = stmt_fail(db, st, stmt_name(id));
+    rc = stmt_fail(db, st, stmt_what(id));
     stmt_release(&own);
     return rc;
   }
@@ -939,7 +965,12 @@ static int setup(jobq *db, MYSQL *m, const char *host) {
       &res, "reading the server's settings");
   if (row == NULL) return db->err;
   int rc = JOBQ_OK;
-  if (!is_off(row[0]) || !is_off(row[1]) || (!c->mariadb && !is_off(row[7])))
+  if (db->readonly) {
+    /* A handle that only reads takes a read-only server or replica, and
+     * makes sure of writing nothing. */
+    if (mysql_real_query(m, "SET SESSION TRANSACTION READ ONLY", 33) != 0)
+      rc = my_error(db, mysql_errno(m), mysql_error(m), "setting up the connection");
+  } else if (!is_off(row[0]) || !is_off(row[1]) || (!c->mariadb && !is_off(row[7])))
     rc = jobq__fail(db, JOBQ_EREADONLY,
                     "'%s' (%s) is read-only (read_only is %s): expected a primary that "
                     "accepts writes",
@@ -1252,6 +1283,27 @@ static int meta_row(jobq *db) {
   return rc;
 }
 
+/* Adds CHECK (check) to jobq_jobs as constraint name, unless it is
+ * there.  Both are ours, never input. */
+static int add_check(jobq *db, const char *name, const char *check) {
+  my *c = conn(db);
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM information_schema.TABLE_CONSTRAINTS WHERE "
+           "CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs' AND "
+           "CONSTRAINT_NAME = '%s'",
+           name);
+  MYSQL_RES *res;
+  MYSQL_ROW row = query_row(db, c->conn, sql, &res, "migrating the schema");
+  if (row == NULL) return db->err;
+  int there = row[0] != NULL && strcmp(row[0], "0") != 0;
+  mysql_free_result(res);
+  if (there) return JOBQ_OK;
+  snprintf(sql, sizeof sql, "ALTER TABLE jobq_jobs ADD CONSTRAINT %s CHECK (%s)", name,
+           check);
+  return run_plain(db, sql, "migrating the schema");
+}
+
 static int my_migrate(jobq *db) {
   my *c = conn(db);
   if (db->txn_depth > 0)
@@ -1299,6 +1351,13 @@ static int my_migrate(jobq *db) {
       rc = run_plain(db, "UPDATE jobq_meta SET version = 2 WHERE id = 1",
                      "migrating the schema");
   }
+  if (rc == JOBQ_OK && version < 3) {
+    for (size_t i = 0; i < sizeof checks_v3 / sizeof checks_v3[0] && rc == JOBQ_OK; i++)
+      rc = add_check(db, checks_v3[i].name, checks_v3[i].check);
+    if (rc == JOBQ_OK)
+      rc = run_plain(db, "UPDATE jobq_meta SET version = 3 WHERE id = 1",
+                     "migrating the schema");
+  }
   /* Back to the connection's own limit. */
   char sql[96];
   long long ms = (long long)c->statement_timeout_ms;
@@ -1324,13 +1383,17 @@ static const char roles_sql[] =
     "--   CREATE USER 'app'@'%%' IDENTIFIED BY '...';\n"
     "--   GRANT %4$s TO 'app'@'%%';\n"
     "--   %7$s\n"
-    "-- None of them may create, drop or alter tables.\n"
+    "-- None of them may create, drop or alter tables.  What each may do, and\n"
+    "-- what no grant can keep it from, is in jobq's docs/security.md.\n"
+    "-- Running this again sets the roles' rights anew.\n"
     "CREATE ROLE IF NOT EXISTS %2$s;\n"
     "CREATE ROLE IF NOT EXISTS %3$s;\n"
     "CREATE ROLE IF NOT EXISTS %4$s;\n"
     "CREATE ROLE IF NOT EXISTS %5$s;\n"
+    "REVOKE ALL PRIVILEGES, GRANT OPTION FROM %2$s, %3$s, %4$s, %5$s;\n"
     "\n"
-    "-- reader: jobq stats, ls, show, sessions, and dashboards.\n"
+    "-- reader: jobq stats, ls, show, sessions, doctor, and dashboards.  It\n"
+    "-- reads everything, payloads and results included, and writes nothing.\n"
     "GRANT SELECT ON %1$s.jobq_meta TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_queues TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_counts TO %2$s;\n"
@@ -1341,17 +1404,25 @@ static const char roles_sql[] =
     "GRANT SELECT ON %1$s.jobq_tally TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_attempts TO %2$s;\n"
     "\n"
-    "-- producer: jobq put and jobq_put().\n"
+    "-- producer: jobq put and jobq_put().  It sees the unfinished jobs'\n"
+    "-- queues, keys and states, to put its own in order, not their payloads;\n"
+    "-- it writes what a new job is (not how its work stands: session,\n"
+    "-- claim, attempts) and new queues (not their settings).\n"
     "GRANT SELECT ON %1$s.jobq_meta TO %3$s;\n"
-    "GRANT SELECT, INSERT ON %1$s.jobq_queues TO %3$s;\n"
-    "GRANT SELECT, INSERT ON %1$s.jobq_jobs TO %3$s;\n"
+    "GRANT SELECT, INSERT (name, created_at) ON %1$s.jobq_queues TO %3$s;\n"
+    "GRANT SELECT (id, queue, state, order_key, barrier, unique_key, session),\n"
+    "  INSERT (queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n"
+    "  max_attempts, timeout_ms, backoff_ms, created_at) ON %1$s.jobq_jobs TO %3$s;\n"
     "GRANT SELECT ON %1$s.jobq_blocked TO %3$s;\n"
     "GRANT SELECT, INSERT, UPDATE ON %1$s.jobq_locks TO %3$s;\n"
     "\n"
-    "-- worker: sessions, claims, acknowledgements, reaping (jobq work).\n"
+    "-- worker: sessions, claims, acknowledgements, reaping (jobq work).  It\n"
+    "-- changes how a job's work stands, not what the job is, and cannot ask\n"
+    "-- to cancel one.\n"
     "GRANT %2$s TO %4$s;\n"
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_sessions TO %4$s;\n"
-    "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_jobs TO %4$s;\n"
+    "GRANT UPDATE (state, session, claim, claimed_at, deadline_at, attempts, run_at,\n"
+    "  last_error, prev_lost, started), DELETE ON %1$s.jobq_jobs TO %4$s;\n"
     "GRANT INSERT ON %1$s.jobq_done TO %4$s;\n"
     "GRANT INSERT, UPDATE ON %1$s.jobq_counts TO %4$s;\n"
     "GRANT INSERT ON %1$s.jobq_blocked TO %4$s;\n"
@@ -1359,9 +1430,11 @@ static const char roles_sql[] =
     "GRANT INSERT ON %1$s.jobq_attempts TO %4$s;\n"
     "GRANT SELECT, INSERT, UPDATE ON %1$s.jobq_locks TO %4$s;\n"
     "\n"
-    "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
+    "-- admin: retry, cancel, pause, prune, purge, epoch bump, and the others'\n"
+    "-- rights.\n"
     "GRANT %3$s TO %5$s;\n"
     "GRANT %4$s TO %5$s;\n"
+    "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_jobs TO %5$s;\n"
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_queues TO %5$s;\n"
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_done TO %5$s;\n"
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_blocked TO %5$s;\n"
@@ -1427,8 +1500,17 @@ static int my_doctor(jobq *db, jobq__checks *k) {
       "SELECT trx_mysql_thread_id, TIMESTAMPDIFF(SECOND, trx_started, NOW()), "
       "trx_state, LEFT(REPLACE(coalesce(trx_query, ''), '\n', ' '), 60) FROM "
       "information_schema.INNODB_TRX ORDER BY trx_started LIMIT 1";
-  if (mysql_real_query(c->conn, oldest, sizeof oldest - 1) != 0)
-    return my_error(db, mysql_errno(c->conn), mysql_error(c->conn), "checking transactions");
+  if (mysql_real_query(c->conn, oldest, sizeof oldest - 1) != 0) {
+    unsigned err = mysql_errno(c->conn);
+    if (err != ER_SPECIFIC_ACCESS_DENIED_ERROR && err != ER_TABLEACCESS_DENIED_ERROR)
+      return my_error(db, err, mysql_error(c->conn), "checking transactions");
+    /* The other logins' transactions are for the PROCESS privilege. */
+    jobq__check_add(k, JOBQ_CHECK_WARN, "purge",
+                    "grant the login PROCESS (GRANT PROCESS ON *.* TO ...) for this check",
+                    "cannot see other transactions: the login lacks the PROCESS "
+                    "privilege");
+    return JOBQ_OK;
+  }
   res = mysql_store_result(c->conn);
   row = res ? mysql_fetch_row(res) : NULL;
   long long age = row && row[1] ? strtoll(row[1], NULL, 10) : 0;

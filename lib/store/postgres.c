@@ -49,6 +49,86 @@ enum {
 
 /* ---------------------------------------------------------------- schema */
 
+/* Enqueueing from SQL: docs/sql.md.  The same decisions and named locks
+ * as the library's put (lib/put.c, lib/order.c). */
+#define PUT_FUNCTION \
+    "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea," \
+    "  priority integer DEFAULT 0, delay_ms bigint DEFAULT 0," \
+    "  order_key text DEFAULT NULL, barrier boolean DEFAULT false," \
+    "  unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25," \
+    "  timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000)" \
+    " RETURNS bigint LANGUAGE plpgsql AS $fn$\n" \
+    "#variable_conflict use_column\n" \
+    "DECLARE\n" \
+    "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n" \
+    "  new_id bigint;\n" \
+    "  must_wait boolean;\n" \
+    "BEGIN\n" \
+    "  IF queue IS NULL OR queue !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN\n" \
+    "    RAISE EXCEPTION 'invalid queue name ''%'': expected 1 to 63 characters of a-z, 0-9, _, ., -', queue\n" \
+    "      USING ERRCODE = '22023';\n" \
+    "  END IF;\n" \
+    "  IF payload IS NULL THEN payload := ''::bytea; END IF;\n" \
+    /* The one range of times (JOBQ_DURATION_MAX_MS in jobq.h). */ \
+    "  IF delay_ms IS NULL OR delay_ms NOT BETWEEN 0 AND 3153600000000 THEN\n" \
+    "    RAISE EXCEPTION 'invalid delay_ms ''%'': expected 0 to 3153600000000 milliseconds (100 years)', delay_ms\n" \
+    "      USING ERRCODE = '22023';\n" \
+    "  END IF;\n" \
+    "  IF timeout_ms IS NULL OR timeout_ms NOT BETWEEN 0 AND 3153600000000 THEN\n" \
+    "    RAISE EXCEPTION 'invalid timeout_ms ''%'': expected 0 (none) to 3153600000000 milliseconds (100 years)', timeout_ms\n" \
+    "      USING ERRCODE = '22023';\n" \
+    "  END IF;\n" \
+    "  IF priority NOT BETWEEN -32768 AND 32767 OR max_attempts NOT BETWEEN 1 AND 1000\n" \
+    "     OR backoff_ms NOT BETWEEN 0 AND 3600000\n" \
+    "     OR (barrier AND order_key IS NOT NULL)\n" \
+    "     OR octet_length(order_key) NOT BETWEEN 1 AND 255 OR octet_length(unique_key) NOT BETWEEN 1 AND 255 THEN\n" \
+    "    RAISE EXCEPTION 'invalid jobq_put arguments' USING ERRCODE = '22023';\n" \
+    "  END IF;\n" \
+    "  IF unique_key IS NOT NULL THEN\n" \
+    "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
+    "      AND j.unique_key = jobq_put.unique_key;\n" \
+    "    IF FOUND THEN RETURN new_id; END IF;\n" \
+    "  END IF;\n" \
+    "  INSERT INTO jobq_queues(name, created_at) VALUES (queue, now_ms) ON CONFLICT DO NOTHING;\n" \
+    "  IF barrier THEN\n" \
+    "    PERFORM pg_advisory_xact_lock(hashtextextended('q:' || queue, 0));\n" \
+    /* As the library's look (lib/sql.c, JOBQ_Q_ANY_BEFORE). */ \
+    "    must_wait := EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j\n" \
+    "      WHERE (j.queue, j.id) > (jobq_put.queue, 0)\n" \
+    "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807) AND j.session IS NULL\n" \
+    "      ORDER BY j.queue, j.id LIMIT 1) f)\n" \
+    "      OR EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j WHERE j.session IS NOT NULL\n" \
+    "        AND j.queue = jobq_put.queue ORDER BY j.session LIMIT 1) r);\n" \
+    "  ELSE\n" \
+    "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n" \
+    "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n" \
+    "  END IF;\n" \
+    "  IF order_key IS NOT NULL THEN\n" \
+    "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n" \
+    "    must_wait := must_wait\n" \
+    /* As the library's look (JOBQ_Q_KEY_TAKEN). */ \
+    "      OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
+    "        AND j.order_key >= jobq_put.order_key AND j.order_key <= jobq_put.order_key\n" \
+    "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n" \
+    "      OR EXISTS (SELECT 1 FROM jobq_blocked b WHERE b.queue = jobq_put.queue AND b.order_key = jobq_put.order_key);\n" \
+    "  END IF;\n" \
+    "  INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n" \
+    "                        max_attempts, timeout_ms, backoff_ms, created_at)\n" \
+    "    VALUES (queue, priority, now_ms + delay_ms, CASE WHEN must_wait THEN 'waiting' ELSE 'ready' END,\n" \
+    "            order_key, CASE WHEN barrier THEN 1 ELSE 0 END, unique_key, payload, max_attempts,\n" \
+    "            timeout_ms, backoff_ms, now_ms)\n" \
+    "    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING\n" \
+    "    RETURNING id INTO new_id;\n" \
+    "  IF new_id IS NULL THEN\n" \
+    "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
+    "      AND j.unique_key = jobq_put.unique_key;\n" \
+    "    RETURN new_id;\n" \
+    "  END IF;\n" \
+    "  IF NOT must_wait AND delay_ms = 0 THEN PERFORM pg_notify('jobq', queue); END IF;\n" \
+    "  RETURN new_id;\n" \
+    "END\n" \
+    "$fn$;"
+
 static const char *const migrations[] = {
     /* version 1 */
     "CREATE TABLE jobq_queues ("
@@ -153,75 +233,7 @@ static const char *const migrations[] = {
     "  job_id bigint NOT NULL,"
     "  PRIMARY KEY (queue, order_key)) WITH (vacuum_truncate = false);"
     "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);"
-    /* Enqueueing from SQL: docs/sql.md.  The same decisions and named
-     * locks as the library's put (lib/put.c, lib/order.c). */
-    "CREATE FUNCTION jobq_put(queue text, payload bytea,"
-    "  priority integer DEFAULT 0, delay_ms bigint DEFAULT 0,"
-    "  order_key text DEFAULT NULL, barrier boolean DEFAULT false,"
-    "  unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25,"
-    "  timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000)"
-    " RETURNS bigint LANGUAGE plpgsql AS $fn$\n"
-    "#variable_conflict use_column\n"
-    "DECLARE\n"
-    "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n"
-    "  new_id bigint;\n"
-    "  must_wait boolean;\n"
-    "BEGIN\n"
-    "  IF queue IS NULL OR queue !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN\n"
-    "    RAISE EXCEPTION 'invalid queue name ''%'': expected 1 to 63 characters of a-z, 0-9, _, ., -', queue\n"
-    "      USING ERRCODE = '22023';\n"
-    "  END IF;\n"
-    "  IF payload IS NULL THEN payload := ''::bytea; END IF;\n"
-    "  IF priority NOT BETWEEN -32768 AND 32767 OR delay_ms < 0 OR max_attempts NOT BETWEEN 1 AND 1000\n"
-    "     OR timeout_ms < 0 OR backoff_ms NOT BETWEEN 0 AND 3600000\n"
-    "     OR (barrier AND order_key IS NOT NULL)\n"
-    "     OR length(order_key) NOT BETWEEN 1 AND 255 OR length(unique_key) NOT BETWEEN 1 AND 255 THEN\n"
-    "    RAISE EXCEPTION 'invalid jobq_put arguments' USING ERRCODE = '22023';\n"
-    "  END IF;\n"
-    "  IF unique_key IS NOT NULL THEN\n"
-    "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n"
-    "      AND j.unique_key = jobq_put.unique_key;\n"
-    "    IF FOUND THEN RETURN new_id; END IF;\n"
-    "  END IF;\n"
-    "  INSERT INTO jobq_queues(name, created_at) VALUES (queue, now_ms) ON CONFLICT DO NOTHING;\n"
-    "  IF barrier THEN\n"
-    "    PERFORM pg_advisory_xact_lock(hashtextextended('q:' || queue, 0));\n"
-    /* As the library's look (lib/sql.c, JOBQ_Q_ANY_BEFORE). */
-    "    must_wait := EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j\n"
-    "      WHERE (j.queue, j.id) > (jobq_put.queue, 0)\n"
-    "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807) AND j.session IS NULL\n"
-    "      ORDER BY j.queue, j.id LIMIT 1) f)\n"
-    "      OR EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j WHERE j.session IS NOT NULL\n"
-    "        AND j.queue = jobq_put.queue ORDER BY j.session LIMIT 1) r);\n"
-    "  ELSE\n"
-    "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n"
-    "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n"
-    "  END IF;\n"
-    "  IF order_key IS NOT NULL THEN\n"
-    "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n"
-    "    must_wait := must_wait\n"
-    /* As the library's look (JOBQ_Q_KEY_TAKEN). */
-    "      OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n"
-    "        AND j.order_key >= jobq_put.order_key AND j.order_key <= jobq_put.order_key\n"
-    "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n"
-    "      OR EXISTS (SELECT 1 FROM jobq_blocked b WHERE b.queue = jobq_put.queue AND b.order_key = jobq_put.order_key);\n"
-    "  END IF;\n"
-    "  INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n"
-    "                        max_attempts, timeout_ms, backoff_ms, created_at)\n"
-    "    VALUES (queue, priority, now_ms + delay_ms, CASE WHEN must_wait THEN 'waiting' ELSE 'ready' END,\n"
-    "            order_key, CASE WHEN barrier THEN 1 ELSE 0 END, unique_key, payload, max_attempts,\n"
-    "            timeout_ms, backoff_ms, now_ms)\n"
-    "    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING\n"
-    "    RETURNING id INTO new_id;\n"
-    "  IF new_id IS NULL THEN\n"
-    "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n"
-    "      AND j.unique_key = jobq_put.unique_key;\n"
-    "    RETURN new_id;\n"
-    "  END IF;\n"
-    "  IF NOT must_wait AND delay_ms = 0 THEN PERFORM pg_notify('jobq', queue); END IF;\n"
-    "  RETURN new_id;\n"
-    "END\n"
-    "$fn$;",
+    PUT_FUNCTION,
     /* version 2: the sessions' figures per minute (lib/tally.c) and the
      * attempts that ended without finishing their job. */
     "CREATE TABLE jobq_tally ("
@@ -261,6 +273,16 @@ static const char *const migrations[] = {
     ");"
     "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
     "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
+    /* version 3: the checks that no writer may pass, whatever its rights:
+     * a running job has a session, and times are in the one range of
+     * jobq.h.  NOT VALID: they hold for every row written from now on,
+     * without reading the rows there are.  The SQL put checks its delay
+     * and timeout the same way. */
+    "ALTER TABLE jobq_jobs"
+    "  ADD CONSTRAINT jobq_jobs_claimed CHECK (state <> 'running' OR session IS NOT NULL)"
+    "    NOT VALID,"
+    "  ADD CONSTRAINT jobq_jobs_times CHECK (run_at BETWEEN 0 AND 253402300799999"
+    "    AND timeout_ms BETWEEN 0 AND 3153600000000) NOT VALID;" PUT_FUNCTION,
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -345,7 +367,7 @@ static const char *const own_sql[] = {
         "UPDATE jobq_jobs u SET state = 'running', session = $3, "
         "started = CASE WHEN c.rn <= $4 THEN 1 ELSE 0 END, "
         "claim = ($5::text[])[c.rn], claimed_at = {now}, "
-        "attempts = u.attempts + 1, cancel_requested = 0, deadline_at = CASE WHEN "
+        "attempts = u.attempts + 1, deadline_at = CASE WHEN "
         "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
         "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
         "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
@@ -518,7 +540,7 @@ static const char *stmt_what(int id) {
     case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
-    default: return jobq__sql_name(id);
+    default: return jobq__sql_what(id);
   }
 }
 
@@ -619,6 +641,16 @@ static const char *first_line(const char *msg, char *buf, size_t len) {
   return buf;
 }
 
+/* The start of the names of the roles of pg_roles(): jobq_, or
+ * jobq_SCHEMA_ for a schema of its own. */
+static const char *role_prefix(const pg *c, char *buf, size_t len) {
+  if (strcmp(c->schema, "public") == 0)
+    snprintf(buf, len, "jobq_");
+  else
+    snprintf(buf, len, "jobq_%s_", c->schema);
+  return buf;
+}
+
 /* Records a failed statement (res may be NULL: a connection failure) as
  * a jobq error, with retry set where running the whole transaction again
  * may succeed. */
@@ -641,6 +673,13 @@ static int pg_fail(jobq *db, PGresult *res, const char *what) {
   if (strcmp(state, "25006") == 0)
     return jobq__fail(db, JOBQ_EREADONLY, "%s: '%s' is read-only: %s", what, c->redacted,
                       msg);
+  if (strcmp(state, "42501") == 0) {
+    /* Permission denied, or a row the role's policy does not take. */
+    char prefix[80];
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    return jobq__denied(db, what, primary ? primary : msg,
+                        role_prefix(c, prefix, sizeof prefix));
+  }
   if (strcmp(state, "53100") == 0)
     return jobq__fail(db, JOBQ_EDB, "%s: the disk of '%s' is full: %s", what, c->redacted,
                       msg);
@@ -1213,6 +1252,14 @@ static int setup(jobq *db, PGconn *pc) {
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s", c->redacted,
                     first_line(PQresultErrorMessage(res), line, sizeof line));
+  } else if (db->readonly) {
+    /* A handle that only reads takes a standby or a read-only database,
+     * and makes sure of writing nothing. */
+    PQclear(res);
+    res = PQexec(pc, "SET default_transaction_read_only = on");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+      rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s", c->redacted,
+                      first_line(PQresultErrorMessage(res), line, sizeof line));
   } else if (strcmp(PQgetvalue(res, 0, 7), "t") == 0) {
     rc = jobq__fail(db, JOBQ_EREADONLY,
                     "'%s' is a standby in recovery: expected the primary (list every "
@@ -1458,12 +1505,17 @@ static int pg_migrate(jobq *db) {
 
 /* ---------------------------------------------------------------- roles */
 
-/* %1$s: the schema, %2$s: the role prefix (jobq_, or jobq_SCHEMA_). */
+/* %1$s: the schema, %2$s: the role prefix (jobq_, or jobq_SCHEMA_).
+ * What each role may do, and why not less, is docs/security.md's. */
 static const char roles_sql[] =
     "-- Least-privilege roles for the jobq schema \"%1$s\".  Run as the owner\n"
-    "-- of its tables (the role that ran jobq init), then grant a role to\n"
-    "-- each login:  CREATE ROLE app LOGIN PASSWORD '...' IN ROLE %2$sworker;\n"
-    "-- None of them owns the tables, so none can drop or alter them.\n"
+    "-- of its tables (the role that ran jobq init), and as a superuser for\n"
+    "-- the advisory locks below; then grant a role to each login:\n"
+    "--   CREATE ROLE app LOGIN PASSWORD '...' IN ROLE %2$sworker;\n"
+    "--   ALTER ROLE app SET idle_in_transaction_session_timeout = '60s';\n"
+    "-- None of them owns the tables, so none can drop or alter them.  What\n"
+    "-- each may do, and what no grant can keep it from, is in jobq's\n"
+    "-- docs/security.md.  Running this again changes nothing.\n"
     "DO $$ BEGIN\n"
     "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sreader') THEN CREATE ROLE %2$sreader NOLOGIN; END IF;\n"
     "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sproducer') THEN CREATE ROLE %2$sproducer NOLOGIN; END IF;\n"
@@ -1471,23 +1523,42 @@ static const char roles_sql[] =
     "  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%2$sadmin') THEN CREATE ROLE %2$sadmin NOLOGIN; END IF;\n"
     "END $$;\n"
     "GRANT USAGE ON SCHEMA \"%1$s\" TO %2$sreader, %2$sproducer, %2$sworker, %2$sadmin;\n"
+    "REVOKE ALL ON ALL TABLES IN SCHEMA \"%1$s\" FROM %2$sreader, %2$sproducer, %2$sworker,\n"
+    "  %2$sadmin;\n"
+    "REVOKE ALL ON ALL SEQUENCES IN SCHEMA \"%1$s\" FROM %2$sreader, %2$sproducer,\n"
+    "  %2$sworker, %2$sadmin;\n"
+    "REVOKE ALL ON FUNCTION \"%1$s\".jobq_put(text, bytea, integer, bigint, text, boolean,\n"
+    "  text, integer, bigint, bigint) FROM PUBLIC;\n"
     "\n"
-    "-- reader: jobq stats, ls, show, sessions, and dashboards.\n"
+    "-- reader: jobq stats, ls, show, sessions, doctor, and dashboards.  It\n"
+    "-- reads everything, payloads and results included, and writes nothing.\n"
     "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_counts,\n"
     "  \"%1$s\".jobq_sessions, \"%1$s\".jobq_jobs, \"%1$s\".jobq_done, \"%1$s\".jobq_blocked,\n"
     "  \"%1$s\".jobq_tally, \"%1$s\".jobq_attempts, \"%1$s\".jobq_jobs_id_seq TO %2$sreader;\n"
     "\n"
-    "-- producer: jobq put, jobq_put(), and the jobq_put() SQL function.\n"
-    "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_jobs,\n"
-    "  \"%1$s\".jobq_blocked TO %2$sproducer;\n"
-    "GRANT INSERT ON \"%1$s\".jobq_queues, \"%1$s\".jobq_jobs TO %2$sproducer;\n"
+    "-- producer: jobq put, jobq_put(), and the jobq_put() SQL function.  It\n"
+    "-- sees the unfinished jobs' queues, keys and states, to put its own in\n"
+    "-- order, not their payloads; it writes what a new job is (not how its\n"
+    "-- work stands: session, claim, attempts) and new queues (not their\n"
+    "-- settings).\n"
+    "GRANT SELECT ON \"%1$s\".jobq_meta, \"%1$s\".jobq_queues, \"%1$s\".jobq_blocked\n"
+    "  TO %2$sproducer;\n"
+    "GRANT SELECT (id, queue, state, order_key, barrier, unique_key, session)\n"
+    "  ON \"%1$s\".jobq_jobs TO %2$sproducer;\n"
+    "GRANT INSERT (name, created_at) ON \"%1$s\".jobq_queues TO %2$sproducer;\n"
+    "GRANT INSERT (queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n"
+    "  max_attempts, timeout_ms, backoff_ms, created_at) ON \"%1$s\".jobq_jobs TO %2$sproducer;\n"
     "GRANT USAGE, SELECT ON \"%1$s\".jobq_jobs_id_seq TO %2$sproducer;\n"
     "GRANT EXECUTE ON FUNCTION \"%1$s\".jobq_put(text, bytea, integer, bigint, text, boolean,\n"
     "  text, integer, bigint, bigint) TO %2$sproducer;\n"
     "\n"
-    "-- worker: sessions, claims, acknowledgements, reaping (jobq work).\n"
+    "-- worker: sessions, claims, acknowledgements, reaping (jobq work).  It\n"
+    "-- changes how a job's work stands, not what the job is, and cannot ask\n"
+    "-- to cancel one; it archives only jobs that a session held.\n"
     "GRANT %2$sreader TO %2$sworker;\n"
-    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_sessions, \"%1$s\".jobq_jobs TO %2$sworker;\n"
+    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_sessions TO %2$sworker;\n"
+    "GRANT UPDATE (state, session, claim, claimed_at, deadline_at, attempts, run_at,\n"
+    "  last_error, prev_lost, started), DELETE ON \"%1$s\".jobq_jobs TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_done TO %2$sworker;\n"
     "GRANT INSERT, UPDATE ON \"%1$s\".jobq_counts TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_blocked TO %2$sworker;\n"
@@ -1495,19 +1566,53 @@ static const char roles_sql[] =
     "GRANT INSERT ON \"%1$s\".jobq_attempts TO %2$sworker;\n"
     "GRANT USAGE ON \"%1$s\".jobq_attempts_id_seq TO %2$sworker;\n"
     "\n"
-    "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
+    "-- admin: retry, cancel, pause, prune, purge, epoch bump, and the\n"
+    "-- others' rights.\n"
     "GRANT %2$sproducer, %2$sworker TO %2$sadmin;\n"
-    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_queues, \"%1$s\".jobq_done,\n"
-    "  \"%1$s\".jobq_blocked, \"%1$s\".jobq_counts, \"%1$s\".jobq_attempts TO %2$sadmin;\n"
-    "GRANT UPDATE ON \"%1$s\".jobq_meta TO %2$sadmin;\n";
+    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_jobs, \"%1$s\".jobq_queues,\n"
+    "  \"%1$s\".jobq_done, \"%1$s\".jobq_blocked, \"%1$s\".jobq_counts, \"%1$s\".jobq_attempts\n"
+    "  TO %2$sadmin;\n"
+    "GRANT UPDATE ON \"%1$s\".jobq_meta TO %2$sadmin;\n"
+    "\n"
+    "-- The archive takes from a worker only the jobs that a session held, so\n"
+    "-- that a worker cannot cancel a job that is waiting for its turn.\n"
+    "ALTER TABLE \"%1$s\".jobq_done ENABLE ROW LEVEL SECURITY;\n"
+    "DROP POLICY IF EXISTS jobq_read ON \"%1$s\".jobq_done;\n"
+    "DROP POLICY IF EXISTS jobq_held ON \"%1$s\".jobq_done;\n"
+    "DROP POLICY IF EXISTS jobq_admin ON \"%1$s\".jobq_done;\n"
+    "CREATE POLICY jobq_read ON \"%1$s\".jobq_done FOR SELECT TO %2$sreader USING (true);\n"
+    "CREATE POLICY jobq_held ON \"%1$s\".jobq_done FOR INSERT TO %2$sworker\n"
+    "  WITH CHECK (session IS NOT NULL);\n"
+    "CREATE POLICY jobq_admin ON \"%1$s\".jobq_done TO %2$sadmin USING (true) WITH CHECK (true);\n"
+    "\n"
+    "-- Advisory locks.  jobq names its locks with them, and PostgreSQL lets\n"
+    "-- any login of the database take any of them: one that may only read\n"
+    "-- could hold a queue's lock and stop every put to the queue.  Run by a\n"
+    "-- superuser, this takes them from PUBLIC in this database and gives the\n"
+    "-- ones jobq takes to its roles and to the owner of its tables.  Another\n"
+    "-- application of this database that takes advisory locks needs them\n"
+    "-- back:  GRANT EXECUTE ON FUNCTION pg_advisory_lock(bigint) TO its_role;\n"
+    "DO $$ DECLARE\n"
+    "  owner name := (SELECT tableowner FROM pg_tables WHERE schemaname = '%1$s'\n"
+    "                 AND tablename = 'jobq_meta');\n"
+    "BEGIN\n"
+    "  IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN\n"
+    "    RAISE WARNING 'not a superuser: any login may still take jobq''s advisory locks; run this file as a superuser to keep them to jobq''s roles';\n"
+    "    RETURN;\n"
+    "  END IF;\n"
+    "  REVOKE EXECUTE ON FUNCTION pg_advisory_lock(bigint), pg_advisory_lock_shared(bigint),\n"
+    "    pg_try_advisory_lock(bigint), pg_try_advisory_lock_shared(bigint),\n"
+    "    pg_advisory_xact_lock(bigint), pg_advisory_xact_lock_shared(bigint),\n"
+    "    pg_try_advisory_xact_lock(bigint), pg_try_advisory_xact_lock_shared(bigint) FROM PUBLIC;\n"
+    "  EXECUTE format('GRANT EXECUTE ON FUNCTION pg_advisory_xact_lock(bigint), '\n"
+    "    'pg_advisory_xact_lock_shared(bigint), pg_try_advisory_lock(bigint) TO %%I, %%I, %%I',\n"
+    "    '%2$sproducer', '%2$sworker', owner);\n"
+    "END $$;\n";
 
 static int pg_roles(jobq *db, char **out) {
   pg *c = conn(db);
   char prefix[80];
-  if (strcmp(c->schema, "public") == 0)
-    snprintf(prefix, sizeof prefix, "jobq_");
-  else
-    snprintf(prefix, sizeof prefix, "jobq_%s_", c->schema);
+  role_prefix(c, prefix, sizeof prefix);
   size_t len = sizeof roles_sql + 64 * (strlen(c->schema) + strlen(prefix));
   char *sql = malloc(len);
   if (sql == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");

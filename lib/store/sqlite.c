@@ -16,6 +16,7 @@
  * SQL text never changes with input.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -171,6 +172,9 @@ static const char *const migrations[] = {
     ");"
     "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
     "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
+    /* version 3: nothing.  Its checks are for the roles of the servers,
+     * and a file has none: whoever may write it may do anything. */
+    "",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -215,7 +219,7 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
     [SQ_CLAIM - JOBQ_Q__COUNT] =
         "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, started = ?3, "
         "claim = jobq_token(), claimed_at = ?4, "
-        "attempts = attempts + 1, cancel_requested = 0, "
+        "attempts = attempts + 1, "
         "deadline_at = CASE WHEN timeout_ms > 0 THEN ?4 + timeout_ms END "
         "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready'",
     /* What the claim hands out of the jobs it just marked.  A second
@@ -254,6 +258,25 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
     [SQ_DATA_VERSION - JOBQ_Q__COUNT] = "PRAGMA data_version",
 };
 
+/* What a statement does, in words, for messages. */
+static const char *sq_what(int id) {
+  switch (id) {
+    case SQ_CANDIDATES:
+    case SQ_CLAIM:
+    case SQ_CLAIMED: return "claiming jobs";
+    case SQ_ACK_PLAIN_FIND:
+    case SQ_ACK_PLAIN_ARCHIVE:
+    case SQ_ACK_PLAIN_DELETE:
+    case SQ_ACK_RESULT: return "completing jobs";
+    case SQ_DATA_VERSION: return "looking for changes";
+    case SQ_PUT_1:
+    case SQ_PUT_4:
+    case SQ_PUT_16:
+    case SQ_PUT_64: return "putting jobs";
+    default: return jobq__sql_what(id);
+  }
+}
+
 typedef struct sq {
   sqlite3 *db;
   sqlite3_stmt *stmts[SQ__END];
@@ -267,6 +290,7 @@ typedef struct sq {
   int64_t max_size;      /* the url's max_size in bytes, or 0 */
   int watch_fd;          /* inotify on the write-ahead log, or -1 */
   int64_t data_version;  /* PRAGMA data_version at the last changed() */
+  int prepared;          /* prepare_file() ran */
 } sq;
 
 static sq *conn(jobq *db) { return db->conn; }
@@ -291,8 +315,11 @@ static int sq_fail(jobq *db, int rc, const char *what) {
     case SQLITE_NOMEM:
       return jobq__fail(db, JOBQ_ENOMEM, "%s: out of memory", what);
     case SQLITE_READONLY:
-      return jobq__fail(db, JOBQ_EREADONLY, "%s: '%s' is read-only: %s", what,
-                        c->path, msg);
+      return jobq__fail(db, JOBQ_EREADONLY,
+                        "%s: '%s' is read-only to this process (%s): writing needs "
+                        "write access to the file and to its folder; the commands "
+                        "that only read work without",
+                        what, c->path, msg);
     case SQLITE_NOTADB:
       return jobq__fail(db, JOBQ_EURL,
                         "'%s' is not an SQLite database: expected a jobq "
@@ -349,9 +376,7 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
   int rc = sqlite3_prepare_v3(c->db, text, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
   free(text);
   if (rc != SQLITE_OK) {
-    char what[64];
-    snprintf(what, sizeof what, "preparing %s", jobq__sql_name(id));
-    sq_fail(db, rc, what);
+    sq_fail(db, rc, sq_what(id));
     return NULL;
   }
   c->stmts[id] = st;
@@ -387,7 +412,7 @@ static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows 
   while ((s = sqlite3_step(st)) == SQLITE_ROW) {
   }
   sqlite3_reset(st);
-  if (s != SQLITE_DONE) return sq_fail(db, s, jobq__sql_name(id));
+  if (s != SQLITE_DONE) return sq_fail(db, s, sq_what(id));
   return JOBQ_OK;
 }
 
@@ -578,6 +603,8 @@ static int check_path(jobq *db, const char *path) {
 }
 
 static int sq_migrate(jobq *db);
+static int schema_version(jobq *db, int64_t *version);
+static int too_new(jobq *db, int64_t version);
 
 /* The smallest max_size: a schema and a few jobs. */
 #define MIN_SIZE (64 * 1024)
@@ -596,6 +623,100 @@ static int limit_size(jobq *db, int64_t bytes) {
   char sql[64];
   snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)(bytes / page));
   return exec(db, sql, "setting max_size");
+}
+
+/* The path as an SQLite URI that reads the file as it is, without locks
+ * or shared memory (file:PATH?immutable=1), its '%', '?' and '#'
+ * escaped; a new string, or NULL when out of memory. */
+static char *immutable_uri(const char *path) {
+  size_t n = strlen(path), o = 5;
+  char *uri = malloc(3 * n + 32);
+  if (uri == NULL) return NULL;
+  memcpy(uri, "file:", 5);
+  for (size_t i = 0; i < n; i++) {
+    if (path[i] == '%' || path[i] == '?' || path[i] == '#')
+      o += (size_t)snprintf(uri + o, 4, "%%%02X", (unsigned char)path[i]);
+    else
+      uri[o++] = path[i];
+  }
+  memcpy(uri + o, "?immutable=1", 13);
+  return uri;
+}
+
+/* How many tables, indexes, views and triggers the file holds; reading
+ * it makes sure the file is a database before anything is written. */
+static int count_objects(jobq *db, int64_t *n) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(conn(db)->db, "SELECT count(*) FROM sqlite_schema", -1, &st,
+                              NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+  }
+  return rc == SQLITE_ROW ? JOBQ_OK : sq_fail(db, rc, "reading the database");
+}
+
+/* Opens the file (a handle that only reads: without creating it or
+ * writing to it; as_is: without locks, as immutable_uri() says) and
+ * counts what it holds into *objects. */
+static int connect_file(jobq *db, int as_is, int64_t *objects) {
+  sq *c = conn(db);
+  int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
+              (db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  char *uri = NULL;
+  if (as_is) {
+    if ((uri = immutable_uri(c->path)) == NULL)
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    flags |= SQLITE_OPEN_URI;
+  }
+  /* A new file is private to its owner: jobs may carry secrets. */
+  mode_t old = umask(077);
+  int src = sqlite3_open_v2(uri ? uri : c->path, &c->db, flags, NULL);
+  umask(old);
+  free(uri);
+  if (src != SQLITE_OK) return sq_fail(db, src, "opening the database");
+  sqlite3_busy_handler(c->db, busy_handler, db);
+  sqlite3_wal_hook(c->db, wal_hook, db);
+  sqlite3_extended_result_codes(c->db, 1);
+  src = sqlite3_create_function(c->db, "jobq_now", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                NULL, fn_now, NULL, NULL);
+  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_now");
+  src = sqlite3_create_function(c->db, "jobq_token", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                NULL, fn_token, NULL, NULL);
+  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_token");
+  return count_objects(db, objects);
+}
+
+/* What a handle that writes sets on the file (WAL, which stays) and on
+ * its connection, once, before jobq's tables are made or used. */
+static int prepare_file(jobq *db) {
+  sq *c = conn(db);
+  if (c->prepared) return JOBQ_OK;
+  sqlite3_stmt *st;
+  int src = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+  if (src != SQLITE_OK) return sq_fail(db, src, "setting WAL mode");
+  src = sqlite3_step(st);
+  int wal = src == SQLITE_ROW &&
+            strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+  sqlite3_finalize(st);
+  if (src != SQLITE_ROW) return sq_fail(db, src, "setting WAL mode");
+  if (!wal)
+    return jobq__fail(db, JOBQ_EDB,
+                      "'%s' could not be switched to WAL mode: expected a "
+                      "writable file on a local disk",
+                      c->path);
+  /* No memory map: pages read through one count in every process's
+   * resident memory, and the backlog and drain benchmarks ran no faster
+   * with one (docs/benchmarks.md).  A 16 MiB page cache holds the hot
+   * pages of a million-job file. */
+  int rc = exec(db,
+                "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF; "
+                "PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;",
+                "setting durability");
+  if (rc == JOBQ_OK && c->max_size > 0) rc = limit_size(db, c->max_size);
+  if (rc == JOBQ_OK) c->prepared = 1;
+  return rc;
 }
 
 static int sq_open(jobq *db, const jobq_url *u) {
@@ -630,6 +751,12 @@ static int sq_open(jobq *db, const jobq_url *u) {
                       sqlite3_libversion());
   int rc = check_path(db, u->path);
   if (rc != JOBQ_OK) return rc;
+  struct stat st;
+  if (db->readonly && stat(u->path, &st) != 0)
+    return jobq__fail(db, JOBQ_ESCHEMA,
+                      "there is no jobq database at '%s': expected the path of one "
+                      "(a first put, or 'jobq init', makes it)",
+                      u->path);
   sq *c = calloc(1, sizeof *c);
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
@@ -638,51 +765,27 @@ static int sq_open(jobq *db, const jobq_url *u) {
   c->watch_fd = -1;
   c->path = strdup(u->path);
   if (c->path == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  /* A new file is private to its owner: jobs may carry secrets. */
-  mode_t old = umask(077);
-  int src = sqlite3_open_v2(c->path, &c->db,
-                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
-                            NULL);
-  umask(old);
-  if (src != SQLITE_OK) return sq_fail(db, src, "opening the database");
-  sqlite3_busy_handler(c->db, busy_handler, db);
-  sqlite3_wal_hook(c->db, wal_hook, db);
-  sqlite3_extended_result_codes(c->db, 1);
-  src = sqlite3_create_function(c->db, "jobq_now", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                NULL, fn_now, NULL, NULL);
-  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_now");
-  src = sqlite3_create_function(c->db, "jobq_token", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                NULL, fn_token, NULL, NULL);
-  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_token");
-  /* The file must be a database before anything is written to it. */
-  rc = exec(db, "SELECT count(*) FROM sqlite_schema", "reading the database");
+  int64_t objects = 0, version = 0;
+  rc = connect_file(db, 0, &objects);
+  /* A file in WAL mode that we may not write, in a folder that we may
+   * not write either, with no process on it (none left its shared
+   * memory file behind): SQLite cannot make the shared memory a reader
+   * needs, so the file is read as it is, without locks. */
+  if (rc == JOBQ_EREADONLY && db->readonly) {
+    sqlite3_close_v2(c->db);
+    c->db = NULL;
+    rc = connect_file(db, 1, &objects);
+  }
+  if (rc == JOBQ_OK) rc = schema_version(db, &version);
   if (rc != JOBQ_OK) return rc;
-  sqlite3_stmt *st;
-  src = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-  if (src != SQLITE_OK) return sq_fail(db, src, "setting WAL mode");
-  src = sqlite3_step(st);
-  int wal = src == SQLITE_ROW &&
-            strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
-  sqlite3_finalize(st);
-  if (src != SQLITE_ROW) return sq_fail(db, src, "setting WAL mode");
-  if (!wal)
-    return jobq__fail(db, JOBQ_EDB,
-                      "'%s' could not be switched to WAL mode: expected a "
-                      "writable file on a local disk",
-                      c->path);
-  /* No memory map: pages read through one count in every process's
-   * resident memory, and the backlog and drain benchmarks ran no faster
-   * with one (docs/benchmarks.md).  A 16 MiB page cache holds the hot
-   * pages of a million-job file. */
-  rc = exec(db,
-            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF; "
-            "PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;",
-            "setting durability");
-  if (rc != JOBQ_OK) return rc;
-  if (max_size > 0) {
-    rc = limit_size(db, max_size);
-    if (rc != JOBQ_OK) return rc;
+  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
+  /* A handle that only reads writes nothing; a file of another
+   * application is left as it is, journal mode included, until
+   * jobq_init() is asked to add jobq's tables to it. */
+  int foreign = version == 0 && objects > 0;
+  if (db->readonly || foreign) {
+    if (version < JOBQ_SCHEMA_VERSION) db->schema_missing = foreign ? JOBQ__SCHEMA_FOREIGN : 1;
+    return JOBQ_OK;
   }
   return sq_migrate(db);
 }
@@ -733,10 +836,14 @@ static int too_new(jobq *db, int64_t version) {
 
 static int sq_migrate(jobq *db) {
   int64_t version;
-  int rc = schema_version(db, &version);
+  int rc = prepare_file(db);
+  if (rc == JOBQ_OK) rc = schema_version(db, &version);
   if (rc != JOBQ_OK) return rc;
   if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
-  if (version == JOBQ_SCHEMA_VERSION) return JOBQ_OK;
+  if (version == JOBQ_SCHEMA_VERSION) {
+    db->schema_missing = 0;
+    return JOBQ_OK;
+  }
   rc = exec(db, "BEGIN IMMEDIATE", "initialising the schema");
   if (rc != JOBQ_OK) return rc;
   /* Another process may have initialised it meanwhile. */
@@ -776,7 +883,10 @@ static int sq_migrate(jobq *db) {
       rc = exec(db, sql, "migrating the schema");
     }
   }
-  if (rc == JOBQ_OK) return exec(db, "COMMIT", "initialising the schema");
+  if (rc == JOBQ_OK && (rc = exec(db, "COMMIT", "initialising the schema")) == JOBQ_OK) {
+    db->schema_missing = 0;
+    return JOBQ_OK;
+  }
   sqlite3_exec(conn(db)->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
@@ -806,6 +916,19 @@ static int sq_doctor(jobq *db, jobq__checks *c) {
     sqlite3_finalize(st);
   }
   int64_t sync = pragma_int(db, "PRAGMA synchronous");
+  if (db->readonly) {
+    /* This connection writes nothing: what counts is the file's own mode
+     * (bytes 18 and 19 of its header are 2 in WAL mode), which a file
+     * read as it is does not report; jobq's writers set FULL. */
+    unsigned char head[20] = {0};
+    int fd = open(k->path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head)
+        snprintf(mode, sizeof mode, "%s", head[18] == 2 && head[19] == 2 ? "wal" : "delete");
+      close(fd);
+    }
+    sync = 2;
+  }
   if (strcmp(mode, "wal") != 0 || sync != 2)
     jobq__check_add(c, JOBQ_CHECK_FAIL, "durability",
                     "jobq sets WAL and synchronous=FULL on its own connections; "
