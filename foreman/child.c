@@ -2,20 +2,27 @@
  * child.c - one process per job.  The command runs with argv only (no
  * shell), in a new session and so its own process group, with the
  * scrubbed environment plus the job's variables (env.c) and no descriptor
- * but its three pipes.  The payload is written to its stdin, which is then
- * closed; stdout is kept up to the largest result; the tail of stderr is
- * kept for the error text.  The run is over when the process has exited
- * and both pipes are at end of file (or a second after the exit, if some
- * escaped descendant still holds them); what is left of its process group
- * is then killed.  The exit decides the outcome: 0 done with stdout as the
- * result, 75 retry later, anything else or a signal failed.  A timeout, a
- * cancel or a stop sends SIGTERM to the group, then SIGKILL after the kill
- * delay, and the reason decides the outcome instead.
+ * but its three standard ones.  Its stdin is a sealed memory file that
+ * holds the whole payload before the process is even forked (see "the
+ * payload" below); stdout is kept up to the largest result; the tail of
+ * stderr is kept for the error text.  The run is over when the process
+ * has exited and both pipes are at end of file (or a second after the
+ * exit, if some escaped descendant still holds them); what is left of its
+ * process group is then killed.  The exit decides the outcome: 0 done
+ * with stdout as the result, 75 retry later, anything else or a signal
+ * failed.  A timeout, a cancel or a stop sends SIGTERM to the group, then
+ * SIGKILL after the kill delay, and the reason decides the outcome
+ * instead.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fm.h"
 
@@ -28,10 +35,9 @@ struct child {
   struct fm *fm;
   struct fm_job *job;
   uv_process_t proc;
-  uv_pipe_t in, out, err;
+  uv_pipe_t out, err;
   uv_timer_t timer;
   enum timer_use timer_use;
-  uv_write_t wreq;
   struct fm_capture result;
   struct fm_tail tail;
   int pid;
@@ -123,9 +129,6 @@ static void maybe_report(struct child *c) {
   struct fm_job *job = c->job;
   c->job = NULL;
   job->runner = NULL;
-  /* A payload the job never read: cancel the write before the job (and
-   * its payload) goes. */
-  close_handle(c, (uv_handle_t *)&c->in);
   close_handle(c, (uv_handle_t *)&c->timer);
   close_handle(c, (uv_handle_t *)&c->proc);
   fm_job_finished(fm, job, &out);
@@ -203,19 +206,84 @@ static void on_child_exit(uv_process_t *p, int64_t status, int sig) {
   maybe_report(c);
 }
 
-static void on_written(uv_write_t *req, int status) {
-  struct child *c = req->data;
-  (void)status; /* a job that does not read its stdin gets EPIPE: fine */
-  close_handle(c, (uv_handle_t *)&c->in);
+/* ---------------------------------------------------------------- the payload */
+
+/*
+ * A job's command starts only once its whole payload is in hand: the
+ * foreman writes the payload into a new memory file (memfd), checks that
+ * the file holds all of it, seals it against any change and only then
+ * spawns the process, with the file as its stdin, read from the start.
+ * Wherever the foreman dies, no command runs on a partial payload:
+ *
+ *   - while it fills the file (failpoint job.payload): no process exists
+ *     yet; the file dies with the foreman and the job comes back after
+ *     the lease, whole;
+ *   - between fork and exec: the child already holds the whole file as
+ *     its stdin; the exec helper (jobq-exec.c) sees the foreman gone and
+ *     exits without running the command, or the parent-death signal
+ *     kills it;
+ *   - after exec (failpoint job.spawned): the command reads its whole
+ *     payload from the file, which nothing can change or cut, until the
+ *     parent-death signal or the guard stops it.
+ *
+ * No pipe is written after the fork, so there is no write for a death to
+ * interrupt.  It costs a memfd_create, a write and two fcntls per job
+ * (microseconds); the file's pages go when the job's last process
+ * closes its stdin.
+ */
+
+/* Writes all of data at offset off; 0, or -1 with errno. */
+static int put_all(int fd, const char *data, size_t len, off_t off) {
+  while (len > 0) {
+    ssize_t n = pwrite(fd, data, len, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    data += n;
+    len -= (size_t)n;
+    off += n;
+  }
+  return 0;
+}
+
+/* The sealed memory file holding job's whole payload, its offset at 0;
+ * or -1 with errno set (nothing is left open). */
+static int payload_file(const jobq_job *job) {
+  int fd = memfd_create("jobq-payload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -1;
+  const char *p = job->payload;
+  size_t len = job->payload_len, half = len / 2;
+  struct stat st;
+  int ok = put_all(fd, p, half, 0) == 0;
+  if (ok) fm_failpoint("job.payload");
+  ok = ok && put_all(fd, p + half, len - half, (off_t)half) == 0;
+  ok = ok && fstat(fd, &st) == 0;
+  if (ok && (size_t)st.st_size != len) {
+    errno = EIO; /* cannot happen: the file is ours alone */
+    ok = 0;
+  }
+  ok = ok && fcntl(fd, F_ADD_SEALS,
+                   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
+  if (!ok) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }
 
 /* ---------------------------------------------------------------- start and stop */
 
-int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
-             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb) {
+int fm_spawn(struct fm *fm, uv_process_t *proc, int in_fd, uv_pipe_t *in,
+             uv_pipe_t *out, uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb) {
   uv_stdio_container_t stdio[3];
-  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  stdio[0].data.stream = (uv_stream_t *)in;
+  if (in_fd >= 0) {
+    stdio[0].flags = UV_INHERIT_FD;
+    stdio[0].data.fd = in_fd;
+  } else {
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)in;
+  }
   stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[1].data.stream = (uv_stream_t *)out;
   stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
@@ -234,27 +302,27 @@ int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
 
 int fm_child_start(struct fm *fm, struct fm_job *job) {
   const struct fm_config *cfg = fm->cfg;
+  int in_fd = payload_file(&job->job);
+  if (in_fd < 0) return uv_translate_sys_error(errno);
   struct child *c = fm_xmalloc(sizeof *c);
   memset(c, 0, sizeof *c);
   c->fm = fm;
   c->job = job;
   fm_capture_init(&c->result, cfg->max_output);
-  uv_pipe_init(fm->loop, &c->in, 0);
   uv_pipe_init(fm->loop, &c->out, 0);
   uv_pipe_init(fm->loop, &c->err, 0);
   uv_timer_init(fm->loop, &c->timer);
-  c->in.data = c->out.data = c->err.data = c->timer.data = c->proc.data = c;
-  c->wreq.data = c;
-  c->handles = 5;
+  c->out.data = c->err.data = c->timer.data = c->proc.data = c;
+  c->handles = 4;
 
   struct fm_envp env;
   fm_env_job(&fm->env, &job->job, &env);
-  int rc = fm_spawn(fm, &c->proc, &c->in, &c->out, &c->err, env.vars,
+  int rc = fm_spawn(fm, &c->proc, in_fd, NULL, &c->out, &c->err, env.vars,
                     on_child_exit);
   fm_envp_release(&env);
+  close(in_fd); /* the child has its own */
   if (rc != 0) {
     c->job = NULL;
-    close_handle(c, (uv_handle_t *)&c->in);
     close_handle(c, (uv_handle_t *)&c->out);
     close_handle(c, (uv_handle_t *)&c->err);
     close_handle(c, (uv_handle_t *)&c->timer);
@@ -263,24 +331,20 @@ int fm_child_start(struct fm *fm, struct fm_job *job) {
   }
   c->pid = c->proc.pid;
   fm_guard_watch(fm, c->pid);
+  fm_failpoint("job.spawned");
+  /* The payload is the child's now: the foreman's copy is not needed. */
+  free(job->job.payload);
+  job->job.payload = NULL;
   job->runner = c;
   c->out_open = c->err_open = 1;
   uv_read_start((uv_stream_t *)&c->out, on_alloc, on_out);
   uv_read_start((uv_stream_t *)&c->err, on_alloc, on_err);
-  if (job->job.payload_len > 0) {
-    uv_buf_t b = uv_buf_init(job->job.payload, (unsigned)job->job.payload_len);
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->in, &b, 1, on_written) != 0)
-      close_handle(c, (uv_handle_t *)&c->in);
-  } else {
-    close_handle(c, (uv_handle_t *)&c->in);
-  }
   if (job->timeout_ms > 0) {
     c->timer_use = T_TIMEOUT;
     uv_timer_start(&c->timer, on_timer, (uint64_t)job->timeout_ms, 0);
   }
   return 0;
 }
-
 void fm_child_kill(struct fm *fm, struct fm_job *job, enum fm_kill why,
                    int hard) {
   struct child *c = job->runner;

@@ -51,6 +51,18 @@ char *fm_xstrdup(const char *s);
  * bytes over 0x7e shown as \xHH.  buf needs FM_QUOTE_BUF bytes. */
 #define FM_QUOTE_BUF 300
 const char *fm_quote(char *buf, const void *data, size_t len);
+/*
+ * A named place where JOBQ_FAILPOINT may stop or slow the foreman, so
+ * that a test can kill it at an exact point: the library's grammar
+ * (lib/failpoint.c), "NAME=ACTION[,NAME=ACTION...]", with the actions
+ * kill (SIGKILL, as a crash would) and sleep:MS.  The foreman's places:
+ *
+ *   job.payload   (one process per job) half of a job's payload put
+ *                 where its stdin will read it, the command not started
+ *   job.spawned   a job's process started, before anything else is done
+ *                 for it
+ */
+void fm_failpoint(const char *name);
 
 /* ---------------------------------------------------------------- capture.c */
 
@@ -346,10 +358,11 @@ void fm_guard_close(struct fm *fm);
 /* ---------------------------------------------------------------- child.c */
 
 /* Spawns the command (through the exec helper) in a new session, with
- * the environment env and three new pipes on its stdin, stdout and stderr
- * (initialised by the caller); what uv_spawn returns. */
-int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
-             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb);
+ * the environment env, in_fd as its stdin (or, when in_fd is -1, the new
+ * pipe in) and two new pipes on its stdout and stderr (initialised by the
+ * caller); what uv_spawn returns.  in_fd stays the caller's to close. */
+int fm_spawn(struct fm *fm, uv_process_t *proc, int in_fd, uv_pipe_t *in,
+             uv_pipe_t *out, uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb);
 
 /* Runs job as a new process (one per job); 0, or a negative libuv error
  * after a message (the job was not started). */

@@ -431,7 +431,7 @@ static void spawn(struct worker *w) {
 
   struct fm_envp env;
   fm_env_worker(&fm->env, w->index, &env);
-  int rc = fm_spawn(fm, &w->proc, &w->in, &w->out, &w->err, env.vars,
+  int rc = fm_spawn(fm, &w->proc, -1, &w->in, &w->out, &w->err, env.vars,
                     on_worker_exit);
   fm_envp_release(&env);
   if (rc != 0) {
