@@ -67,6 +67,26 @@ t_node_worker() {
   check_example_worker node "$WORKERS/worker.js"
 }
 
+# A worker whose input ends on part of a job line (its foreman died while
+# writing it) drops that line: here the cut is at a length that is still
+# valid base64, so a worker that took the line for a job would run it on
+# a payload cut short.
+t_example_workers_drop_a_partial_line() {
+  local claim=0123456789abcdef0123456789abcdef cmd name
+  # "payload" in base64 is cGF5bG9hZA==; cut to cGF5bG9h it reads "payloa".
+  printf 'job 1 q 1 1 0 %s - cGF5bG9hZA==\njob 2 q 1 1 0 %s - cGF5bG9h' "$claim" "$claim" \
+    >"$D/input"
+  for cmd in "bash $WORKERS/worker.sh" "python3 $WORKERS/worker.py" "node $WORKERS/worker.js"; do
+    name=${cmd%% *}
+    command -v "$name" >/dev/null || continue
+    timeout 30 $cmd <"$D/input" >"$D/out.$name" 2>"$D/err.$name"
+    local st=$?
+    [[ $st == 0 ]] || fail "$name worker: exit status $st: $(cat "$D/err.$name")"
+    [[ $(cat "$D/out.$name") == $'ready\ndone 1 cGF5bG9hZA==' ]] ||
+      fail "$name worker: answered $(tr '\n' '|' <"$D/out.$name"), expected ready and done 1 only"
+  done
+}
+
 t_protocol_breakers_are_killed() {
   {
     echo '{"payload":"garbage","max_attempts":1}'
