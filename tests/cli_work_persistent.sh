@@ -6,7 +6,8 @@
 # job, bad base64, no "ready" first) are killed and their jobs failed with
 # the reason; a worker past its timeout is replaced; a command that dies
 # before it is ready is restarted with backoff, not in a spin, and costs no
-# job an attempt; SIGTERM lets busy workers finish.
+# job an attempt; SIGTERM lets busy workers finish and stops idle ones at
+# once; the example workers drop a partial job line.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -181,6 +182,43 @@ t_sigterm_lets_busy_workers_finish() {
   wait_exit "$W_PID" 10 || fail "the foreman did not stop"
   [[ $W_RC == 0 ]] || fail "exit status $W_RC"
   expect_counts done=2 ready=1 running=0
+  expect_no_sessions
+}
+
+# Workers that do not exit at the end of their input hold no stop for the
+# whole grace once they have no job: a second after it, SIGTERM, then
+# SIGKILL for one that ignores SIGTERM.  A busy one still finishes its job.
+t_idle_workers_stop_at_once() {
+  run put sleep:1500
+  cat >"$D/worker.sh" <<'EOF'
+#!/usr/bin/env bash
+# Answers jobs like the example, but does not exit when stdin ends; the
+# second worker also ignores SIGTERM.
+echo $$ >>"$DIR/pids"
+[[ $JOBQ_WORKER == 2 ]] && trap '' TERM
+echo ready
+while IFS=' ' read -r verb id q a m l c k p rest; do
+  ms=$(printf %s "$p" | base64 -d); ms=${ms#sleep:}
+  sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+  echo "done $id -"
+done
+while :; do sleep 0.1; done
+EOF
+  chmod +x "$D/worker.sh"
+  work_env DIR="$D"
+  start_work a --persistent -c 3 --grace 1m --kill-after 500ms -- "$D/worker.sh"
+  wait_until 10 "JOBQ_DB=sqlite:$DB $JOBQ stats --json | grep -q '\"running\":1'" ||
+    fail "the job did not start"
+  local t0=$SECONDS
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 20 || fail "the foreman did not stop within 20s with idle workers (--grace 1m)"
+  [[ $W_RC == 0 ]] || fail "exit status $W_RC"
+  ((SECONDS - t0 <= 10)) || fail "stopping took $((SECONDS - t0))s"
+  grep -q "1 running jobs may finish within 1m" "$W_LOG" || fail "log: $(cat "$W_LOG")"
+  # The busy worker finished its job before it was stopped.
+  expect_counts done=1 ready=0 running=0
+  local pid
+  for pid in $(cat "$D/pids"); do expect_gone "$pid" "a worker"; done
   expect_no_sessions
 }
 
