@@ -223,7 +223,8 @@ static int run(int argc, char **argv) {
                  "to 1s (default 2ms)"),
       CLI_STRING(0, "max-output", &a.max_output, "SIZE",
                  "the largest result (stdout) of a job, like 64KiB (default: "
-                 "the max payload, 1MiB)"),
+                 "the max payload, 1MiB); a job that writes more is stopped "
+                 "and fails"),
       CLI_STRING(0, "name", &a.name, "NAME",
                  "the session's name in 'jobq sessions' (default: work and "
                  "the queues)"),

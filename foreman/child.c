@@ -4,15 +4,15 @@
  * scrubbed environment plus the job's variables (env.c) and no descriptor
  * but its three standard ones.  Its stdin is a sealed memory file that
  * holds the whole payload before the process is even forked (see "the
- * payload" below); stdout is kept up to the largest result; the tail of
- * stderr is kept for the error text.  The run is over when the process
- * has exited and both pipes are at end of file (or a second after the
- * exit, if some escaped descendant still holds them); what is left of its
- * process group is then killed.  The exit decides the outcome: 0 done
- * with stdout as the result, 75 retry later, anything else or a signal
- * failed.  A timeout, a cancel or a stop sends SIGTERM to the group, then
- * SIGKILL after the kill delay, and the reason decides the outcome
- * instead.
+ * payload" below); stdout is kept up to the largest result, and a job
+ * that writes more is stopped at once; the tail of stderr is kept for the
+ * error text.  The run is over when the process has exited and both pipes
+ * are at end of file (or a second after the exit, if some escaped
+ * descendant still holds them); what is left of its process group is
+ * then killed.  The exit decides the outcome: 0 done with stdout as the
+ * result, 75 retry later, anything else or a signal failed.  A timeout, a
+ * cancel or a stop sends SIGTERM to the group, then SIGKILL after the
+ * kill delay, and the reason decides the outcome instead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,10 +136,20 @@ static void maybe_report(struct child *c) {
 
 /* ---------------------------------------------------------------- events */
 
+static void terminate(struct child *c);
+
 static void on_out(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   struct child *c = s->data;
   if (n > 0) {
     fm_capture_add(&c->result, buf->base, (size_t)n);
+    if (c->result.over) {
+      /* Past --max-output the job has failed whatever it does next: stop
+       * reading (its next write gets SIGPIPE) and stop it now, not when
+       * it is done. */
+      c->out_open = 0;
+      close_handle(c, (uv_handle_t *)&c->out);
+      terminate(c);
+    }
     return;
   }
   if (n == 0) return;
@@ -345,22 +355,27 @@ int fm_child_start(struct fm *fm, struct fm_job *job) {
   }
   return 0;
 }
+/* SIGTERM to the job's group, then SIGKILL after the kill delay. */
+static void terminate(struct child *c) {
+  if (c->exited || c->term_sent) return;
+  c->term_sent = 1;
+  kill_group(c, SIGTERM);
+  if (c->timer_use != T_NONE) uv_timer_stop(&c->timer);
+  c->timer_use = T_ESCALATE;
+  uv_timer_start(&c->timer, on_timer, (uint64_t)c->fm->cfg->kill_after_ms, 0);
+}
+
 void fm_child_kill(struct fm *fm, struct fm_job *job, enum fm_kill why,
                    int hard) {
   struct child *c = job->runner;
+  (void)fm;
   if (c == NULL) return;
   /* The first reason stands, except that a lost session records nothing
    * whatever the reason was. */
   if (job->kill == FM_KILL_NONE || why == FM_KILL_LOST) job->kill = why;
   if (c->exited) return;
-  if (hard) {
+  if (hard)
     kill_group(c, SIGKILL);
-    return;
-  }
-  if (c->term_sent) return;
-  c->term_sent = 1;
-  kill_group(c, SIGTERM);
-  if (c->timer_use != T_NONE) uv_timer_stop(&c->timer);
-  c->timer_use = T_ESCALATE;
-  uv_timer_start(&c->timer, on_timer, (uint64_t)fm->cfg->kill_after_ms, 0);
+  else
+    terminate(c);
 }
