@@ -123,8 +123,10 @@ void fm_env_job(const struct fm_env *e, const jobq_job *job,
 void fm_env_worker(const struct fm_env *e, int index, struct fm_envp *out);
 void fm_envp_release(struct fm_envp *p);
 /* Whether the variable NAME=VALUE would let a job reach the queue database
- * at url (exposed for the tests). */
-int fm_env_is_secret(const char *var, const char *url);
+ * at url, given the foreman's environment environ_ (which may hold its
+ * password in PGPASSWORD or MYSQL_PWD; may be NULL).  Exposed for the
+ * tests. */
+int fm_env_is_secret(const char *var, const char *url, char **environ_);
 
 /* ---------------------------------------------------------------- proto.c */
 
