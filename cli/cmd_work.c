@@ -30,7 +30,11 @@ static const char usage[] =
     "\n"
     "SIGTERM or SIGINT stops gracefully: claimed jobs go back at once, running\n"
     "ones get --grace to finish; a second signal stops them at once.  Options\n"
-    "end at COMMAND, so its own options are its own.\n";
+    "end at COMMAND, so its own options are its own.\n"
+    "\n"
+    "Keep the database password off the command line: --db-file FILE,\n"
+    "$JOBQ_DB_FILE or a systemd credential (the foreman blanks a --db\n"
+    "password in its arguments, but only once it has started).\n";
 
 #define MAX_CONCURRENCY 1024
 #define MAX_BATCH 1000
@@ -261,6 +265,7 @@ static int run(int argc, char **argv) {
   default_name(&cfg, name, sizeof name);
   cfg.name = a.name != NULL ? a.name : name;
   cfg.url = cli_db_url();
+  cli_hide_db_password(); /* `ps` shows a long-running foreman's arguments */
   cfg.argv = argv + next;
   cfg.file = file;
   fflush(stdout);
