@@ -1,18 +1,20 @@
 /*
  * child.c - one process per job.  The command runs with argv only (no
- * shell), in a new session and so its own process group, with the
- * scrubbed environment plus the job's variables (env.c) and no descriptor
- * but its three standard ones.  Its stdin is a sealed memory file that
- * holds the whole payload before the process is even forked (see "the
- * payload" below); stdout is kept up to the largest result, and a job
- * that writes more is stopped at once; the tail of stderr is kept for the
- * error text.  The run is over when the process has exited and both pipes
- * are at end of file (or a second after the exit, if some escaped
- * descendant still holds them); what is left of its process group is
- * then killed.  The exit decides the outcome: 0 done with stdout as the
+ * shell), in a new session and so its own process group, in a cgroup of
+ * its own where the foreman can make one (cgroup.c), with the scrubbed
+ * environment plus the job's variables (env.c) and no descriptor but its
+ * three standard ones.  Its stdin is a sealed memory file that holds the
+ * whole payload before the process is even forked (see "the payload"
+ * below); stdout is kept up to the largest result, and a job that writes
+ * more is stopped at once; the tail of stderr is kept for the error text.
+ * The run is over when the process has exited and both pipes are at end
+ * of file (or a second after the exit, if some escaped descendant still
+ * holds them); what is left of its process group and cgroup is then
+ * killed.  The exit decides the outcome: 0 done with stdout as the
  * result, 75 retry later, anything else or a signal failed.  A timeout, a
- * cancel or a stop sends SIGTERM to the group, then SIGKILL after the
- * kill delay, and the reason decides the outcome instead.
+ * cancel or a stop sends SIGTERM to the group and the rest of the cgroup,
+ * then SIGKILL after the kill delay, and the reason decides the outcome
+ * instead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +37,7 @@ struct child {
   struct fm *fm;
   struct fm_job *job;
   uv_process_t proc;
+  struct fm_cgroup *cg;  /* its cgroup, or NULL */
   uv_pipe_t out, err;
   uv_timer_t timer;
   enum timer_use timer_use;
@@ -70,8 +73,9 @@ static void close_handle(struct child *c, uv_handle_t *h) {
   (void)c;
 }
 
+/* The job's process group and, where it has one, its whole cgroup. */
 static void kill_group(struct child *c, int sig) {
-  if (c->pid > 0) kill(-c->pid, sig);
+  if (c->pid > 0) fm_signal_job(c->cg, c->pid, sig);
 }
 
 /* ---------------------------------------------------------------- the outcome */
@@ -131,6 +135,8 @@ static void maybe_report(struct child *c) {
   job->runner = NULL;
   close_handle(c, (uv_handle_t *)&c->timer);
   close_handle(c, (uv_handle_t *)&c->proc);
+  fm_cgroup_put(fm, c->cg);
+  c->cg = NULL;
   fm_job_finished(fm, job, &out);
 }
 
@@ -144,8 +150,8 @@ static void on_out(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     fm_capture_add(&c->result, buf->base, (size_t)n);
     if (c->result.over) {
       /* Past --max-output the job has failed whatever it does next: stop
-       * reading (its next write gets SIGPIPE) and stop it now, not when
-       * it is done. */
+       * reading (its next writes fail) and stop it now, not when it is
+       * done. */
       c->out_open = 0;
       close_handle(c, (uv_handle_t *)&c->out);
       terminate(c);
@@ -234,7 +240,7 @@ static void on_child_exit(uv_process_t *p, int64_t status, int sig) {
  *     kills it;
  *   - after exec (failpoint job.spawned): the command reads its whole
  *     payload from the file, which nothing can change or cut, until the
- *     parent-death signal or the guard stops it.
+ *     parent-death signal, the guard or its cgroup's end stops it.
  *
  * No pipe is written after the fork, so there is no write for a death to
  * interrupt.  It costs a memfd_create, a write and two fcntls per job
@@ -284,8 +290,81 @@ static int payload_file(const jobq_job *job) {
 
 /* ---------------------------------------------------------------- start and stop */
 
-int fm_spawn(struct fm *fm, uv_process_t *proc, int in_fd, uv_pipe_t *in,
-             uv_pipe_t *out, uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb) {
+/*
+ * What jobs and workers are spawned as: "jobq-exec [-u UID:GID:GROUPS]
+ * PPID FILE COMMAND ARGS..." when the helper sits beside the jobq binary
+ * (as `make` builds and installs it), with "-g CGROUP" put in for each
+ * job that has a cgroup; else FILE with COMMAND ARGS... directly, with a
+ * warning.  FILE was found in PATH once, at the start, not for each job.
+ * With --user, jobs also get the user's HOME, USER and LOGNAME.
+ */
+int fm_exec_init(struct fm *fm) {
+  const struct fm_config *cfg = fm->cfg;
+  size_t n = 0;
+  while (cfg->argv[n] != NULL) n++;
+  fm->exec_argv = fm_xmalloc((n + 6) * sizeof *fm->exec_argv);
+  char self[4096];
+  size_t len = sizeof self;
+  char *helper = NULL;
+  if (uv_exepath(self, &len) == 0) {
+    char *slash = strrchr(self, '/');
+    if (slash != NULL) {
+      *slash = '\0';
+      size_t size = strlen(self) + sizeof "/jobq-exec";
+      helper = fm_xmalloc(size);
+      snprintf(helper, size, "%s/jobq-exec", self);
+      if (access(helper, X_OK) != 0) {
+        free(helper);
+        helper = NULL;
+      }
+    }
+  }
+  if (helper == NULL) {
+    if (cfg->user != NULL) {
+      fm_log("cannot run jobs as %s: no jobq-exec beside the jobq binary",
+             cfg->user->name);
+      return -1;
+    }
+    fm_log("no jobq-exec beside the jobq binary: jobs start without the "
+           "parent-death signal and without cgroups (the guard still stops "
+           "them)");
+    fm->exec_file = cfg->file;
+    memcpy(fm->exec_argv, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+    fm->exec_argc = n;
+    return 0;
+  }
+  char ppid[32];
+  snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+  size_t a = 0;
+  fm->exec_file = helper;
+  fm->exec_argv[a++] = helper;
+  if (cfg->user != NULL) {
+    fm->exec_argv[a++] = "-u";
+    fm->exec_argv[a++] = cfg->user->arg;
+    fm_env_set(&fm->env, "HOME", cfg->user->home);
+    fm_env_set(&fm->env, "USER", cfg->user->name);
+    fm_env_set(&fm->env, "LOGNAME", cfg->user->name);
+  }
+  fm->exec_argv[a++] = fm_xstrdup(ppid);
+  fm->exec_argv[a++] = (char *)cfg->file;
+  memcpy(fm->exec_argv + a, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
+  fm->exec_argc = a + n;
+  fm->exec_helper = 1;
+  fm_cgroup_init(fm);
+  return 0;
+}
+
+void fm_exec_release(struct fm *fm) {
+  if (fm->exec_helper) {
+    free(fm->exec_argv[0]);
+    free(fm->exec_argv[fm->cfg->user != NULL ? 3 : 1]);
+  }
+  free(fm->exec_argv);
+}
+
+int fm_spawn(struct fm *fm, uv_process_t *proc, struct fm_cgroup *cg, int in_fd,
+             uv_pipe_t *in, uv_pipe_t *out, uv_pipe_t *err, char **env,
+             uv_exit_cb on_exit_cb) {
   uv_stdio_container_t stdio[3];
   if (in_fd >= 0) {
     stdio[0].flags = UV_INHERIT_FD;
@@ -298,16 +377,27 @@ int fm_spawn(struct fm *fm, uv_process_t *proc, int in_fd, uv_pipe_t *in,
   stdio[1].data.stream = (uv_stream_t *)out;
   stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[2].data.stream = (uv_stream_t *)err;
+  /* "jobq-exec -g CGROUP ..." for a job with a cgroup. */
+  char **args = fm->exec_argv;
+  if (cg != NULL) {
+    args = fm_xmalloc((fm->exec_argc + 3) * sizeof *args);
+    args[0] = fm->exec_argv[0];
+    args[1] = "-g";
+    args[2] = (char *)fm_cgroup_dir(cg);
+    memcpy(args + 3, fm->exec_argv + 1, fm->exec_argc * sizeof *args);
+  }
   uv_process_options_t o;
   memset(&o, 0, sizeof o);
   o.file = fm->exec_file; /* the exec helper, or the command itself */
-  o.args = fm->exec_argv;
+  o.args = args;
   o.env = env;
   o.flags = UV_PROCESS_DETACHED; /* setsid(): its own session and group */
   o.stdio_count = 3;
   o.stdio = stdio;
   o.exit_cb = on_exit_cb;
-  return uv_spawn(fm->loop, proc, &o);
+  int rc = uv_spawn(fm->loop, proc, &o);
+  if (args != fm->exec_argv) free(args);
+  return rc;
 }
 
 int fm_child_start(struct fm *fm, struct fm_job *job) {
@@ -327,11 +417,14 @@ int fm_child_start(struct fm *fm, struct fm_job *job) {
 
   struct fm_envp env;
   fm_env_job(&fm->env, &job->job, &env);
-  int rc = fm_spawn(fm, &c->proc, in_fd, NULL, &c->out, &c->err, env.vars,
-                    on_child_exit);
+  c->cg = fm_cgroup_get(fm);
+  int rc = fm_spawn(fm, &c->proc, c->cg, in_fd, NULL, &c->out, &c->err,
+                    env.vars, on_child_exit);
   fm_envp_release(&env);
   close(in_fd); /* the child has its own */
   if (rc != 0) {
+    fm_cgroup_put(fm, c->cg);
+    c->cg = NULL;
     c->job = NULL;
     close_handle(c, (uv_handle_t *)&c->out);
     close_handle(c, (uv_handle_t *)&c->err);

@@ -180,6 +180,21 @@ void fm_env_init(struct fm_env *e, char **environ_, const char *url) {
   secrets_release(&s);
 }
 
+void fm_env_set(struct fm_env *e, const char *name, const char *value) {
+  size_t nlen = strlen(name), len = nlen + 1 + strlen(value) + 1;
+  char *var = fm_xmalloc(len);
+  snprintf(var, len, "%s=%s", name, value);
+  for (size_t i = 0; i < e->n; i++)
+    if (strncmp(e->vars[i], name, nlen) == 0 && e->vars[i][nlen] == '=') {
+      free(e->vars[i]);
+      e->vars[i] = var;
+      return;
+    }
+  e->vars = fm_xrealloc(e->vars, (e->n + 2) * sizeof *e->vars);
+  e->vars[e->n++] = var;
+  e->vars[e->n] = NULL;
+}
+
 void fm_env_release(struct fm_env *e) {
   for (size_t i = 0; i < e->n; i++) free(e->vars[i]);
   free(e->vars);

@@ -105,6 +105,8 @@ struct fm_env {
 };
 void fm_env_init(struct fm_env *e, char **environ_, const char *url);
 void fm_env_release(struct fm_env *e);
+/* Sets NAME=value in the base (replacing NAME if it is there). */
+void fm_env_set(struct fm_env *e, const char *name, const char *value);
 /* An environment for execve: vars is NULL-terminated; the base's strings
  * are borrowed, owned[] are this one's own. */
 struct fm_envp {
@@ -357,14 +359,47 @@ void fm_guard_watch(struct fm *fm, int pid);
 void fm_guard_forget(struct fm *fm, int pid);
 void fm_guard_close(struct fm *fm);
 
+/* ---------------------------------------------------------------- cgroup.c */
+
+struct fm_cgroup;
+struct fm_cgroups;
+/* Finds the foreman's cgroup and makes the directory for its jobs'; when
+ * it cannot, logs why and jobs run without (fm->cgroups NULL). */
+void fm_cgroup_init(struct fm *fm);
+/* The directory of the jobs' cgroups (for the guard), or NULL. */
+const char *fm_cgroup_root(const struct fm *fm);
+/* An empty cgroup for a job or worker, or NULL (no cgroups, or none could
+ * be made); give it back with fm_cgroup_put once the job's process has
+ * exited: whatever is left in it is killed. */
+struct fm_cgroup *fm_cgroup_get(struct fm *fm);
+void fm_cgroup_put(struct fm *fm, struct fm_cgroup *c);
+/* Its directory. */
+const char *fm_cgroup_dir(const struct fm_cgroup *c);
+/* Sends sig to the process group pgid and to every other process of the
+ * cgroup c (when not NULL): SIGKILL through cgroup.kill. */
+void fm_signal_job(struct fm_cgroup *c, int pgid, int sig);
+/* Kills what is left in the jobs' cgroups, waits (up to 2s) for them to
+ * empty and removes them. */
+void fm_cgroup_close(struct fm *fm);
+/* The guard's: kills every process under root, waits (up to 2s) for them
+ * to go and removes root and the cgroups in it. */
+void fm_cgroup_kill_tree(const char *root);
+
 /* ---------------------------------------------------------------- child.c */
 
-/* Spawns the command (through the exec helper) in a new session, with
- * the environment env, in_fd as its stdin (or, when in_fd is -1, the new
- * pipe in) and two new pipes on its stdout and stderr (initialised by the
- * caller); what uv_spawn returns.  in_fd stays the caller's to close. */
-int fm_spawn(struct fm *fm, uv_process_t *proc, int in_fd, uv_pipe_t *in,
-             uv_pipe_t *out, uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb);
+/* What jobs and workers are spawned as (the exec helper and its
+ * arguments; see child.c); 0, or -1 after a message when jobs cannot run
+ * as configured (--user without the helper). */
+int fm_exec_init(struct fm *fm);
+void fm_exec_release(struct fm *fm);
+/* Spawns the command (through the exec helper) in a new session and the
+ * cgroup cg (when not NULL), with the environment env, in_fd as its stdin
+ * (or, when in_fd is -1, the new pipe in) and two new pipes on its stdout
+ * and stderr (initialised by the caller); what uv_spawn returns.  in_fd
+ * stays the caller's to close. */
+int fm_spawn(struct fm *fm, uv_process_t *proc, struct fm_cgroup *cg, int in_fd,
+             uv_pipe_t *in, uv_pipe_t *out, uv_pipe_t *err, char **env,
+             uv_exit_cb on_exit_cb);
 
 /* Runs job as a new process (one per job); 0, or a negative libuv error
  * after a message (the job was not started). */
@@ -411,9 +446,11 @@ struct fm {
   struct fm_workers *workers;      /* persistent mode */
   const char *exec_file;           /* what is spawned: the helper, or the
                                       command's file without it */
-  char **exec_argv;                /* jobq-exec PPID FILE COMMAND ARGS...,
-                                      or COMMAND ARGS... without it */
+  char **exec_argv;                /* jobq-exec [-u USER] PPID FILE COMMAND
+                                      ARGS..., or COMMAND ARGS... without it */
+  size_t exec_argc;
   int exec_helper;
+  struct fm_cgroups *cgroups;      /* NULL: jobs run without cgroups */
   struct fm_watch *watch;
 
   uint64_t gen;                    /* the current session's generation */

@@ -47,6 +47,7 @@ struct worker {
   /* One set of handles per process; set up again for each restart once
    * all are closed. */
   uv_process_t proc;
+  struct fm_cgroup *cg;         /* its cgroup, or NULL */
   uv_pipe_t in, out, err;
   uv_timer_t timer;
   enum timer_use timer_use;
@@ -81,8 +82,9 @@ static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
   *buf = uv_buf_init(read_buf, sizeof read_buf);
 }
 
+/* The worker's process group and, where it has one, its whole cgroup. */
 static void kill_group(struct worker *w, int sig) {
-  if (w->pid > 0 && !w->exited) kill(-w->pid, sig);
+  if (w->pid > 0 && !w->exited) fm_signal_job(w->cg, w->pid, sig);
 }
 
 static void spawn(struct worker *w);
@@ -433,6 +435,8 @@ static void on_timer(uv_timer_t *t) {
 static void on_worker_exit(uv_process_t *p, int64_t status, int sig) {
   struct worker *w = p->data;
   kill_group(w, SIGKILL); /* what it left running */
+  fm_cgroup_put(w->fm, w->cg);
+  w->cg = NULL;
   w->exited = 1;
   w->status = status;
   w->sig = sig;
@@ -468,10 +472,13 @@ static void spawn(struct worker *w) {
 
   struct fm_envp env;
   fm_env_worker(&fm->env, w->index, &env);
-  int rc = fm_spawn(fm, &w->proc, -1, &w->in, &w->out, &w->err, env.vars,
-                    on_worker_exit);
+  w->cg = fm_cgroup_get(fm);
+  int rc = fm_spawn(fm, &w->proc, w->cg, -1, &w->in, &w->out, &w->err,
+                    env.vars, on_worker_exit);
   fm_envp_release(&env);
   if (rc != 0) {
+    fm_cgroup_put(fm, w->cg);
+    w->cg = NULL;
     fm_log("cannot start worker %d: %s", w->index, uv_strerror(rc));
     close_handle((uv_handle_t *)&w->in);
     close_handle((uv_handle_t *)&w->out);
