@@ -350,7 +350,7 @@ int fm_exec_init(struct fm *fm) {
   memcpy(fm->exec_argv + a, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
   fm->exec_argc = a + n;
   fm->exec_helper = 1;
-  fm_cgroup_init(fm);
+  if (!cfg->no_cgroups) fm_cgroup_init(fm);
   return 0;
 }
 

@@ -58,6 +58,7 @@ struct fm_config {
                                   when it has a '/') */
   const struct fm_user *user;  /* run jobs as this user (the foreman is
                                   root), or NULL: as the foreman's */
+  int no_cgroups;              /* never give jobs cgroups of their own */
 };
 
 /*

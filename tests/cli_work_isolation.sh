@@ -273,6 +273,17 @@ t_daemonizing_job_is_stopped_with_its_job() {
   # Nothing is left behind: the guard removed the killed foreman's cgroups.
   wait_until 3 "[[ -z \$(ls -d '$CG'/jobq-* 2>/dev/null) ]]" ||
     fail "cgroups were left behind: $(ls -d "$CG"/jobq-* 2>/dev/null)"
+  # A job's cgroup is its own, and with --no-cgroups the foreman's.
+  run put where
+  in_cgroup where --until-empty -- sh -c 'sed -n "s/^0:://p" /proc/self/cgroup >"$DIR/where"'
+  wait_exit "$W_PID" 30 || fail "the foreman did not finish"
+  [[ $(cat "$D/where") == "${CG#"$(own_cgroup_dir)"}"/jobq-*/[0-9]* ]] ||
+    fail "the job ran in $(cat "$D/where"), not a cgroup of its own below ${CG#"$(own_cgroup_dir)"}"
+  run put where
+  in_cgroup nocg --no-cgroups --until-empty -- sh -c 'sed -n "s/^0:://p" /proc/self/cgroup >"$DIR/where"'
+  wait_exit "$W_PID" 30 || fail "the foreman did not finish"
+  [[ $(cat "$D/where") == "${CG#"$(own_cgroup_dir)"}" ]] ||
+    fail "with --no-cgroups the job ran in $(cat "$D/where")"
 }
 
 t_persistent_worker_daemons_go_with_it() {
