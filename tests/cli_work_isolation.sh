@@ -299,9 +299,11 @@ EOF
   in_cgroup worker --persistent -c 1 --timeout 500ms --kill-after 200ms -- "$D/worker.sh"
   wait_until 10 "JOBQ_DB=sqlite:$DB $JOBQ show 1 --json | grep -q '\"state\":\"dead\"'" ||
     fail "the job did not time out"
-  expect_daemons_gone "its worker's timeout"
+  local first
+  first=$(head -1 "$D/daemons")
+  wait_until 3 "! alive $first" || fail "the daemon of a worker ($first) outlived its job's timeout"
   # The worker started in its place left one too: it goes at the stop.
-  wait_until 10 "[[ -s '$D/daemons' ]]" || fail "no new worker started"
+  wait_until 10 "[[ \$(wc -l <'$D/daemons') -ge 2 ]]" || fail "no new worker started"
   kill -TERM "$W_PID"
   wait_exit "$W_PID" 10 || fail "the foreman did not stop"
   expect_daemons_gone "a stop"
