@@ -154,8 +154,9 @@ int cli_db_named(void) {
       (env != NULL && env[0] != '\0') || (file != NULL && file[0] != '\0'))
     return 1;
   char *cred = credential_path();
+  int named = cred != NULL;
   free(cred);
-  return cred != NULL;
+  return named;
 }
 
 void cli_hide_db_password(void) {

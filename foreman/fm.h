@@ -363,8 +363,9 @@ void fm_guard_close(struct fm *fm);
 
 struct fm_cgroup;
 struct fm_cgroups;
-/* Finds the foreman's cgroup and makes the directory for its jobs'; when
- * it cannot, logs why and jobs run without (fm->cgroups NULL). */
+/* Finds the foreman's cgroup and makes in it the directory of its jobs'
+ * cgroups; when it cannot, logs why, and jobs run without (fm->cgroups
+ * stays NULL). */
 void fm_cgroup_init(struct fm *fm);
 /* The directory of the jobs' cgroups (for the guard), or NULL. */
 const char *fm_cgroup_root(const struct fm *fm);

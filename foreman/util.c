@@ -155,10 +155,10 @@ const char *fm_quote(char *buf, const void *data, size_t len) {
  * job's start should not pay for a getenv(). */
 void fm_failpoint(const char *name) {
   static const char *spec;
-  static int read;
-  if (!read) {
+  static int looked;
+  if (!looked) {
     spec = getenv("JOBQ_FAILPOINT");
-    read = 1;
+    looked = 1;
   }
   if (spec == NULL || *spec == '\0') return;
   size_t nlen = strlen(name);
