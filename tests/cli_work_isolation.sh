@@ -153,7 +153,7 @@ t_jobs_run_as_another_user() {
   grep -q "only a foreman run as root can run jobs as another user" "$D/err" || fail "message: $(cat "$D/err")"
 }
 
-# The issue as a user met it: a password of reserved characters,
+# As a user met it: a password of reserved characters,
 # percent-encoded in the URL, and the same password decoded (or encoded
 # another way) in other variables of the foreman's environment.
 t_password_in_every_form_is_scrubbed() {
@@ -213,8 +213,19 @@ cgroup_parent() {
   return 0
 }
 CG_DIRS=()
+
+# remove_cgroup DIR: removes the test's cgroup once the processes in it
+# (a killed foreman's guard may still be at work) are gone.
+remove_cgroup() {
+  local i
+  for i in $(seq 1 100); do
+    grep -q "populated 1" "$1/cgroup.events" 2>/dev/null || break
+    sleep 0.05
+  done
+  find "$1" -depth -type d -exec rmdir {} + 2>/dev/null
+}
 trap 'for p in "${W_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-      for c in "${CG_DIRS[@]}"; do rmdir "$c"/*/*/ "$c"/*/ "$c" 2>/dev/null; done
+      for c in "${CG_DIRS[@]}"; do remove_cgroup "$c"; done
       [[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
 
 # in_cgroup ARGS...: `jobq work ARGS` started in the cgroup $CG, in the
