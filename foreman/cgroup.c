@@ -118,7 +118,7 @@ static char *own_cgroup(char *buf, size_t size, char *why, size_t whysize) {
   path += 3;
   FILE *f = fopen("/proc/self/mountinfo", "re");
   if (f == NULL) {
-    snprintf(why, whysize, "cannot read /proc/self/mountinfo: %s", strerror(errno));
+    snprintf(why, whysize, "cannot read /proc/self/mountinfo: %s", fm_strerror(errno));
     return NULL;
   }
   int found = 0;
@@ -174,7 +174,7 @@ void fm_cgroup_init(struct fm *fm) {
     fm_log("jobs run without a cgroup of their own (cannot write the foreman's "
            "cgroup %s: %s; run as root, or under systemd with Delegate=yes): "
            "stopping a job stops its process group only",
-           own, strerror(e));
+           own, fm_strerror(e));
     return;
   }
   struct fm_cgroups *cg = fm_xmalloc(sizeof *cg);
@@ -214,7 +214,7 @@ struct fm_cgroup *fm_cgroup_get(struct fm *fm) {
   if (fd < 0) {
     if (!cgs->warned)
       fm_log("cannot make a cgroup for a job (%s: %s): it runs without one",
-             dir, strerror(errno));
+             dir, fm_strerror(errno));
     cgs->warned = 1;
     return NULL;
   }
@@ -283,13 +283,13 @@ void fm_cgroup_close(struct fm *fm) {
     struct fm_cgroup *next = c->all;
     close(c->events);
     if (rmdir(c->dir) != 0)
-      fm_log("cannot remove the cgroup %s: %s", c->dir, strerror(errno));
+      fm_log("cannot remove the cgroup %s: %s", c->dir, fm_strerror(errno));
     free(c->dir);
     free(c);
     c = next;
   }
   if (rmdir(cgs->root) != 0)
-    fm_log("cannot remove the cgroup %s: %s", cgs->root, strerror(errno));
+    fm_log("cannot remove the cgroup %s: %s", cgs->root, fm_strerror(errno));
   free(cgs->root);
   free(cgs);
   fm->cgroups = NULL;

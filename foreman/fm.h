@@ -33,6 +33,8 @@ int64_t fm_now_ms(void);
 int64_t fm_jitter(int64_t ms, int pct);
 /* Prints "jobq work: MESSAGE" and a newline on stderr, in one write. */
 void fm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* errno's text in lower case, as messages have it ("permission denied"). */
+const char *fm_strerror(int err);
 /* Whether log lines start with the time (UTC, milliseconds) and the pid
  * (--log-times); set before anything is logged. */
 void fm_log_times(int on);

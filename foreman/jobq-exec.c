@@ -44,6 +44,14 @@
 
 #define MAX_GROUPS 1024
 
+/* errno's text in lower case, as jobq's messages have it. */
+static const char *errtext(int e) {
+  static char buf[128];
+  snprintf(buf, sizeof buf, "%s", strerror(e));
+  if (buf[0] >= 'A' && buf[0] <= 'Z') buf[0] = (char)(buf[0] - 'A' + 'a');
+  return buf;
+}
+
 static int usage(void) {
   fputs("usage: jobq-exec [-g CGROUP] [-u UID:GID:GID,...] PPID FILE ARG0 "
         "[ARGS...] (started by jobq work)\n",
@@ -58,7 +66,7 @@ static int join_cgroup(const char *dir) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0 || write(fd, "0", 1) != 1) {
     fprintf(stderr, "jobq work: cannot join the job's cgroup '%s': %s\n", dir,
-            strerror(errno));
+            errtext(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -83,7 +91,7 @@ static int become(const char *spec) {
   if (setgroups(n, groups) != 0 || setgid((gid_t)gid) != 0 ||
       setuid((uid_t)uid) != 0) {
     fprintf(stderr, "jobq work: cannot run the job as user %lu: %s\n", uid,
-            strerror(errno));
+            errtext(errno));
     return -2;
   }
   return 0;
@@ -113,6 +121,6 @@ int main(int argc, char **argv) {
     return 1; /* the foreman is already gone */
   execv(argv[i + 1], argv + i + 2);
   int e = errno;
-  fprintf(stderr, "jobq work: cannot run '%s': %s\n", argv[i + 1], strerror(e));
+  fprintf(stderr, "jobq work: cannot run '%s': %s\n", argv[i + 1], errtext(e));
   return e == ENOENT ? 127 : 126;
 }

@@ -33,7 +33,7 @@ int fm_user_lookup(const char *name, struct fm_user *u, char *why,
   }
   if (pw == NULL) {
     if (errno != 0)
-      snprintf(why, whysize, "cannot look it up: %s", strerror(errno));
+      snprintf(why, whysize, "cannot look it up: %s", fm_strerror(errno));
     else
       snprintf(why, whysize, "no such user");
     return -1;

@@ -181,3 +181,7 @@ void fm_failpoint(const char *name) {
     if (*p == ',') p++;
   }
 }
+
+const char *fm_strerror(int err) {
+  return uv_strerror(uv_translate_sys_error(err));
+}
