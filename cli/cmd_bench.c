@@ -269,15 +269,16 @@ static int run(int argc, char **argv) {
   }
 
   /* A bare `jobq bench` never touches the user's jobq.db. */
-  const char *env = getenv("JOBQ_DB");
   char temp_url[PATH_MAX + 16];
-  int temporary = cli_global.db == NULL && (env == NULL || env[0] == '\0');
+  int temporary = !cli_db_named();
   if (temporary) {
     snprintf(temp_url, sizeof temp_url, "sqlite:%s/bench.db", cfg.dir);
     cli_global.db = temp_url;
     cfg.child_db = temp_url;
   } else {
-    cfg.child_db = cli_global.db;  /* NULL: the children inherit $JOBQ_DB */
+    /* NULL: the children find it in the environment as this one did. */
+    cfg.child_db = cli_global.db != NULL || cli_global.db_file != NULL ? cli_db_url()
+                                                                      : NULL;
   }
   cfg.url = cli_db_url();
   cfg.shown = jobq_url_redact(cfg.url);

@@ -147,6 +147,7 @@ static int run(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
   o.token = token;
+  cli_hide_db_password(); /* `ps` shows a long-running server's arguments */
   jobq *db;
   if ((rc = cli_open(&db)) == 0) {
     rc = web_run(&o, db) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;

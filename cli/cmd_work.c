@@ -30,7 +30,11 @@ static const char usage[] =
     "\n"
     "SIGTERM or SIGINT stops gracefully: claimed jobs go back at once, running\n"
     "ones get --grace to finish; a second signal stops them at once.  Options\n"
-    "end at COMMAND, so its own options are its own.\n";
+    "end at COMMAND, so its own options are its own.\n"
+    "\n"
+    "Keep the database password off the command line: --db-file FILE,\n"
+    "$JOBQ_DB_FILE or a systemd credential (the foreman blanks a --db\n"
+    "password in its arguments, but only once it has started).\n";
 
 #define MAX_CONCURRENCY 1024
 #define MAX_BATCH 1000
@@ -40,8 +44,8 @@ static const char usage[] =
 struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
-  const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format;
-  int persistent, until_empty, verbose, log_times;
+  const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format, *user;
+  int persistent, until_empty, verbose, log_times, no_cgroups;
 };
 
 /* The number of CPUs, the default concurrency. */
@@ -121,6 +125,33 @@ static int duration(const char *what, const char *text, int64_t min,
   return cli_parse_duration(what, text, min, max, out);
 }
 
+/* --user USER: whom jobs run as, when not the foreman's user; 0 or 2
+ * after a message.  *user is filled (fm_user_release) when jobs change
+ * user. */
+static int check_user(const char *name, struct fm_user *user, int *change) {
+  char shown[CLI_QUOTE_BUF], why[256];
+  *change = 0;
+  if (name == NULL) return 0;
+  if (fm_user_lookup(name, user, why, sizeof why) != 0) {
+    cli_error("invalid --user '%s': %s: expected a user name or id",
+              cli_quote(shown, name), why);
+    return CLI_EXIT_USAGE;
+  }
+  if (user->uid == geteuid()) {
+    fm_user_release(user); /* already that user */
+    return 0;
+  }
+  if (geteuid() != 0) {
+    cli_error("invalid --user '%s': only a foreman run as root can run jobs as "
+              "another user",
+              cli_quote(shown, name));
+    fm_user_release(user);
+    return CLI_EXIT_USAGE;
+  }
+  *change = 1;
+  return 0;
+}
+
 /* Checks every option and fills cfg; 0 or 2 after a message. */
 static int check(const struct work_args *a, struct fm_config *cfg) {
   for (size_t i = 0; i < a->queues.n; i++)
@@ -174,6 +205,7 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
     return CLI_EXIT_USAGE;
   }
   cfg->persistent = a->persistent;
+  cfg->no_cgroups = a->no_cgroups;
   cfg->until_empty = a->until_empty;
   cfg->verbose = a->verbose;
   cfg->log_times = a->log_times;
@@ -197,7 +229,7 @@ static void default_name(const struct fm_config *cfg, char *buf, size_t size) {
 
 static int run(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--internal-guard") == 0)
-    return fm_guard_main();
+    return fm_guard_main(argc >= 3 ? argv[2] : NULL);
   struct work_args a;
   memset(&a, 0, sizeof a);
   const struct cli_option opts[] = {
@@ -230,10 +262,18 @@ static int run(int argc, char **argv) {
                  "to 1s (default 2ms)"),
       CLI_STRING(0, "max-output", &a.max_output, "SIZE",
                  "the largest result (stdout) of a job, like 64KiB (default: "
-                 "the max payload, 1MiB)"),
+                 "the max payload, 1MiB); a job that writes more is stopped "
+                 "and fails"),
       CLI_STRING(0, "name", &a.name, "NAME",
                  "the session's name in 'jobq sessions' (default: work and "
                  "the queues)"),
+      CLI_STRING(0, "user", &a.user, "USER",
+                 "run jobs as USER, with its groups (the foreman runs as "
+                 "root)"),
+      CLI_FLAG(0, "no-cgroups", &a.no_cgroups,
+               "run jobs without a cgroup of their own: a start up to a few "
+               "ms sooner, but a job that leaves its process group is not "
+               "stopped with it"),
       CLI_FLAG(0, "persistent", &a.persistent,
                "run CONCURRENCY long-lived workers fed over the line protocol"),
       CLI_FLAG(0, "until-empty", &a.until_empty,
@@ -261,20 +301,27 @@ static int run(int argc, char **argv) {
               "COMMAND [ARGS...]");
     rc = CLI_EXIT_USAGE;
   }
+  struct fm_user user;
+  int change_user = 0;
+  if (rc == 0) rc = check_user(a.user, &user, &change_user);
   char *file = NULL;
   if (rc == 0) rc = find_command(argv[next], &file);
   if (rc != 0) {
+    if (change_user) fm_user_release(&user);
     free(a.queues.items);
     return rc;
   }
+  cfg.user = change_user ? &user : NULL;
   char name[128];
   default_name(&cfg, name, sizeof name);
   cfg.name = a.name != NULL ? a.name : name;
   cfg.url = cli_db_url();
+  cli_hide_db_password(); /* `ps` shows a long-running foreman's arguments */
   cfg.argv = argv + next;
   cfg.file = file;
   fflush(stdout);
   rc = fm_run(&cfg);
+  if (change_user) fm_user_release(&user);
   free(file);
   free(a.queues.items);
   return rc;

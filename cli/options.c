@@ -1,8 +1,8 @@
 /*
  * options.c - the one option parser of the jobq program.  Each command
- * hands in its table of options; the global options (--db, --json,
- * --max-payload, --help, --version) are looked up after it, so they work
- * before the command name (cli_parse_global) and after it.  Unknown names
+ * hands in its table of options; the global options (--db, --db-file,
+ * --json, --max-payload, --help, --version) are looked up after it, so
+ * they work before the command name (cli_parse_global) and after it.  Unknown names
  * get a "did you mean" from the closest known one.  The value parsers at
  * the end turn option text into numbers, durations and times with
  * messages that name the option and say what was expected.
@@ -22,7 +22,12 @@ static int help_flag, version_flag;
 
 static const struct cli_option global_options[] = {
     CLI_STRING(0, "db", &cli_global.db, "URL",
-               "the queue database (default: $JOBQ_DB, else sqlite:jobq.db)"),
+               "the queue database (default: --db-file, $JOBQ_DB, "
+               "$JOBQ_DB_FILE, the systemd credential jobq-db, else "
+               "sqlite:jobq.db)"),
+    CLI_STRING(0, "db-file", &cli_global.db_file, "FILE",
+               "the queue database's URL on the first line of FILE, so that "
+               "no password is on the command line"),
     CLI_FLAG(0, "json", &cli_global.json, "print data as one JSON document"),
     CLI_STRING(0, "max-payload", &cli_global.max_payload, "SIZE",
                "the largest payload to accept, like 4MiB (default 1MiB)"),

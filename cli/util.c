@@ -1,9 +1,10 @@
 /*
  * util.c - the pieces every jobq command shares besides options and
  * output: the global settings, one-line messages on stderr, exit statuses
- * and how library errors map to them, opening the database named by --db
- * or $JOBQ_DB, reading outside input within a bound, and allocation that
- * stops the program when memory runs out (like git's xmalloc).
+ * and how library errors map to them, finding the database URL (--db,
+ * --db-file, $JOBQ_DB, a systemd credential) and opening it, reading
+ * outside input within a bound, and allocation that stops the program
+ * when memory runs out (like git's xmalloc).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "output.h"
@@ -82,11 +84,96 @@ int cli_lib_error(jobq *db, int rc) {
   return cli_exit_code(rc);
 }
 
+#define URL_FILE_MAX (64 * 1024)
+
+/* The URL on the first line of the file path (what names it), without
+ * its line end and trailing blanks; stops the program when there is
+ * none. */
+static char *url_from_file(const char *what, const char *path) {
+  char shown[CLI_QUOTE_BUF];
+  FILE *f = fopen(path, "re");
+  char *data = NULL;
+  size_t len = 0;
+  int rc = f != NULL ? cli_read_all(f, URL_FILE_MAX, &data, &len) : -1;
+  int e = errno;
+  if (f != NULL) fclose(f);
+  if (rc < 0) {
+    cli_error("cannot read %s '%s': %s", what, cli_quote(shown, path), cli_strerror(e));
+    exit(CLI_EXIT_USAGE);
+  }
+  size_t end = rc == 0 ? strcspn(data, "\r\n") : 0;
+  while (end > 0 && isspace((unsigned char)data[end - 1])) end--;
+  if (end == 0 || memchr(data, '\0', end) != NULL) {
+    cli_error("invalid %s '%s': expected a database URL on its first line", what,
+              cli_quote(shown, path));
+    exit(CLI_EXIT_USAGE);
+  }
+  data[end] = '\0';
+  return data;
+}
+
+/* $CREDENTIALS_DIRECTORY/jobq-db when systemd passed that credential. */
+static char *credential_path(void) {
+  const char *dir = getenv("CREDENTIALS_DIRECTORY");
+  if (dir == NULL || dir[0] == '\0') return NULL;
+  size_t size = strlen(dir) + sizeof "/jobq-db";
+  char *path = cli_xmalloc(size);
+  snprintf(path, size, "%s/jobq-db", dir);
+  if (access(path, F_OK) == 0) return path;
+  free(path);
+  return NULL;
+}
+
 const char *cli_db_url(void) {
+  static char *from_file;
+  if (cli_global.db != NULL && cli_global.db_file != NULL) {
+    cli_error("--db and --db-file both name the database: expected one of them");
+    exit(CLI_EXIT_USAGE);
+  }
   if (cli_global.db != NULL) return cli_global.db;
+  if (from_file != NULL) return from_file;
+  if (cli_global.db_file != NULL)
+    return from_file = url_from_file("--db-file", cli_global.db_file);
   const char *env = getenv("JOBQ_DB");
   if (env != NULL && env[0] != '\0') return env;
+  env = getenv("JOBQ_DB_FILE");
+  if (env != NULL && env[0] != '\0')
+    return from_file = url_from_file("$JOBQ_DB_FILE", env);
+  char *cred = credential_path();
+  if (cred != NULL) {
+    from_file = url_from_file("the systemd credential", cred);
+    free(cred);
+    return from_file;
+  }
   return "sqlite:jobq.db";
+}
+
+int cli_db_named(void) {
+  const char *env = getenv("JOBQ_DB"), *file = getenv("JOBQ_DB_FILE");
+  if (cli_global.db != NULL || cli_global.db_file != NULL ||
+      (env != NULL && env[0] != '\0') || (file != NULL && file[0] != '\0'))
+    return 1;
+  char *cred = credential_path();
+  int named = cred != NULL;
+  free(cred);
+  return named;
+}
+
+void cli_hide_db_password(void) {
+  char *arg = (char *)cli_global.db;
+  if (arg == NULL) return;
+  char *red = jobq_url_redact(arg);
+  if (red == NULL) cli_oom();
+  if (strcmp(red, arg) != 0) {
+    /* The URL lives on in a copy; the argument, in this process's memory
+     * where /proc/PID/cmdline reads it, becomes the redacted URL, cut to
+     * the argument's length and padded with NULs. */
+    cli_global.db = cli_xstrdup(arg);
+    size_t len = strlen(arg), rlen = strlen(red);
+    memcpy(arg, red, rlen < len ? rlen : len);
+    if (rlen < len) memset(arg + rlen, 0, len - rlen);
+  }
+  free(red);
 }
 
 int cli_check_max_payload(void) {

@@ -23,7 +23,8 @@ enum {
 
 /* The global options, wherever they were given on the command line. */
 struct cli_global {
-  const char *db;           /* --db; NULL: $JOBQ_DB, else sqlite:jobq.db */
+  const char *db;           /* --db; NULL: see cli_db_url() */
+  const char *db_file;      /* --db-file */
   int json;                 /* --json */
   const char *max_payload;  /* --max-payload, as given */
 };
@@ -48,8 +49,22 @@ int cli_worst(int a, int b);
 /* Prints jobq_errmsg(db) as a message and returns cli_exit_code(rc). */
 int cli_lib_error(jobq *db, int rc);
 
-/* The database URL the global options and the environment name. */
+/*
+ * The database URL the global options and the environment name: --db,
+ * else the first line of --db-file, else $JOBQ_DB, else the first line of
+ * $JOBQ_DB_FILE, else the systemd credential jobq-db
+ * ($CREDENTIALS_DIRECTORY/jobq-db), else sqlite:jobq.db.  A file that
+ * cannot be read or holds no URL, or both --db and --db-file, stop the
+ * program with a message and exit status 2.
+ */
 const char *cli_db_url(void);
+/* Whether anything names the database (else it is sqlite:jobq.db). */
+int cli_db_named(void);
+/* Takes the password of --db URL out of the program's arguments, where
+ * every user's `ps` shows them (the URL itself stays known to
+ * cli_db_url()).  For a long-running command: call after its options are
+ * parsed. */
+void cli_hide_db_password(void);
 /* Checks --max-payload; 0 or 2 after a message.  Commands that read a
  * payload call this before reading; cli_open() calls it too. */
 int cli_check_max_payload(void);

@@ -59,6 +59,8 @@ struct fm_log_job {
   size_t error_len;
 };
 void fm_log_job(const struct fm_log_job *j);
+/* errno's text in lower case, as messages have it ("permission denied"). */
+const char *fm_strerror(int err);
 #define FM_DUR_BUF 32
 /* "250ms", "1.5s", "2m30s": a duration for messages. */
 const char *fm_fmt_ms(char *buf, int64_t ms);
@@ -74,6 +76,18 @@ char *fm_xstrdup(const char *s);
  * bytes over 0x7e shown as \xHH.  buf needs FM_QUOTE_BUF bytes. */
 #define FM_QUOTE_BUF 300
 const char *fm_quote(char *buf, const void *data, size_t len);
+/*
+ * A named place where JOBQ_FAILPOINT may stop or slow the foreman, so
+ * that a test can kill it at an exact point: the library's grammar
+ * (lib/failpoint.c), "NAME=ACTION[,NAME=ACTION...]", with the actions
+ * kill (SIGKILL, as a crash would) and sleep:MS.  The foreman's places:
+ *
+ *   job.payload   (one process per job) half of a job's payload put
+ *                 where its stdin will read it, the command not started
+ *   job.spawned   a job's process started, before anything else is done
+ *                 for it
+ */
+void fm_failpoint(const char *name);
 
 /* ---------------------------------------------------------------- capture.c */
 
@@ -116,6 +130,8 @@ struct fm_env {
 };
 void fm_env_init(struct fm_env *e, char **environ_, const char *url);
 void fm_env_release(struct fm_env *e);
+/* Sets NAME=value in the base (replacing NAME if it is there). */
+void fm_env_set(struct fm_env *e, const char *name, const char *value);
 /* An environment for execve: vars is NULL-terminated; the base's strings
  * are borrowed, owned[] are this one's own. */
 struct fm_envp {
@@ -134,8 +150,10 @@ void fm_env_job(const struct fm_env *e, const jobq_job *job,
 void fm_env_worker(const struct fm_env *e, int index, struct fm_envp *out);
 void fm_envp_release(struct fm_envp *p);
 /* Whether the variable NAME=VALUE would let a job reach the queue database
- * at url (exposed for the tests). */
-int fm_env_is_secret(const char *var, const char *url);
+ * at url, given the foreman's environment environ_ (which may hold its
+ * password in PGPASSWORD or MYSQL_PWD; may be NULL).  Exposed for the
+ * tests. */
+int fm_env_is_secret(const char *var, const char *url, char **environ_);
 
 /* ---------------------------------------------------------------- proto.c */
 
@@ -366,13 +384,48 @@ void fm_guard_watch(struct fm *fm, int pid);
 void fm_guard_forget(struct fm *fm, int pid);
 void fm_guard_close(struct fm *fm);
 
+/* ---------------------------------------------------------------- cgroup.c */
+
+struct fm_cgroup;
+struct fm_cgroups;
+/* Finds the foreman's cgroup and makes in it the directory of its jobs'
+ * cgroups; when it cannot, logs why, and jobs run without (fm->cgroups
+ * stays NULL). */
+void fm_cgroup_init(struct fm *fm);
+/* The directory of the jobs' cgroups (for the guard), or NULL. */
+const char *fm_cgroup_root(const struct fm *fm);
+/* An empty cgroup for a job or worker, or NULL (no cgroups, or none could
+ * be made); give it back with fm_cgroup_put once the job's process has
+ * exited: whatever is left in it is killed. */
+struct fm_cgroup *fm_cgroup_get(struct fm *fm);
+void fm_cgroup_put(struct fm *fm, struct fm_cgroup *c);
+/* Its directory. */
+const char *fm_cgroup_dir(const struct fm_cgroup *c);
+/* Sends sig to the process group pgid and to every other process of the
+ * cgroup c (when not NULL): SIGKILL through cgroup.kill. */
+void fm_signal_job(struct fm_cgroup *c, int pgid, int sig);
+/* Kills what is left in the jobs' cgroups, waits (up to 2s) for them to
+ * empty and removes them. */
+void fm_cgroup_close(struct fm *fm);
+/* The guard's: kills every process under root, waits (up to 2s) for them
+ * to go and removes root and the cgroups in it. */
+void fm_cgroup_kill_tree(const char *root);
+
 /* ---------------------------------------------------------------- child.c */
 
-/* Spawns the command (through the exec helper) in a new session, with
- * the environment env and three new pipes on its stdin, stdout and stderr
- * (initialised by the caller); what uv_spawn returns. */
-int fm_spawn(struct fm *fm, uv_process_t *proc, uv_pipe_t *in, uv_pipe_t *out,
-             uv_pipe_t *err, char **env, uv_exit_cb on_exit_cb);
+/* What jobs and workers are spawned as (the exec helper and its
+ * arguments; see child.c); 0, or -1 after a message when jobs cannot run
+ * as configured (--user without the helper). */
+int fm_exec_init(struct fm *fm);
+void fm_exec_release(struct fm *fm);
+/* Spawns the command (through the exec helper) in a new session and the
+ * cgroup cg (when not NULL), with the environment env, in_fd as its stdin
+ * (or, when in_fd is -1, the new pipe in) and two new pipes on its stdout
+ * and stderr (initialised by the caller); what uv_spawn returns.  in_fd
+ * stays the caller's to close. */
+int fm_spawn(struct fm *fm, uv_process_t *proc, struct fm_cgroup *cg, int in_fd,
+             uv_pipe_t *in, uv_pipe_t *out, uv_pipe_t *err, char **env,
+             uv_exit_cb on_exit_cb);
 
 /* Runs job as a new process (one per job); 0, or a negative libuv error
  * after a message (the job was not started). */
@@ -419,9 +472,11 @@ struct fm {
   struct fm_workers *workers;      /* persistent mode */
   const char *exec_file;           /* what is spawned: the helper, or the
                                       command's file without it */
-  char **exec_argv;                /* jobq-exec PPID FILE COMMAND ARGS...,
-                                      or COMMAND ARGS... without it */
+  char **exec_argv;                /* jobq-exec [-u USER] PPID FILE COMMAND
+                                      ARGS..., or COMMAND ARGS... without it */
+  size_t exec_argc;
   int exec_helper;
+  struct fm_cgroups *cgroups;      /* NULL: jobs run without cgroups */
   struct fm_watch *watch;
 
   uint64_t gen;                    /* the current session's generation */

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "fm.h"
@@ -723,6 +724,7 @@ static void finish(struct fm *fm) {
   fm_notify_close(fm);
   fm_acker_close(fm);
   fm_workers_close(fm);
+  fm_cgroup_close(fm);
   fm_guard_close(fm);
   /* Closes the session: whatever it still holds goes back to ready. */
   fm_db_stop(fm);
@@ -805,58 +807,6 @@ static void on_signal(uv_signal_t *s, int sig) {
 
 /* ---------------------------------------------------------------- running the foreman */
 
-/*
- * What jobs and workers are spawned as: "jobq-exec PPID FILE COMMAND
- * ARGS..." when the helper sits beside the jobq binary (as `make` builds
- * and installs it), else FILE with COMMAND ARGS... directly, with a
- * warning.  FILE was found in PATH once, at the start, not for each job.
- */
-static void exec_argv_init(struct fm *fm) {
-  const struct fm_config *cfg = fm->cfg;
-  size_t n = 0;
-  while (cfg->argv[n] != NULL) n++;
-  fm->exec_argv = fm_xmalloc((n + 4) * sizeof *fm->exec_argv);
-  char self[4096];
-  size_t len = sizeof self;
-  char *helper = NULL;
-  if (uv_exepath(self, &len) == 0) {
-    char *slash = strrchr(self, '/');
-    if (slash != NULL) {
-      *slash = '\0';
-      size_t size = strlen(self) + sizeof "/jobq-exec";
-      helper = fm_xmalloc(size);
-      snprintf(helper, size, "%s/jobq-exec", self);
-      if (access(helper, X_OK) != 0) {
-        free(helper);
-        helper = NULL;
-      }
-    }
-  }
-  if (helper == NULL) {
-    fm_log("no jobq-exec beside the jobq binary: jobs start without the "
-           "parent-death signal (the guard still stops them)");
-    fm->exec_file = cfg->file;
-    memcpy(fm->exec_argv, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
-    return;
-  }
-  char ppid[32];
-  snprintf(ppid, sizeof ppid, "%d", (int)getpid());
-  fm->exec_file = helper;
-  fm->exec_argv[0] = helper;
-  fm->exec_argv[1] = fm_xstrdup(ppid);
-  fm->exec_argv[2] = (char *)cfg->file;
-  memcpy(fm->exec_argv + 3, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
-  fm->exec_helper = 1;
-}
-
-static void exec_argv_release(struct fm *fm) {
-  if (fm->exec_helper) {
-    free(fm->exec_argv[0]);
-    free(fm->exec_argv[1]);
-  }
-  free(fm->exec_argv);
-}
-
 /* Descriptors the foreman inherited must not reach its jobs. */
 static void cloexec_inherited(void) {
   DIR *d = opendir("/proc/self/fd");
@@ -878,6 +828,9 @@ int fm_run(const struct fm_config *cfg) {
   memset(fm, 0, sizeof *fm);
   uv_loop_t loop;
   cloexec_inherited();
+  /* A job runs as the foreman's user (without --user): non-dumpable, the
+   * foreman's /proc/PID/environ and memory are not the job's to read. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   signal(SIGPIPE, SIG_IGN);
   if (uv_loop_init(&loop) != 0) {
     fm_log("cannot start the event loop");
@@ -891,7 +844,13 @@ int fm_run(const struct fm_config *cfg) {
   fm->poll_ms = POLL_MIN_MS;
   fm->prefetch = cfg->prefetch;
   fm_env_init(&fm->env, environ, cfg->url);
-  exec_argv_init(fm);
+  if (fm_exec_init(fm) != 0) {
+    fm_exec_release(fm);
+    fm_env_release(&fm->env);
+    uv_loop_close(&loop);
+    free(fm);
+    return 1;
+  }
   uv_timer_t *timers[] = {&fm->beat_timer,      &fm->lease_timer, &fm->poll_timer,
                           &fm->reconnect_timer, &fm->grace_timer, &fm->hold_timer};
   for (size_t i = 0; i < sizeof timers / sizeof timers[0]; i++) {
@@ -922,7 +881,7 @@ int fm_run(const struct fm_config *cfg) {
   int status = fm->status;
   fm_workers_free(fm);
   fm_env_release(&fm->env);
-  exec_argv_release(fm);
+  fm_exec_release(fm);
   free(fm->started);
   if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
   free(fm);

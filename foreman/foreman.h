@@ -11,6 +11,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+/* The user jobs run as (`--user`), looked up once (foreman/user.c). */
+struct fm_user {
+  char *name, *home;
+  uid_t uid;
+  gid_t gid;
+  char *arg;                   /* "UID:GID:GID,GID,..." for jobq-exec */
+};
+
+/* Looks up the user NAME (or a numeric uid) with its groups.  Returns 0
+ * with *u filled (fm_user_release), or -1 with why (whysize bytes) saying
+ * what is wrong. */
+int fm_user_lookup(const char *name, struct fm_user *u, char *why,
+                   size_t whysize);
+void fm_user_release(struct fm_user *u);
 
 /* What `jobq work` was asked to do; checked by the command before
  * fm_run() sees it.  The strings are borrowed for the whole run. */
@@ -41,6 +57,9 @@ struct fm_config {
   char *const *argv;           /* COMMAND ARGS..., NULL-terminated */
   const char *file;            /* COMMAND as found in PATH (or as given
                                   when it has a '/') */
+  const struct fm_user *user;  /* run jobs as this user (the foreman is
+                                  root), or NULL: as the foreman's */
+  int no_cgroups;              /* never give jobs cgroups of their own */
 };
 
 /*
@@ -54,10 +73,12 @@ int fm_run(const struct fm_config *cfg);
 
 /*
  * The guard: a small process the foreman starts from its own binary
- * (`jobq work --internal-guard`), told over its stdin which process groups
- * run jobs.  When the foreman dies, even by SIGKILL, the guard reads end of
- * file and kills those groups.  Returns the exit status.
+ * (`jobq work --internal-guard [CGROUP]`), told over its stdin which
+ * process groups run jobs.  When the foreman dies, even by SIGKILL, the
+ * guard reads end of file and kills those groups, and every process of
+ * the jobs' cgroups under CGROUP (when not NULL).  Returns the exit
+ * status.
  */
-int fm_guard_main(void);
+int fm_guard_main(const char *cgroup_root);
 
 #endif

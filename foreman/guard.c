@@ -15,8 +15,10 @@
  * "-PID" when the group is gone).  Only the foreman holds the pipe's write
  * end (every descriptor is close-on-exec), so when the foreman ends in any
  * way, even by SIGKILL, the guard reads end of file, sends SIGKILL to every
- * group it still knows, and exits.  Persistent workers also see end of
- * file on their stdin.  If the guard itself dies, the foreman starts
+ * group it still knows, kills the jobs' cgroups as a whole (where jobs
+ * have cgroups, cgroup.c: its argument names their directory) and
+ * removes them, and exits.  Persistent workers also see end of file on
+ * their stdin.  If the guard itself dies, the foreman starts
  * another and tells it every group again.
  *
  * Without the helper (jobq-exec missing beside the jobq binary), the guard
@@ -63,7 +65,7 @@ static void apply(struct pidset *s, const char *line) {
   if (line[0] == '-') set_del(s, pid);
 }
 
-int fm_guard_main(void) {
+int fm_guard_main(const char *cgroup_root) {
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
@@ -85,9 +87,10 @@ int fm_guard_main(void) {
       }
     }
   }
-  /* The foreman is gone: so are its jobs. */
+  /* The foreman is gone: so are its jobs, and all they started. */
   for (size_t i = 0; i < set.n; i++) kill((pid_t)-set.v[i], SIGKILL);
   free(set.v);
+  if (cgroup_root != NULL) fm_cgroup_kill_tree(cgroup_root);
   return 0;
 }
 
@@ -144,7 +147,8 @@ static void on_guard_exit(uv_process_t *proc, int64_t status, int sig) {
 
 void fm_guard_start(struct fm *fm) {
   struct fm_guard *g = &fm->guard;
-  char *args[] = {"jobq", "work", "--internal-guard", NULL};
+  char *args[] = {"jobq", "work", "--internal-guard", (char *)fm_cgroup_root(fm),
+                  NULL};
   uv_stdio_container_t stdio[3];
   uv_pipe_init(fm->loop, &g->in, 0);
   g->in.data = fm;

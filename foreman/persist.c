@@ -16,7 +16,9 @@
  * worker that keeps dying young is restarted after a growing delay (up to
  * 30 s) so that a broken command does not spin.  On stop, every worker's
  * stdin is closed: a worker finishes the job it has, sees end of file and
- * exits.
+ * exits.  One that has no job (any more) and has not exited a second
+ * later gets SIGTERM, then SIGKILL: the grace is for jobs, not for idle
+ * workers.
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -32,9 +34,11 @@
 #define BACKOFF_MAX_MS 30000
 #define TEXT_MAX (64 * 1024)    /* the longest error or reason read */
 #define READY_WARN_MS 10000     /* when a silent new worker is worth a line */
+#define IDLE_EXIT_MS 1000       /* how long a worker without a job has to
+                                   exit on end of input when stopping */
 
 enum wstate { W_DOWN, W_STARTING, W_IDLE, W_BUSY };
-enum timer_use { T_NONE, T_READY, T_TIMEOUT, T_ESCALATE, T_DRAIN };
+enum timer_use { T_NONE, T_READY, T_TIMEOUT, T_IDLE_EXIT, T_ESCALATE, T_DRAIN };
 
 struct worker {
   struct fm *fm;
@@ -43,6 +47,7 @@ struct worker {
   /* One set of handles per process; set up again for each restart once
    * all are closed. */
   uv_process_t proc;
+  struct fm_cgroup *cg;         /* its cgroup, or NULL */
   uv_pipe_t in, out, err;
   uv_timer_t timer;
   enum timer_use timer_use;
@@ -77,11 +82,13 @@ static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
   *buf = uv_buf_init(read_buf, sizeof read_buf);
 }
 
+/* The worker's process group and, where it has one, its whole cgroup. */
 static void kill_group(struct worker *w, int sig) {
-  if (w->pid > 0 && !w->exited) kill(-w->pid, sig);
+  if (w->pid > 0 && !w->exited) fm_signal_job(w->cg, w->pid, sig);
 }
 
 static void spawn(struct worker *w);
+static void stop_idle(struct worker *w);
 
 static void on_restart(uv_timer_t *t) {
   struct worker *w = t->data;
@@ -224,8 +231,10 @@ static void handle_line(struct worker *w, const char *line, size_t len) {
       protocol_error(w, "expected 'ready' first, got '%s'", fm_quote(shown, line, len));
       return;
     }
-    if (w->timer_use != T_NONE) uv_timer_stop(&w->timer);
-    w->timer_use = T_NONE;
+    if (w->timer_use == T_READY) {
+      uv_timer_stop(&w->timer);
+      w->timer_use = T_NONE;
+    }
     w->state = W_IDLE;
     w->was_ready = 1;
     if (fm->cfg->verbose) fm_log("worker %d (pid %d) is ready", w->index, w->pid);
@@ -300,6 +309,7 @@ static void handle_line(struct worker *w, const char *line, size_t len) {
   job->runner = NULL;
   w->backoff_ms = 0; /* it works */
   fm_job_finished(fm, job, &out);
+  if (fm->workers->stopping) stop_idle(w);
 }
 
 static void on_out(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -356,6 +366,28 @@ static void on_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   maybe_end(w);
 }
 
+static void on_timer(uv_timer_t *t);
+
+/* SIGTERM to the worker's group, then SIGKILL after the kill delay. */
+static void terminate(struct worker *w) {
+  if (w->exited || w->term_sent) return;
+  w->term_sent = 1;
+  kill_group(w, SIGTERM);
+  if (w->timer_use != T_NONE) uv_timer_stop(&w->timer);
+  w->timer_use = T_ESCALATE;
+  uv_timer_start(&w->timer, on_timer, (uint64_t)w->fm->cfg->kill_after_ms, 0);
+}
+
+/* The foreman is stopping and w has no job: its stdin is closed, and if
+ * it has not exited in IDLE_EXIT_MS it is terminated.  Nothing of the
+ * grace is for it: the grace is for jobs. */
+static void stop_idle(struct worker *w) {
+  if (w->exited || w->term_sent || w->job != NULL) return;
+  if (w->timer_use != T_NONE) uv_timer_stop(&w->timer);
+  w->timer_use = T_IDLE_EXIT;
+  uv_timer_start(&w->timer, on_timer, IDLE_EXIT_MS, 0);
+}
+
 static void on_timer(uv_timer_t *t) {
   struct worker *w = t->data;
   enum timer_use use = w->timer_use;
@@ -373,6 +405,13 @@ static void on_timer(uv_timer_t *t) {
              w->index, w->pid, (long long)w->job->job.id,
              fm_fmt_ms(d, w->job->timeout_ms));
       fm_workers_kill(w->fm, w->job, FM_KILL_TIMEOUT, 0);
+      break;
+    case T_IDLE_EXIT:
+      if (w->fm->cfg->verbose)
+        fm_log("worker %d (pid %d) did not exit within %s of the end of its "
+               "input: terminating it",
+               w->index, w->pid, fm_fmt_ms(d, IDLE_EXIT_MS));
+      terminate(w);
       break;
     case T_ESCALATE:
       kill_group(w, SIGKILL);
@@ -396,6 +435,8 @@ static void on_timer(uv_timer_t *t) {
 static void on_worker_exit(uv_process_t *p, int64_t status, int sig) {
   struct worker *w = p->data;
   kill_group(w, SIGKILL); /* what it left running */
+  fm_cgroup_put(w->fm, w->cg);
+  w->cg = NULL;
   w->exited = 1;
   w->status = status;
   w->sig = sig;
@@ -431,10 +472,13 @@ static void spawn(struct worker *w) {
 
   struct fm_envp env;
   fm_env_worker(&fm->env, w->index, &env);
-  int rc = fm_spawn(fm, &w->proc, &w->in, &w->out, &w->err, env.vars,
-                    on_worker_exit);
+  w->cg = fm_cgroup_get(fm);
+  int rc = fm_spawn(fm, &w->proc, w->cg, -1, &w->in, &w->out, &w->err,
+                    env.vars, on_worker_exit);
   fm_envp_release(&env);
   if (rc != 0) {
+    fm_cgroup_put(fm, w->cg);
+    w->cg = NULL;
     fm_log("cannot start worker %d: %s", w->index, uv_strerror(rc));
     close_handle((uv_handle_t *)&w->in);
     close_handle((uv_handle_t *)&w->out);
@@ -548,12 +592,7 @@ void fm_workers_kill(struct fm *fm, struct fm_job *job, enum fm_kill why,
     kill_group(w, SIGKILL);
     return;
   }
-  if (w->term_sent) return;
-  w->term_sent = 1;
-  kill_group(w, SIGTERM);
-  if (w->timer_use != T_NONE) uv_timer_stop(&w->timer);
-  w->timer_use = T_ESCALATE;
-  uv_timer_start(&w->timer, on_timer, (uint64_t)fm->cfg->kill_after_ms, 0);
+  terminate(w);
 }
 
 void fm_workers_stop(struct fm *fm) {
@@ -562,7 +601,9 @@ void fm_workers_stop(struct fm *fm) {
   for (int i = 0; i < ws->n; i++) {
     struct worker *w = &ws->w[i];
     uv_timer_stop(&w->restart);
-    if (w->state != W_DOWN) close_stdin(w);
+    if (w->state == W_DOWN) continue;
+    close_stdin(w);
+    stop_idle(w);
   }
 }
 
@@ -571,17 +612,12 @@ void fm_workers_terminate(struct fm *fm, int hard) {
   for (int i = 0; i < ws->n; i++) {
     struct worker *w = &ws->w[i];
     if (w->state == W_DOWN || w->exited) continue;
-    if (w->job != NULL) {
+    if (w->job != NULL)
       fm_workers_kill(fm, w->job, FM_KILL_STOP, hard);
-    } else if (hard) {
+    else if (hard)
       kill_group(w, SIGKILL);
-    } else if (!w->term_sent) {
-      w->term_sent = 1;
-      kill_group(w, SIGTERM);
-      if (w->timer_use != T_NONE) uv_timer_stop(&w->timer);
-      w->timer_use = T_ESCALATE;
-      uv_timer_start(&w->timer, on_timer, (uint64_t)fm->cfg->kill_after_ms, 0);
-    }
+    else
+      terminate(w);
   }
 }
 

@@ -1,10 +1,12 @@
 /*
  * util.c - the small things every file of the foreman uses: a monotonic
  * clock, jitter, one-line messages on stderr, durations and signal names
- * for those messages, and allocation that stops the program when memory
- * runs out (a foreman that cannot allocate cannot keep its promises; its
- * guard then stops the jobs, and their leases bring them back).
+ * for those messages, failpoints for tests, and allocation that stops the
+ * program when memory runs out (a foreman that cannot allocate cannot
+ * keep its promises; its guard then stops the jobs, and their leases
+ * bring them back).
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,4 +295,39 @@ const char *fm_quote(char *buf, const void *data, size_t len) {
   }
   buf[o] = '\0';
   return buf;
+}
+
+/* The spec is read once: the foreman's environment does not change, and a
+ * job's start should not pay for a getenv(). */
+void fm_failpoint(const char *name) {
+  static const char *spec;
+  static int looked;
+  if (!looked) {
+    spec = getenv("JOBQ_FAILPOINT");
+    looked = 1;
+  }
+  if (spec == NULL || *spec == '\0') return;
+  size_t nlen = strlen(name);
+  for (const char *p = spec; *p != '\0';) {
+    size_t len = strcspn(p, ",");
+    if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+      const char *action = p + nlen + 1;
+      size_t alen = len - nlen - 1;
+      if (alen > 6 && strncmp(action, "sleep:", 6) == 0) {
+        long ms = strtol(action + 6, NULL, 10);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (ms > 0 && nanosleep(&ts, &ts) != 0) {
+        }
+      } else if (alen == 4 && strncmp(action, "kill", 4) == 0) {
+        raise(SIGKILL);
+      }
+      return;
+    }
+    p += len;
+    if (*p == ',') p++;
+  }
+}
+
+const char *fm_strerror(int err) {
+  return uv_strerror(uv_translate_sys_error(err));
 }

@@ -6,8 +6,8 @@
 # foreman stopped past its lease whose late results are not recorded,
 # a database locked past the lease (the session is given up, its job
 # killed, a new one opened with backoff), cancel, the guard killing a dead
-# foreman's jobs, the job's environment
-# and descriptors, the output limit, --until-empty, wake-ups, an idle
+# foreman's jobs, the job's environment and descriptors, the output limit
+# (a runaway job stopped at once), --until-empty, wake-ups, an idle
 # foreman's CPU, and the usage errors.  The persistent workers have their
 # own script, cli_work_persistent.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
@@ -390,8 +390,27 @@ t_output_limit() {
   run put small
   run_work 30 --max-output 1KiB --until-empty -- sh -c 'if [ "$(cat)" = big ]; then head -c 5000 /dev/zero; else echo ok; fi'
   expect_rc 0
-  expect_job 1 dead "output over the limit of 1024 bytes (--max-output), exit status 0"
+  expect_job 1 dead "output over the limit of 1024 bytes (--max-output)"
   expect_job 2 done ""
+}
+
+# A job that never stops writing is stopped as soon as it passes the
+# limit, not when it is done (it would never be): yes, and one that
+# ignores SIGPIPE and SIGTERM, which gets SIGKILL after --kill-after.
+t_runaway_output_is_stopped() {
+  run put -q y --max-attempts 1 x
+  run_work 60 -q y --max-output 64KiB --until-empty -- yes
+  expect_rc 0
+  # Killed by SIGTERM, or its next write failed (stdout is a socket: yes
+  # exits 1 on "connection reset by peer") and it exited first.
+  expect_job 1 dead "output over the limit of 65536 bytes (--max-output), "
+  run put -q z --max-attempts 1 x
+  work_env DIR="$D"
+  run_work 60 -q z --max-output 1KiB --kill-after 300ms --until-empty -- sh -c \
+    'echo $$ >"$DIR/pid"; trap "" PIPE TERM; while :; do echo xxxxxxxxxxxxxxxx 2>/dev/null; done'
+  expect_rc 0
+  expect_job 2 dead "output over the limit of 1024 bytes (--max-output), killed by SIGKILL"
+  expect_gone "$(cat "$D/pid")" "the job that ignored SIGTERM"
 }
 
 t_until_empty_waits_for_scheduled_jobs() {

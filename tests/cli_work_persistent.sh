@@ -6,7 +6,8 @@
 # job, bad base64, no "ready" first) are killed and their jobs failed with
 # the reason; a worker past its timeout is replaced; a command that dies
 # before it is ready is restarted with backoff, not in a spin, and costs no
-# job an attempt; SIGTERM lets busy workers finish.
+# job an attempt; SIGTERM lets busy workers finish and stops idle ones at
+# once; the example workers drop a partial job line.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -65,6 +66,26 @@ t_node_worker() {
     return
   fi
   check_example_worker node "$WORKERS/worker.js"
+}
+
+# A worker whose input ends on part of a job line (its foreman died while
+# writing it) drops that line: here the cut is at a length that is still
+# valid base64, so a worker that took the line for a job would run it on
+# a payload cut short.
+t_example_workers_drop_a_partial_line() {
+  local claim=0123456789abcdef0123456789abcdef cmd name
+  # "payload" in base64 is cGF5bG9hZA==; cut to cGF5bG9h it reads "payloa".
+  printf 'job 1 q 1 1 0 %s - cGF5bG9hZA==\njob 2 q 1 1 0 %s - cGF5bG9h' "$claim" "$claim" \
+    >"$D/input"
+  for cmd in "bash $WORKERS/worker.sh" "python3 $WORKERS/worker.py" "node $WORKERS/worker.js"; do
+    name=${cmd%% *}
+    command -v "$name" >/dev/null || continue
+    timeout 30 $cmd <"$D/input" >"$D/out.$name" 2>"$D/err.$name"
+    local st=$?
+    [[ $st == 0 ]] || fail "$name worker: exit status $st: $(cat "$D/err.$name")"
+    [[ $(cat "$D/out.$name") == $'ready\ndone 1 cGF5bG9hZA==' ]] ||
+      fail "$name worker: answered $(tr '\n' '|' <"$D/out.$name"), expected ready and done 1 only"
+  done
 }
 
 t_protocol_breakers_are_killed() {
@@ -161,6 +182,43 @@ t_sigterm_lets_busy_workers_finish() {
   wait_exit "$W_PID" 10 || fail "the foreman did not stop"
   [[ $W_RC == 0 ]] || fail "exit status $W_RC"
   expect_counts done=2 ready=1 running=0
+  expect_no_sessions
+}
+
+# Workers that do not exit at the end of their input hold no stop for the
+# whole grace once they have no job: a second after it, SIGTERM, then
+# SIGKILL for one that ignores SIGTERM.  A busy one still finishes its job.
+t_idle_workers_stop_at_once() {
+  run put sleep:1500
+  cat >"$D/worker.sh" <<'EOF'
+#!/usr/bin/env bash
+# Answers jobs like the example, but does not exit when stdin ends; the
+# second worker also ignores SIGTERM.
+echo $$ >>"$DIR/pids"
+[[ $JOBQ_WORKER == 2 ]] && trap '' TERM
+echo ready
+while IFS=' ' read -r verb id q a m l c k p rest; do
+  ms=$(printf %s "$p" | base64 -d); ms=${ms#sleep:}
+  sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+  echo "done $id -"
+done
+while :; do sleep 0.1; done
+EOF
+  chmod +x "$D/worker.sh"
+  work_env DIR="$D"
+  start_work a --persistent -c 3 --grace 1m --kill-after 500ms -- "$D/worker.sh"
+  wait_until 10 "JOBQ_DB=sqlite:$DB $JOBQ stats --json | grep -q '\"running\":1'" ||
+    fail "the job did not start"
+  local t0=$SECONDS
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 20 || fail "the foreman did not stop within 20s with idle workers (--grace 1m)"
+  [[ $W_RC == 0 ]] || fail "exit status $W_RC"
+  ((SECONDS - t0 <= 10)) || fail "stopping took $((SECONDS - t0))s"
+  grep -q "1 running jobs may finish within 1m" "$W_LOG" || fail "log: $(cat "$W_LOG")"
+  # The busy worker finished its job before it was stopped.
+  expect_counts done=1 ready=0 running=0
+  local pid
+  for pid in $(cat "$D/pids"); do expect_gone "$pid" "a worker"; done
   expect_no_sessions
 }
 

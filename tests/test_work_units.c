@@ -170,19 +170,44 @@ static void test_reply_over_the_limit(void **state) {
 static void test_secrets_are_recognised(void **state) {
   (void)state;
   const char *url = "postgres://app:hunter2@db.example.com/jobs";
-  assert_true(fm_env_is_secret("JOBQ_DB=sqlite:x.db", NULL));
-  assert_true(fm_env_is_secret("JOBQ_ANYTHING=1", NULL));
-  assert_true(fm_env_is_secret("PGPASSWORD=x", NULL));
-  assert_true(fm_env_is_secret("DATABASE_URL=x", NULL));
-  assert_true(fm_env_is_secret("MYSQL_PWD=x", NULL));
-  assert_true(fm_env_is_secret("COPY=postgres://app:hunter2@db.example.com/jobs", url));
-  assert_true(fm_env_is_secret("NOTE=the password is hunter2", url));
-  assert_true(fm_env_is_secret("P=s3cret-pw", "postgres://h/db?sslmode=require&password=s3cret-pw"));
-  assert_false(fm_env_is_secret("HOME=/root", url));
-  assert_false(fm_env_is_secret("PATH=/usr/bin:/bin", url));
-  assert_false(fm_env_is_secret("JOB=x", url));
+  assert_true(fm_env_is_secret("JOBQ_DB=sqlite:x.db", NULL, NULL));
+  assert_true(fm_env_is_secret("JOBQ_ANYTHING=1", NULL, NULL));
+  assert_true(fm_env_is_secret("PGPASSWORD=x", NULL, NULL));
+  assert_true(fm_env_is_secret("DATABASE_URL=x", NULL, NULL));
+  assert_true(fm_env_is_secret("MYSQL_PWD=x", NULL, NULL));
+  assert_true(fm_env_is_secret("COPY=postgres://app:hunter2@db.example.com/jobs", url, NULL));
+  assert_true(fm_env_is_secret("NOTE=the password is hunter2", url, NULL));
+  assert_true(fm_env_is_secret("P=s3cret-pw", "postgres://h/db?sslmode=require&password=s3cret-pw", NULL));
+  assert_false(fm_env_is_secret("HOME=/root", url, NULL));
+  assert_false(fm_env_is_secret("PATH=/usr/bin:/bin", url, NULL));
+  assert_false(fm_env_is_secret("JOB=x", url, NULL));
   /* Too short to look for. */
-  assert_false(fm_env_is_secret("PATH=/usr/bin", "postgres://u:bin@h/db"));
+  assert_false(fm_env_is_secret("PATH=/usr/bin", "postgres://u:bin@h/db", NULL));
+}
+
+/* The password in every form it may take besides the URL's own. */
+static void test_secrets_in_other_forms(void **state) {
+  (void)state;
+  const char *url = "postgres://jobq:p%40ss%2Fw%3Ard@db.internal/app";
+  /* Decoded, as an application's own setting would hold it. */
+  assert_true(fm_env_is_secret("APP_PW=p@ss/w:rd", url, NULL));
+  /* Encoded another way: lower-case hex, or every byte. */
+  assert_true(fm_env_is_secret("U=postgres://x:p%40ss%2fw%3ard@h/db", url, NULL));
+  assert_true(fm_env_is_secret("U=%70%40%73%73%2F%77%3A%72%64", url, NULL));
+  /* In a conninfo string, quoted with its escapes. */
+  assert_true(fm_env_is_secret("PGCONN=host=h password='it\\'s-secret'",
+                               "postgres://u:it%27s-secret@h/db", NULL));
+  assert_true(fm_env_is_secret("P=it's-secret", "postgres://u:it%27s-secret@h/db", NULL));
+  /* As a ?password= option, decoded. */
+  assert_true(fm_env_is_secret("P=a b&c", "mysql://u@h/db?password=a%20b%26c", NULL));
+  /* From PGPASSWORD or MYSQL_PWD, when the URL has none. */
+  char *env[] = {"PGPASSWORD=from-the-env", "MYSQL_PWD=my%2Fsql-pw", NULL};
+  assert_true(fm_env_is_secret("COPY=from-the-env", "postgres://u@h/db", env));
+  assert_true(fm_env_is_secret("COPY=my/sql-pw", "mysql://u@h/db", env));
+  assert_false(fm_env_is_secret("HOME=/home/jobq", "postgres://u@h/db", env));
+  /* The user name is not a secret. */
+  assert_false(fm_env_is_secret("USER=jobq", url, NULL));
+  assert_false(fm_env_is_secret("P=100%", url, NULL));
 }
 
 static int has(char **vars, const char *var) {
@@ -333,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_bad_replies),
       cmocka_unit_test(test_reply_over_the_limit),
       cmocka_unit_test(test_secrets_are_recognised),
+      cmocka_unit_test(test_secrets_in_other_forms),
       cmocka_unit_test(test_job_environment),
       cmocka_unit_test(test_capture_is_bounded),
       cmocka_unit_test(test_tail_keeps_the_end),

@@ -7,7 +7,8 @@ It speaks the line protocol of docs/worker-protocol.md: it writes "ready"
 once, then reads one "job" line at a time on stdin and answers each with one
 "done", "fail" or "retry" line on stdout, flushed at once.  Bytes (keys, payloads, results, errors)
 travel as base64, so they may be anything.  An exception in handle() fails
-the job with its traceback as the error.  It exits when stdin ends.
+the job with its traceback as the error.  It exits when stdin ends,
+dropping a last line that has no newline (docs/worker-protocol.md).
 
 handle() is the part to replace.  What it does here is an example, and
 what the tests check:
@@ -76,6 +77,12 @@ def main():
     out.write("ready\n")
     out.flush()
     for line in sys.stdin.buffer:
+        if not line.endswith(b"\n"):
+            # The foreman died while writing this line: it is not a whole
+            # job (docs/worker-protocol.md).  Drop it; stdin has ended.
+            print("worker.py: dropped a partial job line at the end of input",
+                  file=sys.stderr)
+            break
         fields = line.rstrip(b"\n").split(b" ")
         if fields[0] != b"job" or len(fields) < 9:
             print("worker.py: expected a job line from the foreman, got %r" % line[:80],

@@ -8,7 +8,8 @@
 # one "done", "fail" or "retry" line on stdout.  Bytes travel as base64 (base64(1) of
 # coreutils decodes and encodes them), so payloads and results may be any
 # bytes; a shell variable cannot hold a NUL byte, so this worker keeps them
-# in base64 and decodes them only into a pipe.  It exits when stdin ends.
+# in base64 and decodes them only into a pipe.  It exits when stdin ends,
+# dropping a last line that has no newline (docs/worker-protocol.md).
 #
 # What it does with a payload is an example, and what the tests check:
 #   fail...     fails, with the payload in the error
@@ -27,7 +28,9 @@ b64() { base64 -w0; }
 echo ready
 
 # One job line: job ID QUEUE ATTEMPT MAX_ATTEMPTS PREV_LOST CLAIM KEY PAYLOAD;
-# later versions may add fields at the end (rest).
+# later versions may add fields at the end (rest).  read fails on a last
+# line without its newline, so such a line (the foreman died while writing
+# it) is dropped, never run: it is not a whole job.
 while IFS=' ' read -r verb id queue attempt max_attempts prev_lost claim key payload rest; do
   if [[ $verb != job ]]; then
     echo "worker.sh: expected a job line from the foreman, got '$verb'" >&2
