@@ -47,7 +47,7 @@ t_init_and_identity() {
   [[ -s $T_ERR ]] && fail "init warned: $(cat "$T_ERR")"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":1'
+  expect_out_has '"schema_version":2'
   run put -q email hello
   expect_rc 0
   run stats --json

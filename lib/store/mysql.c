@@ -172,7 +172,7 @@ static const char *const schema_v1[] = {
 };
 
 #define NSCHEMA (sizeof schema_v1 / sizeof schema_v1[0])
-_Static_assert(JOBQ_SCHEMA_VERSION == 1, "add the new version's statements here");
+_Static_assert(JOBQ_SCHEMA_VERSION == 2, "add the new version's statements to my_migrate");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -1248,6 +1248,27 @@ static int my_migrate(jobq *db) {
     if (rc == JOBQ_OK)
       rc = run_plain(db, "UPDATE jobq_meta SET version = 1 WHERE id = 1",
                      "initialising the schema");
+  }
+  if (rc == JOBQ_OK && version < 2) {
+    /* The stall guard's look (lib/session.c) and the horizon of pruned
+     * jobs (lib/mark.c).  Table changes commit at once: an init that
+     * stopped between them finds the first one made. */
+    row = query_row(db, c->conn,
+                              "SELECT count(*) FROM information_schema.COLUMNS WHERE "
+                              "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_meta' AND "
+                              "COLUMN_NAME = 'guard_at'",
+                              &res, "migrating the schema");
+    int made = row != NULL && row[0] != NULL && strcmp(row[0], "0") != 0;
+    if (row == NULL) rc = db->err;
+    if (res != NULL) mysql_free_result(res);
+    if (rc == JOBQ_OK && !made)
+      rc = run_plain(db,
+                     "ALTER TABLE jobq_meta ADD COLUMN guard_at BIGINT NOT NULL DEFAULT 0, "
+                     "ADD COLUMN pruned_before BIGINT NOT NULL DEFAULT 0",
+                     "migrating the schema");
+    if (rc == JOBQ_OK)
+      rc = run_plain(db, "UPDATE jobq_meta SET version = 2 WHERE id = 1",
+                     "migrating the schema");
   }
   /* Back to the connection's own limit. */
   char sql[96];

@@ -132,6 +132,10 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (queue, order_key)"
     ");"
     "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);",
+    /* version 2: the stall guard's look (lib/session.c) and the horizon
+     * of pruned jobs (lib/mark.c). */
+    "ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
