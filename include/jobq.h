@@ -259,9 +259,11 @@ int64_t jobq_session_lease_ms(const jobq_session *s);
 /*
  * Renews the lease and does this session's share of reaping: expired
  * sessions are deleted and their jobs go back to ready in the same
- * transaction (no reaping when no session at all has heartbeated for a
- * lease: the database itself was stalled, so every lease is renewed
- * instead).  When cancel is not NULL, *cancel receives the ids of this
+ * transaction (with the stall guard of jobq_reap_held(): when no session
+ * at all has heartbeated for a lease, the database itself may have
+ * stalled, and every session gets one more lease instead).  A session
+ * whose lease ran out while it could not reach the database is renewed
+ * by its heartbeat as long as no one reaped it meanwhile.  When cancel is not NULL, *cancel receives the ids of this
  * session's jobs whose cancel was requested (free with free()) and *ncancel
  * their number.
  * Returns JOBQ_EEXPIRED when the session is gone (reaped or ended by an
@@ -561,8 +563,19 @@ int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
  */
 int jobq_purge(jobq *db, const char *queue, int64_t *count);
 
-/* Deletes expired sessions now (with the stall guard); *count gets how
- * many.  Their jobs go back to ready. */
+/*
+ * Deletes expired sessions now; *count gets how many.  Their jobs go back
+ * to ready.  The stall guard: when no session at all has heartbeated for
+ * longer than the longest lease, the database itself may have stalled
+ * (rather than every worker died), and reaping them all would take every
+ * job from live workers.  Then nothing is reaped yet: every session gets
+ * one more lease from now, and *held_ms (may be NULL) gets how long
+ * reaping is held back (0 when it was not).  Called again once that time
+ * has passed, it reaps the sessions that stayed silent; a heartbeat from
+ * any session meanwhile shows the database working and ends the guard.
+ */
+int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms);
+/* jobq_reap_held() without *held_ms. */
 int jobq_reap(jobq *db, int64_t *count);
 
 typedef struct jobq_identity {

@@ -341,11 +341,15 @@ void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
  * requested.  The row is deleted. */
 int jobq__end_session(jobq *db, const char *sid, int lost);
 /* This worker's share of reaping: sessions whose lease expired on the
- * database clock are ended as lost.  The stall guard comes first: when no
- * session at all heartbeated for guard_ms (-1: the longest lease of any
- * session), the database itself stalled, and every lease is renewed
- * instead.  *count (may be NULL) gets how many sessions were ended. */
-int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count);
+ * database clock are ended as lost, but own (the reaper's own session,
+ * NULL when none), which its heartbeat renews instead.  The stall guard
+ * comes first (lib/session.c): when no session at all heartbeated for
+ * guard_ms (-1: the longest lease of any session), the database itself
+ * may have stalled, and reaping is held back for a lease: *held_ms (may
+ * be NULL) gets how long, 0 when it was not.  *count (may be NULL) gets
+ * how many sessions were ended. */
+int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
+               int64_t *held_ms);
 
 /* Validation before any SQL runs; each records a message naming the
  * input.  index >= 0 prefixes "job N: " for jobq_put_many(). */

@@ -79,7 +79,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
     rc = jobq__identity_check(db);
     if (rc == JOBQ_OK) {
       s->epoch = db->epoch;
-      rc = jobq__reap(db, s->lease_ms, NULL);
+      rc = jobq__reap(db, NULL, s->lease_ms, NULL, NULL);
     }
     if (rc == JOBQ_OK) rc = session_insert(db, s);
     rc = jobq__txn_end(db, rc);
@@ -383,7 +383,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     "epoch %lld: open a new session",
                     s->id, (long long)s->epoch, (long long)db->epoch);
   /* The guard looks before this heartbeat counts. */
-  if (rc == JOBQ_OK) rc = jobq__reap(db, s->lease_ms, NULL);
+  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, NULL, NULL);
   int64_t changed = 0;
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
@@ -496,31 +496,60 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
  * every time. */
 #define ORPHANS_EVERY_MS 60000
 
-int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
-  if (count != NULL) *count = 0;
+/* The stall guard.  A session whose lease ran out is reaped, unless
+ * every session has been silent for longer than a lease: then the
+ * silence may be the database's (stalled, or the whole machine suspended)
+ * rather than every worker's, and reaping them all would throw away every
+ * claim of live workers that could not heartbeat.  So the guard first
+ * holds reaping back: it gives every session a lease from now (keeping
+ * their heartbeats as they were) and records its look in jobq_meta, a
+ * write that shows the database working now.  Once a lease has passed
+ * since that look with still no heartbeat from anyone, the silence is the
+ * sessions' own, and they are reaped; by then the live ones would have
+ * heartbeated, and a heartbeat (or the reaper's own, fresh session) shows
+ * the database working and ends the guard at once.  A look older than
+ * three leases shows little about now (the database may have stalled
+ * again since): the guard looks anew.  Returns 1 (and how long it holds
+ * back in *held_ms) when it holds reaping back, 0 when reaping may go on,
+ * or an error. */
+static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms) {
   jobq_rows *r;
   int got = jobq__sql_row(db, JOBQ_Q_STALL, &r, SQL_ARGS());
-  if (got < 0) return got;
-  int64_t silence = -1, longest = 0;
-  if (got == 1) {
-    if (!jobq__col_null(db, r, 0)) silence = jobq__col_int(db, r, 0);
-    longest = jobq__col_int(db, r, 1);
-    jobq__rows_done(db, r);
-  }
-  if (silence < 0) return JOBQ_OK; /* no session at all */
-  int by_hand = guard_ms < 0;       /* jobq_reap() */
+  if (got <= 0) return got;
+  int64_t now = jobq__col_int(db, r, 0);
+  int any = !jobq__col_null(db, r, 1);
+  int64_t beat = jobq__col_int(db, r, 1), longest = jobq__col_int(db, r, 2);
+  int64_t look = jobq__col_int(db, r, 3);
+  jobq__rows_done(db, r);
+  if (!any) return 0; /* no session at all */
   if (guard_ms < 0) guard_ms = longest;
-  if (silence > guard_ms) {
-    /* Nobody heartbeated for a whole lease: the database (or this whole
-     * machine) stalled, not every worker at once.  Give every session a
-     * fresh lease instead of reaping them all; those that stay silent are
-     * reaped a lease later. */
-    return jobq__sql_run(db, JOBQ_Q_RENEW_ALL, SQL_ARGS());
+  if (now - beat <= guard_ms) return 0;
+  int64_t since = now - look;
+  if (look > beat && since >= guard_ms && since <= 3 * guard_ms) return 0;
+  if (look > beat && since >= 0 && since < guard_ms) {
+    *held_ms = guard_ms - since;
+    return 1;
   }
+  int rc = jobq__sql_run(db, JOBQ_Q_GUARD_SET, SQL_ARGS(V_INT(now)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_RENEW_ALL, SQL_ARGS());
+  if (rc != JOBQ_OK) return rc;
+  *held_ms = guard_ms;
+  return 1;
+}
+
+int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count, int64_t *held_ms) {
+  if (count != NULL) *count = 0;
+  int64_t hold = 0;
+  int by_hand = guard_ms < 0; /* jobq_reap() */
+  int got = stall_guard(db, guard_ms, &hold);
+  if (held_ms != NULL) *held_ms = hold;
+  if (got != 0) return got < 0 ? got : JOBQ_OK;
+  jobq_rows *r;
   int64_t *ids = NULL;
   size_t n = 0;
   /* Session ids are 32 hex characters: read them as text. */
-  int rc = jobq__sql_query(db, JOBQ_Q_EXPIRED, &r, SQL_ARGS(V_INT(REAP_BATCH)));
+  int rc = jobq__sql_query(db, JOBQ_Q_EXPIRED, &r,
+                           SQL_ARGS(V_INT(REAP_BATCH), V_TEXT(own != NULL ? own : "")));
   if (rc != JOBQ_OK) return rc;
   char sid[REAP_BATCH][JOBQ_SESSION_ID_LEN + 1];
   size_t ns = 0;
@@ -548,14 +577,17 @@ int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
   return rc;
 }
 
-int jobq_reap(jobq *db, int64_t *count) {
+int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms) {
   if (count != NULL) *count = 0;
+  if (held_ms != NULL) *held_ms = 0;
   if (db == NULL) return JOBQ_EINVAL;
   int rc, attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     /* The guard is the longest lease of any session. */
-    rc = jobq__txn_end(db, jobq__reap(db, -1, count));
+    rc = jobq__txn_end(db, jobq__reap(db, NULL, -1, count, held_ms));
   } while (jobq__txn_retry(db, rc, &attempt));
   return rc;
 }
+
+int jobq_reap(jobq *db, int64_t *count) { return jobq_reap_held(db, count, NULL); }

@@ -237,15 +237,20 @@ static const text texts[JOBQ_Q__COUNT] = {
         {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
          "lease_ms, in_flight = ?2, done = ?3, failed = ?4 WHERE id = ?1 AND "
          "epoch = ?5"},
-    /* How long since any session heartbeated (NULL: none), and the longest
-     * lease. */
-    [JOBQ_Q_STALL] = {.common = "SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
-                      "jobq_sessions"},
-    [JOBQ_Q_RENEW_ALL] =
-        {.common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
-         "{greatest}(expires_at, {now} + lease_ms)"},
+    /* What the stall guard weighs (lib/session.c): the database clock,
+     * the last heartbeat of any session (NULL: no session), the longest
+     * lease, and when the guard last held reaping back. */
+    [JOBQ_Q_STALL] = {.common = "SELECT {now}, s.beat, s.lease, m.guard_at FROM jobq_meta m, "
+                      "(SELECT max(heartbeat_at) AS beat, max(lease_ms) AS lease FROM "
+                      "jobq_sessions) s WHERE m.id = 1"},
+    /* Every session gets a lease from now; their heartbeats stay as they
+     * were, for the guard's next look and for `jobq sessions`. */
+    [JOBQ_Q_RENEW_ALL] = {.common = "UPDATE jobq_sessions SET expires_at = "
+                          "{greatest}(expires_at, {now} + lease_ms)"},
+    [JOBQ_Q_GUARD_SET] = {.common = "UPDATE jobq_meta SET guard_at = ?1 WHERE id = 1"},
+    /* ?2: the reaper's own session, which its heartbeat renews instead. */
     [JOBQ_Q_EXPIRED] = {.common = "SELECT id FROM jobq_sessions WHERE expires_at < {now} "
-                        "ORDER BY expires_at LIMIT ?1{skip_locked}"},
+                        "AND id <> ?2 ORDER BY expires_at LIMIT ?1{skip_locked}"},
     /* Running jobs whose session is gone (it can only happen through a
      * restore or a hand edit): they are lost like a reaped session's.
      * SQLite, which keeps no statistics here, would rather walk the whole

@@ -35,6 +35,7 @@
   X(MAKE_READY) X(INSERT_JOB) X(SESSION_INSERT) X(SESSION_LOCK)             \
   X(CLAIM_ENTER) X(CLAIM_HELD)                                              \
   X(SESSION_DELETE) X(SESSION_JOBS) X(SESSION_STARTED) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \
+  X(GUARD_SET)                                                              \
   X(EXPIRED) X(ORPHANS) X(REQUEUE_LOST) X(REQUEUE_GIVEN_BACK)               \
   X(SESSION_GIVE_BACK) X(SESSION_REQUEUE_LOST)                              \
   X(CANCEL_LIST) X(ACK_ROW) X(ACK_DONE_BEFORE) X(ACK_READY_BEFORE)          \
