@@ -595,6 +595,45 @@ int jobq_identity_get(jobq *db, jobq_identity *out);
  */
 int jobq_epoch_bump(jobq *db, int64_t *epoch);
 
+/* ---------------------------------------------------------------- lost writes */
+
+/*
+ * A database can lose writes it acknowledged and keep its identity: an
+ * older backup restored, a replica that had not seen the latest commits
+ * promoted.  Each handle remembers its last acknowledged write (a put:
+ * its job, queue and payload; a completion: its job and claim token) and
+ * reads it back at every session open and heartbeat, and before it
+ * writes on a connection made again.  When it is missing (and was not
+ * pruned since), every write of the handle fails with JOBQ_EIDENTITY,
+ * naming it, until the epoch rises (jobq_epoch_bump).
+ */
+
+/* What proves that a completion was written: its job, its queue, the
+ * claim token the completion was fenced by, and when the job was claimed
+ * (jobq_job.claimed_at_ms, the database clock), a time before it was
+ * written. */
+typedef struct jobq_receipt {
+  int64_t id;
+  char queue[JOBQ_QUEUE_MAX + 1];
+  char claim[JOBQ_CLAIM_LEN + 1];
+  int64_t claimed_at_ms;
+} jobq_receipt;
+
+/*
+ * Tells a new handle what earlier workers saw of its database, for it to
+ * check as its own writes: seen->queue_id, ->epoch and ->seq (the highest
+ * job id they saw), and the receipts r[0..n) of completions acknowledged
+ * to them (copied).  jobq work keeps these in a state file.  Then checks
+ * at once: JOBQ_EIDENTITY, with a message naming what is missing, when
+ * the epoch or the job sequence went back or a completion is missing;
+ * the handle's session opens refuse the same way.  Changes nothing when
+ * the database is another (its queue id) or its epoch rose since (an
+ * operator gave those writes up).  The receipts are checked while the
+ * handle has no write of its own (then the newest alone), and all of them
+ * by jobq_doctor().
+ */
+int jobq_expect(jobq *db, const jobq_identity *seen, const jobq_receipt *r, size_t n);
+
 /* ---------------------------------------------------------------- doctor */
 
 typedef enum jobq_check_level {

@@ -70,6 +70,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   s->db = db;
   s->lease_ms = opts->lease_ms;
   s->start_now = SIZE_MAX;
+  s->reconciled = db->connects;
   snprintf(s->name, sizeof s->name, "%s", name);
   jobq__random_hex(s->id, JOBQ_SESSION_ID_LEN / 2);
 
@@ -77,6 +78,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
     rc = jobq__identity_check(db);
+    if (rc == JOBQ_OK) rc = jobq__marks_check(db);
     if (rc == JOBQ_OK) {
       s->epoch = db->epoch;
       rc = jobq__reap(db, NULL, s->lease_ms, NULL, NULL);
@@ -104,6 +106,7 @@ void jobq_session_close(jobq_session *s) {
   }
   free(s->started);
   free(s->doubtful);
+  free(s->handed);
   for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i]);
   free(s->queues);
   free(s);
@@ -139,7 +142,10 @@ typedef struct held {
   int attempts, max_attempts, cancel;
   char queue[JOBQ_QUEUE_MAX + 1];
   int started;
+  char claim[JOBQ_CLAIM_LEN + 1];
 } held;
+
+static int session_jobs(jobq *db, const char *sid, held **out, size_t *nout);
 
 /* The last error of a lost job that goes back to ready: one its worker
  * started spends its attempt, one it held back does not. */
@@ -243,7 +249,7 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
       continue;
     }
     held h = {d->id, (int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
-              (int)jobq__col_int(db, r, 3), "", 0};
+              (int)jobq__col_int(db, r, 3), "", 0, ""};
     size_t len;
     const char *q = db->store->col_bytes(r, 4, &len);
     snprintf(h.queue, sizeof h.queue, "%.*s", (int)len, q);
@@ -280,14 +286,18 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
       rc = jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
+    /* On a connection made again: is it still the database it was? */
+    if (rc == JOBQ_OK && jobq__write_check_due(db)) rc = jobq__marks_check(db);
   } else {
     /* An acknowledgement goes on, alive or not: its claim tokens are its
      * fence.  It only locks the row, and reads nothing back (a store may
      * send it with the next statement). */
-    rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
+    rc = jobq__write_check(db);
+    if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
   }
   if (rc != JOBQ_OK) return rc;
   rc = give_back_doubtful(db, s);
+  if (rc == JOBQ_OK) rc = jobq__session_reconcile(db, s);
   return rc == JOBQ_OK ? jobq__session_note_started(db, s, acks, nacks) : rc;
 }
 
@@ -333,6 +343,7 @@ int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
 void jobq__session_noted(jobq_session *s) {
   s->nstarted = 0;
   s->ndoubtful = 0;
+  s->reconciled = s->db->connects;
 }
 
 int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n) {
@@ -359,7 +370,101 @@ int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix) {
  * more leaves its stores to find the queues of its acknowledgements. */
 #define SESSION_QUEUES 32
 
+static int handed_cmp(const void *a, const void *b) {
+  int64_t x = ((const struct jobq_handed *)a)->id, y = ((const struct jobq_handed *)b)->id;
+  return (x > y) - (x < y);
+}
+
+static struct jobq_handed *handed_find(const jobq_session *s, int64_t id) {
+  struct jobq_handed key = {.id = id};
+  return s->nhanded ? bsearch(&key, s->handed, s->nhanded, sizeof key, handed_cmp) : NULL;
+}
+
+/* Takes ids[0..n) out of the jobs the worker holds. */
+static void handed_remove(jobq_session *s, const int64_t *ids, size_t n) {
+  size_t gone = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct jobq_handed *h = handed_find(s, ids[i]);
+    if (h != NULL && h->claim[0] != '\0') {
+      h->claim[0] = '\0';
+      gone++;
+    }
+  }
+  if (gone == 0) return;
+  size_t k = 0;
+  for (size_t i = 0; i < s->nhanded; i++)
+    if (s->handed[i].claim[0] != '\0') s->handed[k++] = s->handed[i];
+  s->nhanded = k;
+}
+
+void jobq__session_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
+  int64_t *ids = n ? malloc(n * sizeof *ids) : NULL;
+  if (ids == NULL) return; /* they linger: a reconcile keeps them running */
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (acks[i].status == JOBQ_OK || acks[i].status == JOBQ_ELOST) ids[k++] = acks[i].id;
+  handed_remove(s, ids, k);
+  free(ids);
+}
+
+void jobq__session_unhanded(jobq_session *s, const jobq_job *jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) handed_remove(s, &jobs[i].id, 1);
+}
+
+/* Adds the n jobs of a claim to the jobs the worker holds. */
+static void handed_add(jobq_session *s, const jobq_job *jobs, size_t n) {
+  if (s->handed_unknown || n == 0) return;
+  if (s->nhanded + n > s->caphanded) {
+    size_t cap = s->caphanded ? s->caphanded : 64;
+    while (cap < s->nhanded + n) cap *= 2;
+    struct jobq_handed *v = realloc(s->handed, cap * sizeof *v);
+    if (v == NULL) {
+      /* Not known any more: the session no longer reconciles. */
+      s->handed_unknown = 1;
+      return;
+    }
+    s->handed = v;
+    s->caphanded = cap;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct jobq_handed *h = handed_find(s, jobs[i].id);
+    if (h == NULL) h = &s->handed[s->nhanded++];
+    h->id = jobs[i].id;
+    memcpy(h->claim, jobs[i].claim, sizeof h->claim);
+    /* Sorted again after the last. */
+    if (i + 1 == n) qsort(s->handed, s->nhanded, sizeof *s->handed, handed_cmp);
+  }
+}
+
+/* The last error of a job its session still had that its worker no
+ * longer held. */
+static const char not_held[] =
+    "its worker no longer held it: its outcome was lost with the database's "
+    "latest writes (a failover or a restore)";
+
+int jobq__session_reconcile(jobq *db, jobq_session *s) {
+  if (s->reconciled == db->connects || s->handed_unknown) return JOBQ_OK;
+  held *h;
+  size_t n;
+  int rc = session_jobs(db, s->id, &h, &n);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const struct jobq_handed *mine = handed_find(s, h[i].id);
+    if (mine != NULL && strcmp(mine->claim, h[i].claim) == 0) continue;
+    int finish = ending(&h[i], 1);
+    if (finish != 0) {
+      rc = finish_held(db, &h[i], finish);
+      continue;
+    }
+    jobq__wake(db, h[i].queue);
+    rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                       SQL_ARGS(V_INT(h[i].id), V_TEXT(not_held), V_INT(h[i].started ? 0 : 1)));
+  }
+  free(h);
+  return rc;
+}
+
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
+  handed_add(s, jobs, n);
   for (size_t i = 0; i < n; i++) s->keyed = s->keyed || jobs[i].key != NULL;
   for (size_t i = 0; i < n && !s->queues_unknown; i++) {
     size_t k = 0;
@@ -382,6 +487,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     "session '%s' belongs to epoch %lld, the database is at "
                     "epoch %lld: open a new session",
                     s->id, (long long)s->epoch, (long long)db->epoch);
+  if (rc == JOBQ_OK) rc = jobq__marks_check(db);
   /* The guard looks before this heartbeat counts. */
   if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, NULL, NULL);
   int64_t changed = 0;
@@ -390,6 +496,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                           SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
                                    V_INT(s->failed), V_INT(s->epoch)));
   if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
+  if (rc == JOBQ_OK && changed != 0) rc = jobq__session_reconcile(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s, NULL, 0);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
@@ -431,9 +538,13 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
   return JOBQ_OK;
 }
 
-int jobq__end_session(jobq *db, const char *sid, int lost) {
+/* The jobs the database shows under session sid, their rows locked:
+ * *out (free()) and *nout. */
+static int session_jobs(jobq *db, const char *sid, held **out, size_t *nout) {
   held *h = NULL;
   size_t n = 0, cap = 0;
+  *out = NULL;
+  *nout = 0;
   jobq_rows *r;
   int rc = jobq__sql_query(db, JOBQ_Q_SESSION_JOBS, &r, SQL_ARGS(V_TEXT(sid)));
   if (rc != JOBQ_OK) return rc;
@@ -450,13 +561,28 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
     }
     h[n] = (held){jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
                   (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3), "",
-                  (int)jobq__col_int(db, r, 5)};
+                  (int)jobq__col_int(db, r, 5), ""};
     size_t len;
     const char *q = db->store->col_bytes(r, 4, &len);
-    snprintf(h[n++].queue, sizeof h[0].queue, "%.*s", (int)len, q);
+    snprintf(h[n].queue, sizeof h[0].queue, "%.*s", (int)len, q);
+    const char *c = db->store->col_bytes(r, 6, &len);
+    snprintf(h[n++].claim, sizeof h[0].claim, "%.*s", (int)len, c);
   }
   jobq__rows_done(db, r);
-  rc = got < 0 ? got : JOBQ_OK;
+  if (got < 0) {
+    free(h);
+    return got;
+  }
+  *out = h;
+  *nout = n;
+  return JOBQ_OK;
+}
+
+int jobq__end_session(jobq *db, const char *sid, int lost) {
+  held *h;
+  size_t n;
+  int rc = session_jobs(db, sid, &h, &n);
+  if (rc != JOBQ_OK) return rc;
   /* The jobs that go back to ready (most of them, often all), locked by
    * the read above, in one statement; the others one at a time.  The
    * statement must send back exactly those: no claim of the session can

@@ -221,10 +221,10 @@ static const text texts[JOBQ_Q__COUNT] = {
      * few rows the server would read all of it in id order, locking each
      * row it passed, and wait for other sessions' jobs. */
     [JOBQ_Q_SESSION_JOBS] = {.common = "SELECT id, attempts, max_attempts, "
-                             "cancel_requested, queue, started FROM jobq_jobs "
+                             "cancel_requested, queue, started, claim FROM jobq_jobs "
                              "WHERE session = ?1 ORDER BY id{for_update}",
                              .mysql = "SELECT id, attempts, max_attempts, "
-                             "cancel_requested, queue, started FROM jobq_jobs FORCE "
+                             "cancel_requested, queue, started, claim FROM jobq_jobs FORCE "
                              "INDEX (jobq_jobs_session) WHERE session = ?1 ORDER BY id "
                              "FOR UPDATE"},
     /* A claim's jobs by the start their tokens share (?2, ?3 characters
@@ -460,6 +460,17 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_BUMP] = {.common = "UPDATE jobq_meta SET epoch = {greatest}(epoch + 1, ?1) "
                      "WHERE id = 1"},
     [JOBQ_Q_EPOCH] = {.common = "SELECT epoch FROM jobq_meta WHERE id = 1"},
+    /* The proofs of acknowledged writes (lib/mark.c): a completion's row
+     * under its claim token; a put's queue and payload, wherever the job
+     * is now; and before which finish time archived jobs may have been
+     * pruned, with the database clock. */
+    [JOBQ_Q_MARK_DONE] = {.common = "SELECT 1 FROM jobq_done WHERE id = ?1 AND claim = ?2"},
+    [JOBQ_Q_MARK_PUT] = {.common = "SELECT queue, payload FROM jobq_jobs WHERE id = ?1 UNION "
+                         "ALL SELECT queue, payload FROM jobq_done WHERE id = ?1"},
+    [JOBQ_Q_MARK_META] = {.common = "SELECT pruned_before, {now} FROM jobq_meta WHERE id = 1"},
+    /* ?1: archived jobs that finished before it may be gone now. */
+    [JOBQ_Q_PRUNED] = {.common = "UPDATE jobq_meta SET pruned_before = "
+                       "{greatest}(pruned_before, ?1) WHERE id = 1"},
     [JOBQ_Q_QUEUE_PAUSED] = {.common = "SELECT paused FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_QUEUES_ACTIVE] = {.common = "SELECT name FROM jobq_queues WHERE paused = 0 "
                               "ORDER BY name"},

@@ -48,7 +48,8 @@
   X(PRUNE_COUNT) X(PRUNE)                                                   \
   X(ALL_SESSIONS) X(BUMP) X(EPOCH) X(QUEUE_PAUSED) X(QUEUES_ACTIVE)          \
   X(PURGE_RUNNING) X(PURGE_JOBS) X(PURGE_DONE) X(PURGE_BLOCKED)             \
-  X(PURGE_COUNTS) X(QUEUE_NAMES)
+  X(PURGE_COUNTS) X(QUEUE_NAMES) X(MARK_DONE) X(MARK_PUT) X(MARK_META)       \
+  X(PRUNED)
 
 enum {
 #define JOBQ_SQL_ENUM(name) JOBQ_Q_##name,

@@ -1445,6 +1445,7 @@ static int reconnect(jobq *db) {
   stmts_release(c);
   mysql_close(c->conn);
   c->conn = m;
+  db->connects++; /* for the check of acknowledged writes (lib/mark.c) */
   c->broken = 0;
   c->aborted = 0;
   return JOBQ_OK;

@@ -1627,6 +1627,7 @@ static int reconnect(jobq *db) {
   if (pc == NULL) return db->err;
   PQfinish(c->conn);
   c->conn = pc;
+  db->connects++; /* for the check of acknowledged writes (lib/mark.c) */
   c->vacuum_lock = 0; /* it ended with the session that held it */
   memset(c->prepared, 0, sizeof c->prepared);
   return JOBQ_OK;
