@@ -30,7 +30,12 @@ static const char usage[] =
     "\n"
     "SIGTERM or SIGINT stops gracefully: claimed jobs go back at once, running\n"
     "ones get --grace to finish; a second signal stops them at once.  Options\n"
-    "end at COMMAND, so its own options are its own.\n";
+    "end at COMMAND, so its own options are its own.\n"
+    "\n"
+    "The foreman keeps the last completions acknowledged to it in a state\n"
+    "file (--state), and a foreman started later refuses a database that has\n"
+    "lost them (restored from an older backup, or failed over to a replica\n"
+    "that had not seen them) until 'jobq epoch bump'.\n";
 
 #define MAX_CONCURRENCY 1024
 #define MAX_BATCH 1000
@@ -40,7 +45,7 @@ static const char usage[] =
 struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
-  const char *kill_after, *poll, *ack_delay, *max_output, *name;
+  const char *kill_after, *poll, *ack_delay, *max_output, *name, *state;
   int persistent, until_empty, verbose, log_times;
 };
 
@@ -227,6 +232,11 @@ static int run(int argc, char **argv) {
       CLI_STRING(0, "name", &a.name, "NAME",
                  "the session's name in 'jobq sessions' (default: work and "
                  "the queues)"),
+      CLI_STRING(0, "state", &a.state, "FILE",
+                 "where this machine's workers keep what they saw of each "
+                 "database, to refuse one that lost their writes (default: "
+                 "$XDG_STATE_HOME/jobq/state.json, /var/lib/jobq/state.json "
+                 "for root, else ~/.local/state/jobq/state.json)"),
       CLI_FLAG(0, "persistent", &a.persistent,
                "run CONCURRENCY long-lived workers fed over the line protocol"),
       CLI_FLAG(0, "until-empty", &a.until_empty,
@@ -256,7 +266,17 @@ static int run(int argc, char **argv) {
     free(a.queues.items);
     return rc;
   }
-  char name[128];
+  char name[128], state[4096];
+  if (a.state != NULL && a.state[0] == '\0') {
+    cli_error("invalid --state '': expected a file name");
+    free(file);
+    free(a.queues.items);
+    return CLI_EXIT_USAGE;
+  }
+  if (a.state != NULL)
+    cfg.state = a.state;
+  else if (fm_state_default(state, sizeof state) == 0)
+    cfg.state = state;
   default_name(&cfg, name, sizeof name);
   cfg.name = a.name != NULL ? a.name : name;
   cfg.url = cli_db_url();

@@ -13,6 +13,7 @@
  * a session that was given up are dropped, never sent: their jobs run
  * again elsewhere.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,8 @@ void fm_acker_add(struct fm *fm, const struct fm_job *job,
   p->ack.retry_in_ms = out->retry_in_ms;
   p->gen = job->gen;
   p->job_id = job->job.id;
+  snprintf(p->queue, sizeof p->queue, "%s", job->job.queue);
+  p->claimed_at_ms = job->job.claimed_at_ms;
   out->data = NULL;
   if (a->n >= ACK_MAX)
     fm_acker_flush(fm);
@@ -149,6 +152,7 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
                (long long)k->id, kind_word(k->kind));
         continue;
       }
+      if (k->outcome == JOBQ_STATE_DONE) fm_receipt_add(fm, &a->items[i]);
       if (k->outcome == JOBQ_STATE_CANCELLED)
         fm->cancelled++;
       else if (k->kind == JOBQ_ACK_COMPLETE)

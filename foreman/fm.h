@@ -235,6 +235,9 @@ struct fm_op {
   int watch_filtered;          /* out: it wakes for this foreman's queues only */
   char watch_msg[256];
   char session_id[64];
+  jobq_identity ident;         /* out: the database's identity */
+  char state_err[320];         /* out (also HEARTBEAT): the state file
+                                  could not be read or written */
   /* CLAIM */
   size_t max;
   size_t start_now;            /* how many start at once (the rest are held) */
@@ -254,6 +257,8 @@ struct fm_op {
   int64_t in_flight;
   int64_t *cancel;
   size_t ncancel;
+  int state_due;               /* in: write state to the state file */
+  struct fm_state_db state;
   /* STATS */
   jobq_queue_stats *stats;
   size_t nstats;
@@ -294,6 +299,11 @@ void fm_db_set_gen(struct fm *fm, uint64_t gen);
 /* Closes the session (releasing what it holds) and the handle, and ends
  * the thread.  Blocks until it has. */
 void fm_db_stop(struct fm *fm);
+/* Writes what the foreman saw (st) to its state file: 0, or -1 with why.
+ * Blocks on the file's lock and disk: for the database thread, or once
+ * the loop is over. */
+int fm_db_write_state(const struct fm_config *cfg, const struct fm_state_db *st, char *why,
+                      size_t size);
 
 /* ---------------------------------------------------------------- acker.c */
 
@@ -302,6 +312,8 @@ struct fm_pending {
   char *data;                  /* owned; ack.data points here */
   uint64_t gen;
   int64_t job_id;
+  char queue[JOBQ_QUEUE_MAX + 1];  /* for its receipt */
+  int64_t claimed_at_ms;
 };
 
 struct fm_acker {
@@ -325,6 +337,9 @@ void fm_acker_flush(struct fm *fm);
 size_t fm_acker_drop(struct fm *fm, uint64_t gen);
 /* Whether acks are queued or with the database thread. */
 int fm_acker_busy(const struct fm *fm);
+/* Notes the receipt of a completion the database acknowledged, for the
+ * state file (foreman.c). */
+void fm_receipt_add(struct fm *fm, const struct fm_pending *p);
 void fm_acker_close(struct fm *fm);
 
 /* ---------------------------------------------------------------- guard.c */
@@ -432,6 +447,14 @@ struct fm {
   int status;                      /* the exit status */
   int closed;                      /* handles are being closed */
   int64_t started_ms;
+  /* What this foreman saw of its database, for the state file: its
+   * identity and the receipts of its last completions (a ring of
+   * FM_STATE_RECEIPTS, seen.n of them used, the next one at
+   * receipt_next); seen_dirty when the file does not have them yet. */
+  struct fm_state_db seen;
+  size_t receipt_next;
+  int seen_dirty;
+  char state_err[320];             /* the last state file error logged */
   int64_t done, failed, retried, released, lost, timeouts, cancelled;
   int64_t claims, empty_claims;    /* claims made, and those that found nothing */
 

@@ -191,6 +191,37 @@ void fm_job_finished(struct fm *fm, struct fm_job *job,
   fm_maybe_finish(fm);
 }
 
+/* ---------------------------------------------------------------- the state file */
+
+void fm_receipt_add(struct fm *fm, const struct fm_pending *p) {
+  if (fm->cfg->state == NULL) return;
+  jobq_receipt *r = &fm->seen.receipts[fm->receipt_next];
+  r->id = p->ack.id;
+  snprintf(r->queue, sizeof r->queue, "%s", p->queue);
+  memcpy(r->claim, p->ack.claim, sizeof r->claim);
+  r->claimed_at_ms = p->claimed_at_ms;
+  fm->receipt_next = (fm->receipt_next + 1) % FM_STATE_RECEIPTS;
+  if (fm->seen.n < FM_STATE_RECEIPTS) fm->seen.n++;
+  if (p->ack.id > fm->seen.seq) fm->seen.seq = p->ack.id;
+  fm->seen_dirty = 1;
+}
+
+/* A copy of what the foreman saw, for the state file. */
+static void seen_copy(const struct fm *fm, struct fm_state_db *out) {
+  *out = fm->seen;
+  out->receipts = fm_xmalloc((fm->seen.n ? fm->seen.n : 1) * sizeof *out->receipts);
+  memcpy(out->receipts, fm->seen.receipts, fm->seen.n * sizeof *out->receipts);
+}
+
+/* Logs a state file error once (until it changes). */
+static void state_error(struct fm *fm, const char *why) {
+  if (why[0] == '\0' || strcmp(why, fm->state_err) == 0) return;
+  snprintf(fm->state_err, sizeof fm->state_err, "%s", why);
+  fm_log("%s: going on without it (a worker started after a loss of this database's "
+         "writes cannot tell)",
+         why);
+}
+
 /* ---------------------------------------------------------------- the watch */
 
 static void on_watch_closed(uv_handle_t *h) {
@@ -352,6 +383,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm->empty_claims += op->njobs == 0;
   }
   for (size_t i = 0; i < op->njobs; i++) {
+    if (op->jobs[i].id > fm->seen.seq) fm->seen.seq = op->jobs[i].id;
     struct fm_job *job = job_new(fm, &op->jobs[i]);
     job->held = i >= op->start_now;
     fm_list_push(&fm->waiting, job);
@@ -540,6 +572,10 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     return;
   }
   int64_t third = fm->cfg->lease_ms / 3;
+  if (op->state_due) {
+    if (op->state_err[0] != '\0') fm->seen_dirty = 1; /* again with the next one */
+    state_error(fm, op->state_err);
+  }
   if (op->rc == JOBQ_OK) {
     fm->beat_ok_ms = op->began_ms;
     lease_arm(fm);
@@ -579,6 +615,11 @@ static void on_beat(uv_timer_t *t) {
   if (!fm->connected || fm->beat_out) return;
   struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_beat_done);
   op->in_flight = (int64_t)fm->running.n;
+  if (fm->seen_dirty) {
+    op->state_due = 1;
+    seen_copy(fm, &op->state);
+    fm->seen_dirty = 0;
+  }
   fm->beat_out = 1;
   fm_db_submit(fm, op, 1);
 }
@@ -650,6 +691,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     fm_op_free(op);
     return;
   }
+  state_error(fm, op->state_err);
   if (op->rc != JOBQ_OK) {
     int rc = op->rc;
     int permanent = rc == JOBQ_EINVAL || rc == JOBQ_EURL || rc == JOBQ_ESCHEMA ||
@@ -679,6 +721,17 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     describe_start(fm, op);
   else
     fm_log("new session %s: claiming again", op->session_id);
+  /* Receipts of another database, or of an epoch given up since, are no
+   * longer worth keeping. */
+  if (strcmp(fm->seen.queue_id, op->ident.queue_id) != 0 || fm->seen.epoch != op->ident.epoch) {
+    memcpy(fm->seen.queue_id, op->ident.queue_id, sizeof fm->seen.queue_id);
+    fm->seen.epoch = op->ident.epoch;
+    fm->seen.seq = 0;
+    fm->seen.n = 0;
+    fm->receipt_next = 0;
+  }
+  if (op->ident.seq > fm->seen.seq) fm->seen.seq = op->ident.seq;
+  fm->seen_dirty = fm->cfg->state != NULL;
   fm->connected = 1;
   fm->ever_connected = 1;
   fm->reconnect_ms = 0;
@@ -727,6 +780,10 @@ static void finish(struct fm *fm) {
   fm_guard_close(fm);
   /* Closes the session: whatever it still holds goes back to ready. */
   fm_db_stop(fm);
+  if (fm->seen_dirty && fm->seen.queue_id[0] != '\0') {
+    char why[320] = "";
+    if (fm_db_write_state(fm->cfg, &fm->seen, why, sizeof why) != 0) state_error(fm, why);
+  }
   if (fm->ever_connected) {
     char d[FM_DUR_BUF];
     fm_log("stopped after %s: %lld done, %lld failed, %lld retried later, "
@@ -890,6 +947,7 @@ int fm_run(const struct fm_config *cfg) {
   fm->started_ms = fm_now_ms();
   fm->poll_ms = POLL_MIN_MS;
   fm->prefetch = cfg->prefetch;
+  fm->seen.receipts = fm_xmalloc(FM_STATE_RECEIPTS * sizeof *fm->seen.receipts);
   fm_env_init(&fm->env, environ, cfg->url);
   exec_argv_init(fm);
   uv_timer_t *timers[] = {&fm->beat_timer,      &fm->lease_timer, &fm->poll_timer,
@@ -923,6 +981,7 @@ int fm_run(const struct fm_config *cfg) {
   fm_env_release(&fm->env);
   exec_argv_release(fm);
   free(fm->started);
+  free(fm->seen.receipts);
   if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
   free(fm);
   return status;
