@@ -9,9 +9,10 @@
  * the database, new outcomes gather for the next one, so the busier the
  * foreman, the bigger its batches.  A batch that failed for a temporary
  * reason is sent again after a growing delay (acknowledgements are
- * idempotent: one that had committed returns success again).  Outcomes of
- * a session that was given up are dropped, never sent: their jobs run
- * again elsewhere.
+ * idempotent: one that had committed returns success again), for as long
+ * as the session may be alive, also while it is suspended for want of a
+ * heartbeat (foreman.c).  Outcomes of a session that the database says is
+ * gone are dropped, never sent: their jobs run again elsewhere.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,10 +82,10 @@ static void on_acked(struct fm *fm, struct fm_op *op);
 
 void fm_acker_flush(struct fm *fm) {
   struct fm_acker *a = &fm->acker;
+  /* A session whose lease may have run out is acknowledged under all the
+   * same: each acknowledgement is fenced by its claim, and takes effect
+   * only if no one reaped the session meanwhile. */
   if (a->inflight || a->n == 0 || !fm->connected) return;
-  /* Never acknowledge under a session whose lease may have run out: the
-   * lease timer is about to give it up. */
-  if (fm_lease_out(fm)) return;
   if (a->timer_on) {
     uv_timer_stop(&a->timer);
     a->timer_on = 0;

@@ -62,6 +62,7 @@ static void keep_error(struct fm_op *op, jobq *db, int rc) {
 
 static void run_connect(struct fm_db *d, struct fm_op *op) {
   const struct fm_config *cfg = d->cfg;
+  if (op->state_due) fm_db_write_state(cfg, &op->state, op->state_err, sizeof op->state_err);
   jobq_session_close(d->s); /* releases what it held, if it still exists */
   d->s = NULL;
   if (op->reopen && d->db != NULL) {

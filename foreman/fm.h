@@ -160,6 +160,8 @@ enum fm_kill {
   FM_KILL_CANCEL,    /* an operator cancelled it: ends cancelled */
   FM_KILL_STOP,      /* the foreman is stopping: released */
   FM_KILL_LOST,      /* the session is gone: nothing is recorded */
+  FM_KILL_CUT,       /* no heartbeat for a lease: recorded as a retry,
+                        should the session turn out alive */
   FM_KILL_PROTOCOL   /* its worker broke the protocol: failed */
 };
 
@@ -257,7 +259,8 @@ struct fm_op {
   int64_t in_flight;
   int64_t *cancel;
   size_t ncancel;
-  int state_due;               /* in: write state to the state file */
+  int state_due;               /* in (HEARTBEAT, CONNECT): write state to
+                                  the state file */
   struct fm_state_db state;
   /* STATS */
   jobq_queue_stats *stats;
@@ -418,6 +421,9 @@ struct fm {
 
   uint64_t gen;                    /* the current session's generation */
   int connected;                   /* a session is open */
+  int suspended;                   /* ... but no heartbeat succeeded for a
+                                      lease: no jobs start, outcomes wait */
+  int grace_over;                  /* stopping, and the grace has run out */
   int connecting;                  /* a CONNECT op is out */
   int ever_connected;
   int reopen_next;                 /* the next CONNECT opens a new handle */
@@ -463,11 +469,13 @@ struct fm {
   uv_signal_t sig_term, sig_int, sig_hup;
 };
 
-/* Gives up the session: its running jobs are killed and nothing of it is
- * acknowledged any more; a new session is opened.  why is for the log. */
+/* Gives up the session, which the database says is gone: its running
+ * jobs are killed and nothing of it is acknowledged any more; a new
+ * session is opened.  why is for the log. */
 void fm_session_lost(struct fm *fm, const char *why);
 /* 1 when no heartbeat has succeeded for a lease (on this host's monotonic
- * clock, from when the last good one was sent): the session may be gone. */
+ * clock, from when the last good one was sent): the session may be gone,
+ * and the foreman suspends it (foreman.c). */
 int fm_lease_out(const struct fm *fm);
 /* Tries to start waiting jobs and to claim more, as the state allows. */
 void fm_kick(struct fm *fm);

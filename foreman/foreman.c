@@ -18,11 +18,16 @@
  * The session is heartbeaten every lease/3 with the number of jobs in
  * flight; the heartbeat brings back cancel requests.  If no heartbeat has
  * succeeded for a whole lease (measured from when the last good one was
- * sent), or the database says the session expired, the session is given
- * up: its running jobs are killed, its claimed jobs and unrecorded
- * outcomes are dropped (their jobs run again elsewhere, or here), and a
- * new session is opened, with capped exponential backoff and jitter while
- * that fails.  SIGTERM, SIGINT and SIGHUP stop it gracefully: no more
+ * sent), the session may have been reaped, and its jobs may run
+ * elsewhere: the session is suspended.  Its running jobs are stopped (to
+ * be retried) and its claimed ones released, but the outcomes of the jobs
+ * that finished are kept, and the foreman goes on heartbeating the same
+ * session: while the database was out of reach or read-only, no one could
+ * reap it.  A heartbeat that succeeds resumes it, and the outcomes are
+ * recorded (fenced by their claims, as ever); only when the database says
+ * the session is gone is it given up: what it had not recorded is dropped
+ * (those jobs run again) and a new session is opened, with capped
+ * exponential backoff and jitter while that fails.  SIGTERM, SIGINT and SIGHUP stop it gracefully: no more
  * claims, claimed jobs released at once, running jobs given --grace to
  * finish, then stopped and released; a second signal stops at once.
  */
@@ -157,6 +162,14 @@ void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
       out->kind = JOBQ_ACK_RELEASE;
       out->word = "released";
       return;
+    case FM_KILL_CUT:
+      snprintf(what, sizeof what,
+               "stopped: no heartbeat succeeded for the lease (the database was out of "
+               "reach or read-only) (%s)",
+               how);
+      out->kind = JOBQ_ACK_RETRY;
+      out->word = "stopped";
+      break;
     case FM_KILL_LOST:
     case FM_KILL_NONE:
       out->kind = 0;
@@ -408,7 +421,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
 
 struct fm_op *fm_claim_op(struct fm *fm, int along) {
   const struct fm_config *cfg = fm->cfg;
-  if (!fm->connected || fm->stopping || fm->claim_out || !fm->maybe_work)
+  if (!fm->connected || fm->suspended || fm->stopping || fm->claim_out || !fm->maybe_work)
     return NULL;
   if (fm_now_ms() < fm->hold_until_ms) return NULL;
   int cap = capacity(fm);
@@ -548,14 +561,31 @@ int fm_lease_out(const struct fm *fm) {
   return fm_now_ms() - fm->beat_ok_ms >= fm->cfg->lease_ms;
 }
 
-/* Gives the session up when its lease may have run out: 1 if it did. */
+/* The session's lease may have run out: it may have been reaped and its
+ * jobs given to others, so none of them may run here any more.  The
+ * running ones are stopped (their outcome, a retry, waits with the
+ * others), the claimed ones released, and nothing starts until a
+ * heartbeat shows the session alive. */
+static void suspend(struct fm *fm) {
+  char d[FM_DUR_BUF];
+  fm->suspended = 1;
+  size_t running = 0, waiting = fm->waiting.n;
+  for (struct fm_job *j = fm->running.head; j != NULL; j = j->next, running++)
+    kill_job(fm, j, FM_KILL_CUT, 1);
+  struct fm_job *j;
+  while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
+  fm_log("no heartbeat succeeded for %s (the lease): the session may be gone; stopped "
+         "%zu running jobs and released %zu claimed ones; keeping %zu outcomes to "
+         "record, and the session, until the database answers",
+         fm_fmt_ms(d, fm->cfg->lease_ms), running, waiting, fm->acker.n);
+}
+
+/* Suspends the session when its lease may have run out: 1 while it is
+ * suspended. */
 static int lease_check(struct fm *fm) {
-  if (!fm->connected || !fm_lease_out(fm)) return 0;
-  char why[128], d[FM_DUR_BUF];
-  snprintf(why, sizeof why, "no heartbeat succeeded for %s (the lease)",
-           fm_fmt_ms(d, fm->cfg->lease_ms));
-  fm_session_lost(fm, why);
-  return 1;
+  if (!fm->connected) return 0;
+  if (!fm->suspended && fm_lease_out(fm)) suspend(fm);
+  return fm->suspended;
 }
 
 static void on_lease(uv_timer_t *t) {
@@ -580,8 +610,13 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     fm->beat_ok_ms = op->began_ms;
     lease_arm(fm);
     if (fm->beat_failing) {
-      fm_log("heartbeats succeed again");
+      fm_log("heartbeats succeed again%s",
+             fm->suspended ? ": the session held; recording what was kept and claiming "
+                             "again"
+                           : "");
       fm->beat_failing = 0;
+      fm->suspended = 0;
+      fm->maybe_work = 1;
       uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
     }
     handle_cancels(fm, op->cancel, op->ncancel);
@@ -627,6 +662,7 @@ static void on_beat(uv_timer_t *t) {
 void fm_session_lost(struct fm *fm, const char *why) {
   if (!fm->connected) return;
   fm->connected = 0;
+  fm->suspended = 0;
   fm->gen++;
   fm_db_set_gen(fm, fm->gen);
   uv_timer_stop(&fm->beat_timer);
@@ -757,6 +793,13 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
 static void connect_db(struct fm *fm) {
   if (fm->connecting || fm->connected || fm->closed || fm->stopping) return;
   struct fm_op *op = fm_op_new(FM_OP_CONNECT, fm->gen, on_connected);
+  /* What the last session saw goes to the file first (the next session
+   * may be refused for a long time). */
+  if (fm->seen_dirty && fm->seen.queue_id[0] != '\0') {
+    op->state_due = 1;
+    seen_copy(fm, &op->state);
+    fm->seen_dirty = 0;
+  }
   op->reopen = fm->reopen_next;
   fm->reopen_next = 0;
   fm->connecting = 1;
@@ -801,8 +844,15 @@ void fm_maybe_finish(struct fm *fm) {
   if (fm->running.n > 0) return;
   if (fm->workers != NULL && fm_workers_alive(fm) > 0) return;
   if (fm->connected && fm_acker_busy(fm)) {
-    fm_acker_flush(fm);
-    return;
+    /* A suspended session's outcomes wait for the database until the
+     * grace is over (or a second signal); then they are dropped. */
+    if (!fm->suspended || !fm->grace_over) {
+      fm_acker_flush(fm);
+      return;
+    }
+    fm_log("the database did not answer within the grace: dropping %zu outcomes not "
+           "yet recorded (those jobs run again)",
+           fm->acker.n);
   }
   finish(fm);
 }
@@ -810,6 +860,7 @@ void fm_maybe_finish(struct fm *fm) {
 static void on_grace(uv_timer_t *t) {
   struct fm *fm = t->data;
   char d[FM_DUR_BUF];
+  fm->grace_over = 1;
   if (fm->running.n > 0)
     fm_log("the grace of %s is over: stopping %zu running jobs (they go back "
            "to the queue)",
@@ -850,6 +901,7 @@ static void begin_stop(struct fm *fm, int fast, const char *why) {
     for (struct fm_job *j = fm->running.head; j != NULL; j = j->next)
       kill_job(fm, j, FM_KILL_STOP, 1);
     if (fm->workers != NULL) fm_workers_terminate(fm, 1);
+    fm->grace_over = 1;
   }
   fm_maybe_finish(fm);
 }
