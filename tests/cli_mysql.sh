@@ -223,6 +223,12 @@ t_roles() {
     fail "no example worker at $worker"
   fi
   local out
+  # A reaper records the stall guard's look, and nothing else of jobq_meta.
+  MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
+    -e "UPDATE jobq_meta SET guard_at = 0" || fail "the worker cannot record the guard's look"
+  out=$(MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
+    -e "UPDATE jobq_meta SET epoch = epoch + 1" 2>&1) && fail "the worker changed the epoch"
+  [[ $out == *"denied"* ]] || fail "epoch: $out"
   out=$(MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
     -e "DROP TABLE jobq_jobs" 2>&1) && fail "the worker dropped a table"
   [[ $out == *"denied"* ]] || fail "drop: $out"

@@ -186,6 +186,12 @@ t_roles() {
   expect_rc 0
   expect_out_has '"ready":1'
   local out
+  # A reaper records the stall guard's look, and nothing else of jobq_meta.
+  PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
+    -c "UPDATE $S.jobq_meta SET guard_at = 0" >/dev/null || fail "the worker cannot record the guard's look"
+  out=$(PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
+    -c "UPDATE $S.jobq_meta SET epoch = epoch + 1" 2>&1) && fail "the worker changed the epoch"
+  [[ $out == *"permission denied"* ]] || fail "epoch: $out"
   out=$(PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
     -c "DROP TABLE $S.jobq_jobs" 2>&1) && fail "the worker dropped a table"
   [[ $out == *"must be owner"* ]] || fail "drop: $out"

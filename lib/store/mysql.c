@@ -1325,6 +1325,8 @@ static const char roles_sql[] =
     "GRANT INSERT, UPDATE ON %1$s.jobq_counts TO %4$s;\n"
     "GRANT INSERT ON %1$s.jobq_blocked TO %4$s;\n"
     "GRANT SELECT, INSERT, UPDATE ON %1$s.jobq_locks TO %4$s;\n"
+    "-- the stall guard's look, which any reaper records\n"
+    "GRANT UPDATE (guard_at) ON %1$s.jobq_meta TO %4$s;\n"
     "\n"
     "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
     "GRANT %3$s TO %5$s;\n"

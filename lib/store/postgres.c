@@ -1491,6 +1491,8 @@ static const char roles_sql[] =
     "GRANT INSERT ON \"%1$s\".jobq_done TO %2$sworker;\n"
     "GRANT INSERT, UPDATE ON \"%1$s\".jobq_counts TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_blocked TO %2$sworker;\n"
+    "-- the stall guard's look, which any reaper records\n"
+    "GRANT UPDATE (guard_at) ON \"%1$s\".jobq_meta TO %2$sworker;\n"
     "\n"
     "-- admin: retry, cancel, pause, prune, epoch bump, and the others' rights.\n"
     "GRANT %2$sproducer, %2$sworker TO %2$sadmin;\n"
