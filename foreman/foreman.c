@@ -634,7 +634,7 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
   if (!fm->beat_failing) {
     char d[FM_DUR_BUF];
     int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
-    fm_log("heartbeat failed: %s: the session is given up if none succeeds "
+    fm_log("heartbeat failed: %s: the session is suspended if none succeeds "
            "within %s",
            op->errmsg, fm_fmt_ms(d, left < 0 ? 0 : left));
   }

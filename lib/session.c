@@ -2,7 +2,11 @@
  * session.c - a worker's session: a row with a lease on the database clock
  * that the worker heartbeats.  Opening and heartbeating also do this
  * worker's share of reaping sessions whose lease expired (with the stall
- * guard, in the store), so dead workers' jobs come back within seconds.
+ * guard, which holds reaping back for a lease when the database itself may
+ * have stalled), so dead workers' jobs come back within seconds.  A
+ * session knows the jobs it handed its worker, and gives back, on a
+ * connection made again, those the database shows under it that the
+ * worker no longer holds.
  */
 #include <stdint.h>
 #include <stdio.h>
