@@ -407,8 +407,9 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
   fm_op_free(op);
   watch_arm(fm);
-  if (fm->stopping) {
-    /* The stop came while the claim was out: hand them back. */
+  if (fm->stopping || fm->suspended) {
+    /* The stop (or the suspension) came while the claim was out: hand
+     * them back. */
     struct fm_job *j;
     while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
     fm_acker_flush(fm);

@@ -379,9 +379,14 @@ static int handed_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static struct jobq_handed *handed_find(const jobq_session *s, int64_t id) {
+/* The entry of job id among the first n (sorted), or NULL. */
+static struct jobq_handed *handed_in(const jobq_session *s, size_t n, int64_t id) {
   struct jobq_handed key = {.id = id};
-  return s->nhanded ? bsearch(&key, s->handed, s->nhanded, sizeof key, handed_cmp) : NULL;
+  return n ? bsearch(&key, s->handed, n, sizeof key, handed_cmp) : NULL;
+}
+
+static struct jobq_handed *handed_find(const jobq_session *s, int64_t id) {
+  return handed_in(s, s->nhanded, id);
 }
 
 /* Takes ids[0..n) out of the jobs the worker holds. */
@@ -430,14 +435,16 @@ static void handed_add(jobq_session *s, const jobq_job *jobs, size_t n) {
     s->handed = v;
     s->caphanded = cap;
   }
+  /* A job claimed again (after a retry) has its entry already, among
+   * the sorted ones; the new ones go after them, then all are sorted. */
+  size_t sorted = s->nhanded;
   for (size_t i = 0; i < n; i++) {
-    struct jobq_handed *h = handed_find(s, jobs[i].id);
+    struct jobq_handed *h = handed_in(s, sorted, jobs[i].id);
     if (h == NULL) h = &s->handed[s->nhanded++];
     h->id = jobs[i].id;
     memcpy(h->claim, jobs[i].claim, sizeof h->claim);
-    /* Sorted again after the last. */
-    if (i + 1 == n) qsort(s->handed, s->nhanded, sizeof *s->handed, handed_cmp);
   }
+  qsort(s->handed, s->nhanded, sizeof *s->handed, handed_cmp);
 }
 
 /* The last error of a job its session still had that its worker no
