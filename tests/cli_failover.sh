@@ -66,22 +66,28 @@ drop_store() {
 
 # ---------------------------------------------------------------- reap
 
-# The operator's reap with no worker left alive: a foreman killed with
-# SIGKILL holding a long job, its lease run out, then `jobq reap`.  The
-# stall guard used to renew the dead session's heartbeat on every reap,
-# so that it was never reaped and the job stayed running for good.
-reap_with_no_worker_alive() {
-  use_store "$1" || return
+# dead_foreman LEASE: a foreman with that lease, killed with SIGKILL
+# while it runs job 1 (a long one), and its lease left to run out with no
+# worker alive: the reproduction.
+dead_foreman() {
   run put -q r sleep:60000
   expect_rc 0
   work_env JOBQ_DB="$U"
-  start_work w -q r --lease 2s -- "$HERE/../examples/job.sh"
+  start_work w -q r --lease "$1" -- "$HERE/../examples/job.sh"
   local pid=$W_PID
   wait_until 20 'run ls --json --state running; grep -q "\"id\":1" "$T_OUT"' ||
     fail "the foreman did not claim the job"
   kill -9 "$pid"
   wait "$pid" 2>/dev/null
-  sleep 3
+  sleep "$(( ${1%s} + 1 ))"
+}
+
+# The operator's reap with no worker left alive.  The stall guard used to
+# renew the dead session's heartbeat on every reap, so that it was never
+# reaped and the job stayed running for good.
+reap_with_no_worker_alive() {
+  use_store "$1" || return
+  dead_foreman 2s
   run reap
   expect_rc 0
   expect_out_has "reaped 1 session"
@@ -103,15 +109,7 @@ t_reap_with_no_worker_alive_mysql() { reap_with_no_worker_alive mysql; }
 # --no-wait says when to run it again, and reaps nothing yet.
 t_reap_no_wait() {
   use_store sqlite || return
-  run put -q r sleep:60000
-  work_env JOBQ_DB="$U"
-  start_work w -q r --lease 1s -- "$HERE/../examples/job.sh"
-  local pid=$W_PID
-  wait_until 20 'run ls --json --state running; grep -q "\"id\":1" "$T_OUT"' ||
-    fail "the foreman did not claim the job"
-  kill -9 "$pid"
-  wait "$pid" 2>/dev/null
-  sleep 2
+  dead_foreman 1s
   run reap --no-wait
   expect_rc 0
   expect_out_has "reaped 0 sessions"

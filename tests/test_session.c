@@ -390,6 +390,18 @@ static void test_reap_call_stall_guard(void **state) {
   jobq_close(op);
 }
 
+/* A worker that died holding a job: a session of lease 300ms on a handle
+ * of its own (*db2), its job (*j), and 700ms of silence since; the job's
+ * id. */
+static int64_t dead_worker(tq *t, jobq **db2, jobq_session **s, jobq_job **j) {
+  int64_t id = th_put(t->db, "q", NULL);
+  *db2 = th_open(t->url);
+  *s = th_session(*db2, 300);
+  *j = th_claim_one(*s, "q");
+  th_sleep_ms(700);
+  return id;
+}
+
 /* The reproduction of a dead worker with no worker left: its session has
  * been silent for longer than its lease, and an operator's jobq_reap() is
  * the only reaper.  The guard holds back once, for the lease; called again
@@ -397,11 +409,10 @@ static void test_reap_call_stall_guard(void **state) {
  * session's heartbeat, so that it was never reaped at all). */
 static void test_reap_with_no_worker_alive(void **state) {
   tq *t = *state;
-  int64_t id = th_put(t->db, "q", NULL);
-  jobq *db2 = th_open(t->url);
-  jobq_session *dead = th_session(db2, 300);
-  jobq_job *j = th_claim_one(dead, "q");
-  th_sleep_ms(700);
+  jobq *db2;
+  jobq_session *dead;
+  jobq_job *j;
+  int64_t id = dead_worker(t, &db2, &dead, &j);
   int64_t count = -1, held = -1;
   assert_rc(jobq_reap_held(t->db, &count, &held), JOBQ_OK);
   assert_int_equal(count, 0);
@@ -432,11 +443,10 @@ static void test_reap_with_no_worker_alive(void **state) {
  * lease the guard gave it has run out. */
 static void test_lone_worker_reaps_the_dead(void **state) {
   tq *t = *state;
-  int64_t id = th_put(t->db, "q", NULL);
-  jobq *db2 = th_open(t->url);
-  jobq_session *dead = th_session(db2, 300);
-  jobq_job *j = th_claim_one(dead, "q");
-  th_sleep_ms(700);
+  jobq *db2;
+  jobq_session *dead;
+  jobq_job *j;
+  int64_t id = dead_worker(t, &db2, &dead, &j);
   jobq_session *lone = th_session(t->db, 300);
   assert_int_equal(th_state(t->db, id), JOBQ_STATE_RUNNING);
   int64_t took = th_beat_until(lone, t->db, id, JOBQ_STATE_READY, 5000);
