@@ -207,7 +207,7 @@ static json_t *merged(const struct fm_state_db *seen, json_t *old, const char *u
     while (j < k && all[j].id != r->id) j++;
     if (j == k) all[k++] = *r;
   }
-  qsort(all, k, sizeof *all, newer_first);
+  if (k > 1) qsort(all, k, sizeof *all, newer_first);
   if (k > FM_STATE_RECEIPTS) k = FM_STATE_RECEIPTS;
   json_t *list = json_array();
   for (size_t i = 0; list != NULL && i < k; i++) json_array_append_new(list, receipt_json(&all[i]));

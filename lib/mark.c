@@ -93,7 +93,7 @@ static int mark_found(jobq *db, const struct jobq__mark *m) {
   jobq_rows *r;
   int rc = jobq__sql_query(db, JOBQ_Q_MARK_PUT, &r, SQL_ARGS(V_INT(m->id)));
   if (rc != JOBQ_OK) return rc;
-  int got;
+  int got = 0;
   while (!yes && (got = jobq__rows_next(db, r)) == 1) {
     size_t len;
     const void *payload = db->store->col_bytes(r, 1, &len);
