@@ -122,9 +122,11 @@ t_reap_no_wait() {
 
 # ---------------------------------------------------------------- restores
 
-# backup_store NAME / restore_store NAME: a copy of the case's database as
-# an operator would take it (SQLite's backup API, pg_dump, mariadb-dump),
-# and put back in its place.
+# backup_store NAME / restore_store NAME [live]: a copy of the case's
+# database as an operator would take it (SQLite's backup API, pg_dump,
+# mariadb-dump), and put back in its place (an SQLite file in use through
+# the backup API, one that no process uses by copying the file over it
+# and removing its -wal and -shm).
 backup_store() {
   case $STORE in
     sqlite) sqlite3 "$DB" ".backup '$D/$1'" ;;
@@ -136,7 +138,12 @@ backup_store() {
 }
 restore_store() {
   case $STORE in
-    sqlite) sqlite3 "$DB" ".restore '$D/$1'" ;;
+    sqlite)
+      if [[ ${2:-} == live ]]; then
+        sqlite3 "$DB" ".restore '$D/$1'"
+      else
+        rm -f "$DB-wal" "$DB-shm" && cp "$D/$1" "$DB"
+      fi ;;
     postgres) psql_do -c "DROP SCHEMA $S CASCADE" && psql_do -f "$D/$1" >/dev/null ;;
     mysql) my_do "$S" <"$D/$1" ;;
   esac
@@ -168,7 +175,7 @@ restored() {
     start_work w --lease 1s -- cat
     log=$W_LOG
     wait_until 20 'run stats --json; [[ $(json_sum done) == 6 ]]' || fail "b's jobs did not run"
-    restore_store copy || { fail "the restore failed"; return; }
+    restore_store copy live || { fail "the restore failed"; return; }
   else
     W_ENV=(JOBQ_DB="$U")
     run_work 30 -q b --until-empty -- cat
