@@ -27,9 +27,10 @@
  * recorded (fenced by their claims, as ever); only when the database says
  * the session is gone is it given up: what it had not recorded is dropped
  * (those jobs run again) and a new session is opened, with capped
- * exponential backoff and jitter while that fails.  SIGTERM, SIGINT and SIGHUP stop it gracefully: no more
- * claims, claimed jobs released at once, running jobs given --grace to
- * finish, then stopped and released; a second signal stops at once.
+ * exponential backoff and jitter while that fails.  SIGTERM, SIGINT and
+ * SIGHUP stop it gracefully: no more claims, claimed jobs released at
+ * once, running jobs given --grace to finish, then stopped and released;
+ * a second signal stops at once.
  */
 #include <dirent.h>
 #include <fcntl.h>
