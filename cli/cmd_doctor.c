@@ -1,21 +1,26 @@
 /*
  * cmd_doctor.c - `jobq doctor`: looks the queue database over and says,
- * for each finding, what to do about it.  Only reads.
+ * for each finding, what to do about it.  Only reads, the database and
+ * this machine's state file (the completions its workers saw).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "../foreman/foreman.h"
 #include "builtin.h"
 
 static const char usage[] =
-    "usage: jobq doctor [--json]\n"
+    "usage: jobq doctor [--state FILE] [--json]\n"
     "\n"
     "Checks the queue database: its identity, this host's clock against the\n"
     "database's, durability settings, the server's version and replication,\n"
     "transactions that hold back vacuum (naming the oldest), the hot table's\n"
-    "bloat, sessions close to expiring or expired without a reaper, and dead\n"
-    "jobs.  Prints one line per check (ok, warn or FAIL) and, under the table,\n"
-    "what to do about each one that is not ok.  Exit status 0 when nothing\n"
-    "failed (warnings included), 1 when a check failed.\n";
+    "bloat, lost writes (the completions this machine's workers last saw, from\n"
+    "their state file, that the database no longer has), sessions close to\n"
+    "expiring or expired without a reaper, and dead jobs.  Prints one line per\n"
+    "check (ok, warn or FAIL) and, under the table, what to do about each one\n"
+    "that is not ok.  Exit status 0 when nothing failed (warnings included), 1\n"
+    "when a check failed.\n";
 
 static const char *const level_names[] = {"ok", "warn", "FAIL"};
 
@@ -62,15 +67,53 @@ static void print_checks(const jobq_check *c, size_t n) {
   }
 }
 
+/* Hands the handle what the state file says of its database, for the
+ * doctor's check of lost writes: 0, or an exit status after a message. */
+static int expect_state(jobq *db, const char *path) {
+  char def[4096], why[320];
+  if (path == NULL && fm_state_default(def, sizeof def) != 0) return 0;
+  if (path == NULL) path = def;
+  jobq_identity id;
+  int rc = jobq_identity_get(db, &id);
+  if (rc != JOBQ_OK) return cli_lib_error(db, rc);
+  struct fm_state_db st;
+  int got = fm_state_read(path, id.queue_id, &st, why, sizeof why);
+  if (got < 0) {
+    cli_error("%s", why);
+    return CLI_EXIT_ERROR;
+  }
+  if (got == 0) return 0;
+  jobq_identity seen = id;
+  seen.epoch = st.epoch;
+  seen.seq = st.seq;
+  /* A refusal is what the checks report. */
+  rc = jobq_expect(db, &seen, st.receipts, st.n);
+  fm_state_db_release(&st);
+  return rc == JOBQ_OK || rc == JOBQ_EIDENTITY ? 0 : cli_lib_error(db, rc);
+}
+
 static int run(int argc, char **argv) {
-  const struct cli_option options[] = {CLI_END};
+  const char *state = NULL;
+  const struct cli_option options[] = {
+      CLI_STRING(0, "state", &state, "FILE",
+                 "the state file of this machine's workers (default: as jobq work's)"),
+      CLI_END};
   int rc = cli_parse_options(usage, options, &argc, argv);
   if (rc != CLI_PARSED) return rc;
   if (cli_check_args(argc, argv, 0, "no arguments")) return CLI_EXIT_USAGE;
+  if (state != NULL && state[0] == '\0') {
+    cli_error("invalid --state '': expected a file name");
+    return CLI_EXIT_USAGE;
+  }
   jobq *db;
   if ((rc = cli_open_readonly(&db)) != 0) return rc;
   jobq_check *c = NULL;
   size_t n = 0;
+  rc = expect_state(db, state);
+  if (rc != 0) {
+    jobq_close(db);
+    return rc;
+  }
   rc = jobq_doctor(db, &c, &n);
   if (rc != JOBQ_OK) {
     rc = cli_lib_error(db, rc);

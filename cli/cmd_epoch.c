@@ -17,9 +17,11 @@ static const char usage[] =
     "database clock.\n"
     "\n"
     "'bump' is for after a restore from backup or a failover to a replica\n"
-    "that may have missed writes: it ends every session (their running jobs\n"
-    "go back to ready) and starts a new epoch, so that workers may claim\n"
-    "again.  Prints the new epoch.\n";
+    "that may have missed writes, which workers refuse (the job sequence went\n"
+    "back, or a completion acknowledged to them is missing: 'jobq doctor'\n"
+    "lists them).  Once this database is the one to use, it ends every\n"
+    "session (their running jobs go back to ready) and starts a new epoch, so\n"
+    "that workers may claim again.  Prints the new epoch.\n";
 
 static int run(int argc, char **argv) {
   const struct cli_option options[] = {CLI_END};

@@ -34,7 +34,12 @@ static const char usage[] =
     "\n"
     "Keep the database password off the command line: --db-file FILE,\n"
     "$JOBQ_DB_FILE or a systemd credential (the foreman blanks a --db\n"
-    "password in its arguments, but only once it has started).\n";
+    "password in its arguments, but only once it has started).\n"
+    "\n"
+    "The foreman keeps the last completions acknowledged to it in a state\n"
+    "file (--state), and a foreman started later refuses a database that has\n"
+    "lost them (restored from an older backup, or failed over to a replica\n"
+    "that had not seen them) until 'jobq epoch bump'.\n";
 
 #define MAX_CONCURRENCY 1024
 #define MAX_BATCH 1000
@@ -44,7 +49,7 @@ static const char usage[] =
 struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
-  const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format, *user;
+  const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format, *user, *state;
   int persistent, until_empty, verbose, log_times, no_cgroups;
 };
 
@@ -274,6 +279,11 @@ static int run(int argc, char **argv) {
                "run jobs without a cgroup of their own: a start up to a few "
                "ms sooner, but a job that leaves its process group is not "
                "stopped with it"),
+      CLI_STRING(0, "state", &a.state, "FILE",
+                 "where this machine's workers keep what they saw of each "
+                 "database, to refuse one that lost their writes (default: "
+                 "$XDG_STATE_HOME/jobq/state.json, /var/lib/jobq/state.json "
+                 "for root, else ~/.local/state/jobq/state.json)"),
       CLI_FLAG(0, "persistent", &a.persistent,
                "run CONCURRENCY long-lived workers fed over the line protocol"),
       CLI_FLAG(0, "until-empty", &a.until_empty,
@@ -312,11 +322,24 @@ static int run(int argc, char **argv) {
     return rc;
   }
   cfg.user = change_user ? &user : NULL;
-  char name[128];
+  char name[128], state[4096];
+  if (a.state != NULL && a.state[0] == '\0') {
+    cli_error("invalid --state '': expected a file name");
+    if (change_user) fm_user_release(&user);
+    free(file);
+    free(a.queues.items);
+    return CLI_EXIT_USAGE;
+  }
+  if (a.state != NULL)
+    cfg.state = a.state;
+  else if (fm_state_default(state, sizeof state) == 0)
+    cfg.state = state;
   default_name(&cfg, name, sizeof name);
   cfg.name = a.name != NULL ? a.name : name;
+  /* `ps` shows a long-running foreman's arguments; the URL lives on in a
+   * copy, which cli_db_url() gives from then on. */
+  cli_hide_db_password();
   cfg.url = cli_db_url();
-  cli_hide_db_password(); /* `ps` shows a long-running foreman's arguments */
   cfg.argv = argv + next;
   cfg.file = file;
   fflush(stdout);

@@ -9,10 +9,12 @@
  * the database, new outcomes gather for the next one, so the busier the
  * foreman, the bigger its batches.  A batch that failed for a temporary
  * reason is sent again after a growing delay (acknowledgements are
- * idempotent: one that had committed returns success again).  Outcomes of
- * a session that was given up are dropped, never sent: their jobs run
- * again elsewhere.
+ * idempotent: one that had committed returns success again), for as long
+ * as the session may be alive, also while it is suspended for want of a
+ * heartbeat (foreman.c).  Outcomes of a session that the database says is
+ * gone are dropped, never sent: their jobs run again elsewhere.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,8 @@ void fm_acker_add(struct fm *fm, const struct fm_job *job,
   p->ack.retry_in_ms = out->retry_in_ms;
   p->gen = job->gen;
   p->job_id = job->job.id;
+  snprintf(p->queue, sizeof p->queue, "%s", job->job.queue);
+  p->claimed_at_ms = job->job.claimed_at_ms;
   out->data = NULL;
   if (a->n >= ACK_MAX)
     fm_acker_flush(fm);
@@ -78,10 +82,10 @@ static void on_acked(struct fm *fm, struct fm_op *op);
 
 void fm_acker_flush(struct fm *fm) {
   struct fm_acker *a = &fm->acker;
+  /* A session whose lease may have run out is acknowledged under all the
+   * same: each acknowledgement is fenced by its claim, and takes effect
+   * only if no one reaped the session meanwhile. */
   if (a->inflight || a->n == 0 || !fm->connected) return;
-  /* Never acknowledge under a session whose lease may have run out: the
-   * lease timer is about to give it up. */
-  if (fm_lease_out(fm)) return;
   if (a->timer_on) {
     uv_timer_stop(&a->timer);
     a->timer_on = 0;
@@ -149,6 +153,7 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
                (long long)k->id, kind_word(k->kind));
         continue;
       }
+      if (k->outcome == JOBQ_STATE_DONE) fm_receipt_add(fm, &a->items[i]);
       if (k->outcome == JOBQ_STATE_CANCELLED)
         fm->cancelled++;
       else if (k->kind == JOBQ_ACK_COMPLETE)

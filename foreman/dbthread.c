@@ -47,6 +47,7 @@ void fm_op_free(struct fm_op *op) {
   free(op->cancel);
   free(op->started);
   jobq_stats_free(op->stats, op->nstats);
+  fm_state_db_release(&op->state);
   if (op->watch_fd >= 0) close(op->watch_fd);
   free(op);
 }
@@ -61,6 +62,7 @@ static void keep_error(struct fm_op *op, jobq *db, int rc) {
 
 static void run_connect(struct fm_db *d, struct fm_op *op) {
   const struct fm_config *cfg = d->cfg;
+  if (op->state_due) fm_db_write_state(cfg, &op->state, op->state_err, sizeof op->state_err);
   jobq_session_close(d->s); /* releases what it held, if it still exists */
   d->s = NULL;
   if (op->reopen && d->db != NULL) {
@@ -77,6 +79,29 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
       jobq_close(d->db);
       d->db = NULL;
       return;
+    }
+  }
+  /* What the workers before this one saw of the database: the handle
+   * refuses it if it lost their writes (a restore, a stale replica). */
+  rc = jobq_identity_get(d->db, &op->ident);
+  if (rc != JOBQ_OK) {
+    keep_error(op, d->db, rc);
+    return;
+  }
+  if (cfg->state != NULL) {
+    struct fm_state_db st;
+    int got = fm_state_read(cfg->state, op->ident.queue_id, &st, op->state_err,
+                            sizeof op->state_err);
+    if (got == 1) {
+      jobq_identity seen = op->ident;
+      seen.epoch = st.epoch;
+      seen.seq = st.seq;
+      rc = jobq_expect(d->db, &seen, st.receipts, st.n);
+      fm_state_db_release(&st);
+      if (rc != JOBQ_OK) {
+        keep_error(op, d->db, rc);
+        return;
+      }
     }
   }
   int fd;
@@ -165,6 +190,9 @@ static void run(struct fm_db *d, struct fm_op *op) {
     case FM_OP_HEARTBEAT:
       jobq_session_set_in_flight(d->s, op->in_flight);
       rc = jobq_heartbeat(d->s, &op->cancel, &op->ncancel);
+      /* The receipts are true whatever the heartbeat found. */
+      if (op->state_due) fm_db_write_state(d->cfg, &op->state, op->state_err,
+                                           sizeof op->state_err);
       break;
     case FM_OP_STATS:
       rc = jobq_stats(d->db, &op->stats, &op->nstats);
@@ -247,6 +275,14 @@ static void *thread_main(void *arg) {
   jobq_close(d->db);
   d->db = NULL;
   return NULL;
+}
+
+int fm_db_write_state(const struct fm_config *cfg, const struct fm_state_db *st, char *why,
+                      size_t size) {
+  char *url = jobq_url_redact(cfg->url);
+  int rc = fm_state_write(cfg->state, st, url, why, size);
+  free(url);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- the loop's side */

@@ -201,6 +201,8 @@ enum fm_kill {
   FM_KILL_CANCEL,    /* an operator cancelled it: ends cancelled */
   FM_KILL_STOP,      /* the foreman is stopping: released */
   FM_KILL_LOST,      /* the session is gone: nothing is recorded */
+  FM_KILL_CUT,       /* no heartbeat for a lease: recorded as a retry,
+                        should the session turn out alive */
   FM_KILL_PROTOCOL   /* its worker broke the protocol: failed */
 };
 
@@ -276,6 +278,9 @@ struct fm_op {
   int watch_filtered;          /* out: it wakes for this foreman's queues only */
   char watch_msg[256];
   char session_id[64];
+  jobq_identity ident;         /* out: the database's identity */
+  char state_err[320];         /* out (also HEARTBEAT): the state file
+                                  could not be read or written */
   /* CLAIM */
   size_t max;
   size_t start_now;            /* how many start at once (the rest are held) */
@@ -295,6 +300,9 @@ struct fm_op {
   int64_t in_flight;
   int64_t *cancel;
   size_t ncancel;
+  int state_due;               /* in (HEARTBEAT, CONNECT): write state to
+                                  the state file */
+  struct fm_state_db state;
   /* STATS */
   jobq_queue_stats *stats;
   size_t nstats;
@@ -335,6 +343,11 @@ void fm_db_set_gen(struct fm *fm, uint64_t gen);
 /* Closes the session (releasing what it holds) and the handle, and ends
  * the thread.  Blocks until it has. */
 void fm_db_stop(struct fm *fm);
+/* Writes what the foreman saw (st) to its state file: 0, or -1 with why.
+ * Blocks on the file's lock and disk: for the database thread, or once
+ * the loop is over. */
+int fm_db_write_state(const struct fm_config *cfg, const struct fm_state_db *st, char *why,
+                      size_t size);
 
 /* ---------------------------------------------------------------- acker.c */
 
@@ -343,6 +356,8 @@ struct fm_pending {
   char *data;                  /* owned; ack.data points here */
   uint64_t gen;
   int64_t job_id;
+  char queue[JOBQ_QUEUE_MAX + 1];  /* for its receipt */
+  int64_t claimed_at_ms;
 };
 
 struct fm_acker {
@@ -366,6 +381,9 @@ void fm_acker_flush(struct fm *fm);
 size_t fm_acker_drop(struct fm *fm, uint64_t gen);
 /* Whether acks are queued or with the database thread. */
 int fm_acker_busy(const struct fm *fm);
+/* Notes the receipt of a completion the database acknowledged, for the
+ * state file (foreman.c). */
+void fm_receipt_add(struct fm *fm, const struct fm_pending *p);
 void fm_acker_close(struct fm *fm);
 
 /* ---------------------------------------------------------------- guard.c */
@@ -481,6 +499,9 @@ struct fm {
 
   uint64_t gen;                    /* the current session's generation */
   int connected;                   /* a session is open */
+  int suspended;                   /* ... but no heartbeat succeeded for a
+                                      lease: no jobs start, outcomes wait */
+  int grace_over;                  /* stopping, and the grace has run out */
   int connecting;                  /* a CONNECT op is out */
   int ever_connected;
   int reopen_next;                 /* the next CONNECT opens a new handle */
@@ -510,6 +531,14 @@ struct fm {
   int status;                      /* the exit status */
   int closed;                      /* handles are being closed */
   int64_t started_ms;
+  /* What this foreman saw of its database, for the state file: its
+   * identity and the receipts of its last completions (a ring of
+   * FM_STATE_RECEIPTS, seen.n of them used, the next one at
+   * receipt_next); seen_dirty when the file does not have them yet. */
+  struct fm_state_db seen;
+  size_t receipt_next;
+  int seen_dirty;
+  char state_err[320];             /* the last state file error logged */
   int64_t done, failed, retried, released, lost, timeouts, cancelled;
   int64_t claims, empty_claims;    /* claims made, and those that found nothing */
 
@@ -530,11 +559,13 @@ void fm_notify_ready(struct fm *fm, const char *session_id);
 void fm_notify_stopping(struct fm *fm);
 void fm_notify_close(struct fm *fm);
 
-/* Gives up the session: its running jobs are killed and nothing of it is
- * acknowledged any more; a new session is opened.  why is for the log. */
+/* Gives up the session, which the database says is gone: its running
+ * jobs are killed and nothing of it is acknowledged any more; a new
+ * session is opened.  why is for the log. */
 void fm_session_lost(struct fm *fm, const char *why);
 /* 1 when no heartbeat has succeeded for a lease (on this host's monotonic
- * clock, from when the last good one was sent): the session may be gone. */
+ * clock, from when the last good one was sent): the session may be gone,
+ * and the foreman suspends it (foreman.c). */
 int fm_lease_out(const struct fm *fm);
 /* Tries to start waiting jobs and to claim more, as the state allows. */
 void fm_kick(struct fm *fm);

@@ -18,13 +18,19 @@
  * The session is heartbeaten every lease/3 with the number of jobs in
  * flight; the heartbeat brings back cancel requests.  If no heartbeat has
  * succeeded for a whole lease (measured from when the last good one was
- * sent), or the database says the session expired, the session is given
- * up: its running jobs are killed, its claimed jobs and unrecorded
- * outcomes are dropped (their jobs run again elsewhere, or here), and a
- * new session is opened, with capped exponential backoff and jitter while
- * that fails.  SIGTERM, SIGINT and SIGHUP stop it gracefully: no more
- * claims, claimed jobs released at once, running jobs given --grace to
- * finish, then stopped and released; a second signal stops at once.
+ * sent), the session may have been reaped, and its jobs may run
+ * elsewhere: the session is suspended.  Its running jobs are stopped (to
+ * be retried) and its claimed ones released, but the outcomes of the jobs
+ * that finished are kept, and the foreman goes on heartbeating the same
+ * session: while the database was out of reach or read-only, no one could
+ * reap it.  A heartbeat that succeeds resumes it, and the outcomes are
+ * recorded (fenced by their claims, as ever); only when the database says
+ * the session is gone is it given up: what it had not recorded is dropped
+ * (those jobs run again) and a new session is opened, with capped
+ * exponential backoff and jitter while that fails.  SIGTERM, SIGINT and
+ * SIGHUP stop it gracefully: no more claims, claimed jobs released at
+ * once, running jobs given --grace to finish, then stopped and released;
+ * a second signal stops at once.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -158,6 +164,14 @@ void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
       out->kind = JOBQ_ACK_RELEASE;
       out->word = "released";
       return;
+    case FM_KILL_CUT:
+      snprintf(what, sizeof what,
+               "stopped: no heartbeat succeeded for the lease (the database was out of "
+               "reach or read-only) (%s)",
+               how);
+      out->kind = JOBQ_ACK_RETRY;
+      out->word = "stopped";
+      break;
     case FM_KILL_LOST:
     case FM_KILL_NONE:
       out->kind = 0;
@@ -184,6 +198,37 @@ void fm_job_finished(struct fm *fm, struct fm_job *job,
   job_free(job);
   fm_kick(fm);
   fm_maybe_finish(fm);
+}
+
+/* ---------------------------------------------------------------- the state file */
+
+void fm_receipt_add(struct fm *fm, const struct fm_pending *p) {
+  if (fm->cfg->state == NULL) return;
+  jobq_receipt *r = &fm->seen.receipts[fm->receipt_next];
+  r->id = p->ack.id;
+  snprintf(r->queue, sizeof r->queue, "%s", p->queue);
+  memcpy(r->claim, p->ack.claim, sizeof r->claim);
+  r->claimed_at_ms = p->claimed_at_ms;
+  fm->receipt_next = (fm->receipt_next + 1) % FM_STATE_RECEIPTS;
+  if (fm->seen.n < FM_STATE_RECEIPTS) fm->seen.n++;
+  if (p->ack.id > fm->seen.seq) fm->seen.seq = p->ack.id;
+  fm->seen_dirty = 1;
+}
+
+/* A copy of what the foreman saw, for the state file. */
+static void seen_copy(const struct fm *fm, struct fm_state_db *out) {
+  *out = fm->seen;
+  out->receipts = fm_xmalloc((fm->seen.n ? fm->seen.n : 1) * sizeof *out->receipts);
+  memcpy(out->receipts, fm->seen.receipts, fm->seen.n * sizeof *out->receipts);
+}
+
+/* Logs a state file error once (until it changes). */
+static void state_error(struct fm *fm, const char *why) {
+  if (why[0] == '\0' || strcmp(why, fm->state_err) == 0) return;
+  snprintf(fm->state_err, sizeof fm->state_err, "%s", why);
+  fm_log("%s: going on without it (a worker started after a loss of this database's "
+         "writes cannot tell)",
+         why);
 }
 
 /* ---------------------------------------------------------------- the watch */
@@ -347,6 +392,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm->empty_claims += op->njobs == 0;
   }
   for (size_t i = 0; i < op->njobs; i++) {
+    if (op->jobs[i].id > fm->seen.seq) fm->seen.seq = op->jobs[i].id;
     struct fm_job *job = job_new(fm, &op->jobs[i]);
     job->held = i >= op->start_now;
     fm_list_push(&fm->waiting, job);
@@ -357,8 +403,9 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
   fm_op_free(op);
   watch_arm(fm);
-  if (fm->stopping) {
-    /* The stop came while the claim was out: hand them back. */
+  if (fm->stopping || fm->suspended) {
+    /* The stop (or the suspension) came while the claim was out: hand
+     * them back. */
     struct fm_job *j;
     while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
     fm_acker_flush(fm);
@@ -371,7 +418,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
 
 struct fm_op *fm_claim_op(struct fm *fm, int along) {
   const struct fm_config *cfg = fm->cfg;
-  if (!fm->connected || fm->stopping || fm->claim_out || !fm->maybe_work)
+  if (!fm->connected || fm->suspended || fm->stopping || fm->claim_out || !fm->maybe_work)
     return NULL;
   if (fm_now_ms() < fm->hold_until_ms) return NULL;
   int cap = capacity(fm);
@@ -511,14 +558,31 @@ int fm_lease_out(const struct fm *fm) {
   return fm_now_ms() - fm->beat_ok_ms >= fm->cfg->lease_ms;
 }
 
-/* Gives the session up when its lease may have run out: 1 if it did. */
+/* The session's lease may have run out: it may have been reaped and its
+ * jobs given to others, so none of them may run here any more.  The
+ * running ones are stopped (their outcome, a retry, waits with the
+ * others), the claimed ones released, and nothing starts until a
+ * heartbeat shows the session alive. */
+static void suspend(struct fm *fm) {
+  char d[FM_DUR_BUF];
+  fm->suspended = 1;
+  size_t running = 0, waiting = fm->waiting.n;
+  for (struct fm_job *j = fm->running.head; j != NULL; j = j->next, running++)
+    kill_job(fm, j, FM_KILL_CUT, 1);
+  struct fm_job *j;
+  while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
+  fm_log("no heartbeat succeeded for %s (the lease): the session may be gone; stopped "
+         "%zu running jobs and released %zu claimed ones; keeping %zu outcomes to "
+         "record, and the session, until the database answers",
+         fm_fmt_ms(d, fm->cfg->lease_ms), running, waiting, fm->acker.n);
+}
+
+/* Suspends the session when its lease may have run out: 1 while it is
+ * suspended. */
 static int lease_check(struct fm *fm) {
-  if (!fm->connected || !fm_lease_out(fm)) return 0;
-  char why[128], d[FM_DUR_BUF];
-  snprintf(why, sizeof why, "no heartbeat succeeded for %s (the lease)",
-           fm_fmt_ms(d, fm->cfg->lease_ms));
-  fm_session_lost(fm, why);
-  return 1;
+  if (!fm->connected) return 0;
+  if (!fm->suspended && fm_lease_out(fm)) suspend(fm);
+  return fm->suspended;
 }
 
 static void on_lease(uv_timer_t *t) {
@@ -535,12 +599,21 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     return;
   }
   int64_t third = fm->cfg->lease_ms / 3;
+  if (op->state_due) {
+    if (op->state_err[0] != '\0') fm->seen_dirty = 1; /* again with the next one */
+    state_error(fm, op->state_err);
+  }
   if (op->rc == JOBQ_OK) {
     fm->beat_ok_ms = op->began_ms;
     lease_arm(fm);
     if (fm->beat_failing) {
-      fm_log("heartbeats succeed again");
+      fm_log("heartbeats succeed again%s",
+             fm->suspended ? ": the session held; recording what was kept and claiming "
+                             "again"
+                           : "");
       fm->beat_failing = 0;
+      fm->suspended = 0;
+      fm->maybe_work = 1;
       uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
     }
     handle_cancels(fm, op->cancel, op->ncancel);
@@ -559,9 +632,9 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     char d[FM_DUR_BUF];
     int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
     fm_logp(FM_WARNING, "heartbeat_failed",
-            "heartbeat failed: %s: the session is given up if none succeeds "
-           "within %s",
-           op->errmsg, fm_fmt_ms(d, left < 0 ? 0 : left));
+            "heartbeat failed: %s: the session is suspended if none succeeds "
+            "within %s",
+            op->errmsg, fm_fmt_ms(d, left < 0 ? 0 : left));
   }
   fm->beat_failing = 1;
   if (op->rc == JOBQ_ECONN) fm->reopen_next = 1;
@@ -575,6 +648,11 @@ static void on_beat(uv_timer_t *t) {
   if (!fm->connected || fm->beat_out) return;
   struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_beat_done);
   op->in_flight = (int64_t)fm->running.n;
+  if (fm->seen_dirty) {
+    op->state_due = 1;
+    seen_copy(fm, &op->state);
+    fm->seen_dirty = 0;
+  }
   fm->beat_out = 1;
   fm_db_submit(fm, op, 1);
 }
@@ -582,6 +660,7 @@ static void on_beat(uv_timer_t *t) {
 void fm_session_lost(struct fm *fm, const char *why) {
   if (!fm->connected) return;
   fm->connected = 0;
+  fm->suspended = 0;
   fm->gen++;
   fm_db_set_gen(fm, fm->gen);
   uv_timer_stop(&fm->beat_timer);
@@ -647,6 +726,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     fm_op_free(op);
     return;
   }
+  state_error(fm, op->state_err);
   if (op->rc != JOBQ_OK) {
     int rc = op->rc;
     int permanent = rc == JOBQ_EINVAL || rc == JOBQ_EURL || rc == JOBQ_ESCHEMA ||
@@ -677,6 +757,17 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
     describe_start(fm, op);
   else
     fm_log("new session %s: claiming again", op->session_id);
+  /* Receipts of another database, or of an epoch given up since, are no
+   * longer worth keeping. */
+  if (strcmp(fm->seen.queue_id, op->ident.queue_id) != 0 || fm->seen.epoch != op->ident.epoch) {
+    memcpy(fm->seen.queue_id, op->ident.queue_id, sizeof fm->seen.queue_id);
+    fm->seen.epoch = op->ident.epoch;
+    fm->seen.seq = 0;
+    fm->seen.n = 0;
+    fm->receipt_next = 0;
+  }
+  if (op->ident.seq > fm->seen.seq) fm->seen.seq = op->ident.seq;
+  fm->seen_dirty = fm->cfg->state != NULL;
   fm->connected = 1;
   fm->ever_connected = 1;
   fm_notify_ready(fm, op->session_id);
@@ -703,6 +794,13 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
 static void connect_db(struct fm *fm) {
   if (fm->connecting || fm->connected || fm->closed || fm->stopping) return;
   struct fm_op *op = fm_op_new(FM_OP_CONNECT, fm->gen, on_connected);
+  /* What the last session saw goes to the file first (the next session
+   * may be refused for a long time). */
+  if (fm->seen_dirty && fm->seen.queue_id[0] != '\0') {
+    op->state_due = 1;
+    seen_copy(fm, &op->state);
+    fm->seen_dirty = 0;
+  }
   op->reopen = fm->reopen_next;
   fm->reopen_next = 0;
   fm->connecting = 1;
@@ -728,6 +826,10 @@ static void finish(struct fm *fm) {
   fm_guard_close(fm);
   /* Closes the session: whatever it still holds goes back to ready. */
   fm_db_stop(fm);
+  if (fm->seen_dirty && fm->seen.queue_id[0] != '\0') {
+    char why[320] = "";
+    if (fm_db_write_state(fm->cfg, &fm->seen, why, sizeof why) != 0) state_error(fm, why);
+  }
   if (fm->ever_connected) {
     char d[FM_DUR_BUF];
     fm_logp(FM_NOTICE, "stopped", "stopped after %s: %lld done, %lld failed, %lld retried later, "
@@ -745,8 +847,15 @@ void fm_maybe_finish(struct fm *fm) {
   if (fm->running.n > 0) return;
   if (fm->workers != NULL && fm_workers_alive(fm) > 0) return;
   if (fm->connected && fm_acker_busy(fm)) {
-    fm_acker_flush(fm);
-    return;
+    /* A suspended session's outcomes wait for the database until the
+     * grace is over (or a second signal); then they are dropped. */
+    if (!fm->suspended || !fm->grace_over) {
+      fm_acker_flush(fm);
+      return;
+    }
+    fm_log("the database did not answer within the grace: dropping %zu outcomes not "
+           "yet recorded (those jobs run again)",
+           fm->acker.n);
   }
   finish(fm);
 }
@@ -754,6 +863,7 @@ void fm_maybe_finish(struct fm *fm) {
 static void on_grace(uv_timer_t *t) {
   struct fm *fm = t->data;
   char d[FM_DUR_BUF];
+  fm->grace_over = 1;
   if (fm->running.n > 0)
     fm_log("the grace of %s is over: stopping %zu running jobs (they go back "
            "to the queue)",
@@ -795,6 +905,7 @@ static void begin_stop(struct fm *fm, int fast, const char *why) {
     for (struct fm_job *j = fm->running.head; j != NULL; j = j->next)
       kill_job(fm, j, FM_KILL_STOP, 1);
     if (fm->workers != NULL) fm_workers_terminate(fm, 1);
+    fm->grace_over = 1;
   }
   fm_maybe_finish(fm);
 }
@@ -843,6 +954,7 @@ int fm_run(const struct fm_config *cfg) {
   fm->started_ms = fm_now_ms();
   fm->poll_ms = POLL_MIN_MS;
   fm->prefetch = cfg->prefetch;
+  fm->seen.receipts = fm_xmalloc(FM_STATE_RECEIPTS * sizeof *fm->seen.receipts);
   fm_env_init(&fm->env, environ, cfg->url);
   if (fm_exec_init(fm) != 0) {
     fm_exec_release(fm);
@@ -883,6 +995,7 @@ int fm_run(const struct fm_config *cfg) {
   fm_env_release(&fm->env);
   fm_exec_release(fm);
   free(fm->started);
+  free(fm->seen.receipts);
   if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
   free(fm);
   return status;

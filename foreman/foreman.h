@@ -28,6 +28,8 @@ int fm_user_lookup(const char *name, struct fm_user *u, char *why,
                    size_t whysize);
 void fm_user_release(struct fm_user *u);
 
+#include "jobq.h"
+
 /* What `jobq work` was asked to do; checked by the command before
  * fm_run() sees it.  The strings are borrowed for the whole run. */
 struct fm_config {
@@ -60,6 +62,8 @@ struct fm_config {
   const struct fm_user *user;  /* run jobs as this user (the foreman is
                                   root), or NULL: as the foreman's */
   int no_cgroups;              /* never give jobs cgroups of their own */
+  const char *state;           /* the state file (fm_state_default), or
+                                  NULL: none */
 };
 
 /*
@@ -70,6 +74,38 @@ struct fm_config {
  * usable as given.
  */
 int fm_run(const struct fm_config *cfg);
+
+/*
+ * The state file (foreman/state.c): what a machine's workers saw of each
+ * queue database, by its queue id: the epoch, the highest job id, and the
+ * receipts of the last FM_STATE_RECEIPTS completions acknowledged to
+ * them, newest first.  A worker started fresh hands them to jobq_expect()
+ * before it opens its session, so that a database that lost them is
+ * refused; `jobq doctor` lists the ones that are missing.
+ */
+#define FM_STATE_RECEIPTS 64
+struct fm_state_db {
+  char queue_id[37];
+  int64_t epoch, seq;
+  jobq_receipt *receipts;      /* n of them (free with fm_state_db_release) */
+  size_t n;
+};
+/* The default state file into buf: $XDG_STATE_HOME/jobq/state.json when
+ * XDG_STATE_HOME is set, else /var/lib/jobq/state.json for root, else
+ * ~/.local/state/jobq/state.json.  0, or -1 when there is no home. */
+int fm_state_default(char *buf, size_t size);
+/* Reads what the file says of the database queue_id into *out: 1, 0 when
+ * it says nothing (or there is no file), -1 with why (size bytes) when it
+ * cannot be read.  Takes the file's lock shared. */
+int fm_state_read(const char *path, const char *queue_id, struct fm_state_db *out, char *why,
+                  size_t size);
+/* Merges seen into the file (url, redacted, for people to read), under
+ * its lock, replacing the file whole; receipts of an older epoch than
+ * seen's go.  Nothing is written when the file already knows a newer
+ * epoch.  0, or -1 with why. */
+int fm_state_write(const char *path, const struct fm_state_db *seen, const char *url, char *why,
+                   size_t size);
+void fm_state_db_release(struct fm_state_db *s);
 
 /*
  * The guard: a small process the foreman starts from its own binary

@@ -281,9 +281,11 @@ int64_t jobq_session_lease_ms(const jobq_session *s);
 /*
  * Renews the lease and does this session's share of reaping: expired
  * sessions are deleted and their jobs go back to ready in the same
- * transaction (no reaping when no session at all has heartbeated for a
- * lease: the database itself was stalled, so every lease is renewed
- * instead).  When cancel is not NULL, *cancel receives the ids of this
+ * transaction (with the stall guard of jobq_reap_held(): when no session
+ * at all has heartbeated for a lease, the database itself may have
+ * stalled, and every session gets one more lease instead).  A session
+ * whose lease ran out while it could not reach the database is renewed
+ * by its heartbeat as long as no one reaped it meanwhile.  When cancel is not NULL, *cancel receives the ids of this
  * session's jobs whose cancel was requested (free with free()) and *ncancel
  * their number.
  * Returns JOBQ_EEXPIRED when the session is gone (reaped or ended by an
@@ -653,8 +655,19 @@ int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
  */
 int jobq_purge(jobq *db, const char *queue, int64_t *count);
 
-/* Deletes expired sessions now (with the stall guard); *count gets how
- * many.  Their jobs go back to ready. */
+/*
+ * Deletes expired sessions now; *count gets how many.  Their jobs go back
+ * to ready.  The stall guard: when no session at all has heartbeated for
+ * longer than the longest lease, the database itself may have stalled
+ * (rather than every worker died), and reaping them all would take every
+ * job from live workers.  Then nothing is reaped yet: every session gets
+ * one more lease from now, and *held_ms (may be NULL) gets how long
+ * reaping is held back (0 when it was not).  Called again once that time
+ * has passed, it reaps the sessions that stayed silent; a heartbeat from
+ * any session meanwhile shows the database working and ends the guard.
+ */
+int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms);
+/* jobq_reap_held() without *held_ms. */
 int jobq_reap(jobq *db, int64_t *count);
 
 typedef struct jobq_identity {
@@ -673,6 +686,45 @@ int jobq_identity_get(jobq *db, jobq_identity *out);
  * so workers may claim again.  *epoch gets the new epoch (may be NULL).
  */
 int jobq_epoch_bump(jobq *db, int64_t *epoch);
+
+/* ---------------------------------------------------------------- lost writes */
+
+/*
+ * A database can lose writes it acknowledged and keep its identity: an
+ * older backup restored, a replica that had not seen the latest commits
+ * promoted.  Each handle remembers its last acknowledged write (a put:
+ * its job, queue and payload; a completion: its job and claim token) and
+ * reads it back at every session open and heartbeat, and before it
+ * writes on a connection made again.  When it is missing (and was not
+ * pruned since), every write of the handle fails with JOBQ_EIDENTITY,
+ * naming it, until the epoch rises (jobq_epoch_bump).
+ */
+
+/* What proves that a completion was written: its job, its queue, the
+ * claim token the completion was fenced by, and when the job was claimed
+ * (jobq_job.claimed_at_ms, the database clock), a time before it was
+ * written. */
+typedef struct jobq_receipt {
+  int64_t id;
+  char queue[JOBQ_QUEUE_MAX + 1];
+  char claim[JOBQ_CLAIM_LEN + 1];
+  int64_t claimed_at_ms;
+} jobq_receipt;
+
+/*
+ * Tells a new handle what earlier workers saw of its database, for it to
+ * check as its own writes: seen->queue_id, ->epoch and ->seq (the highest
+ * job id they saw), and the receipts r[0..n) of completions acknowledged
+ * to them (copied).  jobq work keeps these in a state file.  Then checks
+ * at once: JOBQ_EIDENTITY, with a message naming what is missing, when
+ * the epoch or the job sequence went back or a completion is missing;
+ * the handle's session opens refuse the same way.  Changes nothing when
+ * the database is another (its queue id) or its epoch rose since (an
+ * operator gave those writes up).  The receipts are checked while the
+ * handle has no write of its own (then the newest alone), and all of them
+ * by jobq_doctor().
+ */
+int jobq_expect(jobq *db, const jobq_identity *seen, const jobq_receipt *r, size_t n);
 
 /* ---------------------------------------------------------------- doctor */
 

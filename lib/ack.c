@@ -447,6 +447,7 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
 }
 
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
+  if (rc == JOBQ_OK) jobq__session_acked(s, acks, n);
   for (size_t i = 0; i < n; i++) {
     if (rc != JOBQ_OK) {
       acks[i].status = rc;
@@ -465,8 +466,9 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
   jobq *db = s->db;
   jobq__ok(db);
   jobq__need(db, JOBQ__ROLE_WORKER);
-  int rc = jobq__ack_check(db, acks, n), attempt = 0;
+  int rc = jobq__ack_check(db, acks, n), attempt = 0, own = db->txn_depth == 0;
   if (rc != JOBQ_OK) return rc;
+  int64_t began = jobq__mono_ms();
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     rc = jobq__failpoint(db, "ack.before-fence");
@@ -476,6 +478,7 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
     rc = jobq__txn_end(db, rc);
   } while (jobq__txn_retry(db, rc, &attempt));
   if (rc == JOBQ_OK) jobq__session_noted(s);
+  if (rc == JOBQ_OK && own) jobq__mark_acks(db, acks, n, began);
   jobq__ack_done(s, acks, n, rc);
   if (rc == JOBQ_OK && (rc = jobq__failpoint(db, "ack.after-commit")) != JOBQ_OK)
     for (size_t i = 0; i < n; i++) acks[i].status = rc, acks[i].already = 0;

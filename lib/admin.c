@@ -352,6 +352,9 @@ static int prune_chunk(jobq *db, int64_t before, int64_t *count, int *last) {
   free(v);
   if (rc == JOBQ_OK) rc = jobq__failpoint(db, "prune.counted");
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(cutoff)));
+  /* A completion that finished before the cut-off may be gone now: the
+   * check of acknowledged writes (lib/mark.c) must not call it lost. */
+  if (rc == JOBQ_OK && *count > 0) rc = jobq__sql_run(db, JOBQ_Q_PRUNED, SQL_ARGS(V_INT(cutoff)));
   return rc;
 }
 
@@ -408,6 +411,10 @@ static int purge(jobq *db, const char *queue, int64_t *count) {
     rc = jobq__sql_change(db, JOBQ_Q_PURGE_DONE, &done, SQL_ARGS(V_TEXT(queue)));
   /* The archive of the queue is empty: so are its counters. */
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PURGE_COUNTS, SQL_ARGS(V_TEXT(queue)));
+  /* Completions of up to now may be gone, as after a prune. */
+  int64_t now = 0;
+  if (rc == JOBQ_OK && done > 0) rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+  if (rc == JOBQ_OK && done > 0) rc = jobq__sql_run(db, JOBQ_Q_PRUNED, SQL_ARGS(V_INT(now + 1)));
   *count = jobs + done;
   return rc;
 }
@@ -471,8 +478,10 @@ int jobq_epoch_bump(jobq *db, int64_t *epoch) {
     rc = jobq__txn_end(db, epoch_bump(db, &e));
   } while (jobq__txn_retry(db, rc, &attempt));
   if (rc == JOBQ_OK) {
-    /* This handle accepts the new epoch as the truth from now on. */
+    /* This handle accepts the new epoch as the truth from now on, and
+     * gives up the writes of the old one. */
     db->identity_known = 0;
+    jobq__marks_forget(db);
     if (epoch != NULL) *epoch = e;
   }
   return rc;

@@ -75,6 +75,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   if (rc == JOBQ_OK) rc = jobq__ack_check(db, acks, nacks);
   if (rc != JOBQ_OK || (max == 0 && nacks == 0)) return rc;
   int attempt = 0;
+  int64_t began = jobq__mono_ms();
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     if (nacks > 0) rc = jobq__failpoint(db, "ack.before-fence");
@@ -97,6 +98,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     jobq__session_noted(s);
     jobq__session_claimed(s, *jobs, *n);
     if (max > 0) jobq__tally_claimed(s, *jobs, *n);
+    jobq__mark_acks(db, acks, nacks, began);
   }
   s->start_now = SIZE_MAX;
   jobq__ack_done(s, acks, nacks, rc);
@@ -104,6 +106,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
   if (rc != JOBQ_OK) {
     /* Committed, but the caller hears of a failure (a failpoint): what
      * it holds is no longer given out. */
+    jobq__session_unhanded(s, *jobs, *n);
     jobq_jobs_free(*jobs, *n);
     *jobs = NULL;
     *n = 0;

@@ -85,6 +85,7 @@ void jobq_close(jobq *db) {
   if (db == NULL) return;
   if (db->store != NULL && db->conn != NULL) db->store->close(db);
   jobq__watch_release(db);
+  jobq__marks_forget(db);
   db->txn_depth = 0;
   jobq__counts_settle(db, 0);
   free(db->counts);
@@ -178,6 +179,11 @@ static int txn_begin(jobq *db, int lazy) {
 int jobq__txn_begin(jobq *db) { return txn_begin(db, 1); }
 
 int jobq__txn_end(jobq *db, int rc) {
+  /* A store may make its connection again with the transaction's first
+   * statement (it found the old one broken): nothing of it commits before
+   * the database is known to be the one it was (lib/mark.c). */
+  if (rc == JOBQ_OK && db->txn_depth == 1 && db->identity_known && db->connects != db->checked)
+    rc = jobq__write_check(db);
   if (rc == JOBQ_OK && db->txn_depth == 1) rc = jobq__counts_write(db);
   db->txn_depth--;
   if (rc == JOBQ_OK) {
@@ -288,9 +294,11 @@ static int identity_compare(jobq *db, const jobq_identity *id) {
                       (long long)db->epoch, (long long)id->epoch);
   if (id->epoch > db->epoch) {
     /* An operator bumped the epoch: every earlier session was ended, and
-     * the job sequence may legitimately have gone back. */
+     * the job sequence may legitimately have gone back, and the writes
+     * of the old epoch were given up. */
     db->epoch = id->epoch;
     db->max_seq = id->seq;
+    jobq__marks_forget(db);
     return JOBQ_OK;
   }
   if (id->seq < db->max_seq)

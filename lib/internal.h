@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 3
+#define JOBQ_SCHEMA_VERSION 4
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -38,6 +38,23 @@ struct jobq {
   char queue_id[37];
   int64_t epoch;
   int64_t max_seq;
+  /* The writes acknowledged to this handle that the database must still
+   * have (lib/mark.c): its own last one, and those of earlier workers
+   * that jobq_expect() told of.  connects: how many times a store made
+   * its connection again (a store adds 1 each time); checked: its value
+   * at the last check.  lost: a check found a write missing, and every
+   * write is refused until the epoch rises. */
+  struct jobq__mark {
+    int64_t id;
+    char queue[JOBQ_QUEUE_MAX + 1];  /* "" when not known */
+    char claim[JOBQ_CLAIM_LEN + 1];  /* a completion's token; "" for a put */
+    uint64_t digest;                 /* a put: its payload's */
+    int64_t at_ms;     /* the database clock before it was written, or 0 */
+    int64_t mono_ms;   /* a write of this handle's: when its call began */
+  } mark, *expected;
+  size_t nexpected;
+  unsigned connects, checked;
+  int lost;
   /* Set by a store with its error when the whole transaction may succeed
    * if run again (a deadlock, a serialization failure). */
   int retry;
@@ -111,6 +128,18 @@ struct jobq_session {
   } *held;
   size_t nheld, capheld;
   int64_t folded_ms;     /* monotonic, when it last folded old minutes */
+  /* The jobs its claims handed to the worker that no acknowledgement has
+   * ended yet, by id (sorted), with their claim tokens; handed_unknown
+   * once they could not all be kept (no memory).  reconciled: the
+   * handle's connects when the session last compared them with what the
+   * database shows under it (jobq__session_reconcile). */
+  struct jobq_handed {
+    int64_t id;
+    char claim[JOBQ_CLAIM_LEN + 1];
+  } *handed;
+  size_t nhanded, caphanded;
+  int handed_unknown;
+  unsigned reconciled;
 };
 
 /* lib/tally.c: counting claims (after their commit) and acknowledgements
@@ -196,6 +225,33 @@ int jobq__txn_end(jobq *db, int rc);
  *   } while (jobq__txn_retry(db, rc, &attempt));
  */
 int jobq__txn_retry(jobq *db, int rc, int *attempt);
+
+/* ---------------------------------------------------------------- acknowledged
+ * writes (lib/mark.c) */
+
+/* Notes the last write of a committed put (n jobs, existed[i] set for a
+ * job that was there already) or batch of acknowledgements, begun at
+ * monotonic mono_ms: the handle's mark from then on. */
+void jobq__mark_put(jobq *db, const jobq_put_opts *opts, const int64_t *ids,
+                    const unsigned char *existed, size_t n, int64_t mono_ms);
+void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms);
+/* Inside a transaction: checks that the database still has the handle's
+ * mark (or, before the handle wrote one, the writes jobq_expect() told
+ * of).  JOBQ_EIDENTITY, naming what is missing, when it does not; the
+ * handle then refuses every write until the epoch rises.  The identity
+ * must have been checked in the same transaction. */
+int jobq__marks_check(jobq *db);
+/* For a transaction that writes (a put, an acknowledgement): the identity
+ * and the marks checked when the handle has not looked since its
+ * connection was made (again), or a check found a write missing. */
+int jobq__write_check(jobq *db);
+/* Whether jobq__write_check() would look. */
+int jobq__write_check_due(const jobq *db);
+/* The epoch rose (an operator's bump): the writes of the old one are
+ * the operator's to have given up. */
+void jobq__marks_forget(jobq *db);
+/* The doctor's check of the writes the handle knows of. */
+int jobq__marks_doctor(jobq *db, jobq__checks *c);
 
 /* Checks the database identity against what db has seen, inside a
  * transaction; records it the first time.  JOBQ_EIDENTITY on a different
@@ -394,8 +450,21 @@ int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t 
  * the commit's): every job s holds under a claim token that begins with
  * prefix. */
 int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix);
-/* Adds the queues of the n jobs s was handed by a claim to s->queues. */
+/* Notes the n jobs s was handed by a claim: their queues in s->queues,
+ * and the jobs among those the worker holds. */
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
+/* The n jobs that a claim took but the caller was not given after all
+ * (a failpoint after its commit): no longer held by the worker. */
+void jobq__session_unhanded(jobq_session *s, const jobq_job *jobs, size_t n);
+/* The acknowledgements acks[0..n) that took effect or found their claim
+ * lost: their jobs are no longer held by the worker. */
+void jobq__session_acked(jobq_session *s, const jobq_ack *acks, size_t n);
+/* Inside a transaction of s, on a connection made since it last looked:
+ * every job the database shows under s that its worker does not hold
+ * (an acknowledgement that committed and was lost with the database's
+ * last writes, a failover or a restore) goes back to its queue as a lost
+ * one, so that a live session never keeps a job no one runs. */
+int jobq__session_reconcile(jobq *db, jobq_session *s);
 
 /* Ends session sid: its jobs go back to ready (lost: the worker vanished,
  * so the attempt is spent and the job marked prev_lost; else given back),
@@ -403,11 +472,15 @@ void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
  * requested.  The row is deleted. */
 int jobq__end_session(jobq *db, const char *sid, int lost);
 /* This worker's share of reaping: sessions whose lease expired on the
- * database clock are ended as lost.  The stall guard comes first: when no
- * session at all heartbeated for guard_ms (-1: the longest lease of any
- * session), the database itself stalled, and every lease is renewed
- * instead.  *count (may be NULL) gets how many sessions were ended. */
-int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count);
+ * database clock are ended as lost, but own (the reaper's own session,
+ * NULL when none), which its heartbeat renews instead.  The stall guard
+ * comes first (lib/session.c): when no session at all heartbeated for
+ * guard_ms (-1: the longest lease of any session), the database itself
+ * may have stalled, and reaping is held back for a lease: *held_ms (may
+ * be NULL) gets how long, 0 when it was not.  *count (may be NULL) gets
+ * how many sessions were ended. */
+int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
+               int64_t *held_ms);
 
 /* Validation before any SQL runs; each records a message naming the
  * input.  index >= 0 prefixes "job N: " for jobq_put_many(). */

@@ -255,12 +255,15 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     keys.mask = size - 1;
   }
-  int attempt = 0;
+  int attempt = 0, own = db->txn_depth == 0;
+  int64_t began = jobq__mono_ms();
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
-    if (all_plain && n > 0) {
+    /* On a connection made again: is it still the database it was? */
+    rc = jobq__write_check(db);
+    if (rc == JOBQ_OK && all_plain && n > 0) {
       rc = db->store->put_plain(db, opts, n, ids);
-    } else {
+    } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
       if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
       rc = lock_all(db, opts, n, NULL);
@@ -279,6 +282,8 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     rc = jobq__txn_end(db, rc);
   } while (jobq__txn_retry(db, rc, &attempt));
   free(keys.slot);
+  /* Only the library's own transaction is known to have committed. */
+  if (rc == JOBQ_OK && own) jobq__mark_put(db, opts, ids, existed, n, began);
   return rc;
 }
 

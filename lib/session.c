@@ -2,7 +2,11 @@
  * session.c - a worker's session: a row with a lease on the database clock
  * that the worker heartbeats.  Opening and heartbeating also do this
  * worker's share of reaping sessions whose lease expired (with the stall
- * guard, in the store), so dead workers' jobs come back within seconds.
+ * guard, which holds reaping back for a lease when the database itself may
+ * have stalled), so dead workers' jobs come back within seconds.  A
+ * session knows the jobs it handed its worker, and gives back, on a
+ * connection made again, those the database shows under it that the
+ * worker no longer holds.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +75,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   s->db = db;
   s->lease_ms = opts->lease_ms;
   s->start_now = SIZE_MAX;
+  s->reconciled = db->connects;
   snprintf(s->name, sizeof s->name, "%s", name);
   jobq__random_hex(s->id, JOBQ_SESSION_ID_LEN / 2);
 
@@ -78,9 +83,10 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
     rc = jobq__identity_check(db);
+    if (rc == JOBQ_OK) rc = jobq__marks_check(db);
     if (rc == JOBQ_OK) {
       s->epoch = db->epoch;
-      rc = jobq__reap(db, s->lease_ms, NULL);
+      rc = jobq__reap(db, NULL, s->lease_ms, NULL, NULL);
     }
     if (rc == JOBQ_OK) rc = session_insert(db, s);
     rc = jobq__txn_end(db, rc);
@@ -108,6 +114,7 @@ void jobq_session_close(jobq_session *s) {
   jobq__tally_release(s);
   free(s->started);
   free(s->doubtful);
+  free(s->handed);
   for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i]);
   free(s->queues);
   free(s);
@@ -143,7 +150,10 @@ typedef struct held {
   int attempts, max_attempts, cancel;
   char queue[JOBQ_QUEUE_MAX + 1];
   int started;
+  char claim[JOBQ_CLAIM_LEN + 1];
 } held;
+
+static int session_jobs(jobq *db, const char *sid, held **out, size_t *nout);
 
 /* The last error of a lost job that goes back to ready: one its worker
  * started spends its attempt, one it held back does not. */
@@ -247,7 +257,7 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
       continue;
     }
     held h = {d->id, (int)jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
-              (int)jobq__col_int(db, r, 3), "", 0};
+              (int)jobq__col_int(db, r, 3), "", 0, ""};
     size_t len;
     const char *q = db->store->col_bytes(r, 4, &len);
     snprintf(h.queue, sizeof h.queue, "%.*s", (int)len, q);
@@ -284,14 +294,18 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
       rc = jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
+    /* On a connection made again: is it still the database it was? */
+    if (rc == JOBQ_OK && jobq__write_check_due(db)) rc = jobq__marks_check(db);
   } else {
     /* An acknowledgement goes on, alive or not: its claim tokens are its
      * fence.  It only locks the row, and reads nothing back (a store may
      * send it with the next statement). */
-    rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
+    rc = jobq__write_check(db);
+    if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
   }
   if (rc != JOBQ_OK) return rc;
   rc = give_back_doubtful(db, s);
+  if (rc == JOBQ_OK) rc = jobq__session_reconcile(db, s);
   return rc == JOBQ_OK ? jobq__session_note_started(db, s, acks, nacks) : rc;
 }
 
@@ -337,6 +351,7 @@ int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
 void jobq__session_noted(jobq_session *s) {
   s->nstarted = 0;
   s->ndoubtful = 0;
+  s->reconciled = s->db->connects;
 }
 
 int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t n) {
@@ -363,7 +378,108 @@ int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix) {
  * more leaves its stores to find the queues of its acknowledgements. */
 #define SESSION_QUEUES 32
 
+static int handed_cmp(const void *a, const void *b) {
+  int64_t x = ((const struct jobq_handed *)a)->id, y = ((const struct jobq_handed *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* The entry of job id among the first n (sorted), or NULL. */
+static struct jobq_handed *handed_in(const jobq_session *s, size_t n, int64_t id) {
+  struct jobq_handed key = {.id = id};
+  return n ? bsearch(&key, s->handed, n, sizeof key, handed_cmp) : NULL;
+}
+
+static struct jobq_handed *handed_find(const jobq_session *s, int64_t id) {
+  return handed_in(s, s->nhanded, id);
+}
+
+/* Takes ids[0..n) out of the jobs the worker holds. */
+static void handed_remove(jobq_session *s, const int64_t *ids, size_t n) {
+  size_t gone = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct jobq_handed *h = handed_find(s, ids[i]);
+    if (h != NULL && h->claim[0] != '\0') {
+      h->claim[0] = '\0';
+      gone++;
+    }
+  }
+  if (gone == 0) return;
+  size_t k = 0;
+  for (size_t i = 0; i < s->nhanded; i++)
+    if (s->handed[i].claim[0] != '\0') s->handed[k++] = s->handed[i];
+  s->nhanded = k;
+}
+
+void jobq__session_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
+  int64_t *ids = n ? malloc(n * sizeof *ids) : NULL;
+  if (ids == NULL) return; /* they linger: a reconcile keeps them running */
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (acks[i].status == JOBQ_OK || acks[i].status == JOBQ_ELOST) ids[k++] = acks[i].id;
+  handed_remove(s, ids, k);
+  free(ids);
+}
+
+void jobq__session_unhanded(jobq_session *s, const jobq_job *jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) handed_remove(s, &jobs[i].id, 1);
+}
+
+/* Adds the n jobs of a claim to the jobs the worker holds. */
+static void handed_add(jobq_session *s, const jobq_job *jobs, size_t n) {
+  if (s->handed_unknown || n == 0) return;
+  if (s->nhanded + n > s->caphanded) {
+    size_t cap = s->caphanded ? s->caphanded : 64;
+    while (cap < s->nhanded + n) cap *= 2;
+    struct jobq_handed *v = realloc(s->handed, cap * sizeof *v);
+    if (v == NULL) {
+      /* Not known any more: the session no longer reconciles. */
+      s->handed_unknown = 1;
+      return;
+    }
+    s->handed = v;
+    s->caphanded = cap;
+  }
+  /* A job claimed again (after a retry) has its entry already, among
+   * the sorted ones; the new ones go after them, then all are sorted. */
+  size_t sorted = s->nhanded;
+  for (size_t i = 0; i < n; i++) {
+    struct jobq_handed *h = handed_in(s, sorted, jobs[i].id);
+    if (h == NULL) h = &s->handed[s->nhanded++];
+    h->id = jobs[i].id;
+    memcpy(h->claim, jobs[i].claim, sizeof h->claim);
+  }
+  qsort(s->handed, s->nhanded, sizeof *s->handed, handed_cmp);
+}
+
+/* The last error of a job its session still had that its worker no
+ * longer held. */
+static const char not_held[] =
+    "its worker no longer held it: its outcome was lost with the database's "
+    "latest writes (a failover or a restore)";
+
+int jobq__session_reconcile(jobq *db, jobq_session *s) {
+  if (s->reconciled == db->connects || s->handed_unknown) return JOBQ_OK;
+  held *h;
+  size_t n;
+  int rc = session_jobs(db, s->id, &h, &n);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const struct jobq_handed *mine = handed_find(s, h[i].id);
+    if (mine != NULL && strcmp(mine->claim, h[i].claim) == 0) continue;
+    int finish = ending(&h[i], 1);
+    if (finish != 0) {
+      rc = finish_held(db, &h[i], finish);
+      continue;
+    }
+    jobq__wake(db, h[i].queue);
+    rc = jobq__sql_run(db, JOBQ_Q_REQUEUE_LOST,
+                       SQL_ARGS(V_INT(h[i].id), V_TEXT(not_held), V_INT(h[i].started ? 0 : 1)));
+  }
+  free(h);
+  return rc;
+}
+
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
+  handed_add(s, jobs, n);
   for (size_t i = 0; i < n; i++) s->keyed = s->keyed || jobs[i].key != NULL;
   for (size_t i = 0; i < n && !s->queues_unknown; i++) {
     size_t k = 0;
@@ -386,8 +502,9 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     "session '%s' belongs to epoch %lld, the database is at "
                     "epoch %lld: open a new session",
                     s->id, (long long)s->epoch, (long long)db->epoch);
+  if (rc == JOBQ_OK) rc = jobq__marks_check(db);
   /* The guard looks before this heartbeat counts. */
-  if (rc == JOBQ_OK) rc = jobq__reap(db, s->lease_ms, NULL);
+  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, NULL, NULL);
   int64_t changed = 0;
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
@@ -395,6 +512,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                                    V_INT(s->failed), V_INT(s->epoch)));
   if (rc == JOBQ_OK && changed != 0) rc = jobq__tally_write(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
+  if (rc == JOBQ_OK && changed != 0) rc = jobq__session_reconcile(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s, NULL, 0);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
@@ -439,9 +557,13 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
   return JOBQ_OK;
 }
 
-int jobq__end_session(jobq *db, const char *sid, int lost) {
+/* The jobs the database shows under session sid, their rows locked:
+ * *out (free()) and *nout. */
+static int session_jobs(jobq *db, const char *sid, held **out, size_t *nout) {
   held *h = NULL;
   size_t n = 0, cap = 0;
+  *out = NULL;
+  *nout = 0;
   jobq_rows *r;
   int rc = jobq__sql_query(db, JOBQ_Q_SESSION_JOBS, &r, SQL_ARGS(V_TEXT(sid)));
   if (rc != JOBQ_OK) return rc;
@@ -458,13 +580,28 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
     }
     h[n] = (held){jobq__col_int(db, r, 0), (int)jobq__col_int(db, r, 1),
                   (int)jobq__col_int(db, r, 2), (int)jobq__col_int(db, r, 3), "",
-                  (int)jobq__col_int(db, r, 5)};
+                  (int)jobq__col_int(db, r, 5), ""};
     size_t len;
     const char *q = db->store->col_bytes(r, 4, &len);
-    snprintf(h[n++].queue, sizeof h[0].queue, "%.*s", (int)len, q);
+    snprintf(h[n].queue, sizeof h[0].queue, "%.*s", (int)len, q);
+    const char *c = db->store->col_bytes(r, 6, &len);
+    snprintf(h[n++].claim, sizeof h[0].claim, "%.*s", (int)len, c);
   }
   jobq__rows_done(db, r);
-  rc = got < 0 ? got : JOBQ_OK;
+  if (got < 0) {
+    free(h);
+    return got;
+  }
+  *out = h;
+  *nout = n;
+  return JOBQ_OK;
+}
+
+int jobq__end_session(jobq *db, const char *sid, int lost) {
+  held *h;
+  size_t n;
+  int rc = session_jobs(db, sid, &h, &n);
+  if (rc != JOBQ_OK) return rc;
   /* The jobs that go back to ready (most of them, often all), locked by
    * the read above, in one statement; the others one at a time.  The
    * statement must send back exactly those: no claim of the session can
@@ -506,31 +643,60 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
  * every time. */
 #define ORPHANS_EVERY_MS 60000
 
-int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
-  if (count != NULL) *count = 0;
+/* The stall guard.  A session whose lease ran out is reaped, unless
+ * every session has been silent for longer than a lease: then the
+ * silence may be the database's (stalled, or the whole machine suspended)
+ * rather than every worker's, and reaping them all would throw away every
+ * claim of live workers that could not heartbeat.  So the guard first
+ * holds reaping back: it gives every session a lease from now (keeping
+ * their heartbeats as they were) and records its look in jobq_meta, a
+ * write that shows the database working now.  Once a lease has passed
+ * since that look with still no heartbeat from anyone, the silence is the
+ * sessions' own, and they are reaped; by then the live ones would have
+ * heartbeated, and a heartbeat (or the reaper's own, fresh session) shows
+ * the database working and ends the guard at once.  A look older than
+ * three leases shows little about now (the database may have stalled
+ * again since): the guard looks anew.  Returns 1 (and how long it holds
+ * back in *held_ms) when it holds reaping back, 0 when reaping may go on,
+ * or an error. */
+static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms) {
   jobq_rows *r;
   int got = jobq__sql_row(db, JOBQ_Q_STALL, &r, SQL_ARGS());
-  if (got < 0) return got;
-  int64_t silence = -1, longest = 0;
-  if (got == 1) {
-    if (!jobq__col_null(db, r, 0)) silence = jobq__col_int(db, r, 0);
-    longest = jobq__col_int(db, r, 1);
-    jobq__rows_done(db, r);
-  }
-  if (silence < 0) return JOBQ_OK; /* no session at all */
-  int by_hand = guard_ms < 0;       /* jobq_reap() */
+  if (got <= 0) return got;
+  int64_t now = jobq__col_int(db, r, 0);
+  int any = !jobq__col_null(db, r, 1);
+  int64_t beat = jobq__col_int(db, r, 1), longest = jobq__col_int(db, r, 2);
+  int64_t look = jobq__col_int(db, r, 3);
+  jobq__rows_done(db, r);
+  if (!any) return 0; /* no session at all */
   if (guard_ms < 0) guard_ms = longest;
-  if (silence > guard_ms) {
-    /* Nobody heartbeated for a whole lease: the database (or this whole
-     * machine) stalled, not every worker at once.  Give every session a
-     * fresh lease instead of reaping them all; those that stay silent are
-     * reaped a lease later. */
-    return jobq__sql_run(db, JOBQ_Q_RENEW_ALL, SQL_ARGS());
+  if (now - beat <= guard_ms) return 0;
+  int64_t since = now - look;
+  if (look > beat && since >= guard_ms && since <= 3 * guard_ms) return 0;
+  if (look > beat && since >= 0 && since < guard_ms) {
+    *held_ms = guard_ms - since;
+    return 1;
   }
+  int rc = jobq__sql_run(db, JOBQ_Q_GUARD_SET, SQL_ARGS(V_INT(now)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_RENEW_ALL, SQL_ARGS());
+  if (rc != JOBQ_OK) return rc;
+  *held_ms = guard_ms;
+  return 1;
+}
+
+int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count, int64_t *held_ms) {
+  if (count != NULL) *count = 0;
+  int64_t hold = 0;
+  int by_hand = guard_ms < 0; /* jobq_reap() */
+  int got = stall_guard(db, guard_ms, &hold);
+  if (held_ms != NULL) *held_ms = hold;
+  if (got != 0) return got < 0 ? got : JOBQ_OK;
+  jobq_rows *r;
   int64_t *ids = NULL;
   size_t n = 0;
   /* Session ids are 32 hex characters: read them as text. */
-  int rc = jobq__sql_query(db, JOBQ_Q_EXPIRED, &r, SQL_ARGS(V_INT(REAP_BATCH)));
+  int rc = jobq__sql_query(db, JOBQ_Q_EXPIRED, &r,
+                           SQL_ARGS(V_INT(REAP_BATCH), V_TEXT(own != NULL ? own : "")));
   if (rc != JOBQ_OK) return rc;
   char sid[REAP_BATCH][JOBQ_SESSION_ID_LEN + 1];
   size_t ns = 0;
@@ -558,15 +724,18 @@ int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
   return rc;
 }
 
-int jobq_reap(jobq *db, int64_t *count) {
+int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms) {
   if (count != NULL) *count = 0;
+  if (held_ms != NULL) *held_ms = 0;
   if (db == NULL) return JOBQ_EINVAL;
   jobq__need(db, JOBQ__ROLE_WORKER);
   int rc, attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     /* The guard is the longest lease of any session. */
-    rc = jobq__txn_end(db, jobq__reap(db, -1, count));
+    rc = jobq__txn_end(db, jobq__reap(db, NULL, -1, count, held_ms));
   } while (jobq__txn_retry(db, rc, &attempt));
   return rc;
 }
+
+int jobq_reap(jobq *db, int64_t *count) { return jobq_reap_held(db, count, NULL); }

@@ -262,10 +262,10 @@ static const text texts[JOBQ_Q__COUNT] = {
      * row it passed, and wait for other sessions' jobs. */
     [JOBQ_Q_SESSION_JOBS] = {.what = "reading the session's jobs",
                              .common = "SELECT id, attempts, max_attempts, "
-                             "cancel_requested, queue, started FROM jobq_jobs "
+                             "cancel_requested, queue, started, claim FROM jobq_jobs "
                              "WHERE session = ?1 ORDER BY id{for_update}",
                              .mysql = "SELECT id, attempts, max_attempts, "
-                             "cancel_requested, queue, started FROM jobq_jobs FORCE "
+                             "cancel_requested, queue, started, claim FROM jobq_jobs FORCE "
                              "INDEX (jobq_jobs_session) WHERE session = ?1 ORDER BY id "
                              "FOR UPDATE"},
     /* A claim's jobs by the start their tokens share (?2, ?3 characters
@@ -281,18 +281,24 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
          "lease_ms, in_flight = ?2, done = ?3, failed = ?4 WHERE id = ?1 AND "
          "epoch = ?5"},
-    /* How long since any session heartbeated (NULL: none), and the longest
-     * lease. */
+    /* What the stall guard weighs (lib/session.c): the database clock,
+     * the last heartbeat of any session (NULL: no session), the longest
+     * lease, and when the guard last held reaping back. */
     [JOBQ_Q_STALL] = {.what = "checking whether any session heartbeats",
-                      .common = "SELECT {now} - max(heartbeat_at), max(lease_ms) FROM "
-                      "jobq_sessions"},
-    [JOBQ_Q_RENEW_ALL] =
-        {.what = "renewing every lease after a stall",
-         .common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = "
-         "{greatest}(expires_at, {now} + lease_ms)"},
+                      .common = "SELECT {now}, s.beat, s.lease, m.guard_at FROM jobq_meta m, "
+                      "(SELECT max(heartbeat_at) AS beat, max(lease_ms) AS lease FROM "
+                      "jobq_sessions) s WHERE m.id = 1"},
+    /* Every session gets a lease from now; their heartbeats stay as they
+     * were, for the guard's next look and for `jobq sessions`. */
+    [JOBQ_Q_RENEW_ALL] = {.what = "renewing every lease after a stall",
+                          .common = "UPDATE jobq_sessions SET expires_at = "
+                          "{greatest}(expires_at, {now} + lease_ms)"},
+    [JOBQ_Q_GUARD_SET] = {.what = "recording the stall guard's look",
+                          .common = "UPDATE jobq_meta SET guard_at = ?1 WHERE id = 1"},
+    /* ?2: the reaper's own session, which its heartbeat renews instead. */
     [JOBQ_Q_EXPIRED] = {.what = "looking for expired sessions",
                         .common = "SELECT id FROM jobq_sessions WHERE expires_at < {now} "
-                        "ORDER BY expires_at LIMIT ?1{skip_locked}"},
+                        "AND id <> ?2 ORDER BY expires_at LIMIT ?1{skip_locked}"},
     /* Running jobs whose session is gone (it can only happen through a
      * restore or a hand edit): they are lost like a reaped session's.
      * SQLite, which keeps no statistics here, would rather walk the whole
@@ -554,6 +560,21 @@ static const text texts[JOBQ_Q__COUNT] = {
                      "WHERE id = 1"},
     [JOBQ_Q_EPOCH] = {.what = "reading the epoch",
                       .common = "SELECT epoch FROM jobq_meta WHERE id = 1"},
+    /* The proofs of acknowledged writes (lib/mark.c): a completion's row
+     * under its claim token; a put's queue and payload, wherever the job
+     * is now; and before which finish time archived jobs may have been
+     * pruned, with the database clock. */
+    [JOBQ_Q_MARK_DONE] = {.what = "reading back an acknowledged completion",
+                          .common = "SELECT 1 FROM jobq_done WHERE id = ?1 AND claim = ?2"},
+    [JOBQ_Q_MARK_PUT] = {.what = "reading back an acknowledged put",
+                         .common = "SELECT queue, payload FROM jobq_jobs WHERE id = ?1 UNION "
+                         "ALL SELECT queue, payload FROM jobq_done WHERE id = ?1"},
+    [JOBQ_Q_MARK_META] = {.what = "reading what was pruned",
+                          .common = "SELECT pruned_before, {now} FROM jobq_meta WHERE id = 1"},
+    /* ?1: archived jobs that finished before it may be gone now. */
+    [JOBQ_Q_PRUNED] = {.what = "recording what was pruned",
+                       .common = "UPDATE jobq_meta SET pruned_before = "
+                       "{greatest}(pruned_before, ?1) WHERE id = 1"},
     [JOBQ_Q_QUEUE_PAUSED] = {.what = "reading whether the queue is paused",
                              .common = "SELECT paused FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_QUEUES_ACTIVE] = {.what = "listing the queues that are not paused",

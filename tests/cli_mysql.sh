@@ -48,7 +48,7 @@ t_init_and_identity() {
   [[ -s $T_ERR ]] && fail "init warned: $(cat "$T_ERR")"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -192,8 +192,8 @@ t_newer_schema_refused() {
   my_do -e "DROP DATABASE $S"
 }
 
-# A database of schema version 1, without the tables of version 2 and the
-# checks of version 3: the commands ask for jobq init, which migrates it, jobs and all.
+# A database of schema version 1, without the tables of version 2, the
+# checks of version 3 and the columns of version 4: the commands ask for jobq init, which migrates it, jobs and all.
 t_version_1_migrated() {
   new_db
   run init
@@ -203,13 +203,14 @@ t_version_1_migrated() {
   my_do "$S" -e "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed;
                  ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_times;
                  DROP TABLE jobq_tally, jobq_attempts;
+                 ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
                  UPDATE jobq_meta SET version = 1"
   run put -q old x
   expect_rc 2
   expect_err_has "jobq init"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   [[ $(my_do -e "SELECT count(*) FROM information_schema.TABLE_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = '$S' AND CONSTRAINT_NAME IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
     fail "the checks were not added"
   run init
@@ -264,6 +265,12 @@ t_roles() {
     fail "no example worker at $worker"
   fi
   local out
+  # A reaper records the stall guard's look, and nothing else of jobq_meta.
+  MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
+    -e "UPDATE jobq_meta SET guard_at = 0" || fail "the worker cannot record the guard's look"
+  out=$(MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
+    -e "UPDATE jobq_meta SET epoch = epoch + 1" 2>&1) && fail "the worker changed the epoch"
+  [[ $out == *"denied"* ]] || fail "epoch: $out"
   out=$(MYSQL_PWD=w-pass mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "w_$S" "$S" \
     -e "DROP TABLE jobq_jobs" 2>&1) && fail "the worker dropped a table"
   [[ $out == *"denied"* ]] || fail "drop: $out"

@@ -47,7 +47,7 @@ t_init_and_identity() {
   expect_quiet_about "$PG_PASSWORD"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -172,7 +172,8 @@ t_standby() {
 }
 
 # A database of schema version 1 (without the tables of version 2, the
-# checks of version 3, and with the SQL put of then): the commands ask
+# checks of version 3, the columns of version 4, and with the SQL put of
+# then): the commands ask
 # for jobq init, which migrates it, jobs and all.
 t_version_1_migrated() {
   new_schema
@@ -183,6 +184,7 @@ t_version_1_migrated() {
   psql_do -c "SET search_path = $S" \
     -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
     -c "DROP TABLE jobq_tally, jobq_attempts" \
+    -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
   run put -q old x
@@ -192,12 +194,12 @@ t_version_1_migrated() {
   expect_rc 2
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   [[ $(psql_do -c "SELECT count(*) FROM pg_constraint WHERE conrelid = '$S.jobq_jobs'::regclass AND conname IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
     fail "the checks were not added"
   psql_do -c "SET search_path = $S" -c "SELECT jobq_put('old', 'x'::bytea, delay_ms => 9223372036854775807)" \
     2>"$D/err" && fail "the SQL put was not replaced"
-  grep -q "invalid delay_ms" "$D/err" || fail "the SQL put: $(cat "$D/err")"
+  grep -q "invalid jobq_put argument delay_ms" "$D/err" || fail "the SQL put: $(cat "$D/err")"
   run show 1 --json
   expect_out_has '"payload":"kept"'
   psql_do -c "DROP SCHEMA $S CASCADE"
@@ -239,6 +241,12 @@ t_roles() {
   expect_rc 0
   expect_out_has '"ready":1'
   local out
+  # A reaper records the stall guard's look, and nothing else of jobq_meta.
+  PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
+    -c "UPDATE $S.jobq_meta SET guard_at = 0" >/dev/null || fail "the worker cannot record the guard's look"
+  out=$(PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
+    -c "UPDATE $S.jobq_meta SET epoch = epoch + 1" 2>&1) && fail "the worker changed the epoch"
+  [[ $out == *"permission denied"* ]] || fail "epoch: $out"
   out=$(PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
     -c "DROP TABLE $S.jobq_jobs" 2>&1) && fail "the worker dropped a table"
   [[ $out == *"must be owner"* ]] || fail "drop: $out"
@@ -270,7 +278,58 @@ t_sql_put_function() {
   psql_do -c "SET search_path = $S" -c "SELECT jobq_put('Bad Name', 'x'::bytea)" 2>"$D/err" &&
     fail "a bad queue name was taken"
   grep -q "invalid queue name" "$D/err" || fail "no message for the bad name: $(cat "$D/err")"
+  # Each argument out of range is named, with what was expected.
+  local arg want
+  for arg in "max_attempts => 0|max_attempts => 0: expected 1 to 1000" \
+             "priority => 40000|priority => 40000: expected -32768 to 32767" \
+             "delay_ms => -1|delay_ms => -1: expected 0 to 3153600000000 milliseconds (100 years)" \
+             "backoff_ms => NULL|backoff_ms => NULL: expected 0 to 3600000" \
+             "barrier => true, order_key => 'k'|barrier => true with an order_key"; do
+    want=${arg#*|}
+    psql_do -c "SET search_path = $S" -c "SELECT jobq_put('sq', 'x'::bytea, ${arg%%|*})" \
+      2>"$D/err" && fail "jobq_put took ${arg%%|*}"
+    grep -qF "invalid jobq_put argument $want" "$D/err" || fail "for ${arg%%|*}: $(cat "$D/err")"
+  done
   psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# The function belongs to its schema: called by its qualified name from a
+# session whose search_path is another jobq schema, or pg_catalog alone,
+# it writes into its own schema's tables (it used to write into the other
+# schema's, and to fail with pg_catalog).
+t_sql_put_function_keeps_its_schema() {
+  new_schema
+  run init
+  expect_rc 0
+  local other=o$$_$RANDOM
+  run --db "$PG?schema=$other" init
+  expect_rc 0
+  local a b
+  a=$(psql_do -c "SET search_path = $other" -c "SELECT $S.jobq_put('bq', 'a'::bytea)") ||
+    fail "the put from the other schema failed"
+  b=$(psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'b'::bytea)") ||
+    fail "the put with search_path=pg_catalog failed"
+  run stats --json
+  expect_out_has '"name":"bq"'
+  expect_out_has '"ready":2'
+  run --db "$PG?schema=$other" stats --json
+  expect_quiet_about '"bq"'
+  [[ $(psql_do -c "SELECT count(*) FROM $S.jobq_jobs WHERE id IN (${a:-0}, ${b:-0})") == 2 ]] ||
+    fail "the jobs are not in $S.jobq_jobs"
+  # An older schema (version 3, whose function had no search_path of its
+  # own) is mended by jobq init.
+  psql_do -c "ALTER FUNCTION $S.jobq_put(text, bytea, integer, bigint, text, boolean, text, integer, bigint, bigint) RESET search_path" \
+    -c "UPDATE $S.jobq_meta SET version = 3" \
+    -c "ALTER TABLE $S.jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before"
+  psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'c'::bytea)" 2>/dev/null &&
+    fail "the function without its search_path worked: the test shows nothing"
+  run init
+  expect_rc 0
+  psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'c'::bytea)" >/dev/null ||
+    fail "jobq init did not mend the function"
+  run stats --json
+  expect_out_has '"ready":3'
+  psql_do -c "DROP SCHEMA $S CASCADE" -c "DROP SCHEMA $other CASCADE"
 }
 
 # Every put on the server wakes every foreman (one NOTIFY channel), but a

@@ -17,6 +17,8 @@ if [[ -z ${JOBQ:-} ]]; then
 fi
 T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/jobq-cli.XXXXXX")
 trap '[[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
+# The foremen's state file (jobq work --state) stays in the test's folder.
+export XDG_STATE_HOME=$T_ROOT/state
 T_PASS=0
 T_FAIL=0
 T_SKIP=0

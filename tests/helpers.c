@@ -259,6 +259,24 @@ void th_restore(tq *t, const char *name) {
   run_cmd(cmd);
 }
 
+void th_drop_connection(const char *url, jobq *db) {
+  assert_false(th_is_sqlite());
+  jobq *other = th_open(url);
+  char sql[128];
+  if (th_is_mysql())
+    snprintf(sql, sizeof sql, "KILL CONNECTION %lld", (long long)th_sql_int(db, "SELECT CONNECTION_ID()"));
+  else
+    /* Waits (up to 5 s) for the server process to be gone. */
+    snprintf(sql, sizeof sql,
+             "SELECT CASE WHEN pg_terminate_backend(%lld, 5000) THEN 1 ELSE 0 END",
+             (long long)th_sql_int(db, "SELECT pg_backend_pid()"));
+  if (th_is_mysql())
+    assert_int_equal(th_sql(other, sql), 0);
+  else
+    assert_int_equal(th_sql_int(other, sql), 1);
+  jobq_close(other);
+}
+
 void th_swap_in(tq *t, jobq *other, const char *other_url) {
   if (th_is_sqlite()) {
     sqlite3_backup *bk =

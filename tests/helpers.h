@@ -53,6 +53,10 @@ void th_restore(tq *t, const char *name);
 /* Replaces t's database, under its live handle, with other (a database
  * made by th_new_db, used up by this). */
 void th_swap_in(tq *t, jobq *other, const char *other_url);
+/* Ends db's connection to the server at url from another connection, as
+ * a server restart or a failover would (server stores only): the handle
+ * makes it again with its next transaction. */
+void th_drop_connection(const char *url, jobq *db);
 /* For tests of one store only: skips the test, saying why, unless the
  * store under test is SQLite. */
 #define TH_SQLITE_ONLY(why)                                                \

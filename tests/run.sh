@@ -51,10 +51,15 @@ stores=${JOBQ_TEST_STORES:-sqlite postgres mysql}
 total_pass=0
 total_fail=0
 out=$(mktemp "${TMPDIR:-/tmp}/jobq-run.XXXXXX")
+# The state file of every foreman the tests start (jobq work --state),
+# away from the machine's own.
+XDG_STATE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/jobq-state.XXXXXX")
+export XDG_STATE_HOME
 pgdir=""
 mydir=""
 cleanup() {
   rm -f "$out"
+  rm -rf "$XDG_STATE_HOME"
   if [[ -n $pgdir ]]; then "$here/pgserver.sh" stop "$pgdir"; fi
   if [[ -n $mydir ]]; then "$here/mysqlserver.sh" stop "$mydir"; fi
 }

@@ -1087,12 +1087,12 @@ static void refused(jobq *db, const char *sql, const char *state, const char *ne
 static void test_the_sql_put_takes_the_one_range_of_times(void **state) {
   tq *t = *state;
   refused(t->db, "SELECT jobq_put('times', 'x', delay_ms => 9223372036854775807)", "22023",
-          "invalid delay_ms '9223372036854775807'");
+          "invalid jobq_put argument delay_ms => 9223372036854775807");
   refused(t->db, "SELECT jobq_put('times', 'x', delay_ms => 3153600000001)", "22023",
           "100 years");
   refused(t->db, "SELECT jobq_put('times', 'x', delay_ms => -1)", "22023", "delay_ms");
   refused(t->db, "SELECT jobq_put('times', 'x', timeout_ms => 9223372036854775807)", "22023",
-          "invalid timeout_ms");
+          "invalid jobq_put argument timeout_ms");
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 0);
   int64_t id = th_sql_int(t->db, "SELECT jobq_put('times', 'x', delay_ms => 3153600000000, "
                                  "timeout_ms => 3153600000000)");

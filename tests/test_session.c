@@ -344,22 +344,117 @@ static void test_orphans_look_skips_ready_jobs(void **state) {
 }
 
 /* jobq_reap() applies the stall guard too: when no session heartbeated
- * for a lease, it renews instead of reaping. */
+ * for a lease, it holds reaping back for a lease and says so, and gives
+ * every session that lease; a session that heartbeats meanwhile keeps its
+ * jobs, one that stays silent is reaped by the next call after it. */
 static void test_reap_call_stall_guard(void **state) {
   tq *t = *state;
-  int64_t id = th_put(t->db, "q", NULL);
-  jobq_session *a = th_session(t->db, 200);
-  jobq_job *j = th_claim_one(a, "q");
-  assert_rc(jobq_heartbeat(a, NULL, NULL), JOBQ_OK);
-  th_sleep_ms(500);
-  int64_t count = -1;
-  assert_rc(jobq_reap(t->db, &count), JOBQ_OK);
+  int64_t x = th_put(t->db, "q", NULL);
+  int64_t y = th_put(t->db, "q", NULL);
+  jobq *db2 = th_open(t->url);
+  jobq_session *a = th_session(t->db, 300);
+  jobq_session *b = th_session(db2, 300);
+  jobq_job *ja = th_claim_one(a, "q");
+  jobq_job *jb = th_claim_one(b, "q");
+  assert_int_equal(ja->id, x);
+  assert_int_equal(jb->id, y);
+  th_sleep_ms(700);
+  jobq *op = th_open(t->url);
+  int64_t count = -1, held = -1;
+  assert_rc(jobq_reap_held(op, &count, &held), JOBQ_OK);
   assert_int_equal(count, 0);
-  assert_int_equal(th_state(t->db, id), JOBQ_STATE_RUNNING);
-  assert_rc(jobq_heartbeat(a, NULL, NULL), JOBQ_OK);
-  assert_rc(jobq_complete(a, j, NULL, 0, NULL), JOBQ_OK);
-  jobq_jobs_free(j, 1);
+  assert_int_equal(held, 300);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_RUNNING);
+  /* Called again within the lease, it still holds back, for less. */
+  assert_rc(jobq_reap_held(op, &count, &held), JOBQ_OK);
+  assert_int_equal(count, 0);
+  assert_true(held > 0 && held <= 300);
+  /* a is alive and heartbeats (every lease/3); b stays silent. */
+  int64_t until = th_mono_ms() + held + 50;
+  while (th_mono_ms() < until) {
+    assert_rc(jobq_heartbeat(a, NULL, NULL), JOBQ_OK);
+    th_sleep_ms(100);
+  }
+  /* b was reaped, by a's heartbeat or by this call: the guard is over. */
+  assert_rc(jobq_reap_held(op, &count, &held), JOBQ_OK);
+  assert_int_equal(held, 0);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_RUNNING);
+  assert_rc(jobq_heartbeat(b, NULL, NULL), JOBQ_EEXPIRED);
+  assert_rc(jobq_complete(a, ja, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(ja, 1);
+  jobq_jobs_free(jb, 1);
   jobq_session_close(a);
+  jobq_session_close(b);
+  jobq_close(db2);
+  jobq_close(op);
+}
+
+/* A worker that died holding a job: a session of lease 300ms on a handle
+ * of its own (*db2), its job (*j), and 700ms of silence since; the job's
+ * id. */
+static int64_t dead_worker(tq *t, jobq **db2, jobq_session **s, jobq_job **j) {
+  int64_t id = th_put(t->db, "q", NULL);
+  *db2 = th_open(t->url);
+  *s = th_session(*db2, 300);
+  *j = th_claim_one(*s, "q");
+  th_sleep_ms(700);
+  return id;
+}
+
+/* The reproduction of a dead worker with no worker left: its session has
+ * been silent for longer than its lease, and an operator's jobq_reap() is
+ * the only reaper.  The guard holds back once, for the lease; called again
+ * after it, the session is reaped (the guard used to renew the dead
+ * session's heartbeat, so that it was never reaped at all). */
+static void test_reap_with_no_worker_alive(void **state) {
+  tq *t = *state;
+  jobq *db2;
+  jobq_session *dead;
+  jobq_job *j;
+  int64_t id = dead_worker(t, &db2, &dead, &j);
+  int64_t count = -1, held = -1;
+  assert_rc(jobq_reap_held(t->db, &count, &held), JOBQ_OK);
+  assert_int_equal(count, 0);
+  assert_int_equal(held, 300);
+  /* The session's heartbeat was not made up: it is as old as it was. */
+  jobq_session_info *si = NULL;
+  size_t n = 0;
+  assert_rc(jobq_sessions(t->db, &si, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_true(th_db_now(t->db) - si[0].heartbeat_at_ms >= 700);
+  jobq_sessions_free(si, n);
+  th_sleep_ms(held + 50);
+  assert_rc(jobq_reap_held(t->db, &count, &held), JOBQ_OK);
+  assert_int_equal(held, 0);
+  assert_int_equal(count, 1);
+  jobq_job_info *i = th_show(t->db, id);
+  assert_int_equal(i->state, JOBQ_STATE_READY);
+  assert_int_equal(i->prev_lost, 1);
+  jobq_info_free(i, 1);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(dead);
+  jobq_close(db2);
+}
+
+/* A lone worker that starts after the others died: its session open sees
+ * every session silent and holds reaping back; its own heartbeats then
+ * show the database working, and the dead session is reaped once the
+ * lease the guard gave it has run out. */
+static void test_lone_worker_reaps_the_dead(void **state) {
+  tq *t = *state;
+  jobq *db2;
+  jobq_session *dead;
+  jobq_job *j;
+  int64_t id = dead_worker(t, &db2, &dead, &j);
+  jobq_session *lone = th_session(t->db, 300);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_RUNNING);
+  int64_t took = th_beat_until(lone, t->db, id, JOBQ_STATE_READY, 5000);
+  assert_true(took < 1500);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(lone);
+  jobq_session_close(dead);
+  jobq_close(db2);
 }
 
 static void test_close_releases(void **state) {
@@ -696,6 +791,8 @@ int main(void) {
       TQ_TEST(test_heartbeat_keeps_jobs),
       TQ_TEST(test_reap_call),
       TQ_TEST(test_reap_call_stall_guard),
+      TQ_TEST(test_reap_with_no_worker_alive),
+      TQ_TEST(test_lone_worker_reaps_the_dead),
       TQ_TEST(test_job_whose_session_vanished),
       TQ_TEST(test_orphans_look_skips_ready_jobs),
       TQ_TEST(test_close_releases),

@@ -228,7 +228,7 @@ static const struct {
     {"jobq_jobs_times",
      "run_at BETWEEN 0 AND 253402300799999 AND timeout_ms BETWEEN 0 AND 3153600000000"},
 };
-_Static_assert(JOBQ_SCHEMA_VERSION == 3, "add the new version's statements here");
+_Static_assert(JOBQ_SCHEMA_VERSION == 4, "add the new version's statements to my_migrate");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -1358,6 +1358,27 @@ static int my_migrate(jobq *db) {
       rc = run_plain(db, "UPDATE jobq_meta SET version = 3 WHERE id = 1",
                      "migrating the schema");
   }
+  if (rc == JOBQ_OK && version < 4) {
+    /* The stall guard's look (lib/session.c) and the horizon of pruned
+     * jobs (lib/mark.c).  Table changes commit at once: an init that
+     * stopped between them finds the first one made. */
+    row = query_row(db, c->conn,
+                    "SELECT count(*) FROM information_schema.COLUMNS WHERE "
+                    "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_meta' AND "
+                    "COLUMN_NAME = 'guard_at'",
+                    &res, "migrating the schema");
+    int made = row != NULL && row[0] != NULL && strcmp(row[0], "0") != 0;
+    if (row == NULL) rc = db->err;
+    if (res != NULL) mysql_free_result(res);
+    if (rc == JOBQ_OK && !made)
+      rc = run_plain(db,
+                     "ALTER TABLE jobq_meta ADD COLUMN guard_at BIGINT NOT NULL DEFAULT 0, "
+                     "ADD COLUMN pruned_before BIGINT NOT NULL DEFAULT 0",
+                     "migrating the schema");
+    if (rc == JOBQ_OK)
+      rc = run_plain(db, "UPDATE jobq_meta SET version = 4 WHERE id = 1",
+                     "migrating the schema");
+  }
   /* Back to the connection's own limit. */
   char sql[96];
   long long ms = (long long)c->statement_timeout_ms;
@@ -1429,6 +1450,8 @@ static const char roles_sql[] =
     "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_tally TO %4$s;\n"
     "GRANT INSERT ON %1$s.jobq_attempts TO %4$s;\n"
     "GRANT SELECT, INSERT, UPDATE ON %1$s.jobq_locks TO %4$s;\n"
+    "-- the stall guard's look, which any reaper records\n"
+    "GRANT UPDATE (guard_at) ON %1$s.jobq_meta TO %4$s;\n"
     "\n"
     "-- admin: retry, cancel, pause, prune, purge, epoch bump, and the others'\n"
     "-- rights.\n"
@@ -1561,6 +1584,7 @@ static int reconnect(jobq *db) {
   stmts_release(c);
   mysql_close(c->conn);
   c->conn = m;
+  db->connects++; /* for the check of acknowledged writes (lib/mark.c) */
   c->broken = 0;
   c->aborted = 0;
   return JOBQ_OK;

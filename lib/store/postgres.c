@@ -50,84 +50,97 @@ enum {
 /* ---------------------------------------------------------------- schema */
 
 /* Enqueueing from SQL: docs/sql.md.  The same decisions and named locks
- * as the library's put (lib/put.c, lib/order.c). */
-#define PUT_FUNCTION \
-    "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea," \
-    "  priority integer DEFAULT 0, delay_ms bigint DEFAULT 0," \
-    "  order_key text DEFAULT NULL, barrier boolean DEFAULT false," \
-    "  unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25," \
-    "  timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000)" \
-    " RETURNS bigint LANGUAGE plpgsql AS $fn$\n" \
-    "#variable_conflict use_column\n" \
-    "DECLARE\n" \
-    "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n" \
-    "  new_id bigint;\n" \
-    "  must_wait boolean;\n" \
-    "BEGIN\n" \
-    "  IF queue IS NULL OR queue !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN\n" \
-    "    RAISE EXCEPTION 'invalid queue name ''%'': expected 1 to 63 characters of a-z, 0-9, _, ., -', queue\n" \
-    "      USING ERRCODE = '22023';\n" \
-    "  END IF;\n" \
-    "  IF payload IS NULL THEN payload := ''::bytea; END IF;\n" \
-    /* The one range of times (JOBQ_DURATION_MAX_MS in jobq.h). */ \
-    "  IF delay_ms IS NULL OR delay_ms NOT BETWEEN 0 AND 3153600000000 THEN\n" \
-    "    RAISE EXCEPTION 'invalid delay_ms ''%'': expected 0 to 3153600000000 milliseconds (100 years)', delay_ms\n" \
-    "      USING ERRCODE = '22023';\n" \
-    "  END IF;\n" \
-    "  IF timeout_ms IS NULL OR timeout_ms NOT BETWEEN 0 AND 3153600000000 THEN\n" \
-    "    RAISE EXCEPTION 'invalid timeout_ms ''%'': expected 0 (none) to 3153600000000 milliseconds (100 years)', timeout_ms\n" \
-    "      USING ERRCODE = '22023';\n" \
-    "  END IF;\n" \
-    "  IF priority NOT BETWEEN -32768 AND 32767 OR max_attempts NOT BETWEEN 1 AND 1000\n" \
-    "     OR backoff_ms NOT BETWEEN 0 AND 3600000\n" \
-    "     OR (barrier AND order_key IS NOT NULL)\n" \
-    "     OR octet_length(order_key) NOT BETWEEN 1 AND 255 OR octet_length(unique_key) NOT BETWEEN 1 AND 255 THEN\n" \
-    "    RAISE EXCEPTION 'invalid jobq_put arguments' USING ERRCODE = '22023';\n" \
-    "  END IF;\n" \
-    "  IF unique_key IS NOT NULL THEN\n" \
-    "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
-    "      AND j.unique_key = jobq_put.unique_key;\n" \
-    "    IF FOUND THEN RETURN new_id; END IF;\n" \
-    "  END IF;\n" \
-    "  INSERT INTO jobq_queues(name, created_at) VALUES (queue, now_ms) ON CONFLICT DO NOTHING;\n" \
-    "  IF barrier THEN\n" \
-    "    PERFORM pg_advisory_xact_lock(hashtextextended('q:' || queue, 0));\n" \
-    /* As the library's look (lib/sql.c, JOBQ_Q_ANY_BEFORE). */ \
-    "    must_wait := EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j\n" \
-    "      WHERE (j.queue, j.id) > (jobq_put.queue, 0)\n" \
-    "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807) AND j.session IS NULL\n" \
-    "      ORDER BY j.queue, j.id LIMIT 1) f)\n" \
-    "      OR EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j WHERE j.session IS NOT NULL\n" \
-    "        AND j.queue = jobq_put.queue ORDER BY j.session LIMIT 1) r);\n" \
-    "  ELSE\n" \
-    "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n" \
-    "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n" \
-    "  END IF;\n" \
-    "  IF order_key IS NOT NULL THEN\n" \
-    "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n" \
-    "    must_wait := must_wait\n" \
-    /* As the library's look (JOBQ_Q_KEY_TAKEN). */ \
-    "      OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
-    "        AND j.order_key >= jobq_put.order_key AND j.order_key <= jobq_put.order_key\n" \
-    "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n" \
-    "      OR EXISTS (SELECT 1 FROM jobq_blocked b WHERE b.queue = jobq_put.queue AND b.order_key = jobq_put.order_key);\n" \
-    "  END IF;\n" \
-    "  INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n" \
-    "                        max_attempts, timeout_ms, backoff_ms, created_at)\n" \
-    "    VALUES (queue, priority, now_ms + delay_ms, CASE WHEN must_wait THEN 'waiting' ELSE 'ready' END,\n" \
-    "            order_key, CASE WHEN barrier THEN 1 ELSE 0 END, unique_key, payload, max_attempts,\n" \
-    "            timeout_ms, backoff_ms, now_ms)\n" \
-    "    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING\n" \
-    "    RETURNING id INTO new_id;\n" \
-    "  IF new_id IS NULL THEN\n" \
-    "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
-    "      AND j.unique_key = jobq_put.unique_key;\n" \
-    "    RETURN new_id;\n" \
-    "  END IF;\n" \
-    "  IF NOT must_wait AND delay_ms = 0 THEN PERFORM pg_notify('jobq', queue); END IF;\n" \
-    "  RETURN new_id;\n" \
-    "END\n" \
-    "$fn$;"
+ * as the library's put (lib/put.c, lib/order.c).  Its search_path is the
+ * one the schema's migration runs with (pg_migrate: the schema, then
+ * pg_temp), so that it finds jobq's tables whatever its caller's path.
+ * Each argument out of range is named with what was given and what is
+ * expected, as the library names them (lib/validate.c). */
+#define PUT_FUNCTION                                                           \
+  "FUNCTION jobq_put(queue text, payload bytea,"                               \
+  "  priority integer DEFAULT 0, delay_ms bigint DEFAULT 0,"                   \
+  "  order_key text DEFAULT NULL, barrier boolean DEFAULT false,"              \
+  "  unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25,"           \
+  "  timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000)"             \
+  " RETURNS bigint LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$\n"    \
+  "#variable_conflict use_column\n"                                            \
+  "DECLARE\n"                                                                  \
+  "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n" \
+  "  new_id bigint;\n"                                                         \
+  "  must_wait boolean;\n"                                                     \
+  "  bad text;\n"                                                              \
+  "BEGIN\n"                                                                    \
+  "  IF queue IS NULL OR queue !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN\n"        \
+  "    RAISE EXCEPTION 'invalid queue name ''%'': expected 1 to 63 characters of a-z, 0-9, _, ., -', queue\n" \
+  "      USING ERRCODE = '22023';\n"                                           \
+  "  END IF;\n"                                                                \
+  "  IF payload IS NULL THEN payload := ''::bytea; END IF;\n"                  \
+  "  bad := CASE\n"                                                            \
+  "    WHEN priority IS NULL OR priority NOT BETWEEN -32768 AND 32767 THEN\n"  \
+  "      format('priority => %s: expected -32768 to 32767', coalesce(priority::text, 'NULL'))\n" \
+  /* The one range of times (JOBQ_DURATION_MAX_MS in jobq.h). */              \
+  "    WHEN delay_ms IS NULL OR delay_ms NOT BETWEEN 0 AND 3153600000000 THEN\n" \
+  "      format('delay_ms => %s: expected 0 to 3153600000000 milliseconds (100 years)', coalesce(delay_ms::text, 'NULL'))\n" \
+  "    WHEN max_attempts IS NULL OR max_attempts NOT BETWEEN 1 AND 1000 THEN\n" \
+  "      format('max_attempts => %s: expected 1 to 1000', coalesce(max_attempts::text, 'NULL'))\n" \
+  "    WHEN timeout_ms IS NULL OR timeout_ms NOT BETWEEN 0 AND 3153600000000 THEN\n" \
+  "      format('timeout_ms => %s: expected 0 (none) to 3153600000000 milliseconds (100 years)', coalesce(timeout_ms::text, 'NULL'))\n" \
+  "    WHEN backoff_ms IS NULL OR backoff_ms NOT BETWEEN 0 AND 3600000 THEN\n" \
+  "      format('backoff_ms => %s: expected 0 to 3600000', coalesce(backoff_ms::text, 'NULL'))\n" \
+  "    WHEN barrier IS NULL THEN 'barrier => NULL: expected true or false'\n"  \
+  "    WHEN barrier AND order_key IS NOT NULL THEN\n"                          \
+  "      'barrier => true with an order_key: expected one or the other'\n"     \
+  "    WHEN octet_length(order_key) NOT BETWEEN 1 AND 255 THEN\n"              \
+  "      format('order_key of %s bytes: expected 1 to 255', octet_length(order_key))\n" \
+  "    WHEN octet_length(unique_key) NOT BETWEEN 1 AND 255 THEN\n"             \
+  "      format('unique_key of %s bytes: expected 1 to 255', octet_length(unique_key))\n" \
+  "  END;\n"                                                                   \
+  "  IF bad IS NOT NULL THEN\n"                                                \
+  "    RAISE EXCEPTION 'invalid jobq_put argument %', bad USING ERRCODE = '22023';\n" \
+  "  END IF;\n"                                                                \
+  "  IF unique_key IS NOT NULL THEN\n"                                         \
+  "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
+  "      AND j.unique_key = jobq_put.unique_key;\n"                            \
+  "    IF FOUND THEN RETURN new_id; END IF;\n"                                 \
+  "  END IF;\n"                                                                \
+  "  INSERT INTO jobq_queues(name, created_at) VALUES (queue, now_ms) ON CONFLICT DO NOTHING;\n" \
+  "  IF barrier THEN\n"                                                        \
+  "    PERFORM pg_advisory_xact_lock(hashtextextended('q:' || queue, 0));\n"   \
+  /* As the library's look (lib/sql.c, JOBQ_Q_ANY_BEFORE). */                  \
+  "    must_wait := EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j\n"     \
+  "      WHERE (j.queue, j.id) > (jobq_put.queue, 0)\n"                        \
+  "        AND (j.queue, j.id) < (jobq_put.queue, 9223372036854775807) AND j.session IS NULL\n" \
+  "      ORDER BY j.queue, j.id LIMIT 1) f)\n"                                 \
+  "      OR EXISTS (SELECT 1 FROM (SELECT j.id FROM jobq_jobs j WHERE j.session IS NOT NULL\n" \
+  "        AND j.queue = jobq_put.queue ORDER BY j.session LIMIT 1) r);\n"     \
+  "  ELSE\n"                                                                   \
+  "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n" \
+  "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n" \
+  "  END IF;\n"                                                                \
+  "  IF order_key IS NOT NULL THEN\n"                                          \
+  "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n" \
+  "    must_wait := must_wait\n"                                               \
+  /* As the library's look (JOBQ_Q_KEY_TAKEN). */                              \
+  "      OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
+  "        AND j.order_key >= jobq_put.order_key AND j.order_key <= jobq_put.order_key\n" \
+  "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n"                  \
+  "      OR EXISTS (SELECT 1 FROM jobq_blocked b WHERE b.queue = jobq_put.queue AND b.order_key = jobq_put.order_key);\n" \
+  "  END IF;\n"                                                                \
+  "  INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n" \
+  "                        max_attempts, timeout_ms, backoff_ms, created_at)\n" \
+  "    VALUES (queue, priority, now_ms + delay_ms, CASE WHEN must_wait THEN 'waiting' ELSE 'ready' END,\n" \
+  "            order_key, CASE WHEN barrier THEN 1 ELSE 0 END, unique_key, payload, max_attempts,\n" \
+  "            timeout_ms, backoff_ms, now_ms)\n"                              \
+  "    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING\n" \
+  "    RETURNING id INTO new_id;\n"                                            \
+  "  IF new_id IS NULL THEN\n"                                                 \
+  "    SELECT j.id INTO new_id FROM jobq_jobs j WHERE j.queue = jobq_put.queue\n" \
+  "      AND j.unique_key = jobq_put.unique_key;\n"                            \
+  "    RETURN new_id;\n"                                                       \
+  "  END IF;\n"                                                                \
+  "  IF NOT must_wait AND delay_ms = 0 THEN PERFORM pg_notify('jobq', queue); END IF;\n" \
+  "  RETURN new_id;\n"                                                         \
+  "END\n"                                                                      \
+  "$fn$"
 
 static const char *const migrations[] = {
     /* version 1 */
@@ -233,7 +246,7 @@ static const char *const migrations[] = {
     "  job_id bigint NOT NULL,"
     "  PRIMARY KEY (queue, order_key)) WITH (vacuum_truncate = false);"
     "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);"
-    PUT_FUNCTION,
+    "CREATE " PUT_FUNCTION ";",
     /* version 2: the sessions' figures per minute (lib/tally.c) and the
      * attempts that ended without finishing their job. */
     "CREATE TABLE jobq_tally ("
@@ -277,12 +290,18 @@ static const char *const migrations[] = {
      * a running job has a session, and times are in the one range of
      * jobq.h.  NOT VALID: they hold for every row written from now on,
      * without reading the rows there are.  The SQL put checks its delay
-     * and timeout the same way. */
+     * and timeout the same way (version 4). */
     "ALTER TABLE jobq_jobs"
     "  ADD CONSTRAINT jobq_jobs_claimed CHECK (state <> 'running' OR session IS NOT NULL)"
     "    NOT VALID,"
     "  ADD CONSTRAINT jobq_jobs_times CHECK (run_at BETWEEN 0 AND 253402300799999"
-    "    AND timeout_ms BETWEEN 0 AND 3153600000000) NOT VALID;" PUT_FUNCTION,
+    "    AND timeout_ms BETWEEN 0 AND 3153600000000) NOT VALID;",
+    /* version 4: the stall guard's look (lib/session.c), the horizon of
+     * pruned jobs (lib/mark.c), and jobq_put() with its own search_path,
+     * its argument messages and the one range of times. */
+    "ALTER TABLE jobq_meta ADD COLUMN guard_at bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN pruned_before bigint NOT NULL DEFAULT 0;"
+    "CREATE OR REPLACE " PUT_FUNCTION ";",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -1460,6 +1479,17 @@ static int pg_migrate(jobq *db) {
     }
     PQclear(res);
   }
+  /* For this transaction, the schema and then pg_temp, which would be
+   * searched first if it were not named: the search_path that jobq_put()
+   * keeps (SET search_path FROM CURRENT). */
+  if (rc == JOBQ_OK) {
+    const char *values[1] = {c->schema};
+    PGresult *res = PQexecParams(
+        c->conn, "SELECT set_config('search_path', format('%I, pg_temp', $1::text), true)", 1,
+        NULL, values, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) rc = pg_fail(db, res, "initialising the schema");
+    PQclear(res);
+  }
   int64_t version = 0;
   if (rc == JOBQ_OK) rc = schema_version(db, &version);
   if (rc == JOBQ_OK && version > JOBQ_SCHEMA_VERSION) rc = too_new(db, version);
@@ -1565,6 +1595,8 @@ static const char roles_sql[] =
     "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_tally TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_attempts TO %2$sworker;\n"
     "GRANT USAGE ON \"%1$s\".jobq_attempts_id_seq TO %2$sworker;\n"
+    "-- the stall guard's look, which any reaper records\n"
+    "GRANT UPDATE (guard_at) ON \"%1$s\".jobq_meta TO %2$sworker;\n"
     "\n"
     "-- admin: retry, cancel, pause, prune, purge, epoch bump, and the\n"
     "-- others' rights.\n"
@@ -1735,6 +1767,7 @@ static int reconnect(jobq *db) {
   if (pc == NULL) return db->err;
   PQfinish(c->conn);
   c->conn = pc;
+  db->connects++; /* for the check of acknowledged writes (lib/mark.c) */
   c->vacuum_lock = 0; /* it ended with the session that held it */
   memset(c->prepared, 0, sizeof c->prepared);
   return JOBQ_OK;

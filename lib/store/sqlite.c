@@ -175,6 +175,10 @@ static const char *const migrations[] = {
     /* version 3: nothing.  Its checks are for the roles of the servers,
      * and a file has none: whoever may write it may do anything. */
     "",
+    /* version 4: the stall guard's look (lib/session.c) and the horizon
+     * of pruned jobs (lib/mark.c). */
+    "ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

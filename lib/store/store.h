@@ -11,6 +11,9 @@
  * schema, transactions, the claim (one short transaction shaped for the
  * engine's locking), and optional set-based fast paths for batches.
  *
+ * A store that makes its connection again (a restart, a failover) adds 1
+ * to db->connects: the library then checks the database (lib/mark.c).
+ *
  * Transactions belong to the library: every statement except those of
  * open, close, native, migrate, watch and changed runs inside a transaction
  * (or savepoint) that the library began with begin() and ends with commit()

@@ -21,6 +21,8 @@ restarts=${CHAOS_RESTARTS:-5}
 jobs=$(python3 -c "print(int($seconds * $rate * 1.2))")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/jobq-chaos-run.XXXXXX")
+# The foremen's state file (jobq work --state), away from the machine's own.
+export XDG_STATE_HOME=$work/state
 pgdir="" mydir=""
 cleanup() {
   [[ -n $pgdir ]] && "$tests/pgserver.sh" stop "$pgdir"
