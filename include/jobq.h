@@ -62,7 +62,12 @@ extern "C" {
  * The one error vocabulary: X(NAME, value, message).  JOBQ_EINVAL,
  * JOBQ_EURL, JOBQ_ESCHEMA and JOBQ_ETOOBIG are errors in what the caller
  * gave; JOBQ_EBUSY and JOBQ_ECONN are temporary: the same call may succeed
- * later.
+ * later (jobq_err_temporary()).  JOBQ_EDENIED is the database refusing
+ * who the caller is or what it asked for, for good: a wrong password, an
+ * unknown user, role or database, a missing privilege (PostgreSQL's
+ * 42501, MariaDB's 1142), an SQLite file this process may not open.
+ * Trying again does not help until someone changes the URL, the grants
+ * or the file.
  */
 #define JOBQ_ERRNO_MAP(X)                                                     \
   X(OK, 0, "success")                                                         \
@@ -81,7 +86,8 @@ extern "C" {
   X(ETOOBIG, -13, "value too large")                                          \
   X(ENOTSUP, -14, "not supported")                                            \
   X(ECANCELLED, -15, "cancel requested")                                      \
-  X(EREADONLY, -16, "database is read-only")
+  X(EREADONLY, -16, "database is read-only")                                 \
+  X(EDENIED, -17, "access denied")
 
 typedef enum jobq_err {
 #define JOBQ_ERR_ENUM(name, value, msg) JOBQ_##name = (value),
@@ -93,6 +99,15 @@ typedef enum jobq_err {
 const char *jobq_strerror(int err);
 /* The symbolic name of an error code ("JOBQ_ELOST"); never NULL. */
 const char *jobq_err_name(int err);
+/* 1 when err is temporary, the same call may succeed later with nothing
+ * changed, so that trying again after a pause (with backoff) is the thing
+ * to do: JOBQ_EBUSY and JOBQ_ECONN.  0 for every other code: success, an
+ * error in the input (JOBQ_EINVAL, JOBQ_EURL, ...), a refusal that lasts
+ * until someone acts (JOBQ_EDENIED, JOBQ_ENOTSUP, JOBQ_ESCHEMA), an
+ * outcome (JOBQ_ELOST, JOBQ_EEXPIRED), JOBQ_EREADONLY (a standby stays
+ * one; a primary in a switchover is writable again soon) and JOBQ_EDB,
+ * which says no more than that the database failed. */
+int jobq_err_temporary(int err);
 
 /* ---------------------------------------------------------------- handles */
 

@@ -29,6 +29,8 @@ const char *jobq_err_name(int err) {
   return "JOBQ_EUNKNOWN";
 }
 
+int jobq_err_temporary(int err) { return err == JOBQ_EBUSY || err == JOBQ_ECONN; }
+
 int jobq__fail(jobq *db, int err, const char *fmt, ...) {
   if (db == NULL) return err;
   va_list ap;

@@ -242,6 +242,14 @@ static void test_error_vocabulary(void **state) {
   assert_string_equal(jobq_err_name(value), "JOBQ_" #name);
   JOBQ_ERRNO_MAP(CHECK_ERR)
 #undef CHECK_ERR
+  /* Which errors may pass by themselves. */
+  assert_true(jobq_err_temporary(JOBQ_EBUSY));
+  assert_true(jobq_err_temporary(JOBQ_ECONN));
+  assert_false(jobq_err_temporary(JOBQ_OK));
+  assert_false(jobq_err_temporary(JOBQ_EDENIED));
+  assert_false(jobq_err_temporary(JOBQ_EURL));
+  assert_false(jobq_err_temporary(JOBQ_EDB));
+  assert_false(jobq_err_temporary(-999));
   /* Unknown codes still give strings. */
   assert_non_null(jobq_strerror(-999));
   assert_non_null(jobq_err_name(-999));
