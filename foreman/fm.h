@@ -241,6 +241,8 @@ struct fm_op {
   int drain;                   /* call jobq_changed() first */
   int if_changed;              /* and claim only if it says so */
   int skipped;                 /* out: it said no: nothing was claimed */
+  int watch_lost;              /* out: it said wake-ups are not coming
+                                  (watch_msg: why) */
   jobq_job *jobs;
   size_t njobs;
   /* ACK */
@@ -413,6 +415,7 @@ struct fm {
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
   int watch_filtered;              /* the watch names the queue of a wake-up */
+  int watch_down;                  /* wake-ups are not coming (logged) */
   int acked;                       /* outcomes committed since the last claim */
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,
