@@ -343,8 +343,7 @@ static void watch_note(struct fm *fm, const struct fm_op *op) {
   if (!op->drain) return;
   if (op->watch_lost && !fm->watch_down) {
     char d[FM_DUR_BUF];
-    fm_log("no wake-ups from the database: %s: claiming every %s until they are back",
-           op->watch_msg, fm_fmt_ms(d, fm->cfg->poll_ms));
+    fm_log("%s: claiming every %s meanwhile", op->watch_msg, fm_fmt_ms(d, fm->cfg->poll_ms));
   } else if (!op->watch_lost && fm->watch_down) {
     fm_log("wake-ups from the database are back");
   }

@@ -2682,8 +2682,8 @@ static int pg_changed(jobq *db) {
   if (c->watch_fd < 0) return 1;
   if (c->listener != NULL && !PQconsumeInput(c->listener)) {
     char line[400];
-    snprintf(c->listen_why, sizeof c->listen_why, "lost the connection: %s",
-             first_line(PQerrorMessage(c->listener), line, sizeof line));
+    snprintf(c->listen_why, sizeof c->listen_why, "lost the connection to '%s': %s",
+             c->redacted, first_line(PQerrorMessage(c->listener), line, sizeof line));
     listener_drop(c);
     c->listen_failures = 0;
     c->listen_retry_ms = 0;
@@ -2703,9 +2703,9 @@ static int pg_changed(jobq *db) {
       c->listen_retry_ms = now + wait;
     }
     return jobq__fail(db, JOBQ_ECONN,
-                      "no wake-ups from '%s' until the connection for them is back (%s); "
-                      "next attempt in %lldms",
-                      c->redacted, c->listen_why, (long long)(c->listen_retry_ms - now));
+                      "no wake-ups until the connection for them is back: %s; next attempt "
+                      "in %lldms",
+                      c->listen_why, (long long)(c->listen_retry_ms - now));
   }
   /* This handle's own commits are no news to it, nor work for queues it
    * does not watch (the payload is the queue's name). */
