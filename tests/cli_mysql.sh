@@ -239,19 +239,6 @@ t_roles() {
 }
 
 if [[ -n ${ONLY_CASE:-} ]]; then for f in $(declare -F | awk "{print \$3}" | grep "^t_" | grep -v "^t_$ONLY_CASE\$"); do unset -f "$f"; done; fi
-# run_work_my SECONDS URL ARGS...: `jobq work ARGS` on URL in the
-# foreground, killed after SECONDS.
-run_work_my() {
-  local limit=$1 url=$2
-  shift 2
-  W_LOG=$D/work.$RANDOM.log
-  T_ERR=$W_LOG
-  T_OUT=$D/work.out
-  T_LAST="work $*"
-  env JOBQ_DB="$url" timeout -k 5 "$limit" "$JOBQ" work "$@" </dev/null >"$T_OUT" 2>"$W_LOG"
-  rc=$?
-}
-
 # A password with '/', '?' or '@' left as they are: never shown, by any
 # command or the foreman, and the message says how to write it.
 t_password_with_slashes_never_shown() {
@@ -265,7 +252,8 @@ t_password_with_slashes_never_shown() {
     expect_quiet_about "Tq+2vR"
     expect_err_has "%2F"
     expect_err_style
-    run_work_my 10 "$url" -q x -- cat
+    work_env JOBQ_DB="$url"
+    run_work 10 -q x -- cat
     expect_rc 2
     expect_quiet_about "Xk9"
     expect_quiet_about "Tq+2vR"
@@ -308,7 +296,8 @@ t_permanent_errors() {
     expect_quiet_about "$MY_PASSWORD"
     expect_quiet_about "not-the-password"
     local t0=$SECONDS
-    run_work_my 60 "$url" --until-empty -q p -- cat
+    work_env JOBQ_DB="$url"
+    run_work 60 --until-empty -q p -- cat
     expect_rc 1
     expect_err_has "cannot start"
     ((SECONDS - t0 < 15)) || fail "jobq work took $((SECONDS - t0))s to give up on $url"
@@ -326,10 +315,9 @@ t_restart_under_a_foreman() {
   new_db
   run init
   expect_rc 0
-  work_env JOBQ_DB="$U?connect_timeout=2s"
-  start_work fm -q r --poll 1s -- cat
-  local fm=$W_PID log=$W_LOG start=$SECONDS
-  wait_until 10 'grep -q "started:" "$log"' || fail "the foreman did not start: $(cat "$log")"
+  local start=$SECONDS
+  start_foreman "$U?connect_timeout=2s" -q r --poll 1s -- cat
+  local fm=$W_PID log=$W_LOG
   "$(dirname "${BASH_SOURCE[0]}")/mysqlserver.sh" restart "$JOBQ_TEST_MYSQL_DIR" ||
     fail "the server did not restart"
   run put -q r one
@@ -342,7 +330,7 @@ t_restart_under_a_foreman() {
   wait_exit "$fm" 20 || fail "the foreman did not stop"
   [[ $W_RC == 0 ]] || fail "the foreman exited with $W_RC"
   local secs=$((SECONDS - start)) claims
-  claims=$(grep -o '[0-9]* claims, [0-9]* empty' "$log" | sed -E 's/ claims.*//')
+  claims=$(claims_made "$log")
   [[ -n $claims ]] && ((claims <= 2 * secs + 20)) ||
     fail "${claims:-no} claims in ${secs}s: $(tail -1 "$log")"
   my_do -e "DROP DATABASE $S"

@@ -251,10 +251,17 @@ t_foreman_claims_for_its_own_queues() {
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
+# can_restart: whether the case can restart the test server; it is
+# skipped, saying why, when not.
+can_restart() {
+  [[ -n ${JOBQ_TEST_PG_DIR:-} ]] && return 0
+  skip "JOBQ_TEST_PG_DIR (the server's folder, to restart it) is not set"
+  return 1
+}
+
 # restart_server: restarts the test server (fast shutdown), as an
-# operator or a failover would; 1 when there is no server folder to do it.
+# operator or a failover would.
 restart_server() {
-  [[ -n ${JOBQ_TEST_PG_DIR:-} ]] || return 1
   "$(dirname "${BASH_SOURCE[0]}")/pgserver.sh" restart "$JOBQ_TEST_PG_DIR"
 }
 
@@ -266,18 +273,13 @@ listeners() {
 # The libpq options of a URL hold for every connection made again after a
 # restart: the foreman's work, its wake-ups, and its sessions.
 t_url_options_survive_a_restart() {
-  if [[ -z ${JOBQ_TEST_PG_DIR:-} ]]; then
-    skip "JOBQ_TEST_PG_DIR (the server's folder, to restart it) is not set"
-    return
-  fi
+  can_restart || return
   new_schema
   run init
   expect_rc 0
   local url="$U&connect_timeout=2&target_session_attrs=read-write&sslmode=prefer&keepalives=1&application_name=$S"
-  work_env JOBQ_DB="$url"
-  start_work fm -q r --poll 1s -- cat
+  start_foreman "$url" -q r --poll 1s -- cat
   local fm=$W_PID log=$W_LOG
-  wait_until 10 'grep -q "started:" "$log"' || fail "the foreman did not start: $(cat "$log")"
   grep -q "no wake-ups" "$log" && fail "no wake-ups at the start: $(cat "$log")"
   restart_server || fail "the server did not restart"
   T_DBURL=$url
@@ -299,18 +301,13 @@ t_url_options_survive_a_restart() {
 # its wake-up connection is gone, never in a loop, and is woken again
 # once it is back.
 t_idle_foreman_after_a_restart() {
-  if [[ -z ${JOBQ_TEST_PG_DIR:-} ]]; then
-    skip "JOBQ_TEST_PG_DIR (the server's folder, to restart it) is not set"
-    return
-  fi
+  can_restart || return
   new_schema
   run init
   expect_rc 0
-  local url="$U&application_name=$S"
-  work_env JOBQ_DB="$url"
-  start_work fm -q idle --poll 3s -- cat
-  local fm=$W_PID log=$W_LOG start=$SECONDS
-  wait_until 10 'grep -q "started:" "$log"' || fail "the foreman did not start: $(cat "$log")"
+  local url="$U&application_name=$S" start=$SECONDS
+  start_foreman "$url" -q idle --poll 3s -- cat
+  local fm=$W_PID log=$W_LOG
   wait_until 10 '[[ $(listeners "$S") == 1 ]]' || fail "no LISTEN connection at the start"
   restart_server || fail "the server did not restart"
   sleep 4
@@ -328,12 +325,11 @@ t_idle_foreman_after_a_restart() {
   kill -TERM "$fm"
   wait_exit "$fm" 20 || fail "the foreman did not stop"
   local secs=$((SECONDS - start)) claims
-  claims=$(grep -o '[0-9]* claims, [0-9]* empty' "$log" | sed -E 's/ claims.*//')
-  [[ -n $claims ]] || fail "no claim counts in the summary: $(tail -1 "$log")"
+  claims=$(claims_made "$log")
   # Its polls, a few after each start of a session, and the job's: a
   # spin would make thousands.
   [[ -n $claims ]] && ((claims <= secs + 20)) ||
-    fail "$claims claims in ${secs}s: $(tail -1 "$log")"
+    fail "${claims:-no} claims in ${secs}s: $(tail -1 "$log")"
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
@@ -360,23 +356,12 @@ t_unix_socket() {
   run stats --json
   expect_rc 0
   [[ $(json_sum ready) == 3 ]] || fail "3 jobs expected: $(cat "$T_OUT")"
-  run_work_pg 20 "$T_DBURL" --until-empty -q sock -- cat
+  work_env JOBQ_DB="$T_DBURL"
+  run_work 20 --until-empty -q sock -- cat
   expect_rc 0
   run stats --json
   [[ $(json_sum done) == 3 ]] || fail "not done over the socket: $(cat "$T_OUT")"
   psql_do -c "DROP SCHEMA $S CASCADE"
-}
-
-# run_work_pg SECONDS URL ARGS...: run_work on a PostgreSQL URL.
-run_work_pg() {
-  local limit=$1 url=$2
-  shift 2
-  W_LOG=$D/work.$RANDOM.log
-  T_ERR=$W_LOG
-  T_OUT=$D/work.out
-  T_LAST="work $*"
-  env JOBQ_DB="$url" timeout -k 5 "$limit" "$JOBQ" work "$@" </dev/null >"$T_OUT" 2>"$W_LOG"
-  rc=$?
 }
 
 # A password with '/' or '?' left as they are (a base64 one, say): never
@@ -397,7 +382,8 @@ t_password_with_slashes_never_shown() {
     T_DBURL=$url run put x
     expect_rc 2
     expect_quiet_about "Tq+2vR"
-    run_work_pg 10 "$url" -q x -- cat
+    work_env JOBQ_DB="$url"
+    run_work 10 -q x -- cat
     expect_rc 2
     expect_quiet_about "Xk9"
     expect_quiet_about "Tq+2vR"
@@ -457,11 +443,13 @@ t_permanent_errors() {
     expect_quiet_about "$PG_PASSWORD"
     expect_quiet_about "not-the-password"
     local t0=$SECONDS
-    run_work_pg 60 "$url" --until-empty -q p -- cat
+    work_env JOBQ_DB="$url"
+    run_work 60 --until-empty -q p -- cat
     expect_rc 1
     expect_err_has "cannot start"
     ((SECONDS - t0 < 15)) || fail "jobq work took $((SECONDS - t0))s to give up on $url"
-    run_work_pg 60 "$url" -q p -- cat
+    work_env JOBQ_DB="$url"
+    run_work 60 -q p -- cat
     expect_rc 1
   done
   psql_do -c "DROP ROLE nopriv_$S" -c "DROP SCHEMA $S CASCADE"
