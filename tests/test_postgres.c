@@ -18,6 +18,8 @@
 #include "helpers.h"
 
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1168,6 +1170,30 @@ static void test_a_restart_under_a_handle_with_url_options(void **state) {
   jobq_close(h);
 }
 
+/* A connection to a server that went away without a word is found
+ * broken within about half a minute: TCP keepalives and a limit on
+ * unacknowledged data, unless the URL sets its own. */
+static void test_a_silent_server_is_noticed(void **state) {
+  tq *t = *state;
+  int fd = PQsocket(jobq_native(t->db)), v;
+  socklen_t len = sizeof v;
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len), 0);
+  assert_int_equal(v, 10);
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v, &len), 0);
+  assert_int_equal(v, 5);
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &len), 0);
+  assert_int_equal(v, 30000);
+  char url[sizeof t->url + 64];
+  snprintf(url, sizeof url, "%s&keepalives_idle=60s&tcp_user_timeout=0", t->url);
+  jobq *db = th_open(url);
+  fd = PQsocket(jobq_native(db));
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len), 0);
+  assert_int_equal(v, 60);
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &len), 0);
+  assert_int_equal(v, 0);
+  jobq_close(db);
+}
+
 /* The server's Unix socket, in libpq's forms: a path as the URL's host,
  * as an option, and the keyword/value string, with libpq's options= for
  * the server's settings. */
@@ -1222,6 +1248,7 @@ int main(void) {
       TQ_TEST(test_a_lock_sent_later_that_times_out),
       TQ_TEST(test_a_held_insert_that_fails),
       TQ_TEST(test_a_unix_socket_and_libpq_options),
+      TQ_TEST(test_a_silent_server_is_noticed),
       /* Last: it restarts the server. */
       TQ_TEST(test_a_restart_under_a_handle_with_url_options),
   };

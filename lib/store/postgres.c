@@ -1095,6 +1095,15 @@ static const struct {
     {"keepalives_count", 0, 0, 1000},   {"tcp_user_timeout", 0, 0, 86400000},
 };
 
+/* What jobq sets where the URL does not: TCP keepalives and a limit on
+ * unacknowledged data, so that a connection to a server that went away
+ * without a word (a network cut, a machine powered off) is found broken
+ * within about half a minute, and made again, instead of when the
+ * kernel gives up on it (two hours for an idle LISTEN connection). */
+static const char *const tcp_defaults[][2] = {
+    {"keepalives_idle", "10"}, {"keepalives_interval", "5"}, {"keepalives_count", "3"},
+    {"tcp_user_timeout", "30000"}};
+
 static int is_own_option(const char *k) {
   for (int i = 0; own_options[i]; i++)
     if (strcmp(k, own_options[i]) == 0) return 1;
@@ -1155,25 +1164,27 @@ static void wipe(char *s) {
   if (s != NULL) memset(s, 0, strlen(s));
 }
 
-static void strings_free(char **v, int n) {
-  for (int i = 0; v != NULL && i < n; i++) free(v[i]);
+/* Frees a NULL-terminated array of strings (NULL: nothing). */
+static void strings_free(char **v) {
+  for (size_t i = 0; v != NULL && v[i] != NULL; i++) free(v[i]);
   free(v);
 }
 
-/* Splits a comma-separated list into *n strings (an absent list: none). */
+/* Splits a comma-separated list into *n strings, NULL-terminated (an
+ * absent list: none, and *out NULL). */
 static int split_list(const char *list, char ***out, int *n) {
   *out = NULL;
   *n = 0;
   if (list == NULL) return JOBQ_OK;
   int count = 1;
   for (const char *p = list; *p; p++) count += *p == ',';
-  char **v = calloc((size_t)count, sizeof *v);
+  char **v = calloc((size_t)count + 1, sizeof *v);
   if (v == NULL) return JOBQ_ENOMEM;
   const char *p = list;
   for (int i = 0; i < count; i++) {
     size_t len = strcspn(p, ",");
     if ((v[i] = strndup(p, len)) == NULL) {
-      strings_free(v, i);
+      strings_free(v);
       return JOBQ_ENOMEM;
     }
     p += len + (p[len] == ',');
@@ -1350,6 +1361,10 @@ static int pg_params(jobq *db, const jobq_url *u) {
   if (t != NULL) c->connect_timeout_s = strtoll(t, NULL, 10);
   if (param(c, "application_name") == NULL && param_set(c, "application_name", "jobq") != JOBQ_OK)
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < sizeof tcp_defaults / sizeof tcp_defaults[0]; i++)
+    if (param(c, tcp_defaults[i][0]) == NULL &&
+        param_set(c, tcp_defaults[i][0], tcp_defaults[i][1]) != JOBQ_OK)
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   if (c->schema == NULL && (c->schema = strdup("public")) == NULL)
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   return split_hosts(db);
@@ -1614,9 +1629,9 @@ static void pg_close(jobq *db) {
   }
   free(c->pkeys);
   free(c->pvals);
-  strings_free(c->host, c->nhosts);
-  strings_free(c->hostaddr, c->nhosts);
-  strings_free(c->port, c->nports);
+  strings_free(c->host);
+  strings_free(c->hostaddr);
+  strings_free(c->port);
   names_clear(&c->wake);
   free(c->wake.v);
   later_clear(c);
