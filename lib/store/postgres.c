@@ -22,7 +22,15 @@
  * results come back in binary.  A wake-up is a NOTIFY on channel "jobq"
  * whose payload is a queue name, sent once per committed transaction that
  * made work ready; the watcher LISTENs on a second connection of its own.
- * A connection found broken when a transaction starts is re-established.
+ *
+ * libpq reads the URL (PQconninfoParse: URLs, Unix socket folders, its
+ * keyword/value form), and the store keeps every parameter, jobq's own
+ * options taken out, for each connection it makes: the work connection
+ * when a transaction finds it broken, the LISTEN connection when a look
+ * for wake-ups finds it gone, and a vacuum's.  It tries the URL's hosts
+ * one after the other, each for at most connect_timeout, with the
+ * server's messages in libpq's verbose form: their SQLSTATE tells a
+ * refusal that lasts (JOBQ_EDENIED) from a failure that may pass.
  */
 #include <ctype.h>
 #include <endian.h>
