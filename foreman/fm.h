@@ -233,7 +233,7 @@ struct fm_op {
   int watch_fd;                /* out: a descriptor the loop owns, or -1 */
   int watch_rc;                /* out: why there is none */
   int watch_filtered;          /* out: it wakes for this foreman's queues only */
-  char watch_msg[256];
+  char watch_msg[512];          /* why there is no watch, or wake-ups are lost */
   char session_id[64];
   /* CLAIM */
   size_t max;

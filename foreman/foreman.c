@@ -668,7 +668,7 @@ static void describe_start(struct fm *fm, const struct fm_op *op) {
   for (size_t i = 0; cfg->argv[i] != NULL && o < sizeof command; i++)
     o += (size_t)snprintf(command + o, sizeof command - o, "%s%s", i ? " " : "",
                           cfg->argv[i]);
-  char note[300] = "";
+  char note[600] = "";
   if (op->watch_fd < 0)
     snprintf(note, sizeof note, "; no wake-ups from the database (%s): polling",
              op->watch_msg);
