@@ -368,10 +368,10 @@ void jobq_jobs_free(jobq_job *jobs, size_t n);
  * Wake-ups can be lost, so keep a slow timer as well.  When the LISTEN
  * connection is lost, jobq_changed() returns JOBQ_ECONN (its message says
  * why) for as long as it is gone: claim on your timer meanwhile.  The
- * descriptor does not turn readable for the lost connection; each later
- * jobq_changed() opens it again once a wait is over (250 ms, doubling to
- * 8 s, with jitter) and returns 1 when it is back, as anything may have
- * happened meanwhile.  JOBQ_ENOTSUP when the store cannot watch: poll
+ * descriptor does not turn readable for the lost connection; the look
+ * that finds it lost opens it again at once, and the later ones after a
+ * wait (250 ms after a failure, doubling to 8 s, with jitter); the one
+ * that gets it back returns 1, as anything may have happened meanwhile.  JOBQ_ENOTSUP when the store cannot watch: poll
  * with claims instead.
  */
 int jobq_watch(jobq *db, int *fd);
