@@ -288,7 +288,7 @@ static int run(int argc, char **argv) {
                "run CONCURRENCY long-lived workers fed over the line protocol"),
       CLI_FLAG(0, "until-empty", &a.until_empty,
                "exit 0 once the queues have nothing ready, scheduled, waiting "
-               "or running"),
+               "or running (1 at once on an error that does not pass)"),
       CLI_FLAG('v', "verbose", &a.verbose, "log one line per finished job"),
       CLI_FLAG(0, "log-times", &a.log_times,
                "start each log line with the time (UTC) and the pid"),

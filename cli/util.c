@@ -56,11 +56,8 @@ int cli_exit_code(int err) {
     case JOBQ_ESCHEMA:
     case JOBQ_ETOOBIG:
       return CLI_EXIT_USAGE;
-    case JOBQ_EBUSY:
-    case JOBQ_ECONN:
-      return CLI_EXIT_TEMP;
     default:
-      return CLI_EXIT_ERROR;
+      return jobq_err_temporary(err) ? CLI_EXIT_TEMP : CLI_EXIT_ERROR;
   }
 }
 

@@ -352,7 +352,7 @@ static int run_batch(struct worker *w) {
     return rc;
   }
   if (rc != JOBQ_OK) {
-    if (rc != JOBQ_EBUSY && rc != JOBQ_ECONN && rc != JOBQ_EEXPIRED)
+    if (!jobq_err_temporary(rc) && rc != JOBQ_EEXPIRED)
       fprintf(stderr, "worker %s: claim failed: %s\n", w->name,
               jobq_errmsg(w->db));
     return rc;
@@ -507,8 +507,8 @@ int main(int argc, char **argv) {
       w.session = NULL;
       continue;
     }
-    if (rc < 0 && rc != JOBQ_EBUSY && rc != JOBQ_ECONN && rc != JOBQ_EIDENTITY) {
-      status = 1; /* schema refused, database error, ...: said why */
+    if (rc < 0 && !jobq_err_temporary(rc) && rc != JOBQ_EIDENTITY) {
+      status = 1; /* access denied, schema refused, database error: said why */
       break;
     }
     /* Nothing claimable: done for good, or only for now? */

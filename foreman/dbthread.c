@@ -138,6 +138,18 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   snprintf(op->session_id, sizeof op->session_id, "%s", jobq_session_id(d->s));
 }
 
+/* jobq_changed() for a claim; when it says that wake-ups are not coming
+ * (the handle opens their connection again by itself, on later calls),
+ * the claim says why. */
+static int drain_watch(struct fm_db *d, struct fm_op *op) {
+  int changed = jobq_changed(d->db);
+  if (changed < 0) {
+    op->watch_lost = 1;
+    snprintf(op->watch_msg, sizeof op->watch_msg, "%s", jobq_errmsg(d->db));
+  }
+  return changed;
+}
+
 /* Tells the session which held-back jobs the loop has started, so that
  * only jobs it never started cost no attempt if the foreman dies. */
 static void note_started(struct fm_db *d, const struct fm_op *op) {
@@ -175,7 +187,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
       return;
     case FM_OP_CLAIM:
       /* An error (a lost wake-up connection) may hide news: claim. */
-      if (op->drain && jobq_changed(d->db) == 0 && op->if_changed) {
+      if (op->drain && drain_watch(d, op) == 0 && op->if_changed) {
         op->rc = JOBQ_OK;
         op->skipped = 1;
         return;
@@ -217,7 +229,7 @@ static void run_pair(struct fm_db *d, struct fm_op *ack, struct fm_op *claim) {
   }
   note_started(d, ack);
   note_started(d, claim);
-  if (claim->drain) jobq_changed(d->db);
+  if (claim->drain) drain_watch(d, claim);
   jobq_session_start_now(d->s, claim->start_now);
   int rc = jobq_ack_claim(d->s, ack->acks, ack->nacks, d->cfg->queues, d->cfg->nq,
                           claim->max, &claim->jobs, &claim->njobs);

@@ -276,7 +276,7 @@ struct fm_op {
   int watch_fd;                /* out: a descriptor the loop owns, or -1 */
   int watch_rc;                /* out: why there is none */
   int watch_filtered;          /* out: it wakes for this foreman's queues only */
-  char watch_msg[256];
+  char watch_msg[512];          /* why there is no watch, or wake-ups are lost */
   char session_id[64];
   jobq_identity ident;         /* out: the database's identity */
   char state_err[320];         /* out (also HEARTBEAT): the state file
@@ -287,6 +287,8 @@ struct fm_op {
   int drain;                   /* call jobq_changed() first */
   int if_changed;              /* and claim only if it says so */
   int skipped;                 /* out: it said no: nothing was claimed */
+  int watch_lost;              /* out: it said wake-ups are not coming
+                                  (watch_msg: why) */
   jobq_job *jobs;
   size_t njobs;
   /* ACK */
@@ -512,6 +514,7 @@ struct fm {
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
   int watch_filtered;              /* the watch names the queue of a wake-up */
+  int watch_down;                  /* wake-ups are not coming (logged) */
   int acked;                       /* outcomes committed since the last claim */
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,

@@ -60,6 +60,25 @@ struct fm_watch {
 static void begin_stop(struct fm *fm, int fast, const char *why);
 static int lease_check(struct fm *fm);
 
+/* An error that trying again will not mend (jobq_err_temporary): a wrong
+ * password, a missing privilege, a bad URL.  JOBQ_EDB says too little to
+ * tell, and a read-only database may be one in a switchover: both are
+ * tried again. */
+static int permanent(int rc) {
+  return !jobq_err_temporary(rc) && rc != JOBQ_EDB && rc != JOBQ_EREADONLY;
+}
+
+/* With --until-empty, a permanent error stops the foreman (exit status
+ * 1): waiting for work it can never do would never end.  1 if it did. */
+static int stop_for_good(struct fm *fm, int rc, const char *what, const char *msg) {
+  if (!fm->cfg->until_empty || !permanent(rc) || fm->stopping) return 0;
+  fm_logp(FM_ERR, "stop_for_good", "%s: %s: stopping, as this will not pass by itself", what,
+          msg);
+  fm->status = 1;
+  begin_stop(fm, 0, "an error that does not pass");
+  return 1;
+}
+
 /* ---------------------------------------------------------------- jobs and lists */
 
 void fm_list_push(struct fm_list *l, struct fm_job *j) {
@@ -300,7 +319,8 @@ static void poll_restart(struct fm *fm, int64_t ms);
 static void on_stats(struct fm *fm, struct fm_op *op) {
   fm->stats_out = 0;
   if (fm->closed || op->rc != JOBQ_OK) {
-    if (!fm->closed && op->rc != JOBQ_OK)
+    if (!fm->closed && op->rc != JOBQ_OK &&
+        !stop_for_good(fm, op->rc, "cannot read the queues' counts", op->errmsg))
       fm_log("cannot read the queues' counts: %s", op->errmsg);
     fm_op_free(op);
     return;
@@ -356,12 +376,28 @@ static void adapt_prefetch(struct fm *fm, int short_batch) {
   fm->starved = 0;
 }
 
+/* Says when wake-ups stop coming (a lost LISTEN connection, which the
+ * handle opens again by itself) and when they are back.  Meanwhile the
+ * poll timer claims, and only it re-arms the watch: never a claim on
+ * every turn of the loop. */
+static void watch_note(struct fm *fm, const struct fm_op *op) {
+  if (!op->drain) return;
+  if (op->watch_lost && !fm->watch_down) {
+    char d[FM_DUR_BUF];
+    fm_log("%s: claiming every %s meanwhile", op->watch_msg, fm_fmt_ms(d, fm->cfg->poll_ms));
+  } else if (!op->watch_lost && fm->watch_down) {
+    fm_log("wake-ups from the database are back");
+  }
+  fm->watch_down = op->watch_lost;
+}
+
 static void on_claimed(struct fm *fm, struct fm_op *op) {
   fm->claim_out = 0;
   if (fm->closed) {
     fm_op_free(op);
     return;
   }
+  watch_note(fm, op);
   if (op->rc == FM_STALE || op->gen != fm->gen) {
     /* Claimed under a session that was given up: never run. */
     fm->lost += (int64_t)op->njobs;
@@ -377,6 +413,10 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     return;
   }
   if (op->rc != JOBQ_OK) {
+    if (stop_for_good(fm, op->rc, "cannot claim jobs", op->errmsg)) {
+      fm_op_free(op);
+      return;
+    }
     if (strcmp(fm->last_claim_err, op->errmsg) != 0)
       fm_logp(FM_WARNING, "claim_failed", "cannot claim jobs: %s", op->errmsg);
     snprintf(fm->last_claim_err, sizeof fm->last_claim_err, "%s", op->errmsg);
@@ -402,7 +442,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   adapt_prefetch(fm, short_batch);
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
   fm_op_free(op);
-  watch_arm(fm);
+  if (!fm->watch_down) watch_arm(fm);
   if (fm->stopping || fm->suspended) {
     /* The stop (or the suspension) came while the claim was out: hand
      * them back. */
@@ -705,7 +745,7 @@ static void describe_start(struct fm *fm, const struct fm_op *op) {
   for (size_t i = 0; cfg->argv[i] != NULL && o < sizeof command; i++)
     o += (size_t)snprintf(command + o, sizeof command - o, "%s%s", i ? " " : "",
                           cfg->argv[i]);
-  char note[300] = "";
+  char note[600] = "";
   if (op->watch_fd < 0)
     snprintf(note, sizeof note, "; no wake-ups from the database (%s): polling",
              op->watch_msg);
@@ -729,23 +769,32 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
   state_error(fm, op->state_err);
   if (op->rc != JOBQ_OK) {
     int rc = op->rc;
-    int permanent = rc == JOBQ_EINVAL || rc == JOBQ_EURL || rc == JOBQ_ESCHEMA ||
-                    rc == JOBQ_ENOTSUP || rc == JOBQ_EREADONLY;
-    if (!fm->ever_connected && permanent) {
+    /* At the start, an error that will not pass is the answer: a wrong
+     * password, a role without the privileges, a bad URL.  Not a database
+     * that lost writes: the foreman waits for the operator's epoch bump,
+     * and goes on by itself once it is done. */
+    if (!fm->ever_connected && rc != JOBQ_EIDENTITY && (permanent(rc) || rc == JOBQ_EREADONLY)) {
       fm_logp(FM_ERR, "start_failed", "cannot start: %s", op->errmsg);
-      fm->status = rc == JOBQ_EREADONLY || rc == JOBQ_ENOTSUP ? 1 : 2;
+      fm->status = rc == JOBQ_EINVAL || rc == JOBQ_EURL || rc == JOBQ_ESCHEMA ? 2 : 1;
       fm_op_free(op);
       begin_stop(fm, 1, NULL);
       return;
     }
+    if (stop_for_good(fm, rc, "cannot open a session", op->errmsg)) {
+      fm_op_free(op);
+      return;
+    }
     if (rc == JOBQ_ECONN) fm->reopen_next = 1;
+    /* Later, it may be mended while the foreman waits (a password file
+     * put right, a grant given back): tried again, but seldom. */
     fm->reconnect_ms = fm->reconnect_ms == 0 ? RECONNECT_MIN_MS : fm->reconnect_ms * 2;
-    if (fm->reconnect_ms > RECONNECT_MAX_MS) fm->reconnect_ms = RECONNECT_MAX_MS;
+    if (fm->reconnect_ms > RECONNECT_MAX_MS || (permanent(rc) && rc != JOBQ_EIDENTITY))
+      fm->reconnect_ms = RECONNECT_MAX_MS;
     int64_t wait = fm_jitter(fm->reconnect_ms, 50);
     char d[FM_DUR_BUF];
-    fm_logp(FM_WARNING, "connect_failed", "cannot open a session: %s: trying again in %s",
-            op->errmsg,
-           fm_fmt_ms(d, wait));
+    fm_logp(permanent(rc) ? FM_ERR : FM_WARNING, "connect_failed",
+            "cannot open a session: %s: %strying again in %s", op->errmsg,
+            permanent(rc) ? "this will not pass by itself; " : "", fm_fmt_ms(d, wait));
     fm_op_free(op);
     if (fm->stopping)
       fm_maybe_finish(fm);

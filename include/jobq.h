@@ -62,7 +62,12 @@ extern "C" {
  * The one error vocabulary: X(NAME, value, message).  JOBQ_EINVAL,
  * JOBQ_EURL, JOBQ_ESCHEMA and JOBQ_ETOOBIG are errors in what the caller
  * gave; JOBQ_EBUSY and JOBQ_ECONN are temporary: the same call may succeed
- * later.
+ * later (jobq_err_temporary()).  JOBQ_EDENIED is the database refusing
+ * who the caller is or what it asked for, for good: a wrong password, an
+ * unknown user, role or database, a missing privilege (PostgreSQL's
+ * 42501, MariaDB's 1142), an SQLite file this process may not open.
+ * Trying again does not help until someone changes the URL, the grants
+ * or the file.
  */
 #define JOBQ_ERRNO_MAP(X)                                                     \
   X(OK, 0, "success")                                                         \
@@ -81,7 +86,8 @@ extern "C" {
   X(ETOOBIG, -13, "value too large")                                          \
   X(ENOTSUP, -14, "not supported")                                            \
   X(ECANCELLED, -15, "cancel requested")                                      \
-  X(EREADONLY, -16, "database is read-only")
+  X(EREADONLY, -16, "database is read-only")                                 \
+  X(EDENIED, -17, "access denied")
 
 typedef enum jobq_err {
 #define JOBQ_ERR_ENUM(name, value, msg) JOBQ_##name = (value),
@@ -93,6 +99,15 @@ typedef enum jobq_err {
 const char *jobq_strerror(int err);
 /* The symbolic name of an error code ("JOBQ_ELOST"); never NULL. */
 const char *jobq_err_name(int err);
+/* 1 when err is temporary, the same call may succeed later with nothing
+ * changed, so that trying again after a pause (with backoff) is the thing
+ * to do: JOBQ_EBUSY and JOBQ_ECONN.  0 for every other code: success, an
+ * error in the input (JOBQ_EINVAL, JOBQ_EURL, ...), a refusal that lasts
+ * until someone acts (JOBQ_EDENIED, JOBQ_ENOTSUP, JOBQ_ESCHEMA), an
+ * outcome (JOBQ_ELOST, JOBQ_EEXPIRED), JOBQ_EREADONLY (a standby stays
+ * one; a primary in a switchover is writable again soon) and JOBQ_EDB,
+ * which says no more than that the database failed. */
+int jobq_err_temporary(int err);
 
 /* ---------------------------------------------------------------- handles */
 
@@ -104,14 +119,29 @@ typedef struct jobq_job jobq_job;
  * Opens the queue database named by url:
  *   sqlite:PATH            an SQLite file (created, then initialised, if
  *   sqlite:///ABS/PATH     missing); "sqlite:jobq.db" is the default
+ *   postgres://[USER[:PASSWORD]@][HOST[:PORT][,...]]/DATABASE[?OPTIONS]
+ *                          PostgreSQL, as libpq reads such a URL (a host
+ *                          that is a path, written with %2F, or ?host=
+ *                          /run/postgresql, is a Unix socket folder);
+ *                          also libpq's "host=... dbname=..." form
+ *   mysql://[USER[:PASSWORD]@][HOST[:PORT][,...]]/DATABASE[?OPTIONS]
  * Query options: ?busy_timeout=10s (how long to wait for a locked SQLite
  * file, default 10s), ?max_payload=1MiB (the largest payload and result,
  * default 1 MiB), ?max_size=SIZE (SQLite: the file never grows past SIZE;
- * a write that would need more fails with JOBQ_EDB, as on a full disk).
+ * a write that would need more fails with JOBQ_EDB, as on a full disk);
+ * each store's own (docs/operations.md).  An option may be given once;
+ * numbers out of range, unknown options, and a password with a raw '/',
+ * '?', '@' or '#' (write them %2F, %3F, %40, %23) fail with JOBQ_EURL.
  *
  * *out always receives a handle, even on error (then jobq_errmsg(*out)
  * explains); free it with jobq_close().  *out is NULL only when memory ran
  * out.  Messages never contain a password.
+ *
+ * A connection the handle holds that broke (a restart, a failover) is
+ * made again, with the URL's every option, by the next call that needs
+ * it; the call that found it broken fails with JOBQ_ECONN.  A server
+ * that refuses the URL's user for good (a wrong password, an unknown
+ * user or database, a missing privilege) gives JOBQ_EDENIED.
  */
 int jobq_open(const char *url, jobq **out);
 /*
@@ -352,14 +382,23 @@ void jobq_jobs_free(jobq_job *jobs, size_t n);
 /*
  * Lets a worker sleep until work may have arrived instead of polling with
  * claims.  jobq_watch() starts watching (SQLite: the file's write-ahead
- * log, through inotify; PostgreSQL: LISTEN) and gives a file descriptor
- * that becomes readable when another connection committed a change; the
- * descriptor is owned by db and valid until jobq_close().  When it is
- * readable (or on a timer), call jobq_changed(): it drains the descriptor
- * and returns 1 when something changed since the previous call, else 0.
- * A change is a hint, not a promise of work: claim to find out.  Wake-ups
- * can be lost (a dropped connection), so keep a slow timer as well.
- * JOBQ_ENOTSUP when the store cannot watch: poll with claims instead.
+ * log, through inotify; PostgreSQL: LISTEN, on a connection of its own)
+ * and gives a file descriptor that becomes readable when another
+ * connection committed a change; the descriptor is owned by db and stays
+ * the same until jobq_close(), whatever happens to the connection behind
+ * it.  When it is readable (or on a timer), call jobq_changed(): it
+ * drains the descriptor and returns 1 when something changed since the
+ * previous call, else 0.  A change is a hint, not a promise of work:
+ * claim to find out.
+ *
+ * Wake-ups can be lost, so keep a slow timer as well.  When the LISTEN
+ * connection is lost, jobq_changed() returns JOBQ_ECONN (its message says
+ * why) for as long as it is gone: claim on your timer meanwhile.  The
+ * descriptor does not turn readable for the lost connection; the look
+ * that finds it lost opens it again at once, and the later ones after a
+ * wait (250 ms after a failure, doubling to 8 s, with jitter); the one
+ * that gets it back returns 1, as anything may have happened meanwhile.  JOBQ_ENOTSUP when the store cannot watch: poll
+ * with claims instead.
  */
 int jobq_watch(jobq *db, int *fd);
 int jobq_changed(jobq *db);

@@ -29,6 +29,8 @@ const char *jobq_err_name(int err) {
   return "JOBQ_EUNKNOWN";
 }
 
+int jobq_err_temporary(int err) { return err == JOBQ_EBUSY || err == JOBQ_ECONN; }
+
 int jobq__fail(jobq *db, int err, const char *fmt, ...) {
   if (db == NULL) return err;
   va_list ap;
@@ -75,18 +77,18 @@ int jobq__denied(jobq *db, const char *what, const char *msg, const char *prefix
       snprintf(roles, sizeof roles, "%sadmin", prefix);
       break;
     case JOBQ__ROLE_OWNER:
-      return jobq__fail(db, JOBQ_EDB,
+      return jobq__fail(db, JOBQ_EDENIED,
                         "%s: %s: 'jobq init' makes tables, which only the owner of "
                         "the database (or schema) may; the roles of 'jobq init "
                         "--print-roles' may not",
                         what, msg);
     default:
-      return jobq__fail(db, JOBQ_EDB,
+      return jobq__fail(db, JOBQ_EDENIED,
                         "%s: %s: the login needs one of the roles of 'jobq init "
                         "--print-roles'",
                         what, msg);
   }
-  return jobq__fail(db, JOBQ_EDB,
+  return jobq__fail(db, JOBQ_EDENIED,
                     "%s: %s: the login needs the role %s (see 'jobq init "
                     "--print-roles')",
                     what, msg, roles);

@@ -55,6 +55,9 @@ struct jobq {
   size_t nexpected;
   unsigned connects, checked;
   int lost;
+  /* The login may not read payloads (the producer role): a put is
+   * proved by its id and queue alone. */
+  int mark_blind;
   /* Set by a store with its error when the whole transaction may succeed
    * if run again (a deadlock, a serialization failure). */
   int retry;
@@ -189,7 +192,7 @@ static inline void jobq__need(jobq *db, int role) { db->need = role; }
 /* Records a permission failure: what was being done, the server's
  * message, and the role that may do it, named as the store's roles SQL
  * names it: prefix followed by "reader", "producer", "worker" or
- * "admin".  Returns JOBQ_EDB: running it again will not help. */
+ * "admin".  Returns JOBQ_EDENIED: running it again will not help. */
 int jobq__denied(jobq *db, const char *what, const char *msg, const char *prefix);
 
 /* The last error, kept across work whose own failure must not replace

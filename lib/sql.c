@@ -569,6 +569,10 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_MARK_PUT] = {.what = "reading back an acknowledged put",
                          .common = "SELECT queue, payload FROM jobq_jobs WHERE id = ?1 UNION "
                          "ALL SELECT queue, payload FROM jobq_done WHERE id = ?1"},
+    /* The same for a login that may not read payloads. */
+    [JOBQ_Q_MARK_PUT_QUEUE] = {.what = "reading back an acknowledged put",
+                               .common = "SELECT queue FROM jobq_jobs WHERE id = ?1 UNION "
+                               "ALL SELECT queue FROM jobq_done WHERE id = ?1"},
     [JOBQ_Q_MARK_META] = {.what = "reading what was pruned",
                           .common = "SELECT pruned_before, {now} FROM jobq_meta WHERE id = 1"},
     /* ?1: archived jobs that finished before it may be gone now. */

@@ -1,21 +1,56 @@
 /*
- * url.c - database URLs: parsing into a jobq_url for the stores, and the
- * one redaction function that keeps passwords out of every message.
+ * url.c - database URLs: parsing into a jobq_url for the stores, the
+ * checks of numeric options that every store shares, and the one
+ * redaction function that keeps passwords out of every message.
  *
  *   sqlite:PATH  sqlite:///ABS/PATH  sqlite:PATH?busy_timeout=5s
- *   SCHEME://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/DB[?K=V&...]
+ *   SCHEME://[USER[:PASSWORD]@][HOST[:PORT][,HOST[:PORT]...]]/DB[?K=V&...]
+ *   KEY=VALUE KEY='VALUE' ...     (PostgreSQL's keyword/value form)
  *
- * Percent-encoding is decoded in every part.  A message about a URL shows
- * it redacted.
+ * Percent-encoding is decoded in every part of a URL; a PostgreSQL
+ * keyword/value string is taken as libpq takes it (single quotes, and a
+ * backslash before a quote or a backslash).  An option may be given once.
+ * A message about a URL shows it redacted, whatever could be parsed of
+ * it: a password holding an unescaped '/', '?', '@' or '#' (common in
+ * generated passwords) is hidden all the same, and such a URL is refused
+ * with a hint to percent-encode it, before any part of it is named.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
-/* Decodes %XX in [s, s+len) into a new string; NULL on bad encoding. */
+#define PASSWORD_HINT                                                        \
+  "; a password must be percent-encoded: write '/' as %2F, '?' as %3F, '@' " \
+  "as %40 and '#' as %23 (and '@' in an option as %40)"
+
+/* The keys whose values are secrets (libpq's password and sslpassword). */
+static int secret_key(const char *k, size_t len) {
+  return (len == 8 && memcmp(k, "password", 8) == 0) ||
+         (len == 11 && memcmp(k, "sslpassword", 11) == 0);
+}
+
+/* The length of text's scheme ("postgres" in "postgres://h/db"), 0 when
+ * it does not begin with one followed by ':'. */
+static size_t scheme_len(const char *text) {
+  size_t n = 0;
+  if (!isalpha((unsigned char)text[0])) return 0;
+  while (isalnum((unsigned char)text[n]) || text[n] == '+' || text[n] == '-' ||
+         text[n] == '.')
+    n++;
+  return text[n] == ':' ? n : 0;
+}
+
+static int is_sqlite(const char *scheme, size_t len) {
+  return (len == 6 && strncasecmp(scheme, "sqlite", 6) == 0) ||
+         (len == 7 && strncasecmp(scheme, "sqlite3", 7) == 0);
+}
+
+/* Decodes %XX in [s, s+len) into a new string; NULL on bad encoding (a
+ * bad or NUL escape: *bad set) or when out of memory. */
 static char *decode(const char *s, size_t len, int *bad) {
   char *out = malloc(len + 1);
   if (out == NULL) return NULL;
@@ -25,9 +60,12 @@ static char *decode(const char *s, size_t len, int *bad) {
       if (i + 2 < len && isxdigit((unsigned char)s[i + 1]) &&
           isxdigit((unsigned char)s[i + 2])) {
         char hex[3] = {s[i + 1], s[i + 2], 0};
-        out[o++] = (char)strtol(hex, NULL, 16);
-        i += 2;
-        continue;
+        char c = (char)strtol(hex, NULL, 16);
+        if (c != '\0') {
+          out[o++] = c;
+          i += 2;
+          continue;
+        }
       }
       free(out);
       *bad = 1;
@@ -39,68 +77,146 @@ static char *decode(const char *s, size_t len, int *bad) {
   return out;
 }
 
-char *jobq_url_redact(const char *url) {
-  if (url == NULL) return strdup("");
-  char *out = strdup(url);
-  if (out == NULL) return NULL;
-  char *sep = strstr(out, "://");
-  if (sep != NULL) {
-    char *auth = sep + 3;
-    /* The authority as the parser sees it: up to the path or the query. */
-    size_t alen = strcspn(auth, "/?");
-    char *at = NULL;
-    for (size_t i = 0; i < alen; i++)
-      if (auth[i] == '@') at = auth + i;
-    if (at != NULL) {
-      char *colon = memchr(auth, ':', (size_t)(at - auth));
-      if (colon != NULL) {
-        size_t rest = strlen(at);
-        char *r = malloc((size_t)(colon - out) + 4 + rest + 1);
-        if (r == NULL) {
-          free(out);
-          return NULL;
-        }
-        size_t head = (size_t)(colon - out) + 1;
-        memcpy(r, out, head);
-        memcpy(r + head, "***", 3);
-        memcpy(r + head + 3, at, rest + 1);
-        free(out);
-        out = r;
-      }
-    }
-  }
-  /* password=... in the query string */
-  char *q = strchr(out, '?');
+/* ---------------------------------------------------------------- redaction */
+
+/* [from, to) of text to show as "***"; to == from: nothing. */
+typedef struct span {
+  size_t from, to;
+} span;
+
+/* The password of a URL's user part: from its first ':' to the last '@'
+ * of the whole URL, which holds every '/', '?', '@' or '#' the password
+ * may have had unescaped. */
+static span userinfo_password(const char *url, size_t slen) {
+  span s = {0, 0};
+  size_t start = slen + 1;
+  while (url[start] == '/') start++;
+  const char *at = strrchr(url + start, '@');
+  if (at == NULL) return s;
+  const char *colon = memchr(url + start, ':', (size_t)(at - (url + start)));
+  if (colon == NULL) return s;
+  s.from = (size_t)(colon + 1 - url);
+  s.to = (size_t)(at - url);
+  return s;
+}
+
+/* A password option in a URL's query (its key percent-decoded): from
+ * its value to the end, since an unescaped '&' may be part of it. */
+static span query_password(const char *url) {
+  span s = {0, 0};
+  const char *q = strchr(url, '?');
   while (q != NULL) {
-    char *p = strstr(q, "password=");
-    if (p == NULL) break;
-    if (p[-1] != '?' && p[-1] != '&') {
-      q = p + 1;
+    q++;
+    size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
+    int bad = 0;
+    char *key = klen < len ? decode(q, klen, &bad) : NULL;
+    int secret = key != NULL && secret_key(key, strlen(key));
+    free(key);
+    if (secret) {
+      s.from = (size_t)(q + klen + 1 - url);
+      s.to = strlen(url);
+      return s;
+    }
+    q = q[len] == '&' ? q + len : NULL;
+  }
+  return s;
+}
+
+/* A password in a keyword/value string: its value, quoted or not, to the
+ * end (an unquoted password with a space in it is one libpq cannot
+ * parse, and the rest of it would otherwise show). */
+static span conninfo_password(const char *text) {
+  span s = {0, 0};
+  const char *p = text;
+  while (*p != '\0') {
+    while (isspace((unsigned char)*p)) p++;
+    const char *key = p;
+    while (*p != '\0' && *p != '=' && !isspace((unsigned char)*p)) p++;
+    size_t klen = (size_t)(p - key);
+    while (isspace((unsigned char)*p)) p++;
+    if (*p != '=') {
+      if (klen == 0 && *p != '\0') p++;
       continue;
     }
-    char *v = p + 9;
-    size_t vlen = strcspn(v, "&#");
-    size_t tail = strlen(v + vlen);
-    char *r = malloc((size_t)(v - out) + 3 + tail + 1);
-    if (r == NULL) {
-      free(out);
-      return NULL;
+    p++;
+    if (secret_key(key, klen)) {
+      s.from = (size_t)(p - text);
+      s.to = strlen(text);
+      return s;
     }
-    memcpy(r, out, (size_t)(v - out));
-    memcpy(r + (v - out), "***", 3);
-    memcpy(r + (v - out) + 3, v + vlen, tail + 1);
-    size_t off = (size_t)(v - out) + 3;
-    free(out);
-    out = r;
-    q = out + off;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '\'') {
+      for (p++; *p != '\0' && *p != '\''; p++)
+        if (*p == '\\' && p[1] != '\0') p++;
+      if (*p == '\'') p++;
+    } else {
+      for (; *p != '\0' && !isspace((unsigned char)*p); p++)
+        if (*p == '\\' && p[1] != '\0') p++;
+    }
   }
+  return s;
+}
+
+char *jobq_url_redact(const char *url) {
+  if (url == NULL) return strdup("");
+  size_t len = strlen(url), slen = scheme_len(url);
+  span a = {0, 0}, b = {0, 0};
+  if (slen == 0) {
+    a = conninfo_password(url);
+  } else {
+    /* An SQLite URL has no user part, and its path may hold ':' and '@'. */
+    if (!is_sqlite(url, slen)) a = userinfo_password(url, slen);
+    b = query_password(url);
+  }
+  /* Overlapping spans are one. */
+  if (a.to > a.from && b.to > b.from && b.from <= a.to && a.from <= b.to) {
+    a.from = a.from < b.from ? a.from : b.from;
+    a.to = a.to > b.to ? a.to : b.to;
+    b.from = b.to = 0;
+  }
+  if (b.to > b.from && b.from < a.from) {
+    span t = a;
+    a = b;
+    b = t;
+  }
+  char *out = malloc(len + 7);
+  if (out == NULL) return NULL;
+  size_t o = 0, i = 0;
+  const span spans[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    if (spans[k].to <= spans[k].from) continue;
+    memcpy(out + o, url + i, spans[k].from - i);
+    o += spans[k].from - i;
+    memcpy(out + o, "***", 3);
+    o += 3;
+    i = spans[k].to;
+  }
+  memcpy(out + o, url + i, len - i + 1);
   return out;
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+/* Whether a network URL has a second '@' in its host part (up to the
+ * first '/' or '?'), or one past it: the sign of a password with an
+ * unescaped '/', '?' or '@', whose rest would be read as a host, a
+ * database or options.  An '@' in an option looks the same, and must be
+ * written %40 there too. */
+static int misplaced_at(const char *text) {
+  size_t slen = scheme_len(text);
+  if (slen == 0 || is_sqlite(text, slen) || strncmp(text + slen, "://", 3) != 0) return 0;
+  const char *auth = text + slen + 3;
+  size_t alen = strcspn(auth, "/?");
+  const char *first = memchr(auth, '@', alen);
+  if (first != NULL && memchr(first + 1, '@', alen - (size_t)(first + 1 - auth)) != NULL)
+    return 1;
+  return strchr(auth + alen, '@') != NULL;
 }
 
 static int bad_url(jobq *db, const char *text, const char *what) {
   char *red = jobq_url_redact(text);
-  jobq__fail(db, JOBQ_EURL, "invalid database url '%s': %s",
-             red ? red : "", what);
+  jobq__fail(db, JOBQ_EURL, "invalid database url '%s': %s%s", red ? red : "", what,
+             misplaced_at(text) ? PASSWORD_HINT : "");
   free(red);
   return JOBQ_EURL;
 }
@@ -108,13 +224,17 @@ static int bad_url(jobq *db, const char *text, const char *what) {
 void jobq__url_release(jobq_url *u) {
   if (u == NULL) return;
   free(u->scheme);
+  free(u->base);
   free(u->path);
   free(u->user);
+  if (u->password != NULL) memset(u->password, 0, strlen(u->password));
   free(u->password);
   free(u->host);
   free(u->port);
   free(u->dbname);
   for (size_t i = 0; i < u->nopts; i++) {
+    if (secret_key(u->keys[i], strlen(u->keys[i])))
+      memset(u->values[i], 0, strlen(u->values[i]));
     free(u->keys[i]);
     free(u->values[i]);
   }
@@ -129,8 +249,46 @@ const char *jobq__url_opt(const jobq_url *u, const char *key) {
   return NULL;
 }
 
-static int parse_query(jobq *db, const char *text, const char *q,
-                       jobq_url *u) {
+int jobq__url_after_secret(const jobq_url *u, size_t i) {
+  for (size_t k = 0; k < i && k < u->nopts; k++)
+    if (secret_key(u->keys[k], strlen(u->keys[k]))) return 1;
+  return 0;
+}
+
+/* Adds option k = v (both taken), refusing a key given before. */
+static int add_opt(jobq *db, const char *text, jobq_url *u, char *k, char *v) {
+  for (size_t i = 0; i < u->nopts; i++) {
+    if (strcmp(u->keys[i], k) == 0) {
+      char what[200];
+      /* Past a password, the key may be a piece of it. */
+      if (jobq__url_after_secret(u, u->nopts))
+        snprintf(what, sizeof what,
+                 "an option after the password is given twice: expected each option "
+                 "once (write '&' in a password as %%26)");
+      else
+        snprintf(what, sizeof what,
+                 "option '%.64s' is given twice: expected each option once", k);
+      free(k);
+      free(v);
+      return bad_url(db, text, what);
+    }
+  }
+  char **nk = realloc(u->keys, (u->nopts + 1) * sizeof *nk);
+  if (nk != NULL) u->keys = nk;
+  char **nv = nk ? realloc(u->values, (u->nopts + 1) * sizeof *nv) : NULL;
+  if (nv != NULL) u->values = nv;
+  if (nv == NULL) {
+    free(k);
+    free(v);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  u->keys[u->nopts] = k;
+  u->values[u->nopts] = v;
+  u->nopts++;
+  return JOBQ_OK;
+}
+
+static int parse_query(jobq *db, const char *text, const char *q, jobq_url *u) {
   while (*q != '\0') {
     size_t len = strcspn(q, "&");
     if (len > 0) {
@@ -139,19 +297,13 @@ static int parse_query(jobq *db, const char *text, const char *q,
       int bad = 0;
       char *k = decode(q, (size_t)(eq - q), &bad);
       char *v = k ? decode(eq + 1, len - (size_t)(eq - q) - 1, &bad) : NULL;
-      char **nk = v ? realloc(u->keys, (u->nopts + 1) * sizeof *nk) : NULL;
-      if (nk) u->keys = nk;
-      char **nv = nk ? realloc(u->values, (u->nopts + 1) * sizeof *nv) : NULL;
-      if (nv) u->values = nv;
-      if (nv == NULL) {
+      if (v == NULL) {
         free(k);
-        free(v);
-        if (bad) return bad_url(db, text, "bad percent-encoding");
-        return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+        return bad ? bad_url(db, text, "bad percent-encoding")
+                   : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
       }
-      u->keys[u->nopts] = k;
-      u->values[u->nopts] = v;
-      u->nopts++;
+      int rc = add_opt(db, text, u, k, v);
+      if (rc != JOBQ_OK) return rc;
     }
     q += len;
     if (*q == '&') q++;
@@ -159,9 +311,48 @@ static int parse_query(jobq *db, const char *text, const char *q,
   return JOBQ_OK;
 }
 
+/* PostgreSQL's keyword/value form, as libpq reads it, into options. */
+static int parse_conninfo(jobq *db, const char *text, jobq_url *u) {
+  const char *p = text;
+  while (1) {
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '\0') return JOBQ_OK;
+    const char *key = p;
+    while (*p != '\0' && *p != '=' && !isspace((unsigned char)*p)) p++;
+    size_t klen = (size_t)(p - key);
+    while (isspace((unsigned char)*p)) p++;
+    if (klen == 0 || *p != '=')
+      return bad_url(db, text, "expected KEY=VALUE pairs separated by spaces");
+    p++;
+    while (isspace((unsigned char)*p)) p++;
+    char *v = malloc(strlen(p) + 1);
+    char *k = v ? strndup(key, klen) : NULL;
+    if (k == NULL) {
+      free(v);
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
+    size_t o = 0;
+    int quoted = *p == '\'';
+    if (quoted) p++;
+    while (*p != '\0' && (quoted ? *p != '\'' : !isspace((unsigned char)*p))) {
+      if (*p == '\\' && p[1] != '\0') p++;
+      v[o++] = *p++;
+    }
+    v[o] = '\0';
+    if (quoted && *p != '\'') {
+      free(k);
+      free(v);
+      return bad_url(db, text, "a quoted value has no closing quote");
+    }
+    if (quoted) p++;
+    int rc = add_opt(db, text, u, k, v);
+    if (rc != JOBQ_OK) return rc;
+  }
+}
+
 /* Checks one HOST[:PORT] or [V6]:PORT of a network URL's host list. */
 static int check_host(jobq *db, const char *text, const char *h, size_t len) {
-  if (len == 0) return bad_url(db, text, "expected a host name after '//'");
+  if (len == 0) return bad_url(db, text, "expected a host name between ','");
   const char *port = NULL;
   size_t hlen = len;
   if (h[0] == '[') {
@@ -196,27 +387,65 @@ static int check_host(jobq *db, const char *text, const char *h, size_t len) {
   return JOBQ_OK;
 }
 
+/* The part of a network URL after "SCHEME://", up to its options. */
+static int parse_network(jobq *db, const char *text, const char *rest, size_t body,
+                         jobq_url *u) {
+  int bad = 0, failed = 0;
+  if (misplaced_at(text)) return bad_url(db, text, "an '@' after the host");
+  size_t alen = 0;
+  while (alen < body && rest[alen] != '/') alen++;
+  const char *at = memchr(rest, '@', alen);
+  const char *hosts = rest;
+  if (at != NULL) {
+    const char *colon = memchr(rest, ':', (size_t)(at - rest));
+    size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+    u->user = decode(rest, ulen, &bad);
+    if (u->user && colon) u->password = decode(colon + 1, (size_t)(at - colon - 1), &bad);
+    if (bad) return bad_url(db, text, "bad percent-encoding");
+    if (u->user == NULL || (colon && u->password == NULL))
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    hosts = at + 1;
+  }
+  /* No host at all: the client library's default (a local socket). */
+  size_t hlen = (size_t)(rest + alen - hosts);
+  for (size_t i = 0, start = 0; hlen > 0 && i <= hlen; i++) {
+    if (i == hlen || hosts[i] == ',') {
+      int rc = check_host(db, text, hosts + start, i - start);
+      if (rc != JOBQ_OK) return rc;
+      start = i + 1;
+    }
+  }
+  if (hlen > 0) u->host = jobq__memdup(hosts, hlen, &failed);
+  if (alen < body) {
+    u->dbname = decode(rest + alen + 1, body - alen - 1, &bad);
+    if (bad) return bad_url(db, text, "bad percent-encoding");
+    failed |= u->dbname == NULL;
+  }
+  return failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+}
+
 int jobq__url_parse(jobq *db, const char *text, jobq_url *u) {
   memset(u, 0, sizeof *u);
-  if (text == NULL || *text == '\0')
-    return bad_url(db, "", "expected sqlite:PATH");
-  size_t slen = 0;
-  while (isalnum((unsigned char)text[slen]) || text[slen] == '+' ||
-         text[slen] == '-' || text[slen] == '.')
-    slen++;
-  if (slen == 0 || text[slen] != ':')
-    return bad_url(db, text, "expected SCHEME:..., like sqlite:jobq.db");
-  int failed = 0;
+  if (text == NULL || *text == '\0') return bad_url(db, "", "expected sqlite:PATH");
+  size_t slen = scheme_len(text);
+  int rc = JOBQ_OK, bad = 0, failed = 0;
+  if (slen == 0) {
+    /* No scheme: PostgreSQL's keyword/value form, or nothing known. */
+    if (strchr(text, '=') == NULL)
+      return bad_url(db, text, "expected SCHEME:..., like sqlite:jobq.db");
+    u->scheme = strdup("postgres");
+    u->conninfo = 1;
+    rc = u->scheme ? parse_conninfo(db, text, u) : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    goto out;
+  }
   u->scheme = jobq__memdup(text, slen, &failed);
   if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (char *c = u->scheme; *c; c++) *c = (char)tolower((unsigned char)*c);
   const char *rest = text + slen + 1;
   const char *qmark = strchr(rest, '?');
   size_t body = qmark ? (size_t)(qmark - rest) : strlen(rest);
-  int rc = JOBQ_OK;
-  int bad = 0;
 
-  if (strcmp(u->scheme, "sqlite") == 0 || strcmp(u->scheme, "sqlite3") == 0) {
+  if (is_sqlite(u->scheme, slen)) {
     if (body >= 2 && rest[0] == '/' && rest[1] == '/') rest += 2, body -= 2;
     if (body == 0) {
       rc = bad_url(db, text, "expected a file path after 'sqlite:'");
@@ -233,42 +462,60 @@ int jobq__url_parse(jobq *db, const char *text, jobq_url *u) {
       rc = bad_url(db, text, "expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE");
       goto out;
     }
-    rest += 2, body -= 2;
-    size_t alen = 0;
-    while (alen < body && rest[alen] != '/') alen++;
-    const char *at = NULL;
-    for (size_t i = 0; i < alen; i++)
-      if (rest[i] == '@') at = rest + i;
-    const char *hosts = rest;
-    if (at != NULL) {
-      const char *colon = memchr(rest, ':', (size_t)(at - rest));
-      size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
-      u->user = decode(rest, ulen, &bad);
-      if (u->user && colon)
-        u->password = decode(colon + 1, (size_t)(at - colon - 1), &bad);
-      if (bad) {
-        rc = bad_url(db, text, "bad percent-encoding");
-        goto out;
-      }
-      hosts = at + 1;
-    }
-    size_t hlen = (size_t)(rest + alen - hosts);
-    for (size_t i = 0, start = 0; i <= hlen; i++) {
-      if (i == hlen || hosts[i] == ',') {
-        rc = check_host(db, text, hosts + start, i - start);
-        if (rc != JOBQ_OK) goto out;
-        start = i + 1;
-      }
-    }
-    u->host = jobq__memdup(hosts, hlen, &failed);
-    if (alen < body) u->dbname = decode(rest + alen + 1, body - alen - 1, &bad);
-    if (bad) {
-      rc = bad_url(db, text, "bad percent-encoding");
+    /* The URL without its options, for a client library that parses
+     * URLs itself (libpq). */
+    size_t blen = slen + 1 + body;
+    u->base = malloc(blen + 1);
+    if (u->base == NULL) {
+      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
       goto out;
     }
+    snprintf(u->base, blen + 1, "%s:%.*s", u->scheme, (int)body, rest);
+    rc = parse_network(db, text, rest + 2, body - 2, u);
+    if (rc != JOBQ_OK) goto out;
   }
   if (qmark != NULL) rc = parse_query(db, text, qmark + 1, u);
 out:
   if (rc != JOBQ_OK) jobq__url_release(u);
   return rc;
+}
+
+/* ---------------------------------------------------------------- numeric options */
+
+int jobq__url_int(jobq *db, const char *key, const char *value, int64_t min, int64_t max,
+                  int64_t *out) {
+  char *end;
+  long long v = 0;
+  int ok = isdigit((unsigned char)value[0]) && strlen(value) <= 18;
+  if (ok) {
+    v = strtoll(value, &end, 10);
+    ok = *end == '\0' && v >= min && v <= max;
+  }
+  if (!ok)
+    return jobq__fail(db, JOBQ_EURL,
+                      "invalid %s '%s' in the database url: expected an integer from %lld "
+                      "to %lld",
+                      key, value, (long long)min, (long long)max);
+  *out = v;
+  return JOBQ_OK;
+}
+
+int jobq__url_seconds(jobq *db, const char *key, const char *value, int64_t min_s,
+                      int64_t max_s, int64_t *out_s) {
+  int64_t ms = -1;
+  int ok = isdigit((unsigned char)value[0]);
+  if (ok && value[strspn(value, "0123456789")] == '\0') {
+    ok = strlen(value) <= 18;
+    if (ok) ms = strtoll(value, NULL, 10) * 1000;
+  } else if (ok) {
+    ok = jobq_parse_duration(value, &ms) == JOBQ_OK;
+  }
+  int64_t s = ms < 0 ? -1 : ms / 1000 + (ms % 1000 != 0);
+  if (!ok || s < min_s || s > max_s)
+    return jobq__fail(db, JOBQ_EURL,
+                      "invalid %s '%s' in the database url: expected seconds from %lld to "
+                      "%lld, like 10 or 10s",
+                      key, value, (long long)min_s, (long long)max_s);
+  *out_s = s;
+  return JOBQ_OK;
 }

@@ -65,6 +65,53 @@ t_password_never_shown() {
   done
 }
 
+# A file this user may not open is refused for good: exit status 1 (not
+# a usage error, nor a temporary one), and a foreman that gives up at once.
+t_file_not_allowed() {
+  local as=()
+  : >"$D/locked.db"
+  chmod 600 "$D/locked.db"
+  if [[ $(id -u) -eq 0 ]]; then
+    if ! id nobody >/dev/null 2>&1; then
+      skip "run as root, and there is no user 'nobody' to be refused"
+      return
+    fi
+    as=(runuser -u nobody --)
+  else
+    chmod 000 "$D/locked.db"
+  fi
+  T_OUT=$D/out T_ERR=$D/err
+  "${as[@]}" env JOBQ_DB="sqlite:$D/locked.db" "$JOBQ" stats </dev/null >"$T_OUT" 2>"$T_ERR"
+  rc=$?
+  expect_rc 1
+  expect_err_has "locked.db"
+  expect_err_has "ermission denied"
+  "${as[@]}" env JOBQ_DB="sqlite:$D/locked.db" timeout 30 "$JOBQ" work --until-empty -- cat \
+    </dev/null >"$T_OUT" 2>"$T_ERR"
+  rc=$?
+  expect_rc 1
+  expect_err_has "cannot start"
+}
+
+# Each option once, and numbers in range.
+t_url_options_checked() {
+  local opt
+  run --db "sqlite:$D/o.db?busy_timeout=1s&busy_timeout=2s" stats
+  expect_rc 2
+  expect_err_has "'busy_timeout' is given twice"
+  for opt in busy_timeout=2d busy_timeout=99999999999999d max_size=5000GiB max_size=1KiB \
+             max_payload=0; do
+    run --db "sqlite:$D/o.db?$opt" stats
+    expect_rc 2
+    expect_err_has "${opt%%=*}"
+    expect_err_style
+  done
+  [[ -e $D/o.db ]] && fail "a refused URL made the file"
+  run --db "sqlite:$D/o.db?password=s3cr3t-word" stats
+  expect_rc 2
+  expect_quiet_about "s3cr3t-word"
+}
+
 t_db_option_and_env() {
   run --db "sqlite:$D/a.db" put one
   expect_rc 0

@@ -5,10 +5,13 @@
 # every message, a read-only server that only the commands that read
 # may use, a schema version 1 migrated, the warning about
 # innodb_flush_log_at_trx_commit, a max_payload the server cannot carry,
-# and least-privilege roles that cannot drop or alter jobq's tables.  Each
-# case works in a database of its own.  The server's version check is
+# least-privilege roles that cannot drop or alter jobq's tables, passwords
+# with '/' or '?' in them, options given twice or out of range, errors that
+# do not pass by themselves, and a foreman that goes on after a restart of
+# the server.  Each case works in a database of its own.  The server's version check is
 # unit-tested in test_mysql.c (no old server runs here).
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
 MY=${JOBQ_TEST_MYSQL_URL:-}
 if [[ -z $MY ]]; then
@@ -94,7 +97,7 @@ t_unreachable_and_wrong_password() {
   expect_err_has "127.0.0.1"
   expect_quiet_about "s3cr3t-word"
   run --db "mysql://jobq:not-the-password@127.0.0.1:$MY_PORT/jobq" stats
-  expect_rc_in 1 75
+  expect_rc 1
   expect_err_has "***"
   expect_err_has "Access denied"
   expect_quiet_about "not-the-password"
@@ -284,4 +287,101 @@ t_roles() {
 }
 
 if [[ -n ${ONLY_CASE:-} ]]; then for f in $(declare -F | awk "{print \$3}" | grep "^t_" | grep -v "^t_$ONLY_CASE\$"); do unset -f "$f"; done; fi
+# A password with '/', '?' or '@' left as they are: never shown, by any
+# command or the foreman, and the message says how to write it.
+t_password_with_slashes_never_shown() {
+  local url
+  for url in "mysql://app:Xk9/Tq+2vR==@db.internal:3306/app" \
+             "mariadb://app:Xk9?Tq+2vR==@db.internal/app?connect_timeout=2" \
+             "mysql://app:Xk9@Tq+2vR==@h1:3306,h2:3306/app"; do
+    run --db "$url" stats
+    expect_rc 2
+    expect_quiet_about "Xk9"
+    expect_quiet_about "Tq+2vR"
+    expect_err_has "%2F"
+    expect_err_style
+    work_env JOBQ_DB="$url"
+    run_work 10 -q x -- cat
+    expect_rc 2
+    expect_quiet_about "Xk9"
+    expect_quiet_about "Tq+2vR"
+  done
+}
+
+t_url_options_checked() {
+  local opt
+  run --db "$MY_BASE/jobq?connect_timeout=2&connect_timeout=3" stats
+  expect_rc 2
+  expect_err_has "'connect_timeout' is given twice"
+  expect_quiet_about "$MY_PASSWORD"
+  for opt in connect_timeout=99999999999999 connect_timeout=0 lock_wait_timeout=2d \
+             statement_timeout=99999999999d max_payload=2GiB; do
+    run --db "$MY_BASE/jobq?$opt" stats
+    expect_rc 2
+    expect_err_has "${opt%%=*}"
+    expect_err_style
+  done
+}
+
+# Errors that do not pass by themselves (a wrong password, a database
+# that does not exist, a user without the privileges): exit status 1, and
+# a foreman that gives up at once, with --until-empty too.
+t_permanent_errors() {
+  new_db
+  run init
+  expect_rc 0
+  my_do -e "CREATE USER 'np_$S'@'127.0.0.1' IDENTIFIED BY 'np-pass';
+            CREATE USER 'ro_$S'@'127.0.0.1' IDENTIFIED BY 'ro-pass';
+            GRANT SELECT ON $S.* TO 'ro_$S'@'127.0.0.1'"
+  local url
+  for url in "mysql://jobq:not-the-password@127.0.0.1:$MY_PORT/$S" \
+             "mysql://nosuchuser_$S:whatever@127.0.0.1:$MY_PORT/$S" \
+             "$MY_BASE/nosuchdb_$S" \
+             "mysql://np_$S:np-pass@127.0.0.1:$MY_PORT/$S" \
+             "mysql://ro_$S:ro-pass@127.0.0.1:$MY_PORT/$S"; do
+    run --db "$url" put -q p x
+    expect_rc 1
+    expect_quiet_about "$MY_PASSWORD"
+    expect_quiet_about "not-the-password"
+    local t0=$SECONDS
+    work_env JOBQ_DB="$url"
+    run_work 60 --until-empty -q p -- cat
+    expect_rc 1
+    expect_err_has "cannot start"
+    ((SECONDS - t0 < 15)) || fail "jobq work took $((SECONDS - t0))s to give up on $url"
+  done
+  my_do -e "DROP USER 'np_$S'@'127.0.0.1'; DROP USER 'ro_$S'@'127.0.0.1'; DROP DATABASE $S"
+}
+
+# A foreman whose server restarts goes on with the jobs put after it, and
+# claims at its poll's pace meanwhile.
+t_restart_under_a_foreman() {
+  if [[ -z ${JOBQ_TEST_MYSQL_DIR:-} ]]; then
+    skip "JOBQ_TEST_MYSQL_DIR (the server's folder, to restart it) is not set"
+    return
+  fi
+  new_db
+  run init
+  expect_rc 0
+  local start=$SECONDS
+  start_foreman "$U?connect_timeout=2s" -q r --poll 1s -- cat
+  local fm=$W_PID log=$W_LOG
+  "$(dirname "${BASH_SOURCE[0]}")/mysqlserver.sh" restart "$JOBQ_TEST_MYSQL_DIR" ||
+    fail "the server did not restart"
+  run put -q r one
+  expect_rc 0
+  run put -q r two
+  expect_rc 0
+  wait_until 30 'run stats --json; [[ $(json_sum done) == 2 ]]' ||
+    fail "the jobs put after the restart were not done: $(cat "$T_OUT"); $(tail -5 "$log")"
+  kill -TERM "$fm"
+  wait_exit "$fm" 20 || fail "the foreman did not stop"
+  [[ $W_RC == 0 ]] || fail "the foreman exited with $W_RC"
+  local secs=$((SECONDS - start)) claims
+  claims=$(claims_made "$log")
+  [[ -n $claims ]] && ((claims <= 2 * secs + 20)) ||
+    fail "${claims:-no} claims in ${secs}s: $(tail -1 "$log")"
+  my_do -e "DROP DATABASE $S"
+}
+
 run_cases

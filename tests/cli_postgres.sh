@@ -7,8 +7,11 @@
 # only the commands that read may use, a schema version 1 migrated,
 # least-privilege roles
 # that cannot drop or alter jobq's tables, the jobq_put() SQL function,
-# and a foreman that claims only on wake-ups for its own queues.  Each case
-# works in a schema of its own.
+# a foreman that claims only on wake-ups for its own queues, URL options
+# that hold across a server restart, an idle foreman that does not spin
+# after one, the Unix socket in libpq's forms, passwords with '/' or '?'
+# in them, and errors that do not pass by themselves.  Each case works in
+# a schema of its own.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -92,7 +95,7 @@ t_unreachable_and_wrong_password() {
   expect_err_has "127.0.0.1"
   expect_quiet_about "s3cr3t-word"
   run --db "postgres://jobq:not-the-password@127.0.0.1:$PG_PORT/jobq" stats
-  expect_rc_in 1 75
+  expect_rc 1
   expect_err_has "***"
   expect_quiet_about "not-the-password"
 }
@@ -358,6 +361,210 @@ t_foreman_claims_for_its_own_queues() {
   # on every wake-up would make 40 more.
   [[ -n $empty && $empty -lt 20 ]] || fail "$empty empty claims for 40 jobs of another queue: $(tail -1 "$log")"
   psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# can_restart: whether the case can restart the test server; it is
+# skipped, saying why, when not.
+can_restart() {
+  [[ -n ${JOBQ_TEST_PG_DIR:-} ]] && return 0
+  skip "JOBQ_TEST_PG_DIR (the server's folder, to restart it) is not set"
+  return 1
+}
+
+# restart_server: restarts the test server (fast shutdown), as an
+# operator or a failover would.
+restart_server() {
+  "$(dirname "${BASH_SOURCE[0]}")/pgserver.sh" restart "$JOBQ_TEST_PG_DIR"
+}
+
+# listeners NAME: the server's LISTEN connections of application NAME.
+listeners() {
+  psql_do -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1' AND query = 'LISTEN jobq'"
+}
+
+# The libpq options of a URL hold for every connection made again after a
+# restart: the foreman's work, its wake-ups, and its sessions.
+t_url_options_survive_a_restart() {
+  can_restart || return
+  new_schema
+  run init
+  expect_rc 0
+  local url="$U&connect_timeout=2&target_session_attrs=read-write&sslmode=prefer&keepalives=1&application_name=$S"
+  start_foreman "$url" -q r --poll 1s -- cat
+  local fm=$W_PID log=$W_LOG
+  grep -q "no wake-ups" "$log" && fail "no wake-ups at the start: $(cat "$log")"
+  restart_server || fail "the server did not restart"
+  T_DBURL=$url
+  run put -q r one
+  expect_rc 0
+  run put -q r two
+  expect_rc 0
+  wait_until 20 'run stats --json; [[ $(json_sum done) == 2 ]]' ||
+    fail "the jobs put after the restart were not done: $(cat "$T_OUT"); $(tail -5 "$log")"
+  wait_until 10 '[[ $(listeners "$S") == 1 ]]' || fail "no LISTEN connection after the restart"
+  grep -q "invalid connection option" "$log" && fail "options lost: $(grep -m1 invalid "$log")"
+  kill -TERM "$fm"
+  wait_exit "$fm" 20 || fail "the foreman did not stop"
+  [[ $W_RC == 0 ]] || fail "the foreman exited with $W_RC"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# An idle foreman whose server restarts claims at its poll's pace while
+# its wake-up connection is gone, never in a loop, and is woken again
+# once it is back.
+t_idle_foreman_after_a_restart() {
+  can_restart || return
+  new_schema
+  run init
+  expect_rc 0
+  local url="$U&application_name=$S" start=$SECONDS
+  start_foreman "$url" -q idle --poll 3s -- cat
+  local fm=$W_PID log=$W_LOG
+  wait_until 10 '[[ $(listeners "$S") == 1 ]]' || fail "no LISTEN connection at the start"
+  restart_server || fail "the server did not restart"
+  sleep 4
+  wait_until 20 '[[ $(listeners "$S") == 1 ]]' || fail "the LISTEN connection did not come back"
+  wait_until 10 'grep -q "wake-ups from the database are back" "$log"' ||
+    fail "no word of the wake-ups coming back: $(cat "$log")"
+  # Woken, not polled: a job starts well within the 3 s poll.
+  T_DBURL=$url
+  local t0
+  t0=$(date +%s%N)
+  run put -q idle one
+  wait_until 10 'run stats --json; [[ $(json_sum done) == 1 ]]' || fail "the job was not done"
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  ((ms < 2500)) || fail "the job waited ${ms}ms: not woken"
+  kill -TERM "$fm"
+  wait_exit "$fm" 20 || fail "the foreman did not stop"
+  local secs=$((SECONDS - start)) claims
+  claims=$(claims_made "$log")
+  # Its polls, a few after each start of a session, and the job's: a
+  # spin would make thousands.
+  [[ -n $claims ]] && ((claims <= secs + 20)) ||
+    fail "${claims:-no} claims in ${secs}s: $(tail -1 "$log")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# PostgreSQL over its Unix socket (the test server's folder), in each
+# form libpq knows: the host as a path in the URL, in an option, and the
+# keyword/value string; with libpq's options= among them.
+t_unix_socket() {
+  if [[ -z ${JOBQ_TEST_PG_DIR:-} ]]; then
+    skip "JOBQ_TEST_PG_DIR (the server's socket folder) is not set"
+    return
+  fi
+  new_schema
+  run init
+  expect_rc 0
+  local dir=$JOBQ_TEST_PG_DIR enc url
+  enc=$(sed 's|/|%2F|g' <<<"$dir")
+  for url in "postgres://jobq@$enc:$PG_PORT/jobq?schema=$S" \
+             "postgres:///jobq?host=$dir&port=$PG_PORT&user=jobq&schema=$S&options=-c%20work_mem%3D7MB" \
+             "host=$dir port=$PG_PORT user=jobq dbname=jobq schema=$S options='-c work_mem=7MB'"; do
+    run --db "$url" put -q sock x
+    expect_rc 0
+  done
+  T_DBURL="host=$dir port=$PG_PORT user=jobq dbname=jobq schema=$S"
+  run stats --json
+  expect_rc 0
+  [[ $(json_sum ready) == 3 ]] || fail "3 jobs expected: $(cat "$T_OUT")"
+  work_env JOBQ_DB="$T_DBURL"
+  run_work 20 --until-empty -q sock -- cat
+  expect_rc 0
+  run stats --json
+  [[ $(json_sum done) == 3 ]] || fail "not done over the socket: $(cat "$T_OUT")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# A password with '/' or '?' left as they are (a base64 one, say): never
+# shown, whatever could be parsed, by any command or the foreman, and the
+# message says how to write it.
+t_password_with_slashes_never_shown() {
+  local url
+  for url in "postgres://app:Xk9/Tq+2vR==@db.internal:5432/app" \
+             "postgres://app:Xk9?Tq+2vR==@db.internal:5432/app" \
+             "postgres://app:Xk9@Tq+2vR==@db.internal:5432/app" \
+             "postgresql://app:Xk9/Tq+2vR==@h1:5432,h2:5432/app?schema=s" \
+             "postgres://h/app?password=Xk9&Tq+2vR==&schema=s&schema=t"; do
+    run --db "$url" stats
+    expect_rc 2
+    expect_quiet_about "Xk9"
+    expect_quiet_about "Tq+2vR"
+    expect_err_style
+    T_DBURL=$url run put x
+    expect_rc 2
+    expect_quiet_about "Tq+2vR"
+    work_env JOBQ_DB="$url"
+    run_work 10 -q x -- cat
+    expect_rc 2
+    expect_quiet_about "Xk9"
+    expect_quiet_about "Tq+2vR"
+  done
+  run --db "postgres://app:Xk9/Tq+2vR==@db.internal:5432/app" stats
+  expect_err_has "%2F"
+  # The keyword/value form, quoted or not.
+  for url in "host=/nonexistent password=Xk9/Tq+2vR== dbname=app colour=red" \
+             "host=/nonexistent password='Xk9 Tq+2vR==' dbname=app colour=red"; do
+    run --db "$url" stats
+    expect_rc 2
+    expect_quiet_about "Xk9"
+    expect_quiet_about "Tq+2vR"
+  done
+}
+
+# URL options: each once, and numbers in range.
+t_url_options_checked() {
+  local base=${PG%%\?*} opt
+  run --db "$base?schema=x&schema=y" stats
+  expect_rc 2
+  expect_err_has "'schema' is given twice"
+  expect_quiet_about "$PG_PASSWORD"
+  for opt in connect_timeout=99999999999999 connect_timeout=-1 connect_timeout=2x \
+             keepalives=2 keepalives_idle=99999999999 keepalives_count=-3 \
+             tcp_user_timeout=1e9 port=0 port=65536 statement_timeout=99999999999d \
+             target_session_attrs=standby replication=database; do
+    run --db "$base?$opt" stats
+    expect_rc 2
+    expect_err_has "${opt%%=*}"
+    expect_err_style
+  done
+  # Seconds or a duration, in range.
+  run --db "$base?connect_timeout=5s" stats
+  expect_rc_in 0 2
+  [[ $rc == 2 ]] && expect_err_has "jobq init"
+  run --db "$base?connect_timeout=5" stats
+  expect_rc_in 0 2
+  [[ $rc == 2 ]] && expect_err_has "jobq init"
+}
+
+# Errors that do not pass by themselves are told from those that do: exit
+# status 1, not 75, and a foreman that stops at once, with --until-empty
+# too, rather than trying for ever.
+t_permanent_errors() {
+  new_schema
+  run init
+  expect_rc 0
+  local base="127.0.0.1:$PG_PORT" url
+  psql_do -c "CREATE ROLE nopriv_$S LOGIN PASSWORD 'np-pass'"
+  for url in "postgres://jobq:not-the-password@$base/jobq?schema=$S" \
+             "postgres://nosuchrole_$S:whatever@$base/jobq?schema=$S" \
+             "postgres://jobq:$PG_PASSWORD@$base/nosuchdb_$S?schema=$S" \
+             "postgres://nopriv_$S:np-pass@$base/jobq?schema=$S"; do
+    run --db "$url" put -q p x
+    expect_rc 1
+    expect_quiet_about "$PG_PASSWORD"
+    expect_quiet_about "not-the-password"
+    local t0=$SECONDS
+    work_env JOBQ_DB="$url"
+    run_work 60 --until-empty -q p -- cat
+    expect_rc 1
+    expect_err_has "cannot start"
+    ((SECONDS - t0 < 15)) || fail "jobq work took $((SECONDS - t0))s to give up on $url"
+    work_env JOBQ_DB="$url"
+    run_work 60 -q p -- cat
+    expect_rc 1
+  done
+  psql_do -c "DROP ROLE nopriv_$S" -c "DROP SCHEMA $S CASCADE"
 }
 
 run_cases

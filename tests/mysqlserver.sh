@@ -10,6 +10,8 @@
 #                                     mysql://jobq:PASSWORD@127.0.0.1:PORT/jobq
 #   tests/mysqlserver.sh stop DIR     stops it and removes DIR
 #   tests/mysqlserver.sh url DIR      prints the URL again
+#   tests/mysqlserver.sh restart DIR  stops the server and starts it again,
+#                                     same port
 #   tests/mysqlserver.sh sql DIR ARGS...
 #                                     runs the mariadb client as root on the
 #                                     server's socket (for tests: -e "SQL")
@@ -78,13 +80,13 @@ start() {
   url "$dir"
 }
 
-# serve DIR: starts the server on DIR/data on a free port (tries a few
-# random ones; the server stops at once when one is taken), waits until it
-# answers, and notes the port in DIR/port.
+# serve DIR [PORT]: starts the server on DIR/data on PORT, or on a free
+# port (tries a few random ones; the server stops at once when one is
+# taken), waits until it answers, and notes the port in DIR/port.
 serve() {
-  local dir=$1 port tries=0 pid waited
+  local dir=$1 fixed=${2:-} port tries=0 pid waited
   while :; do
-    port=$((20000 + RANDOM % 40000))
+    port=${fixed:-$((20000 + RANDOM % 40000))}
     : >"$dir/error.log"
     [[ $(id -u) -eq 0 ]] && chown mysql: "$dir/error.log"
     local user_opt=() extra=()
@@ -126,7 +128,8 @@ url() {
   echo "mysql://jobq:$(cat "$dir/password")@127.0.0.1:$(cat "$dir/port")/jobq"
 }
 
-stop() {
+# halt DIR: stops the server, keeping its files.
+halt() {
   local dir=$1 pid waited=0
   if [[ -f $dir/pid ]]; then
     pid=$(cat "$dir/pid")
@@ -140,13 +143,26 @@ stop() {
       kill -KILL "$pid" 2>/dev/null || true
     fi
   fi
-  rm -rf "$dir"
+}
+
+restart() {
+  local dir=$1
+  need_programs
+  [[ -f $dir/port ]] || die "no server in '$dir'"
+  halt "$dir"
+  serve "$dir" "$(cat "$dir/port")"
+}
+
+stop() {
+  halt "$1"
+  rm -rf "$1"
 }
 
 case ${1:-} in
   start) start "${2:?usage: mysqlserver.sh start DIR}" ;;
   stop) stop "${2:?usage: mysqlserver.sh stop DIR}" ;;
   url) url "${2:?usage: mysqlserver.sh url DIR}" ;;
+  restart) restart "${2:?usage: mysqlserver.sh restart DIR}" ;;
   sql) d=${2:?usage: mysqlserver.sh sql DIR ARGS...}; shift 2; root_sql "$d" "$@" ;;
-  *) echo "usage: mysqlserver.sh start|stop|url DIR | sql DIR ARGS..." >&2; exit 2 ;;
+  *) echo "usage: mysqlserver.sh start|stop|url|restart DIR | sql DIR ARGS..." >&2; exit 2 ;;
 esac

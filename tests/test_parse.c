@@ -115,6 +115,23 @@ static void test_url_redact(void **state) {
   expect_redacted("postgres://u:se#r-et@db/q", "se#r-et", "@db/q", NULL);
   expect_redacted("postgres://h/db?sslmode=require&password=secret", "secret",
                   "sslmode=require", NULL);
+  /* Whatever the parse: a password with a raw '/', '?' or '&' leaves
+   * nothing behind, in the user part or in an option (its key decoded). */
+  expect_redacted("postgres://app:Xk9/Tq+2vR==@db.internal:5432/app", "Tq+2vR",
+                  "postgres://app:", "@db.internal:5432/app");
+  expect_redacted("postgres://app:Xk9/Tq+2vR==@db.internal:5432/app", "Xk9", NULL, NULL);
+  expect_redacted("mysql://app:a?b/c@h:3306/db", "b/c", "@h:3306/db", NULL);
+  expect_redacted("postgres://h/db?password=ab&cd=ef&schema=s", "cd=ef", "h/db?", NULL);
+  expect_redacted("postgres://h/db?%70assword=secret", "secret", "h/db?", NULL);
+  expect_redacted("postgres://h/db?sslpassword=secret", "secret", "h/db?", NULL);
+  expect_redacted("sqlite:q.db?password=secret", "secret", "sqlite:q.db?", NULL);
+  /* PostgreSQL's keyword/value form, quoted or not. */
+  expect_redacted("host=/run/postgresql password=secret dbname=db", "secret",
+                  "host=/run/postgresql", NULL);
+  expect_redacted("host=h password = 'se cret' dbname=db", "cret", "host=h", NULL);
+  expect_redacted("password='sec\\'ret'", "ret", NULL, NULL);
+  expect_unchanged("host=/run/postgresql dbname=db");
+  expect_unchanged("sqlite:/data/a:b@c/q.db");
   expect_unchanged("postgres://u@h/db");
   expect_unchanged("postgres://h:5432/db");
   expect_unchanged("sqlite:/tmp/x.db");
@@ -163,6 +180,19 @@ static void test_open_errors(void **state) {
   msg = open_fails("mysql://u:secret@127.0.0.1:1/db", 0);
   free(msg);
   msg = open_fails("postgres://127.0.0.1:1/db?password=secret", 0);
+  free(msg);
+  /* A password with a raw '/': refused before anything of it is named,
+   * with the way to write it. */
+  msg = open_fails("postgres://u:se/cret@h/db", JOBQ_EURL);
+  assert_non_null(strstr(msg, "%2F"));
+  assert_null(strstr(msg, "cret"));
+  free(msg);
+  msg = open_fails("mysql://u:se?cret&schema=x@h/db", JOBQ_EURL);
+  assert_null(strstr(msg, "cret"));
+  free(msg);
+  /* Each option once. */
+  msg = open_fails("postgres://u:secret@127.0.0.1:1/db?schema=a&schema=b", JOBQ_EURL);
+  assert_non_null(strstr(msg, "'schema' is given twice"));
   free(msg);
 
   char url[PATH_MAX + 64];
@@ -246,6 +276,14 @@ static void test_error_vocabulary(void **state) {
   assert_string_equal(jobq_err_name(value), "JOBQ_" #name);
   JOBQ_ERRNO_MAP(CHECK_ERR)
 #undef CHECK_ERR
+  /* Which errors may pass by themselves. */
+  assert_true(jobq_err_temporary(JOBQ_EBUSY));
+  assert_true(jobq_err_temporary(JOBQ_ECONN));
+  assert_false(jobq_err_temporary(JOBQ_OK));
+  assert_false(jobq_err_temporary(JOBQ_EDENIED));
+  assert_false(jobq_err_temporary(JOBQ_EURL));
+  assert_false(jobq_err_temporary(JOBQ_EDB));
+  assert_false(jobq_err_temporary(-999));
   /* Unknown codes still give strings. */
   assert_non_null(jobq_strerror(-999));
   assert_non_null(jobq_err_name(-999));

@@ -3,7 +3,8 @@
  * server that tests/run.sh started: the plans a connection keeps, the
  * BEGIN and the statements whose results no one reads sent with the next
  * statement (the round trips of each kind of transaction), a lock that
- * timed out while it waited to be sent, a connection made again.
+ * timed out while it waited to be sent, a connection made again, the
+ * Unix socket, and every connection back after a restart of the server.
  *
  * jobq prepares its statements once per connection and PostgreSQL plans
  * them once (generic plans).  A plan made while the hot table had no pages
@@ -17,6 +18,9 @@
 #include "helpers.h"
 
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1103,6 +1107,159 @@ static void test_the_sql_put_takes_the_one_range_of_times(void **state) {
   jobq_info_free(j, 1);
 }
 
+/* ---------------------------------------------------------------- connections */
+
+/* The test server's folder (its Unix socket is there) and the script that
+ * restarts it, or a skip that says why not. */
+static const char *server_dir(void) {
+  const char *dir = getenv("JOBQ_TEST_PG_DIR");
+  if (dir == NULL || *dir == '\0') {
+    print_message("skipped: JOBQ_TEST_PG_DIR (the test server's folder) is not set\n");
+    skip();
+  }
+  if (access("tests/pgserver.sh", X_OK) != 0) {
+    print_message("skipped: tests/pgserver.sh not found: run from the source tree\n");
+    skip();
+  }
+  return dir;
+}
+
+/* The LISTEN connections of application app on the server. */
+static int64_t listeners(const char *url, const char *app) {
+  jobq *db = th_open(url);
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s' AND "
+           "query = 'LISTEN jobq'",
+           app);
+  int64_t n = th_sql_int(db, sql);
+  jobq_close(db);
+  return n;
+}
+
+/* A handle keeps what its URL says about connecting, libpq's options
+ * among them, for every connection it makes again: after a restart of
+ * the server under it, its puts go on (the first may find the old
+ * connection gone) and its wake-ups come back on the descriptor it gave
+ * first, which meanwhile does not stay readable.  (The options' names
+ * were once borrowed from the parsed URL, freed when jobq_open()
+ * returned: every later connection failed, and the sanitizers saw a use
+ * after free.) */
+static void test_a_restart_under_a_handle_with_url_options(void **state) {
+  tq *t = *state;
+  const char *dir = server_dir();
+  char app[64], url[sizeof t->url + 256], cmd[PATH_MAX + 64];
+  snprintf(app, sizeof app, "jq_restart_%d", (int)getpid());
+  snprintf(url, sizeof url,
+           "%s&connect_timeout=2&target_session_attrs=read-write&sslmode=prefer&keepalives=1"
+           "&application_name=%s",
+           t->url, app);
+  jobq *h = th_open(url);
+  int fd;
+  assert_rc(jobq_watch(h, &fd), JOBQ_OK);
+  th_put(h, "r", "before");
+  assert_int_equal(listeners(t->url, app), 1);
+  snprintf(cmd, sizeof cmd, "tests/pgserver.sh restart '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  int ok = 0;
+  for (int i = 0; i < 5; i++) {
+    jobq_put_opts o;
+    jobq_put_opts_init(&o);
+    o.queue = "r";
+    int64_t id;
+    int rc = jobq_put(h, &o, &id, NULL);
+    if (rc == JOBQ_OK)
+      ok++;
+    else if (rc != JOBQ_ECONN)
+      fail_msg("put after the restart: %s: %s", jobq_err_name(rc), jobq_errmsg(h));
+  }
+  assert_true(ok >= 4);
+  /* Until the wake-up connection is back, jobq_changed() says so; the
+   * descriptor is not readable for a connection that is gone. */
+  int back = 0;
+  for (int64_t end = th_mono_ms() + 20000; !back && th_mono_ms() < end;) {
+    int rc = jobq_changed(h);
+    if (rc < 0) {
+      assert_int_equal(rc, JOBQ_ECONN);
+      th_assert_msg(h, "no wake-ups");
+      struct pollfd p = {fd, POLLIN, 0};
+      assert_int_equal(poll(&p, 1, 100), 0);
+    }
+    back = rc >= 0 && listeners(t->url, app) == 1;
+  }
+  assert_true(back);
+  int again;
+  assert_rc(jobq_watch(h, &again), JOBQ_OK);
+  assert_int_equal(again, fd);
+  /* and another connection's put wakes it. */
+  while (jobq_changed(h) > 0) {
+  }
+  jobq *other = th_open(t->url);
+  th_put(other, "r", "wake");
+  jobq_close(other);
+  struct pollfd p = {fd, POLLIN, 0};
+  assert_int_equal(poll(&p, 1, 5000), 1);
+  assert_int_equal(jobq_changed(h), 1);
+  jobq_close(h);
+}
+
+/* A connection to a server that went away without a word is found
+ * broken within about half a minute: TCP keepalives and a limit on
+ * unacknowledged data, unless the URL sets its own. */
+static void test_a_silent_server_is_noticed(void **state) {
+  tq *t = *state;
+  int fd = PQsocket(jobq_native(t->db)), v;
+  socklen_t len = sizeof v;
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len), 0);
+  assert_int_equal(v, 10);
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v, &len), 0);
+  assert_int_equal(v, 5);
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &len), 0);
+  assert_int_equal(v, 30000);
+  char url[sizeof t->url + 64];
+  snprintf(url, sizeof url, "%s&keepalives_idle=60s&tcp_user_timeout=0", t->url);
+  jobq *db = th_open(url);
+  fd = PQsocket(jobq_native(db));
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len), 0);
+  assert_int_equal(v, 60);
+  assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &len), 0);
+  assert_int_equal(v, 0);
+  jobq_close(db);
+}
+
+/* The server's Unix socket, in libpq's forms: a path as the URL's host,
+ * as an option, and the keyword/value string, with libpq's options= for
+ * the server's settings. */
+static void test_a_unix_socket_and_libpq_options(void **state) {
+  tq *t = *state;
+  const char *dir = server_dir();
+  const char *schema = strstr(t->url, "schema=") + 7;
+  const char *port = strstr(t->url, "@127.0.0.1:") + 11;
+  char enc[PATH_MAX * 3], urls[3][PATH_MAX * 3 + 256];
+  size_t o = 0;
+  for (const char *c = dir; *c && o + 4 < sizeof enc; c++)
+    o += (size_t)(*c == '/' ? snprintf(enc + o, 4, "%%2F") : snprintf(enc + o, 2, "%c", *c));
+  int plen = (int)strcspn(port, "/");
+  snprintf(urls[0], sizeof urls[0], "postgres://jobq@%s:%.*s/jobq?schema=%s&options=-c%%20work_mem%%3D7MB",
+           enc, plen, port, schema);
+  snprintf(urls[1], sizeof urls[1],
+           "postgres:///jobq?host=%s&port=%.*s&user=jobq&schema=%s&options=-c%%20work_mem%%3D7MB",
+           dir, plen, port, schema);
+  snprintf(urls[2], sizeof urls[2],
+           "host='%s' port=%.*s user=jobq dbname=jobq schema=%s options='-c work_mem=7MB'", dir,
+           plen, port, schema);
+  for (int i = 0; i < 3; i++) {
+    jobq *db = th_open(urls[i]);
+    th_put(db, "sock", "x");
+    PGresult *res = rows_of(db, "SELECT current_setting('work_mem'), inet_server_addr() IS NULL");
+    assert_string_equal(PQgetvalue(res, 0, 0), "7MB");
+    assert_string_equal(PQgetvalue(res, 0, 1), "t"); /* not over TCP */
+    PQclear(res);
+    jobq_close(db);
+  }
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'sock'"), 3);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
@@ -1124,6 +1281,10 @@ int main(void) {
       TQ_TEST(test_a_lock_sent_later_that_times_out),
       TQ_TEST(test_a_held_insert_that_fails),
       TQ_TEST(test_the_sql_put_takes_the_one_range_of_times),
+      TQ_TEST(test_a_unix_socket_and_libpq_options),
+      TQ_TEST(test_a_silent_server_is_noticed),
+      /* Last: it restarts the server. */
+      TQ_TEST(test_a_restart_under_a_handle_with_url_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,20 @@ start_work() {
   W_ENV=()
 }
 
+# start_foreman URL ARGS...: `jobq work ARGS` on the database URL in the
+# background, once it has said it started ($W_PID, $W_LOG).
+start_foreman() {
+  work_env JOBQ_DB="$1"
+  shift
+  start_work fm "$@"
+  wait_until 10 'grep -q "started:" "$W_LOG"' || fail "the foreman did not start: $(cat "$W_LOG")"
+}
+
+# claims_made LOG: the claims that a stopped foreman's last line counts.
+claims_made() {
+  grep -o '[0-9]* claims, [0-9]* empty' "$1" | sed -E 's/ claims.*//'
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() {
   local state

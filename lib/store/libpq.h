@@ -20,11 +20,13 @@
 #define JOBQ_LIBPQ_SONAME "libpq.so.5"
 
 #define JOBQ_LIBPQ_FUNCS(X)                                                   \
-  X(PQbackendPID) X(PQclear) X(PQcmdStatus) X(PQcmdTuples) X(PQconnectdbParams)  \
+  X(PQbackendPID) X(PQclear) X(PQcmdStatus) X(PQcmdTuples) X(PQconnectPoll)    \
+  X(PQconnectStartParams) X(PQconnectionNeedsPassword) X(PQconninfoFree)       \
+  X(PQconninfoParse) X(PQsetErrorVerbosity)                                    \
   X(PQconsumeInput) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)         \
   X(PQexecParams) X(PQexecPrepared) X(PQexitPipelineMode) X(PQfinish)          \
   X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength)         \
-  X(PQgetvalue) X(PQisBusy) X(PQnotifies) X(PQntuples) X(PQpipelineSync) X(PQprepare)      \
+  X(PQgetvalue) X(PQhost) X(PQisBusy) X(PQnotifies) X(PQntuples) X(PQpipelineSync) X(PQport) X(PQprepare)      \
   X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)              \
   X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQserverVersion)               \
   X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
@@ -44,7 +46,12 @@ int jobq__libpq_load(jobq *db);
 #define PQclear (jobq__libpq.PQclear_)
 #define PQcmdStatus (jobq__libpq.PQcmdStatus_)
 #define PQcmdTuples (jobq__libpq.PQcmdTuples_)
-#define PQconnectdbParams (jobq__libpq.PQconnectdbParams_)
+#define PQconnectPoll (jobq__libpq.PQconnectPoll_)
+#define PQconnectStartParams (jobq__libpq.PQconnectStartParams_)
+#define PQconnectionNeedsPassword (jobq__libpq.PQconnectionNeedsPassword_)
+#define PQconninfoFree (jobq__libpq.PQconninfoFree_)
+#define PQconninfoParse (jobq__libpq.PQconninfoParse_)
+#define PQsetErrorVerbosity (jobq__libpq.PQsetErrorVerbosity_)
 #define PQconsumeInput (jobq__libpq.PQconsumeInput_)
 #define PQenterPipelineMode (jobq__libpq.PQenterPipelineMode_)
 #define PQerrorMessage (jobq__libpq.PQerrorMessage_)
@@ -59,10 +66,12 @@ int jobq__libpq_load(jobq *db);
 #define PQgetisnull (jobq__libpq.PQgetisnull_)
 #define PQgetlength (jobq__libpq.PQgetlength_)
 #define PQgetvalue (jobq__libpq.PQgetvalue_)
+#define PQhost (jobq__libpq.PQhost_)
 #define PQisBusy (jobq__libpq.PQisBusy_)
 #define PQnotifies (jobq__libpq.PQnotifies_)
 #define PQntuples (jobq__libpq.PQntuples_)
 #define PQpipelineSync (jobq__libpq.PQpipelineSync_)
+#define PQport (jobq__libpq.PQport_)
 #define PQprepare (jobq__libpq.PQprepare_)
 #define PQresultErrorField (jobq__libpq.PQresultErrorField_)
 #define PQresultErrorMessage (jobq__libpq.PQresultErrorMessage_)

@@ -548,6 +548,27 @@ static void transaction_lost(jobq *db, int explicit) {
   }
 }
 
+/* Refusals that will not heal by trying again: a wrong password or user,
+ * a database that does not exist, a missing privilege. */
+static int is_denied(unsigned err) {
+  switch (err) {
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_ACCESS_DENIED_ERROR:
+    case ER_BAD_DB_ERROR:
+    case ER_HOST_NOT_PRIVILEGED:
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case ER_COLUMNACCESS_DENIED_ERROR:
+    case ER_SPECIFIC_ACCESS_DENIED_ERROR:
+    case ER_PROCACCESS_DENIED_ERROR:
+    case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:
+    case 1820: /* ER_MUST_CHANGE_PASSWORD */
+    case 3118: /* MySQL: ER_ACCOUNT_HAS_BEEN_LOCKED */
+    case 4151: /* MariaDB: ER_ACCOUNT_HAS_BEEN_LOCKED */
+      return 1;
+  }
+  return 0;
+}
+
 /* Records a failed statement as a jobq error, with retry set where running
  * the whole transaction again may succeed. */
 static int my_error(jobq *db, unsigned err, const char *msg, const char *what) {
@@ -606,6 +627,7 @@ static int my_error(jobq *db, unsigned err, const char *msg, const char *what) {
       return jobq__denied(db, what, msg, prefix);
     }
   }
+  if (is_denied(err)) return jobq__fail(db, JOBQ_EDENIED, "%s: %s (error %u)", what, msg, err);
   return jobq__fail(db, JOBQ_EDB, "%s: %s (error %u)", what, msg, err);
 }
 
@@ -1023,11 +1045,7 @@ static MYSQL *connect_host(jobq *db, const char *host, unsigned port) {
   if (c->sslkey) mysql_options(m, MYSQL_OPT_SSL_KEY, c->sslkey);
   if (mysql_real_connect(m, host, c->user, c->password, c->dbname, port, c->socket,
                          CLIENT_FOUND_ROWS) == NULL) {
-    unsigned err = mysql_errno(m);
-    int code = err == ER_ACCESS_DENIED_ERROR || err == ER_DBACCESS_DENIED_ERROR ||
-                       err == ER_BAD_DB_ERROR
-                   ? JOBQ_EDB
-                   : JOBQ_ECONN;
+    int code = is_denied(mysql_errno(m)) ? JOBQ_EDENIED : JOBQ_ECONN;
     jobq__fail(db, code, "cannot connect to '%s': %s", c->redacted, mysql_error(m));
     mysql_close(m);
     return NULL;
@@ -1039,14 +1057,21 @@ static MYSQL *connect_host(jobq *db, const char *host, unsigned port) {
   return m;
 }
 
-/* Connects to the first host that answers and accepts writes. */
+/* Connects to the first host that answers and accepts writes.  When
+ * none does, a host that refused us for good (JOBQ_EDENIED) is the
+ * answer: its error is kept, whatever the hosts after it said. */
 static MYSQL *connect_any(jobq *db) {
   my *c = conn(db);
   MYSQL *m = NULL;
   if (jobq__libmariadb_load(db) != JOBQ_OK) return NULL;
-  for (size_t i = 0; i < c->nhosts && m == NULL; i++)
+  jobq__error denied = {JOBQ_OK, ""};
+  for (size_t i = 0; i < c->nhosts && m == NULL; i++) {
     m = connect_host(db, c->hosts[i], c->ports[i]);
+    if (m == NULL && db->err == JOBQ_EDENIED && denied.err == JOBQ_OK)
+      jobq__error_keep(db, &denied);
+  }
   if (c->nhosts == 0) m = connect_host(db, NULL, 0);
+  if (m == NULL && denied.err != JOBQ_OK) jobq__error_restore(db, &denied);
   return m;
 }
 
@@ -1090,16 +1115,12 @@ static int split_hosts(my *c, const char *list) {
   return JOBQ_OK;
 }
 
-/* A duration option in whole seconds (at least 1). */
+/* A duration option in whole seconds, 1 s to a day. */
 static int seconds_opt(jobq *db, const char *k, const char *v, unsigned *out) {
-  int64_t ms;
-  if (jobq_parse_duration(v, &ms) != JOBQ_OK || ms < 1 || ms > 86400000LL)
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid %s '%s' in the database url: expected a duration from 1s "
-                      "to 1d, like 30s",
-                      k, v);
-  *out = (unsigned)((ms + 999) / 1000);
-  return JOBQ_OK;
+  int64_t s;
+  int rc = jobq__url_seconds(db, k, v, 1, 86400, &s);
+  if (rc == JOBQ_OK) *out = (unsigned)s;
+  return rc;
 }
 
 static int check_schema(jobq *db);
@@ -1436,6 +1457,9 @@ static const char roles_sql[] =
     "  max_attempts, timeout_ms, backoff_ms, created_at) ON %1$s.jobq_jobs TO %3$s;\n"
     "GRANT SELECT ON %1$s.jobq_blocked TO %3$s;\n"
     "GRANT SELECT, INSERT, UPDATE ON %1$s.jobq_locks TO %3$s;\n"
+    "-- the id and queue of finished jobs: a producer's put, read back after\n"
+    "-- a reconnection, proves the database still has it.\n"
+    "GRANT SELECT (id, queue) ON %1$s.jobq_done TO %3$s;\n"
     "\n"
     "-- worker: sessions, claims, acknowledgements, reaping (jobq work).  It\n"
     "-- changes how a job's work stands, not what the job is, and cannot ask\n"

@@ -22,13 +22,25 @@
  * results come back in binary.  A wake-up is a NOTIFY on channel "jobq"
  * whose payload is a queue name, sent once per committed transaction that
  * made work ready; the watcher LISTENs on a second connection of its own.
- * A connection found broken when a transaction starts is re-established.
+ *
+ * libpq reads the URL (PQconninfoParse: URLs, Unix socket folders, its
+ * keyword/value form), and the store keeps every parameter, jobq's own
+ * options taken out, for each connection it makes: the work connection
+ * when a transaction finds it broken, the LISTEN connection when a look
+ * for wake-ups finds it gone, and a vacuum's.  It tries the URL's hosts
+ * one after the other, each for at most connect_timeout, with the
+ * server's messages in libpq's verbose form: their SQLSTATE tells a
+ * refusal that lasts (JOBQ_EDENIED) from a failure that may pass.
  */
 #include <ctype.h>
 #include <endian.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -591,12 +603,26 @@ typedef struct later {
 
 typedef struct pg {
   PGconn *conn;
-  PGconn *listener;            /* for jobq_watch(), opened on demand */
   const char *redacted;        /* the URL for messages (db's) */
-  /* Connection parameters, kept for reconnecting. */
-  const char *keys[16];
-  const char *values[16];
-  char *owned[16];
+  /* The libpq parameters of every connection, kept for reconnecting:
+   * what the URL gave but jobq's own options, each string owned. */
+  char **pkeys, **pvals;
+  int nparams;
+  int64_t connect_timeout_s;   /* per host (connect_to); 0: none */
+  /* Wake-ups (pg_watch): an epoll set, the caller's descriptor for as
+   * long as the handle lives, holding the socket of the LISTEN
+   * connection while there is one; a lost one is opened again by
+   * pg_changed, no sooner than listen_retry_ms. */
+  int watch_fd;
+  PGconn *listener;
+  int listen_failures;
+  int64_t listen_retry_ms;     /* monotonic */
+  char listen_why[JOBQ_ERRMSG_MAX]; /* why the last attempt failed */
+  /* The hosts to try in turn (connect_to): the URL's host, hostaddr and
+   * port lists (NULL when not given; nhosts 0: libpq's default), one
+   * port for all or one for each. */
+  char **host, **hostaddr, **port;
+  int nhosts, nports;
   char *schema;
   int notify;                  /* send NOTIFY when work becomes ready */
   int64_t statement_timeout_ms;
@@ -1156,76 +1182,120 @@ static int64_t pg_changes(jobq *db) { return conn(db)->changes; }
 
 /* ---------------------------------------------------------------- connection */
 
-/* The URL's own options, and the libpq ones passed through as they are. */
-static const char *const passthrough[] = {
-    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "target_session_attrs",
-    "connect_timeout", "application_name", "keepalives", "keepalives_idle",
-    "passfile", "channel_binding", "gssencmode", NULL};
+/* jobq's own options; every other option is libpq's (PQconninfoParse
+ * knows them all), passed on as it is. */
+static const char *const own_options[] = {"schema", "notify", "statement_timeout",
+                                          "max_payload", NULL};
 
-static int known_option(const char *k) {
-  static const char *const own[] = {"schema", "notify", "statement_timeout",
-                                    "max_payload", NULL};
-  for (int i = 0; own[i]; i++)
-    if (strcmp(k, own[i]) == 0) return 1;
-  for (int i = 0; passthrough[i]; i++)
-    if (strcmp(k, passthrough[i]) == 0) return 2;
+/* libpq's numeric options, checked here so that a bad one is a bad URL
+ * rather than a connection that fails: seconds (passed on as a number)
+ * or integers. */
+static const struct {
+  const char *key;
+  int seconds;
+  int64_t min, max;
+} numeric_options[] = {
+    {"connect_timeout", 1, 0, 86400},   {"keepalives", 0, 0, 1},
+    {"keepalives_idle", 1, 0, 86400},   {"keepalives_interval", 1, 0, 86400},
+    {"keepalives_count", 0, 0, 1000},   {"tcp_user_timeout", 0, 0, 86400000},
+};
+
+/* What jobq sets where the URL does not: TCP keepalives and a limit on
+ * unacknowledged data, so that a connection to a server that went away
+ * without a word (a network cut, a machine powered off) is found broken
+ * within about half a minute, and made again, instead of when the
+ * kernel gives up on it (two hours for an idle LISTEN connection). */
+static const char *const tcp_defaults[][2] = {
+    {"keepalives_idle", "10"}, {"keepalives_interval", "5"}, {"keepalives_count", "3"},
+    {"tcp_user_timeout", "30000"}};
+
+static int is_own_option(const char *k) {
+  for (int i = 0; own_options[i]; i++)
+    if (strcmp(k, own_options[i]) == 0) return 1;
   return 0;
 }
 
-/* Adds a libpq connection parameter (the value is copied). */
-static int add_param(pg *c, int *n, const char *key, const char *value) {
-  if (*n >= 15) return JOBQ_EINVAL;
+static const char *param(const pg *c, const char *key) {
+  for (int i = 0; i < c->nparams; i++)
+    if (strcmp(c->pkeys[i], key) == 0) return c->pvals[i];
+  return NULL;
+}
+
+/* Sets libpq parameter key to value (both copied), in place of an
+ * earlier value: JOBQ_OK or JOBQ_ENOMEM. */
+static int param_set(pg *c, const char *key, const char *value) {
   char *v = strdup(value);
   if (v == NULL) return JOBQ_ENOMEM;
-  c->keys[*n] = key;
-  c->values[*n] = v;
-  c->owned[*n] = v;
-  (*n)++;
+  for (int i = 0; i < c->nparams; i++) {
+    if (strcmp(c->pkeys[i], key) == 0) {
+      free(c->pvals[i]);
+      c->pvals[i] = v;
+      return JOBQ_OK;
+    }
+  }
+  char *k = strdup(key);
+  char **ks = k ? realloc(c->pkeys, (size_t)(c->nparams + 1) * sizeof *ks) : NULL;
+  if (ks != NULL) c->pkeys = ks;
+  char **vs = ks ? realloc(c->pvals, (size_t)(c->nparams + 1) * sizeof *vs) : NULL;
+  if (vs == NULL) {
+    free(k);
+    free(v);
+    return JOBQ_ENOMEM;
+  }
+  c->pvals = vs;
+  c->pkeys[c->nparams] = k;
+  c->pvals[c->nparams] = v;
+  c->nparams++;
   return JOBQ_OK;
 }
 
-/* Splits "a:1,[::1]:2,b" into libpq's host list "a,::1,b" and port list
- * "1,2,". */
-static int split_hosts(const char *list, char **hosts, char **ports) {
-  size_t len = strlen(list);
-  char *h = malloc(len + 1), *p = malloc(len + 2);
-  if (h == NULL || p == NULL) {
-    free(h);
-    free(p);
-    return JOBQ_ENOMEM;
-  }
-  size_t ho = 0, po = 0;
-  const char *s = list;
-  while (1) {
-    size_t n = strcspn(s, ",");
-    const char *host = s, *port = NULL;
-    size_t hl = n;
-    if (s[0] == '[') {
-      const char *close = memchr(s, ']', n);
-      host = s + 1;
-      hl = (size_t)(close - s) - 1;
-      if ((size_t)(close - s) + 1 < n) port = close + 2;
-    } else {
-      const char *colon = memchr(s, ':', n);
-      if (colon != NULL) hl = (size_t)(colon - s), port = colon + 1;
+/* Takes key out of the parameters: its value, for the caller to free
+ * (NULL when it was not there). */
+static char *param_take(pg *c, const char *key) {
+  for (int i = 0; i < c->nparams; i++) {
+    if (strcmp(c->pkeys[i], key) == 0) {
+      char *v = c->pvals[i];
+      free(c->pkeys[i]);
+      c->nparams--;
+      c->pkeys[i] = c->pkeys[c->nparams];
+      c->pvals[i] = c->pvals[c->nparams];
+      return v;
     }
-    memcpy(h + ho, host, hl);
-    ho += hl;
-    if (port != NULL) {
-      size_t pl = n - (size_t)(port - s);
-      memcpy(p + po, port, pl);
-      po += pl;
-    }
-    s += n;
-    if (*s != ',') break;
-    s++;
-    h[ho++] = ',';
-    p[po++] = ',';
   }
-  h[ho] = '\0';
-  p[po] = '\0';
-  *hosts = h;
-  *ports = p;
+  return NULL;
+}
+
+static void wipe(char *s) {
+  if (s != NULL) memset(s, 0, strlen(s));
+}
+
+/* Frees a NULL-terminated array of strings (NULL: nothing). */
+static void strings_free(char **v) {
+  for (size_t i = 0; v != NULL && v[i] != NULL; i++) free(v[i]);
+  free(v);
+}
+
+/* Splits a comma-separated list into *n strings, NULL-terminated (an
+ * absent list: none, and *out NULL). */
+static int split_list(const char *list, char ***out, int *n) {
+  *out = NULL;
+  *n = 0;
+  if (list == NULL) return JOBQ_OK;
+  int count = 1;
+  for (const char *p = list; *p; p++) count += *p == ',';
+  char **v = calloc((size_t)count + 1, sizeof *v);
+  if (v == NULL) return JOBQ_ENOMEM;
+  const char *p = list;
+  for (int i = 0; i < count; i++) {
+    size_t len = strcspn(p, ",");
+    if ((v[i] = strndup(p, len)) == NULL) {
+      strings_free(v);
+      return JOBQ_ENOMEM;
+    }
+    p += len + (p[len] == ',');
+  }
+  *out = v;
+  *n = count;
   return JOBQ_OK;
 }
 
@@ -1237,6 +1307,275 @@ static int identifier_ok(const char *s) {
     if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
       return 0;
   return 1;
+}
+
+/* jobq's own option k = v. */
+static int own_option(jobq *db, const char *k, const char *v) {
+  pg *c = conn(db);
+  if (strcmp(k, "schema") == 0) {
+    if (!identifier_ok(v))
+      return jobq__fail(db, JOBQ_EURL,
+                        "invalid schema '%s' in the database url: expected 1 to 63 "
+                        "characters of a-z, 0-9 and '_', not starting with a digit",
+                        v);
+    free(c->schema);
+    if ((c->schema = strdup(v)) == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  } else if (strcmp(k, "notify") == 0) {
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+      return jobq__fail(db, JOBQ_EURL,
+                        "invalid notify '%s' in the database url: expected on or off", v);
+    c->notify = strcmp(v, "on") == 0;
+  } else if (strcmp(k, "statement_timeout") == 0) {
+    if (jobq_parse_duration(v, &c->statement_timeout_ms) != JOBQ_OK ||
+        c->statement_timeout_ms < 1 || c->statement_timeout_ms > 86400000LL)
+      return jobq__fail(db, JOBQ_EURL,
+                        "invalid statement_timeout '%s' in the database url: expected a "
+                        "duration from 1ms to 1d, like 30s",
+                        v);
+  }
+  return JOBQ_OK; /* max_payload is the library's */
+}
+
+/* libpq's option k = v, checked where a bad value would only show when
+ * connecting; *value is what to pass on (v, or a number in place of a
+ * duration, in buf). */
+static int libpq_option(jobq *db, const char *k, const char *v, char *buf, size_t len,
+                        const char **value) {
+  *value = v;
+  if (strcmp(k, "replication") == 0)
+    return jobq__fail(db, JOBQ_EURL,
+                      "option 'replication' in the database url: jobq needs an ordinary "
+                      "connection, not a replication one");
+  if (strcmp(k, "sslmode") == 0 && strcmp(v, "disable") != 0 && strcmp(v, "allow") != 0 &&
+      strcmp(v, "prefer") != 0 && strcmp(v, "require") != 0 && strcmp(v, "verify-ca") != 0 &&
+      strcmp(v, "verify-full") != 0)
+    return jobq__fail(db, JOBQ_EURL,
+                      "invalid sslmode '%s' in the database url: expected disable, allow, "
+                      "prefer, require, verify-ca or verify-full",
+                      v);
+  /* jobq refuses a standby: only the sessions that may be a primary. */
+  if (strcmp(k, "target_session_attrs") == 0 && strcmp(v, "any") != 0 &&
+      strcmp(v, "read-write") != 0 && strcmp(v, "primary") != 0)
+    return jobq__fail(db, JOBQ_EURL,
+                      "invalid target_session_attrs '%s' in the database url: expected "
+                      "read-write, primary or any (jobq needs a primary)",
+                      v);
+  for (size_t i = 0; i < sizeof numeric_options / sizeof numeric_options[0]; i++) {
+    if (strcmp(k, numeric_options[i].key) != 0) continue;
+    int64_t n;
+    int rc = numeric_options[i].seconds
+                 ? jobq__url_seconds(db, k, v, numeric_options[i].min, numeric_options[i].max, &n)
+                 : jobq__url_int(db, k, v, numeric_options[i].min, numeric_options[i].max, &n);
+    if (rc != JOBQ_OK) return rc;
+    snprintf(buf, len, "%lld", (long long)n);
+    *value = buf;
+  }
+  return JOBQ_OK;
+}
+
+/* PQconninfoParse could not read the URL: its message, which quotes the
+ * URL it was given, with the URL redacted. */
+static int libpq_refused(jobq *db, const jobq_url *u, const char *err) {
+  char line[400], shown[400];
+  first_line(err, line, sizeof line);
+  char *red = u->base ? jobq_url_redact(u->base) : NULL;
+  const char *hit = u->base && *u->base ? strstr(line, u->base) : NULL;
+  if (hit != NULL && red != NULL)
+    snprintf(shown, sizeof shown, "%.*s%s%s", (int)(hit - line), line, red,
+             hit + strlen(u->base));
+  else
+    snprintf(shown, sizeof shown, "%s", line);
+  free(red);
+  if (u->password != NULL && *u->password != '\0' && strstr(shown, u->password) != NULL)
+    snprintf(shown, sizeof shown, "libpq cannot read it");
+  return jobq__fail(db, JOBQ_EURL, "invalid database url '%s': %s", conn(db)->redacted, shown);
+}
+
+/* The hosts to try in turn, from the host, hostaddr and port lists. */
+static int split_hosts(jobq *db) {
+  pg *c = conn(db);
+  char *host = param_take(c, "host"), *addr = param_take(c, "hostaddr");
+  char *port = param_take(c, "port");
+  int nh, na, rc = split_list(host, &c->host, &nh);
+  if (rc == JOBQ_OK) rc = split_list(addr, &c->hostaddr, &na);
+  if (rc == JOBQ_OK) rc = split_list(port, &c->port, &c->nports);
+  free(host);
+  free(addr);
+  free(port);
+  if (rc != JOBQ_OK) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  c->nhosts = nh > na ? nh : na;
+  if (nh > 0 && na > 0 && nh != na)
+    return jobq__fail(db, JOBQ_EURL,
+                      "database url '%s' gives %d host addresses for %d hosts: expected "
+                      "one per host",
+                      c->redacted, na, nh);
+  if (c->nports > 1 && c->nports != c->nhosts)
+    return jobq__fail(db, JOBQ_EURL,
+                      "database url '%s' gives %d ports for %d hosts: expected one port, "
+                      "or one per host",
+                      c->redacted, c->nports, c->nhosts);
+  for (int i = 0; i < c->nports; i++) {
+    int64_t n;
+    if (c->port[i][0] != '\0' && jobq__url_int(db, "port", c->port[i], 1, 65535, &n) != JOBQ_OK)
+      return JOBQ_EURL;
+  }
+  return JOBQ_OK;
+}
+
+/* The connection parameters: what libpq reads from the URL, then its
+ * options, jobq's own taken out and checked. */
+static int pg_params(jobq *db, const jobq_url *u) {
+  pg *c = conn(db);
+  char *err = NULL;
+  PQconninfoOption *opts = PQconninfoParse(u->conninfo ? "" : u->base, &err);
+  if (opts == NULL) {
+    int rc = err ? libpq_refused(db, u, err) : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    PQfreemem(err);
+    return rc;
+  }
+  int rc = JOBQ_OK;
+  for (PQconninfoOption *o = opts; o->keyword != NULL && rc == JOBQ_OK; o++)
+    if (o->val != NULL && param_set(c, o->keyword, o->val) != JOBQ_OK)
+      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < u->nopts && rc == JOBQ_OK; i++) {
+    const char *k = u->keys[i], *v = u->values[i];
+    const PQconninfoOption *o = opts;
+    while (o->keyword != NULL && strcmp(o->keyword, k) != 0) o++;
+    char buf[32];
+    const char *value;
+    if (is_own_option(k))
+      rc = own_option(db, k, v);
+    else if (o->keyword == NULL)
+      rc = jobq__fail(db, JOBQ_EURL,
+                      "unknown option '%s' in the database url: expected schema, notify, "
+                      "statement_timeout, max_payload, or a libpq connection option such as "
+                      "sslmode, host or connect_timeout",
+                      k);
+    else if ((rc = libpq_option(db, k, v, buf, sizeof buf, &value)) == JOBQ_OK &&
+             param_set(c, k, value) != JOBQ_OK)
+      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (rc == JOBQ_EURL && jobq__url_after_secret(u, i))
+      rc = jobq__fail(db, JOBQ_EURL,
+                      "invalid database url '%s': an option after the password is unknown "
+                      "or has a bad value (write '&' in a password as %%26)",
+                      c->redacted);
+  }
+  PQconninfoFree(opts);
+  if (rc != JOBQ_OK) return rc;
+  const char *t = param(c, "connect_timeout"); /* checked above: a number */
+  if (t != NULL) c->connect_timeout_s = strtoll(t, NULL, 10);
+  if (param(c, "application_name") == NULL && param_set(c, "application_name", "jobq") != JOBQ_OK)
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < sizeof tcp_defaults / sizeof tcp_defaults[0]; i++)
+    if (param(c, tcp_defaults[i][0]) == NULL &&
+        param_set(c, tcp_defaults[i][0], tcp_defaults[i][1]) != JOBQ_OK)
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (c->schema == NULL && (c->schema = strdup("public")) == NULL)
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  return split_hosts(db);
+}
+
+/* The SQLSTATE in a message of libpq's verbose form ("FATAL:  28P01:
+ * password ..."), copied into state; the line it is on, or NULL. */
+static const char *sqlstate_of(const char *msg, char state[6], const char **code) {
+  for (const char *p = msg; (p = strstr(p, ":  ")) != NULL; p++) {
+    const char *s = p + 3;
+    if (strspn(s, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") == 5 && s[5] == ':' && s[6] == ' ') {
+      memcpy(state, s, 5);
+      state[5] = '\0';
+      *code = s;
+      const char *line = p;
+      while (line > msg && line[-1] != '\n') line--;
+      return line;
+    }
+  }
+  return NULL;
+}
+
+/* Refusals that will not heal by trying again: a password or a role
+ * that is wrong, a database that does not exist, a missing privilege. */
+static int denied_state(const char *state) {
+  return strncmp(state, "28", 2) == 0 || strcmp(state, "3D000") == 0 ||
+         strcmp(state, "42501") == 0;
+}
+
+/* The server's notices and warnings (an analyze skipped because a vacuum
+ * holds the table) are not errors; the library prints nothing. */
+static void ignore_notice(void *arg, const char *message) {
+  (void)arg;
+  (void)message;
+}
+
+/* One attempt at the host that keys and values name, for at most the
+ * URL's connect_timeout (at least 2 s, as libpq's own).  The server's
+ * messages come in libpq's verbose form, whose SQLSTATE tells a refusal
+ * for good from one that may pass.  NULL on failure, with *code
+ * (JOBQ_EDENIED or JOBQ_ECONN) and msg. */
+static PGconn *try_host(pg *c, const char *const *keys, const char *const *values, int *code,
+                        char *msg, size_t len) {
+  PGconn *pc = PQconnectStartParams(keys, values, 0);
+  if (pc == NULL) {
+    *code = JOBQ_ENOMEM;
+    snprintf(msg, len, "out of memory");
+    return NULL;
+  }
+  PQsetErrorVerbosity(pc, PQERRORS_VERBOSE);
+  int64_t limit = c->connect_timeout_s <= 0 ? -1
+                  : c->connect_timeout_s < 2 ? 2000
+                                             : c->connect_timeout_s * 1000;
+  int64_t deadline = limit > 0 ? jobq__mono_ms() + limit : -1;
+  PostgresPollingStatusType st =
+      PQstatus(pc) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+  int timed_out = 0, poll_errno = 0;
+  while (st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING) {
+    int wait = -1;
+    if (deadline >= 0) {
+      int64_t left = deadline - jobq__mono_ms();
+      if (left <= 0) {
+        timed_out = 1;
+        break;
+      }
+      wait = left > INT_MAX ? INT_MAX : (int)left;
+    }
+    struct pollfd p = {PQsocket(pc), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
+    int r = poll(&p, 1, wait);
+    if (r < 0 && errno != EINTR) {
+      poll_errno = errno;
+      break;
+    }
+    if (r > 0) st = PQconnectPoll(pc);
+  }
+  if (st == PGRES_POLLING_OK) {
+    PQsetErrorVerbosity(pc, PQERRORS_DEFAULT);
+    return pc;
+  }
+  const char *all = PQerrorMessage(pc), *at = NULL;
+  char state[6] = "";
+  const char *line = sqlstate_of(all, state, &at);
+  if (line == NULL) line = all;
+  size_t n = strcspn(line, "\n");
+  /* The line, without the SQLSTATE the verbose form added. */
+  if (at != NULL && at < line + n)
+    snprintf(msg, len, "%.*s%.*s", (int)(at - line), line, (int)(line + n - at - 7), at + 7);
+  else
+    snprintf(msg, len, "%.*s", (int)n, line);
+  if (timed_out)
+    snprintf(msg, len, "connection to server at \"%s\", port %s failed: no answer within %llds "
+             "(connect_timeout)",
+             PQhost(pc), PQport(pc), (long long)(limit / 1000));
+  else if (poll_errno != 0)
+    snprintf(msg, len, "waiting for the server: %s", strerror(poll_errno));
+  *code = JOBQ_ECONN;
+  if (PQconnectionNeedsPassword(pc)) {
+    *code = JOBQ_EDENIED;
+    size_t used = strlen(msg);
+    snprintf(msg + used, len - used, ": expected a password in the url, PGPASSWORD or a "
+             "password file (~/.pgpass)");
+  } else if (state[0] != '\0' && denied_state(state)) {
+    *code = JOBQ_EDENIED;
+  }
+  PQfinish(pc);
+  return NULL;
 }
 
 /* What a new connection needs before jobq uses it: the schema on the
@@ -1294,34 +1633,79 @@ static int setup(jobq *db, PGconn *pc) {
   return rc;
 }
 
-/* The server's notices and warnings (an analyze skipped because a vacuum
- * holds the table) are not errors; the library prints nothing. */
-static void ignore_notice(void *arg, const char *message) {
-  (void)arg;
-  (void)message;
-}
-
+/* A new connection, set up: to the first host of the URL's list that
+ * answers, lets us in and accepts writes, each tried for at most the
+ * URL's connect_timeout.  On failure db's error says what each host
+ * said; JOBQ_EDENIED when one refused us for good (a wrong password, an
+ * unknown role or database, a missing privilege), JOBQ_EREADONLY when
+ * every host was a standby or read-only, else JOBQ_ECONN, a failure
+ * that may pass. */
 static PGconn *connect_to(jobq *db) {
   pg *c = conn(db);
   if (jobq__libpq_load(db) != JOBQ_OK) return NULL;
-  PGconn *pc = PQconnectdbParams(c->keys, c->values, 0);
-  if (pc == NULL) {
+  const char **keys = calloc((size_t)c->nparams + 4, sizeof *keys);
+  const char **values = calloc((size_t)c->nparams + 4, sizeof *values);
+  if (keys == NULL || values == NULL) {
+    free(keys);
+    free(values);
     jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     return NULL;
   }
-  char line[400];
-  if (PQstatus(pc) != CONNECTION_OK) {
-    jobq__fail(db, JOBQ_ECONN, "cannot connect to '%s': %s", c->redacted,
-               first_line(PQerrorMessage(pc), line, sizeof line));
-    PQfinish(pc);
-    return NULL;
+  for (int i = 0; i < c->nparams; i++) keys[i] = c->pkeys[i], values[i] = c->pvals[i];
+  char why[JOBQ_ERRMSG_MAX] = "";
+  size_t used = 0;
+  int tries = c->nhosts > 0 ? c->nhosts : 1, denied = 0, readonly = 0, set_up = 0;
+  int code = JOBQ_ECONN;
+  PGconn *pc = NULL;
+  for (int i = 0; i < tries && pc == NULL; i++) {
+    int k = c->nparams;
+    if (i < c->nhosts && c->host != NULL && c->host[i][0] != '\0')
+      keys[k] = "host", values[k++] = c->host[i];
+    if (i < c->nhosts && c->hostaddr != NULL && c->hostaddr[i][0] != '\0')
+      keys[k] = "hostaddr", values[k++] = c->hostaddr[i];
+    const char *port = c->nports == 1 ? c->port[0] : c->nports > i ? c->port[i] : "";
+    if (port[0] != '\0') keys[k] = "port", values[k++] = port;
+    keys[k] = values[k] = NULL;
+    char msg[JOBQ_ERRMSG_MAX];
+    int rc;
+    pc = try_host(c, keys, values, &rc, msg, sizeof msg);
+    if (pc != NULL) {
+      PQsetNoticeProcessor(pc, ignore_notice, NULL);
+      rc = setup(db, pc);
+      if (rc == JOBQ_OK) break;
+      PQfinish(pc);
+      pc = NULL;
+      memcpy(msg, db->errmsg, sizeof msg);
+      set_up++;
+      if (rc != JOBQ_EREADONLY && rc != JOBQ_ECONN) {
+        /* An old server, or no memory: no other host helps. */
+        code = rc;
+        snprintf(why, sizeof why, "%s", msg);
+        used = strlen(why);
+        tries = 0;
+        break;
+      }
+    }
+    denied |= rc == JOBQ_EDENIED;
+    readonly += rc == JOBQ_EREADONLY;
+    if (rc == JOBQ_ENOMEM) code = rc;
+    if (used < sizeof why)
+      used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", msg);
   }
-  PQsetNoticeProcessor(pc, ignore_notice, NULL);
-  if (setup(db, pc) != JOBQ_OK) {
-    PQfinish(pc);
-    return NULL;
-  }
-  return pc;
+  free(keys);
+  free(values);
+  if (pc != NULL) return pc;
+  if (tries > 0)
+    code = code == JOBQ_ENOMEM ? code
+           : denied            ? JOBQ_EDENIED
+           : readonly == tries ? JOBQ_EREADONLY
+                               : JOBQ_ECONN;
+  /* setup's messages name the URL already. */
+  if (tries > 1 || (tries == 1 && set_up == 0))
+    jobq__fail(db, code, "cannot connect to '%s': %s", c->redacted, why);
+  else
+    jobq__fail(db, code, "%s", why);
+  return NULL;
 }
 
 static int check_schema(jobq *db);
@@ -1333,78 +1717,34 @@ static int pg_open(jobq *db, const jobq_url *u) {
   c->notify = 1;
   c->statement_timeout_ms = 30000;
   c->redacted = db->url_redacted;
-  int rc = JOBQ_OK, n = 0;
-  for (size_t i = 0; i < u->nopts && rc == JOBQ_OK; i++) {
-    const char *k = u->keys[i], *v = u->values[i];
-    int kind = known_option(k);
-    if (kind == 0) {
-      rc = jobq__fail(db, JOBQ_EURL,
-                      "unknown option '%s' in the database url: expected schema, notify, "
-                      "statement_timeout, max_payload, or a libpq option such as sslmode",
-                      k);
-    } else if (strcmp(k, "schema") == 0) {
-      if (!identifier_ok(v))
-        rc = jobq__fail(db, JOBQ_EURL,
-                        "invalid schema '%s' in the database url: expected 1 to 63 "
-                        "characters of a-z, 0-9 and '_', not starting with a digit",
-                        v);
-      else if ((c->schema = strdup(v)) == NULL)
-        rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    } else if (strcmp(k, "notify") == 0) {
-      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-        rc = jobq__fail(db, JOBQ_EURL,
-                        "invalid notify '%s' in the database url: expected on or off", v);
-      c->notify = strcmp(v, "on") == 0;
-    } else if (strcmp(k, "statement_timeout") == 0) {
-      if (jobq_parse_duration(v, &c->statement_timeout_ms) != JOBQ_OK ||
-          c->statement_timeout_ms < 1)
-        rc = jobq__fail(db, JOBQ_EURL,
-                        "invalid statement_timeout '%s' in the database url: expected a "
-                        "duration like 30s",
-                        v);
-    } else if (strcmp(k, "sslmode") == 0 && strcmp(v, "disable") != 0 &&
-               strcmp(v, "allow") != 0 && strcmp(v, "prefer") != 0 &&
-               strcmp(v, "require") != 0 && strcmp(v, "verify-ca") != 0 &&
-               strcmp(v, "verify-full") != 0) {
-      rc = jobq__fail(db, JOBQ_EURL,
-                      "invalid sslmode '%s' in the database url: expected disable, allow, "
-                      "prefer, require, verify-ca or verify-full",
-                      v);
-    } else if (kind == 2) {
-      if (add_param(c, &n, k, v) != JOBQ_OK)
-        rc = jobq__fail(db, JOBQ_EURL, "too many options in the database url");
-    }
-  }
+  c->watch_fd = -1;
+  int rc = jobq__libpq_load(db);
+  if (rc == JOBQ_OK) rc = pg_params(db, u);
   if (rc != JOBQ_OK) return rc;
-  if (c->schema == NULL && (c->schema = strdup("public")) == NULL)
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  char *hosts = NULL, *ports = NULL;
-  if (u->host != NULL && split_hosts(u->host, &hosts, &ports) != JOBQ_OK)
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (hosts != NULL) rc = add_param(c, &n, "host", hosts);
-  if (rc == JOBQ_OK && ports != NULL && ports[strspn(ports, ",")] != '\0')
-    rc = add_param(c, &n, "port", ports);
-  free(hosts);
-  free(ports);
-  if (rc == JOBQ_OK && u->user) rc = add_param(c, &n, "user", u->user);
-  if (rc == JOBQ_OK && u->password) rc = add_param(c, &n, "password", u->password);
-  if (rc == JOBQ_OK && u->dbname && *u->dbname) rc = add_param(c, &n, "dbname", u->dbname);
-  if (rc == JOBQ_OK && jobq__url_opt(u, "application_name") == NULL)
-    rc = add_param(c, &n, "application_name", "jobq");
-  if (rc != JOBQ_OK) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  c->keys[n] = NULL;
-  c->values[n] = NULL;
   if ((c->conn = connect_to(db)) == NULL) return db->err;
   return check_schema(db);
 }
+
+static void listener_drop(pg *c);
 
 static void pg_close(jobq *db) {
   pg *c = conn(db);
   if (c == NULL) return;
   if (c->conn != NULL) PQfinish(c->conn);
-  if (c->listener != NULL) PQfinish(c->listener);
+  listener_drop(c);
+  if (c->watch_fd >= 0) close(c->watch_fd);
   if (c->vacuum != NULL) PQfinish(c->vacuum);
-  for (int i = 0; i < 16; i++) free(c->owned[i]);
+  for (int i = 0; i < c->nparams; i++) {
+    if (strcmp(c->pkeys[i], "password") == 0 || strcmp(c->pkeys[i], "sslpassword") == 0)
+      wipe(c->pvals[i]);
+    free(c->pkeys[i]);
+    free(c->pvals[i]);
+  }
+  free(c->pkeys);
+  free(c->pvals);
+  strings_free(c->host);
+  strings_free(c->hostaddr);
+  strings_free(c->port);
   names_clear(&c->wake);
   free(c->wake.v);
   later_clear(c);
@@ -1575,6 +1915,9 @@ static const char roles_sql[] =
     "  TO %2$sproducer;\n"
     "GRANT SELECT (id, queue, state, order_key, barrier, unique_key, session)\n"
     "  ON \"%1$s\".jobq_jobs TO %2$sproducer;\n"
+    "-- the id and queue of finished jobs: a producer's put, read back after\n"
+    "-- a reconnection, proves the database still has it.\n"
+    "GRANT SELECT (id, queue) ON \"%1$s\".jobq_done TO %2$sproducer;\n"
     "GRANT INSERT (name, created_at) ON \"%1$s\".jobq_queues TO %2$sproducer;\n"
     "GRANT INSERT (queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n"
     "  max_attempts, timeout_ms, backoff_ms, created_at) ON \"%1$s\".jobq_jobs TO %2$sproducer;\n"
@@ -1612,7 +1955,8 @@ static const char roles_sql[] =
     "DROP POLICY IF EXISTS jobq_read ON \"%1$s\".jobq_done;\n"
     "DROP POLICY IF EXISTS jobq_held ON \"%1$s\".jobq_done;\n"
     "DROP POLICY IF EXISTS jobq_admin ON \"%1$s\".jobq_done;\n"
-    "CREATE POLICY jobq_read ON \"%1$s\".jobq_done FOR SELECT TO %2$sreader USING (true);\n"
+    "CREATE POLICY jobq_read ON \"%1$s\".jobq_done FOR SELECT TO %2$sreader, %2$sproducer\n"
+    "  USING (true);\n"
     "CREATE POLICY jobq_held ON \"%1$s\".jobq_done FOR INSERT TO %2$sworker\n"
     "  WITH CHECK (session IS NOT NULL);\n"
     "CREATE POLICY jobq_admin ON \"%1$s\".jobq_done TO %2$sadmin USING (true) WITH CHECK (true);\n"
@@ -1770,6 +2114,11 @@ static int reconnect(jobq *db) {
   db->connects++; /* for the check of acknowledged writes (lib/mark.c) */
   c->vacuum_lock = 0; /* it ended with the session that held it */
   memset(c->prepared, 0, sizeof c->prepared);
+  /* The wake-up connection may be on a server that is gone without a
+   * word (a failover): it is opened again too, by the next look. */
+  listener_drop(c);
+  c->listen_failures = 0;
+  c->listen_retry_ms = 0;
   return JOBQ_OK;
 }
 
@@ -2463,37 +2812,107 @@ static int pg_keys_taken(jobq *db, const char *queue, const char *const *keys, s
 
 /* ---------------------------------------------------------------- wake-ups */
 
+/* The first wait before the LISTEN connection is opened again, doubled
+ * after each failure up to LISTEN_RETRY_MAX_MS, with jitter. */
+#define LISTEN_RETRY_MS 250
+#define LISTEN_RETRY_MAX_MS 8000
+
+/* Closes the LISTEN connection, its socket taken out of the watch set
+ * first: at its end of file the set would stay readable for good. */
+static void listener_drop(pg *c) {
+  if (c->listener == NULL) return;
+  if (c->watch_fd >= 0) epoll_ctl(c->watch_fd, EPOLL_CTL_DEL, PQsocket(c->listener), NULL);
+  PQfinish(c->listener);
+  c->listener = NULL;
+}
+
+/* Opens the LISTEN connection and puts its socket in the watch set. */
+static int listen_now(jobq *db) {
+  pg *c = conn(db);
+  PGconn *pc = connect_to(db);
+  if (pc == NULL) return db->err;
+  PGresult *res = PQexec(pc, "LISTEN jobq");
+  char line[400];
+  int rc = JOBQ_OK;
+  struct epoll_event ev = {.events = EPOLLIN};
+  if (PQresultStatus(res) != PGRES_COMMAND_OK)
+    rc = jobq__fail(db, JOBQ_ECONN, "cannot listen for wake-ups on '%s': %s", c->redacted,
+                    first_line(PQresultErrorMessage(res), line, sizeof line));
+  else if (PQsetnonblocking(pc, 1) != 0 ||
+           epoll_ctl(c->watch_fd, EPOLL_CTL_ADD, PQsocket(pc), &ev) != 0)
+    rc = jobq__fail(db, JOBQ_ECONN, "cannot watch the wake-up connection to '%s'",
+                    c->redacted);
+  PQclear(res);
+  if (rc != JOBQ_OK) {
+    PQfinish(pc);
+    return rc;
+  }
+  c->listener = pc;
+  return JOBQ_OK;
+}
+
+/* The caller's descriptor is the watch set, not the LISTEN connection's
+ * socket: it stays the same however often that connection is lost and
+ * opened again (pg_changed).  A LISTEN that cannot be opened now is
+ * tried again there. */
 static int pg_watch(jobq *db, int *fd) {
   pg *c = conn(db);
   if (!c->notify)
     return jobq__fail(db, JOBQ_ENOTSUP,
                       "wake-ups are off for '%s' (notify=off): poll instead", c->redacted);
-  if (c->listener == NULL) {
-    PGconn *pc = connect_to(db);
-    if (pc == NULL) return db->err;
-    PGresult *res = PQexec(pc, "LISTEN jobq");
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
-    if (!ok || PQsetnonblocking(pc, 1) != 0) {
-      PQfinish(pc);
-      return jobq__fail(db, JOBQ_ECONN, "cannot listen for wake-ups on '%s'", c->redacted);
+  if (c->watch_fd < 0) {
+    c->watch_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (c->watch_fd < 0)
+      return jobq__fail(db, JOBQ_EDB, "cannot watch '%s': %s", c->redacted, strerror(errno));
+    c->listen_failures = 0;
+    c->listen_retry_ms = 0;
+    jobq__error kept;
+    jobq__error_keep(db, &kept);
+    if (listen_now(db) != JOBQ_OK) {
+      /* pg_changed says so, and tries again. */
+      memcpy(c->listen_why, db->errmsg, sizeof c->listen_why);
+      c->listen_failures = 1;
+      c->listen_retry_ms = jobq__mono_ms() + LISTEN_RETRY_MS;
     }
-    c->listener = pc;
+    jobq__error_restore(db, &kept);
   }
-  *fd = PQsocket(c->listener);
+  *fd = c->watch_fd;
   return JOBQ_OK;
 }
 
+/* While there is no LISTEN connection, every look tries to open one once
+ * its wait is over, and says that wake-ups are not coming (the caller
+ * claims and keeps polling); once there is one again, 1: what was sent
+ * meanwhile went unheard. */
 static int pg_changed(jobq *db) {
   pg *c = conn(db);
-  if (c->listener == NULL) return 1;
-  if (!PQconsumeInput(c->listener)) {
-    /* The listener is gone: say so, so that the watcher polls and asks
-     * for a new descriptor later. */
-    PQfinish(c->listener);
-    c->listener = NULL;
-    return jobq__fail(db, JOBQ_ECONN, "lost the wake-up connection to '%s': watch again",
-                      c->redacted);
+  if (c->watch_fd < 0) return 1;
+  if (c->listener != NULL && !PQconsumeInput(c->listener)) {
+    char line[400];
+    snprintf(c->listen_why, sizeof c->listen_why, "lost the connection to '%s': %s",
+             c->redacted, first_line(PQerrorMessage(c->listener), line, sizeof line));
+    listener_drop(c);
+    c->listen_failures = 0;
+    c->listen_retry_ms = 0;
+  }
+  if (c->listener == NULL) {
+    int64_t now = jobq__mono_ms();
+    if (now >= c->listen_retry_ms) {
+      if (listen_now(db) == JOBQ_OK) {
+        c->listen_failures = 0;
+        return 1;
+      }
+      memcpy(c->listen_why, db->errmsg, sizeof c->listen_why);
+      c->listen_failures++;
+      int n = c->listen_failures;
+      int64_t wait = jobq__backoff_ms(LISTEN_RETRY_MS, n < 6 ? n : 6, jobq__rand(db));
+      if (wait > LISTEN_RETRY_MAX_MS) wait = LISTEN_RETRY_MAX_MS;
+      c->listen_retry_ms = now + wait;
+    }
+    return jobq__fail(db, JOBQ_ECONN,
+                      "no wake-ups until the connection for them is back: %s; next attempt "
+                      "in %lldms",
+                      c->listen_why, (long long)(c->listen_retry_ms - now));
   }
   /* This handle's own commits are no news to it, nor work for queues it
    * does not watch (the payload is the queue's name). */

@@ -329,8 +329,15 @@ static int sq_fail(jobq *db, int rc, const char *what) {
                         "'%s' is not an SQLite database: expected a jobq "
                         "database file or a new path",
                         c->path);
-    case SQLITE_CANTOPEN:
+    case SQLITE_CANTOPEN: {
+      /* A file or folder this process may not open is a refusal; one
+       * that is not there, a path that cannot work. */
+      int e = c->db ? sqlite3_system_errno(c->db) : 0;
+      if (e == EACCES || e == EPERM)
+        return jobq__fail(db, JOBQ_EDENIED, "cannot open '%s': %s: %s", c->path, msg,
+                          strerror(e));
       return jobq__fail(db, JOBQ_EURL, "cannot open '%s': %s", c->path, msg);
+    }
     case SQLITE_FULL:
       if (c->max_size > 0)
         return jobq__fail(db, JOBQ_EDB,
@@ -588,7 +595,10 @@ static int check_path(jobq *db, const char *path) {
   if (copy == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   const char *dir = dirname(copy);
   int rc = JOBQ_OK;
-  if (stat(dir, &stt) != 0 || !S_ISDIR(stt.st_mode)) {
+  if (stat(dir, &stt) != 0 && (errno == EACCES || errno == EPERM)) {
+    rc = jobq__fail(db, JOBQ_EDENIED, "cannot reach the folder '%s' of database '%s': %s",
+                    dir, path, strerror(errno));
+  } else if (stat(dir, &stt) != 0 || !S_ISDIR(stt.st_mode)) {
     rc = jobq__fail(db, JOBQ_EURL,
                     "folder '%s' of database '%s' does not exist: create it "
                     "first or choose another path",
@@ -610,8 +620,10 @@ static int sq_migrate(jobq *db);
 static int schema_version(jobq *db, int64_t *version);
 static int too_new(jobq *db, int64_t version);
 
-/* The smallest max_size: a schema and a few jobs. */
+/* The smallest max_size: a schema and a few jobs; and the largest, about
+ * what SQLite's page count allows with its default 4 KiB pages. */
 #define MIN_SIZE (64 * 1024)
+#define MAX_SIZE (4096LL << 30)
 
 /* Caps the file at bytes (whole pages; never below what it holds now). */
 static int limit_size(jobq *db, int64_t bytes) {
@@ -736,17 +748,18 @@ static int sq_open(jobq *db, const jobq_url *u) {
   /* A cap on the file, as a full disk would set one. */
   int64_t max_size = 0;
   const char *ms = jobq__url_opt(u, "max_size");
-  if (ms != NULL && (jobq_parse_size(ms, &max_size) != JOBQ_OK || max_size < MIN_SIZE))
+  if (ms != NULL && (jobq_parse_size(ms, &max_size) != JOBQ_OK || max_size < MIN_SIZE ||
+                     max_size > MAX_SIZE))
     return jobq__fail(db, JOBQ_EURL,
                       "invalid max_size '%s' in the database url: expected a "
-                      "size of at least 64KiB, like 1GiB",
+                      "size from 64KiB to 4096GiB, like 1GiB",
                       ms);
   int64_t busy = 10000;
   const char *bt = jobq__url_opt(u, "busy_timeout");
-  if (bt != NULL && jobq_parse_duration(bt, &busy) != JOBQ_OK)
+  if (bt != NULL && (jobq_parse_duration(bt, &busy) != JOBQ_OK || busy > 86400000LL))
     return jobq__fail(db, JOBQ_EURL,
                       "invalid busy_timeout '%s' in the database url: expected "
-                      "a duration like 10s",
+                      "a duration from 0 to 1d, like 10s",
                       bt);
   /* RETURNING and the ->> operator. */
   if (sqlite3_libversion_number() < 3038000)

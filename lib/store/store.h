@@ -30,12 +30,22 @@
 
 #include "jobq.h"
 
-/* A parsed database URL.  All strings are owned by the struct. */
+/* A parsed database URL (lib/url.c).  All strings are owned by the
+ * struct. */
 typedef struct jobq_url {
   char *scheme;       /* "sqlite", "postgres", ... */
   char *path;         /* sqlite: the file path */
-  char *user, *password, *host, *port, *dbname; /* network stores */
-  /* Query options, in order. */
+  /* Network stores: the parts, percent-decoded; host is the host list as
+   * written ("a:1,[::1]:2"), NULL when the URL names none. */
+  char *user, *password, *host, *port, *dbname;
+  /* Network stores: the URL up to its options, as written but for its
+   * scheme in lower case, for a client library that parses URLs itself. */
+  char *base;
+  /* PostgreSQL's keyword/value form ("host=/run/postgresql dbname=app"):
+   * no parts, every pair an option. */
+  int conninfo;
+  /* Query options (or the pairs of the keyword/value form), in order,
+   * each key once. */
   size_t nopts;
   char **keys;
   char **values;
@@ -45,6 +55,18 @@ int jobq__url_parse(jobq *db, const char *text, jobq_url *out);
 void jobq__url_release(jobq_url *url);
 /* The value of query option key, or NULL. */
 const char *jobq__url_opt(const jobq_url *url, const char *key);
+/* Whether option i comes after a password option: then it may be a piece
+ * of a password that held an unescaped '&', and a message must not name
+ * it nor its value. */
+int jobq__url_after_secret(const jobq_url *url, size_t i);
+/* Numeric options, checked the same way by every store: an integer from
+ * min to max; or seconds from min_s to max_s, given as a number of
+ * seconds or as a duration ("1500ms" counts as 2).  JOBQ_EURL with a
+ * message naming the option otherwise. */
+int jobq__url_int(jobq *db, const char *key, const char *value, int64_t min, int64_t max,
+                  int64_t *out);
+int jobq__url_seconds(jobq *db, const char *key, const char *value, int64_t min_s,
+                      int64_t max_s, int64_t *out_s);
 
 /* SQL dialects: which text of a statement a store prepares. */
 enum { JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL };

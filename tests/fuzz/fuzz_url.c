@@ -2,7 +2,9 @@
  * fuzz_url.c - libFuzzer target for database URLs: the parser every store
  * gets its URL from (lib/url.c) and the redaction that keeps passwords out
  * of messages.  Checks, besides memory safety, that a redacted URL never
- * contains the password the parser found.
+ * contains the password the parser found, in the URL's user part or in an
+ * option (PostgreSQL's password and sslpassword, also in the keyword/value
+ * form).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,7 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         strstr(text, u.password) != NULL && strstr(red, u.password) != NULL &&
         strstr(red, "***") == NULL)
       abort();
-    for (size_t i = 0; i < u.nopts; i++) (void)jobq__url_opt(&u, u.keys[i]);
+    /* The same for a password given as an option. */
+    for (size_t i = 0; i < u.nopts; i++) {
+      const char *v = jobq__url_opt(&u, u.keys[i]);
+      int secret = strcmp(u.keys[i], "password") == 0 || strcmp(u.keys[i], "sslpassword") == 0;
+      if (red != NULL && secret && v == u.values[i] && strlen(v) >= 4 &&
+          strstr(text, v) != NULL && strstr(red, v) != NULL && strstr(red, "***") == NULL)
+        abort();
+    }
     free(red);
     jobq__url_release(&u);
   } else {
