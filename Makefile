@@ -123,6 +123,13 @@ fuzz: deps fuzz-build
 chaos: deps all
 	tests/chaos/run.sh $(BUILD)
 
+# The long high-availability run (tests/ha/, as root): HA_FAILOVERS
+# failovers of a PostgreSQL primary to its synchronous standby under the
+# chaos load, foremen on hosts of their own (a short one runs in `make
+# check`, tests/cli_ha.sh).
+ha: deps all
+	tests/ha/run.sh $(BUILD)
+
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
 deps:
@@ -167,4 +174,4 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers chaos
+.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers chaos ha
