@@ -31,8 +31,9 @@
 # a random password (password authentication on TCP, so URLs carry one);
 # the database is "jobq".  JOBQ_PG_LISTEN=ADDRESS/BITS at start also listens
 # on ADDRESS (a test network's own, never a public interface) and accepts
-# logins and replication from that network; its URL then names ADDRESS.  Exit status 77 means PostgreSQL is not
-# installed, so that callers can skip with a reason.
+# logins and replication from that network; its URL then names ADDRESS.
+# Exit status 77 means PostgreSQL is not installed, so that callers can
+# skip with a reason.
 set -euo pipefail
 
 die() { echo "pgserver: $*" >&2; exit 1; }
