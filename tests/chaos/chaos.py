@@ -857,7 +857,10 @@ class Chaos:
             if (t_up - t_kill) / 1e9 >= LEASE_S / 2:
                 continue
             for pid, ts in lost.items():
-                n = sum(1 for t in ts if t_kill <= t <= t_kill + limit * 1e9)
+                # Not a loss that a fault of its own (a cut, a pause) explains.
+                n = sum(1 for t in ts if t_kill <= t <= t_kill + limit * 1e9 and not any(
+                    t_kill <= te <= t and d == pid for te, k, d in self.events
+                    if k in ("cut_host", "pause_foreman")))
                 if n:
                     sessions_lost += n
                     bad.append("foreman %d (pid %d) lost its session in failover %d, which "
