@@ -14,6 +14,10 @@
 #       failover shorter than the lease
 #   failover_idle_foreman   an idle foreman through a failover: its wake-ups
 #       (LISTEN) come back, it does not spin, a job put then starts at once
+#   partitioned_foreman   a foreman's host cut off from the network (its
+#       link down: nothing stopped) for two leases while it runs jobs: they
+#       run elsewhere within the lease and a few seconds, the cut-off
+#       foreman gives up its session, and works again once back
 #   async_held_back   an asynchronous standby held back (its WAL receiver
 #       stopped), jobs put and finished on the primary, the primary killed,
 #       the standby promoted: the loss is refused (JOBQ_EIDENTITY) by the
@@ -73,6 +77,58 @@ t_sync_failover_under_load() {
   fi
   ha_end
 }
+
+t_partitioned_foreman() {
+  ha_begin 3 || return
+  ha_pg_up "$D" alone || { fail "the server did not start"; ha_end; return; }
+  URL=$HA_PG_URL
+  local a b cut_at id took
+  jq_on 2 init
+  expect_rc 0
+  foreman 0 "$D/a.log" -q p -c 2 --lease "${LEASE}s" --poll 500ms -- "$JOB"
+  a=$FOREMAN
+  wait_for 20 grep -q "started:" "$D/a.log" || fail "foreman a did not start"
+  # Two long jobs for a alone, then b comes.
+  put_jobs 2 p long 2 || { ha_end; return; }
+  wait_for 10 [ -s "$RUNS" ] || { fail "the long jobs did not start"; ha_end; return; }
+  foreman 1 "$D/b.log" -q p -c 2 --lease "${LEASE}s" --poll 500ms -- "$JOB"
+  b=$FOREMAN
+  wait_for 20 grep -q "started:" "$D/b.log" || fail "foreman b did not start"
+  # a's host is cut off: nothing is stopped, its packets go nowhere.
+  ha_cut 0
+  cut_at=$SECONDS
+  # b takes a's jobs once a's session expired: the lease, a heartbeat, the
+  # poll and a margin.
+  for id in $(awk -v a="$a" '$4 == a { print $1 }' "$RUNS" | sort -u); do
+    if ! wait_for $((LEASE + 5)) ran_on "$id" "$b"; then
+      fail "job $id of the cut-off foreman did not run elsewhere within $((LEASE + 5))s"
+    fi
+  done
+  took=$((SECONDS - cut_at))
+  echo "# the cut-off foreman's jobs ran elsewhere within ${took}s of the cut"
+  sleep $((2 * LEASE - took > 0 ? 2 * LEASE - took : 0))
+  ha_heal 0
+  wait_for 30 done_is p 2 || fail "the long jobs are not done: $(count_done p) of 2"
+  # a is back at work: b stops, and a runs what comes next.
+  kill -TERM "$b"
+  wait "$b"
+  local healed=$SECONDS
+  put_jobs 2 p slow 2 || { ha_end; return; }
+  if ! wait_for $((LEASE + 5)) ran_on_prefix slow- "$a"; then
+    fail "the foreman whose host was cut off did not work again within $((LEASE + 5))s of the heal: $(tail -n 4 "$D/a.log" | cut -c 25- | tr '\n' ' ')"
+  fi
+  echo "# the cut-off foreman ran a job $((SECONDS - healed))s after it was the only one again"
+  wait_for 15 done_is p 4 || fail "$(count_done p) of 4 jobs done"
+  grep -q "session lost" "$D/a.log" ||
+    fail "the cut-off foreman never said that it gave up its session"
+  ha_end
+}
+
+# ran_on ID PID: job ID ran on the foreman PID.
+ran_on() { awk -v i="$1" -v p="$2" '$1 == i && $4 == p { f = 1 } END { exit !f }' "$RUNS"; }
+
+# ran_on_prefix PREFIX PID: a job whose payload starts with PREFIX ran on PID.
+ran_on_prefix() { awk -v x="$1" -v p="$2" 'index($3, x) == 1 && $4 == p { f = 1 } END { exit !f }' "$RUNS"; }
 
 t_failover_idle_foreman() {
   ha_begin 2 || return

@@ -95,7 +95,8 @@ ha_heal() { ip link set "${HA_LINK[$1]}" up; }
 # ha_pg_up DIR SYNC: a PostgreSQL primary in DIR/primary and its streaming
 # standby in DIR/standby (tests/pgserver.sh), listening on the bridge's
 # address; synchronous replication when SYNC is "sync"
-# (synchronous_standby_names = '*', commits wait for the standby's flush).
+# (synchronous_standby_names = '*', commits wait for the standby's flush),
+# no standby when it is "alone".
 # Sets HA_PG_P, HA_PG_S (their folders) and HA_PG_URL, the URL that lists
 # both with target_session_attrs=read-write.  DIR is the caller's and is
 # made readable to the server's user.
@@ -108,6 +109,11 @@ ha_pg_up() {
   if [[ $sync == sync ]]; then
     "$pgs" psql "$HA_PG_P" -qAt -c "ALTER SYSTEM SET synchronous_standby_names = '*'" \
       -c "SELECT pg_reload_conf()" >/dev/null || return 1
+  fi
+  if [[ $sync == alone ]]; then
+    HA_PG_S=""
+    HA_PG_URL="postgres://jobq:$(cat "$HA_PG_P/password")@$HA_ADDR:$(cat "$HA_PG_P/port")/jobq"
+    return
   fi
   "$pgs" standby "$HA_PG_P" "$HA_PG_S" >/dev/null || return 1
   HA_PG_URL="postgres://jobq:$(cat "$HA_PG_P/password")@$HA_ADDR:$(cat "$HA_PG_P/port"),$HA_ADDR:$(cat "$HA_PG_S/port")/jobq?target_session_attrs=read-write"

@@ -19,9 +19,9 @@ HA_PIDS=()
 trap 'ha_end; [[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
 
 # ha_begin NHOSTS: the bed for this case, or 1 (skipped) when it cannot be
-# made.  Sets RUNS (the job's log: "ID ATTEMPT PAYLOAD" per run) and JOB
-# (the job: it logs its run, sleeps 0.3 s for a payload "slow-...", and
-# prints its claim token).
+# made.  Sets RUNS (the job's log: "ID ATTEMPT PAYLOAD FOREMAN_PID" per
+# run) and JOB (the job: it logs its run, sleeps 0.3 s for a payload
+# "slow-..." and 4 s for "long-...", and prints its claim token).
 ha_begin() {
   if [[ -n $HA_WHY ]]; then
     skip "$HA_WHY"
@@ -40,8 +40,8 @@ ha_begin() {
   cat >"$JOB" <<EOF
 #!/usr/bin/env bash
 IFS= read -r -d '' payload || true
-printf '%s %s %s\\n' "\$JOBQ_JOB_ID" "\$JOBQ_ATTEMPT" "\$payload" >>"$RUNS"
-case \$payload in slow-*) sleep 0.3 ;; esac
+printf '%s %s %s %s\\n' "\$JOBQ_JOB_ID" "\$JOBQ_ATTEMPT" "\$payload" "\$PPID" >>"$RUNS"
+case \$payload in slow-*) sleep 0.3 ;; long-*) sleep 4 ;; esac
 printf '%s' "\$JOBQ_CLAIM"
 EOF
   chmod +x "$JOB"
