@@ -67,7 +67,10 @@ ha_end() {
 foreman() {
   local host=$1 log=$2
   shift 2
-  ha_on "$host" "$JOBQ" --db "$URL" work --log-times "$@" </dev/null >/dev/null 2>>"$log" &
+  # Not through ha_on: a function in the background is a subshell of its
+  # own, whose pid is not the foreman's.
+  ip netns exec "${HA_NS[$host]}" "$JOBQ" --db "$URL" work --log-times "$@" \
+    </dev/null >/dev/null 2>>"$log" &
   FOREMAN=$!
   HA_PIDS+=("$FOREMAN")
 }
