@@ -22,7 +22,8 @@
 #
 # NAME starts with the prefix of this test bed's machine-wide names, "jqha",
 # and is short (interface names have at most 15 characters).  The subnet
-# 10.213.N.0/24 is chosen from NAME's number so that two beds do not meet.
+# 10.213.N.0/24 is chosen from NAME's number, the next free one when
+# another bed has it.
 
 ha_bed_check() {
   if [[ $(id -u) -ne 0 ]]; then
@@ -40,6 +41,8 @@ ha_bed_up() {
   local name=$1 n=$2 i net ns link
   HA_NAME=$name
   net=$(( $(tr -dc 0-9 <<<"$name" | sed 's/^0*//;s/^$/0/') % 250 + 1 ))
+  # Another bed's subnet is taken: the next one.
+  while [[ -n $(ip -4 route show "10.213.$net.0/24") ]]; do net=$((net % 250 + 1)); done
   HA_ADDR=10.213.$net.1
   HA_CIDR=$HA_ADDR/24
   HA_NS=()
