@@ -136,8 +136,8 @@ deps:
 	scripts/install-deps.sh
 
 # The whole suite: plain build, then the sanitizer build (whose
-# multi-process and chaos runs are shorter, to keep the whole under 20
-# minutes on two cores).
+# multi-process, chaos and high-availability runs are shorter, to keep the
+# whole under half an hour on two cores).
 check: deps all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
