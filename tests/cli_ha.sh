@@ -29,7 +29,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/ha/lib.sh"
 
-CHAOS=$HA_TESTS/chaos/chaos.py
 HA_SECONDS=${JOBQ_HA_SECONDS:-${JOBQ_CHAOS_SECONDS:-25}}
 LEASE=3
 
@@ -62,19 +61,10 @@ t_sync_failover_under_load() {
   ha_pg_up "$D" sync || { fail "the servers did not start"; ha_end; return; }
   local hosts
   mapfile -t hosts < <(ha_hosts_args)
-  T_OUT=$D/chaos.out
-  T_ERR=$D/chaos.err
-  timeout -k 10 400 python3 "$CHAOS" --jobq "$JOBQ" --store postgres --url "$HA_PG_URL" \
-    --pg-dir "$HA_PG_P" --standby "$HA_PG_S" --sync --failovers 2 --lease "$LEASE" \
-    --seconds "$HA_SECONDS" --restarts 0 --foremen 3 --producers 2 "${hosts[@]}" \
-    >"$T_OUT" 2>"$T_ERR"
-  rc=$?
+  run_chaos --store postgres --url "$HA_PG_URL" --pg-dir "$HA_PG_P" --standby "$HA_PG_S" \
+    --sync --failovers 2 --lease "$LEASE" --seconds "$HA_SECONDS" --restarts 0 \
+    --foremen 3 --producers 2 "${hosts[@]}"
   # chaos.py swapped the servers' roles: both folders are stopped alike.
-  cat "$T_OUT"
-  if [[ $rc != 0 ]]; then
-    fail "chaos.py exited $rc"
-    cat "$T_OUT" "$T_ERR" | head -40 | sed 's/^/# /'
-  fi
   ha_end
 }
 
