@@ -140,14 +140,21 @@ fuzz: deps fuzz-build
 chaos: deps all
 	tests/chaos/run.sh $(BUILD)
 
+# The long high-availability run (tests/ha/, as root): HA_FAILOVERS
+# failovers of a PostgreSQL primary to its synchronous standby under the
+# chaos load, foremen on hosts of their own (a short one runs in `make
+# check`, tests/cli_ha.sh).
+ha: deps all
+	tests/ha/run.sh $(BUILD)
+
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
 deps:
 	scripts/install-deps.sh
 
 # The whole suite: plain build, then the sanitizer build (whose
-# multi-process and chaos runs are shorter, to keep the whole under 20
-# minutes on two cores).
+# multi-process, chaos and high-availability runs are shorter, to keep the
+# whole under half an hour on two cores).
 check: deps all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
@@ -184,4 +191,4 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers chaos
+.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers chaos ha

@@ -10,21 +10,10 @@
 # and query them.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 
-CHAOS=$(dirname "${BASH_SOURCE[0]}")/chaos/chaos.py
 SECONDS_PER_STORE=${JOBQ_CHAOS_SECONDS:-20}
 
-# chaos ARGS...: runs chaos.py; a failure shows its verdict and log folder.
 chaos() {
-  T_OUT=$D/chaos.out
-  T_ERR=$D/chaos.err
-  timeout -k 10 400 python3 "$CHAOS" --jobq "$JOBQ" --seconds "$SECONDS_PER_STORE" "$@" \
-    >"$T_OUT" 2>"$T_ERR"
-  rc=$?
-  cat "$T_OUT"
-  if [[ $rc != 0 ]]; then
-    fail "chaos.py --store $2 exited $rc"
-    cat "$T_OUT" "$T_ERR" | head -40 | sed 's/^/# /'
-  fi
+  run_chaos --seconds "$SECONDS_PER_STORE" "$@"
 }
 
 t_sqlite() {

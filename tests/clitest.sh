@@ -123,6 +123,22 @@ json_sum() {
     awk '{ s += $1 } END { print s + 0 }'
 }
 
+# run_chaos ARGS...: a chaos run (tests/chaos/chaos.py --jobq $JOBQ ARGS)
+# under a timeout; prints its verdict, and a failure shows its details and
+# its log folder.
+run_chaos() {
+  T_OUT=$D/chaos.out
+  T_ERR=$D/chaos.err
+  timeout -k 10 400 python3 "$(dirname "${BASH_SOURCE[0]}")/chaos/chaos.py" --jobq "$JOBQ" \
+    "$@" >"$T_OUT" 2>"$T_ERR"
+  rc=$?
+  cat "$T_OUT"
+  if [[ $rc != 0 ]]; then
+    fail "chaos.py exited $rc"
+    cat "$T_OUT" "$T_ERR" | head -40 | sed 's/^/# /'
+  fi
+}
+
 run_cases() {
   if [[ ! -x $JOBQ ]]; then
     echo "FAIL: the jobq binary is not built ($JOBQ)"

@@ -12,15 +12,28 @@
 #   tests/pgserver.sh restart DIR  restarts it (fast shutdown), same port
 #   tests/pgserver.sh standby PRIMARY DIR
 #                                  makes a streaming standby of the server in
-#                                  PRIMARY (pg_basebackup) in DIR, starts it
-#                                  on a free port and prints its URL
+#                                  PRIMARY (pg_basebackup, with a replication
+#                                  slot on PRIMARY) in DIR, starts it on a
+#                                  free port and prints its URL
+#   tests/pgserver.sh rebuild PRIMARY DIR
+#                                  makes the stopped (or crashed) server in
+#                                  DIR a new standby of PRIMARY, on its port
+#   tests/pgserver.sh crash DIR    stops it at once (-m immediate: no
+#                                  checkpoint, as if the machine died)
+#   tests/pgserver.sh promote DIR  promotes the standby in DIR, and waits
+#   tests/pgserver.sh psql DIR ARGS...
+#                                  runs psql as the superuser on the server's
+#                                  socket, database jobq (for tests: -c SQL)
 #
 # The server programs come from the Debian postgresql package, which keeps
 # them off PATH (/usr/lib/postgresql/VERSION/bin); the newest version there
 # is used.  JOBQ_PG_BIN overrides the folder.  The superuser is "jobq" with
 # a random password (password authentication on TCP, so URLs carry one);
-# the database is "jobq".  Exit status 77 means PostgreSQL is not
-# installed, so that callers can skip with a reason.
+# the database is "jobq".  JOBQ_PG_LISTEN=ADDRESS/BITS at start also listens
+# on ADDRESS (a test network's own, never a public interface) and accepts
+# logins and replication from that network; its URL then names ADDRESS.
+# Exit status 77 means PostgreSQL is not installed, so that callers can
+# skip with a reason.
 set -euo pipefail
 
 die() { echo "pgserver: $*" >&2; exit 1; }
@@ -61,25 +74,48 @@ start() {
   as_owner "$bin/initdb" -D "$dir/data" -U jobq --pwfile="$dir/password" \
     --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 \
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
-    serve "$dir" "$bin"
+  if [[ -n ${JOBQ_PG_LISTEN:-} ]]; then
+    [[ $JOBQ_PG_LISTEN =~ ^[0-9.]+/[0-9]+$ ]] ||
+      die "invalid JOBQ_PG_LISTEN '$JOBQ_PG_LISTEN': expected an address and its bits like 10.1.2.1/24"
+    echo "$JOBQ_PG_LISTEN" >"$dir/listen"
+    printf 'host all all %s scram-sha-256\nhost replication all %s scram-sha-256\n' \
+      "$JOBQ_PG_LISTEN" "$JOBQ_PG_LISTEN" >>"$dir/data/pg_hba.conf"
+  fi
+  serve "$dir" "$bin"
   PGPASSWORD=$password "$bin/psql" -h 127.0.0.1 -p "$(cat "$dir/port")" -U jobq \
     -d postgres -qAt -c "CREATE DATABASE jobq" >/dev/null
   url "$dir"
 }
 
-# options DIR PORT: the server's settings: loopback only, durable commits.
+# address DIR: where clients reach the server in DIR: 127.0.0.1, or the
+# test network's address it was started with (JOBQ_PG_LISTEN).
+address() {
+  if [[ -f $1/listen ]]; then
+    local a
+    a=$(cat "$1/listen")
+    echo "${a%/*}"
+  else
+    echo 127.0.0.1
+  fi
+}
+
+# options DIR PORT: the server's settings: loopback (and the test network's
+# address) only, durable commits.
 options() {
-  echo "-c listen_addresses=127.0.0.1 -p $2 -c unix_socket_directories=$1" \
+  local listen=127.0.0.1
+  [[ -f $1/listen ]] && listen="127.0.0.1,$(address "$1")"
+  echo "-c listen_addresses=$listen -p $2 -c unix_socket_directories=$1" \
     "-c fsync=on -c synchronous_commit=on -c max_connections=200" \
     "-c shared_buffers=128MB"
 }
 
-# serve DIR BIN: starts the cluster in DIR/data on a free port (tries a few
-# random ones; the server says when one is taken) and notes it in DIR/port.
+# serve DIR BIN [PORT]: starts the cluster in DIR/data on PORT, or on a free
+# port (tries a few random ones; the server says when one is taken), and
+# notes it in DIR/port.
 serve() {
   local dir=$1 bin=$2 port tries=0
   while :; do
-    port=$((20000 + RANDOM % 40000))
+    port=${3:-$((20000 + RANDOM % 40000))}
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
       -o "$(options "$dir" "$port")" start >/dev/null 2>&1; then
       break
@@ -101,6 +137,20 @@ restart() {
     -o "$(options "$dir" "$port")" restart >/dev/null
 }
 
+# basebackup PRIMARY DIR BIN: copies the server in PRIMARY into DIR/data as
+# its streaming standby, through a replication slot made on PRIMARY for it
+# (so that PRIMARY keeps the WAL the standby has yet to receive).
+basebackup() {
+  local primary=$1 dir=$2 bin=$3 slot
+  slot=standby_$(basename "$dir" | tr -c 'a-zA-Z0-9_\n' _ | tr 'A-Z' 'a-z')
+  psql_on "$primary" -qAt -c "SELECT pg_drop_replication_slot(slot_name) FROM
+    pg_replication_slots WHERE slot_name = '$slot' AND NOT active" >/dev/null
+  as_owner env PGPASSWORD="$(cat "$primary/password")" "$bin/pg_basebackup" \
+    -D "$dir/data" -R -X stream -C -S "$slot" --checkpoint=fast \
+    -h "$(address "$primary")" -p "$(cat "$primary/port")" -U jobq \
+    >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; die "pg_basebackup failed"; }
+}
+
 standby() {
   local primary=$1 dir=$2 bin
   bin=$(bindir)
@@ -108,21 +158,54 @@ standby() {
   [[ -e $dir ]] && die "'$dir' exists: expected a new folder"
   mkdir -p "$dir"
   cp "$primary/password" "$dir/password"
+  [[ -f $primary/listen ]] && cp "$primary/listen" "$dir/listen"
   if [[ $(id -u) -eq 0 ]]; then
     chown postgres: "$dir" "$dir/password"
     chmod 700 "$dir"
   fi
-  as_owner env PGPASSWORD="$(cat "$primary/password")" "$bin/pg_basebackup" \
-    -D "$dir/data" -R -X stream --checkpoint=fast -h 127.0.0.1 -p "$(cat "$primary/port")" -U jobq \
-    >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; die "pg_basebackup failed"; }
+  basebackup "$primary" "$dir" "$bin"
   serve "$dir" "$bin"
   url "$dir"
+}
+
+rebuild() {
+  local primary=$1 dir=$2 bin
+  bin=$(bindir)
+  [[ -f $primary/port ]] || die "no server in '$primary'"
+  [[ -f $dir/port ]] || die "no server in '$dir'"
+  if as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+    die "the server in '$dir' is running: stop it first"
+  fi
+  rm -rf "$dir/data"
+  basebackup "$primary" "$dir" "$bin"
+  serve "$dir" "$bin" "$(cat "$dir/port")"
+}
+
+crash() {
+  local bin
+  bin=$(bindir)
+  as_owner "$bin/pg_ctl" -D "$1/data" -m immediate -w stop >/dev/null
+}
+
+promote() {
+  local bin
+  bin=$(bindir)
+  as_owner "$bin/pg_ctl" -D "$1/data" -w -t 60 promote >/dev/null
+}
+
+# psql_on DIR ARGS...: psql as the superuser on the server's socket.
+psql_on() {
+  local dir=$1 bin
+  shift
+  bin=$(bindir)
+  [[ -f $dir/port ]] || die "no server in '$dir'"
+  "$bin/psql" -X -h "$dir" -p "$(cat "$dir/port")" -U jobq -d jobq "$@"
 }
 
 url() {
   local dir=$1
   [[ -f $dir/port ]] || die "no server in '$dir'"
-  echo "postgres://jobq:$(cat "$dir/password")@127.0.0.1:$(cat "$dir/port")/jobq"
+  echo "postgres://jobq:$(cat "$dir/password")@$(address "$dir"):$(cat "$dir/port")/jobq"
 }
 
 stop() {
@@ -140,5 +223,10 @@ case ${1:-} in
   url) url "${2:?usage: pgserver.sh url DIR}" ;;
   restart) restart "${2:?usage: pgserver.sh restart DIR}" ;;
   standby) standby "${2:?usage: pgserver.sh standby PRIMARY DIR}" "${3:?usage: pgserver.sh standby PRIMARY DIR}" ;;
-  *) echo "usage: pgserver.sh start|stop|url|restart DIR | standby PRIMARY DIR" >&2; exit 2 ;;
+  rebuild) rebuild "${2:?usage: pgserver.sh rebuild PRIMARY DIR}" "${3:?usage: pgserver.sh rebuild PRIMARY DIR}" ;;
+  crash) crash "${2:?usage: pgserver.sh crash DIR}" ;;
+  promote) promote "${2:?usage: pgserver.sh promote DIR}" ;;
+  psql) d=${2:?usage: pgserver.sh psql DIR ARGS...}; shift 2; psql_on "$d" "$@" ;;
+  *) echo "usage: pgserver.sh start|stop|url|restart|crash|promote DIR | psql DIR ARGS..." \
+       "| standby|rebuild PRIMARY DIR" >&2; exit 2 ;;
 esac

@@ -14,6 +14,19 @@ foremen whose clock
 is five minutes off (faketime), which must change nothing, since every
 decision uses the database's clock.
 
+On a high-availability bed (tests/ha/) the foremen and producers run on
+hosts of their own (network namespaces, --host), reach the servers through
+a URL that lists the primary and its standby, and two more faults come in:
+a foreman's host cut off from the network for longer than its lease (its
+link set down: nothing is stopped), and failovers (--standby, --failovers):
+the primary killed with `pg_ctl stop -m immediate`, the standby promoted,
+and the old primary made the new standby (pg_basebackup).  With
+--sync the standby is synchronous (as Patroni's synchronous_mode: the new
+primary waits for no standby until the new one streams, and the primary
+is killed only while its standby is synchronous and caught up), so no
+acknowledged job may be lost; and every foreman must be back at work (a
+claim that counted) within the lease and a few seconds of each failover.
+
 Everything is recorded: each put batch with its payloads and its outcome
 (ok, or unknown when the command failed or was killed), each run of a job
 (tests/chaos/job.sh logs its start and end, its attempt, its claim token
@@ -43,13 +56,15 @@ It prints one summary line and exits 0 when every check held, 1 otherwise
 
   chaos.py --jobq BUILD/jobq --store sqlite|postgres|mysql --url URL
            [--seconds N] [--foremen N] [--producers N] [--jobs N]
-           [--pg-dir DIR] [--mysql-dir DIR] [--keep]
+           [--pg-dir DIR] [--mysql-dir DIR] [--keep] [--lease S]
+           [--host NETNS:LINK ...] [--standby DIR --failovers N [--sync]]
 """
 import argparse
 import calendar
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -83,6 +98,18 @@ class Chaos:
                        "producer kills": 0, "restarts": 0, "stalls": 0,
                        "dropped connections": 0, "full disks": 0,
                        "puts refused as full": 0}
+        if a.host:
+            self.counts["host cuts"] = 0
+        if a.standby:
+            self.counts["failovers"] = 0
+        # Hosts (network namespaces): foreman slot i runs on host i, the
+        # producers on the hosts after the foremen's.
+        self.hosts = [h.split(":", 1) for h in a.host]
+        self.slot_of = {}          # foreman pid -> slot
+        # Held by a fault while it hurts, and by a failover from its kill
+        # until every foreman is back, so that the time back to work is the
+        # failover's alone.
+        self.fault_lock = threading.Lock()
         self.full_until = 0.0      # time.time() until which the disk is full
         self.put_target = a.jobs
         self.put_count = 0
@@ -113,6 +140,12 @@ class Chaos:
             e["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         return e
 
+    def on_host(self, index, cmd):
+        """cmd run on host index (a network namespace), when there are hosts."""
+        if not self.hosts:
+            return cmd
+        return ["ip", "netns", "exec", self.hosts[index][0]] + cmd
+
     def start_foreman(self, slot):
         cmd = [self.a.jobq, "--db", self.a.url, "work", "--log-times", "-q", "chaos", "-c", "4",
                "--lease", "%dms" % int(LEASE_S * 1000), "--poll", "%dms" % int(POLL_S * 1000),
@@ -120,10 +153,12 @@ class Chaos:
         offset = self.clock_offset(slot)
         offset = None if offset == 0 else "%+ds" % offset
         err = open(os.path.join(self.dir, "foreman-%d.log" % slot), "a")
+        cmd = self.on_host(slot, cmd)
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=err, env=self.env(offset), start_new_session=True)
         err.close()
         self.foremen[slot] = p
+        self.slot_of[p.pid] = slot
         if offset is not None:
             self.faked.append(p.pid)
         return p
@@ -159,6 +194,7 @@ class Chaos:
             self.events.append((t, kind, detail))
             with open(os.path.join(self.dir, "events.log"), "a") as f:
                 f.write("%d %s %s\n" % (t, kind, detail))
+        return t
 
     # ------------------------------------------------------------ producers
 
@@ -193,7 +229,8 @@ class Chaos:
             if time.time() < self.full_until:
                 # The smallest cap: the file cannot grow from where it is.
                 url += ("&" if "?" in url else "?") + "max_size=64KiB"
-            p = subprocess.Popen([self.a.jobq, "--db", url, "put", "--ndjson", "-"],
+            p = subprocess.Popen(self.on_host(self.a.foremen + index,
+                                              [self.a.jobq, "--db", url, "put", "--ndjson", "-"]),
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, env=self.env())
             with self.lock:
@@ -231,7 +268,10 @@ class Chaos:
     def sql(self, query):
         """Runs query as the server's superuser (for faults and checks)."""
         if self.a.store == "postgres":
-            return subprocess.run(["psql", "-X", "-q", "-At", "-F", "|", self.a.url.split("?")[0],
+            url = self.a.url.split("?")[0]
+            if "," in url.split("@")[-1].split("/")[0]:
+                url += "?target_session_attrs=read-write"
+            return subprocess.run(["psql", "-X", "-q", "-At", "-F", "|", url,
                                    "-c", query], capture_output=True, text=True, timeout=60)
         return subprocess.run([os.path.join(TESTS, "mysqlserver.sh"), "sql", self.a.mysql_dir,
                                "-N", "-B", "-e", query], capture_output=True, text=True,
@@ -244,6 +284,8 @@ class Chaos:
             kinds.append(("drop_connection", 2))
         else:
             kinds.append(("full_disk", 1))
+        if self.hosts:
+            kinds.append(("cut_host", 2))
         if self.a.store == "postgres" and self.a.pg_dir:
             if self.counts["restarts"] < self.a.restarts:
                 kinds.append(("restart_db", 1))
@@ -289,6 +331,14 @@ class Chaos:
                     self.counts["producer kills"] += 1
                 except ProcessLookupError:
                     pass
+        elif kind == "cut_host":
+            link = self.hosts[slot][1]
+            self.event("cut_host", p.pid)
+            subprocess.run(["ip", "link", "set", link, "down"], check=True)
+            time.sleep(rnd.uniform(1.5, 2.5) * LEASE_S)
+            subprocess.run(["ip", "link", "set", link, "up"], check=True)
+            self.event("heal_host", p.pid)
+            self.counts["host cuts"] += 1
         elif kind == "full_disk":
             self.event("full_disk", None)
             self.full_until = time.time() + rnd.uniform(1.0, 2.0)
@@ -352,7 +402,81 @@ class Chaos:
             time.sleep(rnd.uniform(0.3, 1.0) * self.a.fault_interval)
             if self.stop.is_set():
                 break
-            self.fault(rnd)
+            with self.fault_lock:
+                self.fault(rnd)
+
+    # ------------------------------------------------------------ failovers
+
+    def pg(self, *args, check=True):
+        r = subprocess.run([os.path.join(TESTS, "pgserver.sh")] + list(args),
+                           capture_output=True, text=True, timeout=300)
+        if check and r.returncode != 0:
+            raise RuntimeError("pgserver.sh %s: %s" % (args[0], r.stderr.strip()))
+        return r.stdout.strip()
+
+    def wait_standby(self, primary):
+        """Until the standby streams from primary, is synchronous when it
+        should be, and has flushed everything primary has written."""
+        want = "sync" if self.a.sync else "async"
+        until = time.time() + 120
+        while time.time() < until:
+            r = self.pg("psql", primary, "-qAt", "-c",
+                        "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' "
+                        "AND sync_state = '%s' AND flush_lsn >= pg_current_wal_lsn()" % want,
+                        check=False)
+            if r == "1":
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the standby of %s did not catch up in 120s" % primary)
+
+    def failover(self):
+        """Kills the primary, promotes the standby, makes the old primary
+        the new standby; returns once every foreman ran a job again (or
+        the lease and 20 s went by)."""
+        primary, standby = self.a.pg_dir, self.a.standby
+        self.wait_standby(primary)
+        t_kill = self.event("failover", primary)
+        self.pg("crash", primary)
+        self.pg("promote", standby)
+        if self.a.sync:
+            # No synchronous standby to wait for until the new one streams.
+            self.pg("psql", standby, "-qAt", "-c",
+                    "ALTER SYSTEM SET synchronous_standby_names = ''")
+            self.pg("psql", standby, "-qAt", "-c", "SELECT pg_reload_conf()")
+        self.event("promoted", standby)
+        self.counts["failovers"] += 1
+        self.a.pg_dir, self.a.standby = standby, primary
+        self.pg("rebuild", standby, primary)
+        if self.a.sync:
+            self.pg("psql", standby, "-qAt", "-c",
+                    "ALTER SYSTEM SET synchronous_standby_names = '*'")
+            self.pg("psql", standby, "-qAt", "-c", "SELECT pg_reload_conf()")
+        self.wait_standby(standby)
+        self.event("standby_ready", primary)
+        until = time.time() + LEASE_S + 20
+        while time.time() < until:
+            back = set()
+            with open(self.exec_log) as f:
+                for line in f:
+                    f_ = line.split()
+                    if f_[0] == "S" and int(f_[4]) > t_kill and len(f_) > 5:
+                        back.add(int(f_[5]))
+            if all(p.pid in back for p in self.foremen.values()):
+                break
+            time.sleep(0.2)
+
+    def failovers(self):
+        """a.failovers failovers, spread over the run."""
+        gap = self.a.seconds / (self.a.failovers + 1)
+        while self.counts["failovers"] < self.a.failovers:
+            time.sleep(gap)
+            with self.fault_lock:
+                try:
+                    self.failover()
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    self.event("failover_failed", str(e).replace("\n", " "))
+                    self.failover_error = str(e)
+                    return
 
     # ------------------------------------------------------------ the run
 
@@ -379,13 +503,23 @@ class Chaos:
             t.start()
         faults = threading.Thread(target=self.faults)
         faults.start()
+        fo = None
+        if self.a.standby:
+            fo = threading.Thread(target=self.failovers)
+            fo.start()
         deadline = time.time() + self.a.seconds
         while time.time() < deadline and any(t.is_alive() for t in prods):
             time.sleep(0.2)
+        # The failovers not done yet are done under load all the same.
+        if fo is not None:
+            self.put_target = max(self.put_target, self.put_count + 10**6)
+            fo.join()
         self.stop.set()
         for t in prods:
             t.join()
         faults.join()
+        if getattr(self, "failover_error", None):
+            raise SystemExit("chaos: a failover failed: " + self.failover_error)
         # Every foreman runs again, and they drain the queue.
         for slot, p in list(self.foremen.items()):
             if p.poll() is not None:
@@ -625,7 +759,7 @@ class Chaos:
         # Overlaps: only where a fault ended the first run's claim.
         faults = [(t, k, d) for t, k, d in self.events
                   if k in ("kill_foreman", "pause_foreman", "restart_db", "stall_db",
-                           "drop_connection", "last_fault")]
+                           "drop_connection", "last_fault", "cut_host", "failover")]
         overlaps = 0
         for jid, rs in runs.items():
             for i, x in enumerate(rs):
@@ -637,7 +771,7 @@ class Chaos:
                     explained = any(
                         x["start"] - LEASE_S * 1e9 <= t <= y["start"]
                         and (d == x["foreman"] or k in ("restart_db", "stall_db",
-                                                        "drop_connection"))
+                                                        "drop_connection", "failover"))
                         for t, k, d in faults)
                     if not explained:
                         bad.append("job %d: runs with claims %s and %s overlapped with no "
@@ -670,6 +804,7 @@ class Chaos:
             if name.startswith("foreman-"):
                 with open(os.path.join(self.dir, name), errors="replace") as f:
                     stale += sum(1 for line in f if "claim was lost" in line)
+        ha = self.ha_figures(rows, runs, left, bad, acked) if self.a.standby else ""
         summary = ("chaos %s: %d jobs put in %d batches (%d acknowledged), %d finished; "
                    "%s; %d lost, %d double completions, %d stale acks refused, "
                    "%d runs that did not count, %d overlaps explained by faults, "
@@ -680,10 +815,90 @@ class Chaos:
                       sum(1 for x in bad if x.startswith("lost")),
                       sum(1 for x in bad if "finished" in x and "times" in x),
                       stale, lost_runs, overlaps, worst))
-        return summary, bad
+        return summary + ha, bad
+
+    def ha_figures(self, rows, runs, left, bad, acked):
+        """The failovers' figures (a line that follows the summary), and a
+        violation for each foreman that was not back at work within the
+        lease and a few seconds of a failover: back at work is its first
+        claim made after the kill that counted (claimed_at, on the
+        database clock, which is this machine's)."""
+        limit = LEASE_S + 5
+        owner = {}
+        for rs in runs.values():
+            for r in rs:
+                owner[r["claim"]] = r["foreman"]
+        claims = sorted((row[7] * 10**6, self.slot_of.get(owner.get(row[2]), -1))
+                        for row in rows if row[7])
+        worst = {}
+        kills = [t for t, k, _ in self.events if k == "failover"]
+        for i, t_kill in enumerate(kills):
+            upto = kills[i + 1] if i + 1 < len(kills) else float("inf")
+            for slot in range(self.a.foremen):
+                back = next((c - t_kill for c, s in claims
+                             if s == slot and t_kill <= c < upto), None)
+                if back is None:
+                    bad.append("foreman %d made no claim that counted after failover %d"
+                               % (slot, i + 1))
+                    worst[slot] = float("inf")
+                    continue
+                back /= 1e9
+                worst[slot] = max(worst.get(slot, 0.0), back)
+                if back > limit:
+                    bad.append("foreman %d was back at work %.2fs after failover %d: expected "
+                               "within %.1fs (the lease and 5s)" % (slot, back, i + 1, limit))
+        # A failover shorter than the lease costs no session: the foremen's
+        # sessions are on the new primary (synchronous replication), and
+        # so are the outcomes they could not write meanwhile.
+        lost = self.sessions_lost()
+        promoted = [t for t, k, _ in self.events if k == "promoted"]
+        sessions_lost = 0
+        for i, (t_kill, t_up) in enumerate(zip(kills, promoted)):
+            if (t_up - t_kill) / 1e9 >= LEASE_S / 2:
+                continue
+            for pid, ts in lost.items():
+                # Not a loss that a fault of its own (a cut, a pause) explains.
+                n = sum(1 for t in ts if t_kill <= t <= t_kill + limit * 1e9 and not any(
+                    t_kill <= te <= t and d == pid for te, k, d in self.events
+                    if k in ("cut_host", "pause_foreman")))
+                if n:
+                    sessions_lost += n
+                    bad.append("foreman %d (pid %d) lost its session in failover %d, which "
+                               "took %.2fs (the lease is %.1fs): its outcomes not yet written "
+                               "were dropped and its jobs run again"
+                               % (self.slot_of.get(pid, -1), pid, i + 1, (t_up - t_kill) / 1e9,
+                                  LEASE_S))
+        dropped = 0
+        for name in os.listdir(self.dir):
+            if name.startswith("foreman-"):
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    for line in f:
+                        m = re.search(r"session lost: .* and (\d+) outcomes not yet recorded",
+                                      line)
+                        if m:
+                            dropped += int(m.group(1))
+        stuck = left["running"] if left else -1
+        if stuck > 0:
+            bad.append("%d jobs stuck running after the drain" % stuck)
+        kill_count = (self.counts["foreman kills"] + self.counts["job kills"] +
+                      self.counts["producer kills"] + len(kills))
+        took = " ".join("%.2f" % ((u - k) / 1e9) for k, u in zip(kills, promoted))
+        return ("\nha %s replication: %d failovers (kill to promoted, s: %s), %d jobs put (%d "
+                "acknowledged), %d kills (%d of the primary), %d host cuts; %d lost, %d doubled, "
+                "%d stuck; %d sessions lost in failovers, %d finished outcomes dropped in all; "
+                "worst time back to work per foreman: %s (limit %.1fs)"
+                % ("synchronous" if self.a.sync else "asynchronous", len(kills), took or "-",
+                   sum(len(b["payloads"]) for b in self.batches), acked, kill_count, len(kills),
+                   self.counts.get("host cuts", 0),
+                   sum(1 for x in bad if x.startswith("lost")),
+                   sum(1 for x in bad if "finished" in x and "times" in x), max(stuck, 0),
+                   sessions_lost, dropped,
+                   " ".join("f%d %.2fs" % (k, v) for k, v in sorted(worst.items())) or "none",
+                   limit))
 
 
 def main():
+    global LEASE_S
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobq", required=True)
     ap.add_argument("--store", required=True, choices=["sqlite", "postgres", "mysql"])
@@ -701,7 +916,21 @@ def main():
     ap.add_argument("--mysql-dir")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--keep", action="store_true", help="keep the logs")
+    ap.add_argument("--lease", type=float, default=LEASE_S, help="the foremen's lease, seconds")
+    ap.add_argument("--host", action="append", default=[], metavar="NETNS:LINK",
+                    help="a host (network namespace, and the link that cuts it off) for "
+                    "each foreman, then for each producer")
+    ap.add_argument("--standby", help="the standby's folder (tests/pgserver.sh): failovers")
+    ap.add_argument("--failovers", type=int, default=0)
+    ap.add_argument("--sync", action="store_true",
+                    help="the standby is synchronous: no acknowledged job may be lost")
     a = ap.parse_args()
+    LEASE_S = a.lease
+    if a.host and len(a.host) < a.foremen + a.producers:
+        ap.error("--host: expected one for each foreman and producer (%d), got %d"
+                 % (a.foremen + a.producers, len(a.host)))
+    if a.standby and not a.pg_dir:
+        ap.error("--standby: expected --pg-dir, the primary's folder, too")
     if a.seed is None:
         a.seed = int(time.time())
     if a.foremen < 2:
