@@ -607,6 +607,10 @@ static int my_error(jobq *db, unsigned err, const char *msg, const char *what) {
     case ER_OPTION_PREVENTS_STATEMENT:
     case ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION:
     case 1836: /* ER_READ_ONLY_MODE */
+      /* A primary turned read-only for a switchover: with a host list,
+       * the next transaction connects again to the host that now takes
+       * writes (connect_any() skips read-only ones). */
+      if (c->nhosts > 1) c->broken = 1;
       return jobq__fail(db, JOBQ_EREADONLY, "%s: '%s' is read-only: %s", what,
                         c->redacted, msg);
     case ER_CON_COUNT_ERROR:
