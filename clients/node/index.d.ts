@@ -244,6 +244,11 @@ export class Registry {
 export function handle<F extends Handler>(queue: string | string[] | null, fn: F,
   registry?: Registry): F;
 
+/** Serves the protocol of `jobq work --persistent` with the handlers
+ * registered so far, in a script of its own: `node app.js` as the
+ * foreman's command.  The process exits when stdin ends. */
+export function serve(): void;
+
 export interface WorkerOptions {
   url?: string;
   queues?: string | string[] | null;

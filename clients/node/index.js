@@ -39,6 +39,9 @@ module.exports = {
   Outcome,
   Registry,
   handle,
+  // Serves the protocol of `jobq work --persistent` with the handlers
+  // registered so far, in a script of its own; exits when stdin ends.
+  serve: () => require('./lib/protocol').runMain([]),
   Worker,
   get pg() { return require('./lib/pg'); },
   get testing() { return require('./lib/testing'); },

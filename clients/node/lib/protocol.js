@@ -5,6 +5,9 @@
 // foreman stopped while writing it) is dropped, never run.  Needs no
 // libjobq: the foreman does the talking to the database.
 
+const fs = require('fs');
+const path = require('path');
+const { pathToFileURL } = require('url');
 const { Job } = require('./job');
 const { registry: defaultRegistry, run } = require('./handlers');
 
@@ -73,4 +76,50 @@ async function serve(input, write, reg = defaultRegistry, log = (m) => process.s
   return 0;
 }
 
-module.exports = { parse, reply, serve };
+const USAGE = 'usage: node worker.js MODULE.js [...]';
+
+function resolve(target) {
+  const file = path.resolve(target);
+  if (fs.existsSync(file)) return pathToFileURL(file).href;
+  return pathToFileURL(require.resolve(target, { paths: [process.cwd()] })).href;
+}
+
+// The persistent worker's process: loads targets (modules by path or
+// package name, CommonJS or ES), whose jobq.handle() calls register their
+// handlers, serves the protocol on stdin and stdout, and exits when stdin
+// ends.  console.log and process.stdout.write go to stderr (whose tail the
+// foreman keeps as the error of a job whose worker dies): stdout is the
+// protocol's alone.
+async function main(targets) {
+  if (targets[0] === '-h' || targets[0] === '--help') {
+    process.stderr.write(`${USAGE}\n`);
+    return 0;
+  }
+  const protocol = process.stdout.write.bind(process.stdout);
+  process.stdout.write = process.stderr.write.bind(process.stderr);
+  for (const target of targets) {
+    try {
+      await import(resolve(target));
+    } catch (e) {
+      process.stderr.write(`jobq worker: cannot load ${target}: ${e.stack || e}\n`);
+      return 1;
+    }
+  }
+  if (defaultRegistry.size === 0) {
+    process.stderr.write(`jobq worker: no handlers: ${targets.join(' ') || 'nothing was named'} ` +
+      `registered none (call jobq.handle('QUEUE', fn))\n${USAGE}\n`);
+    return 2;
+  }
+  return serve(process.stdin, protocol);
+}
+
+// Runs main(targets) as the process: it exits when stdin ends, whatever
+// timers or sockets handlers left open.
+function runMain(targets = []) {
+  main(targets).then((status) => process.exit(status), (e) => {
+    process.stderr.write(`jobq worker: ${e.stack || e}\n`);
+    process.exit(1);
+  });
+}
+
+module.exports = { parse, reply, serve, main, runMain };

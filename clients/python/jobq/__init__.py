@@ -37,6 +37,16 @@ from . import testing  # noqa: E402  (jobq.testing)
 __version__ = _native.HEADER_VERSION  # the libjobq version it is written for
 
 
+def serve():
+    """Serves the protocol of `jobq work --persistent` with the handlers
+    registered so far, in a script of its own (`python3 app.py` as the
+    foreman's command), and exits when stdin ends; python3 -m jobq.worker
+    does the same for modules it imports."""
+    import sys
+    from .worker import main
+    sys.exit(main([]))
+
+
 def library_version():
     """The version of the libjobq that is loaded (loading it if needed)."""
     from . import _native
@@ -45,7 +55,7 @@ def library_version():
 
 __all__ = [
     "connect", "Client", "Session", "Put", "JobId", "JobInfo", "QueueStats", "SessionInfo",
-    "IdentityInfo", "handler", "Job", "Retry", "Fail", "Outcome", "Worker", "pg",
+    "IdentityInfo", "handler", "serve", "Job", "Retry", "Fail", "Outcome", "Worker", "pg",
     "library_version", "Error", "LibraryError", "Invalid", "InvalidURL", "OutOfMemory",
     "NotFound", "Lost", "Expired", "WrongState", "Busy", "Unreachable", "DatabaseError",
     "UnsupportedSchema", "Identity", "TooBig", "NotSupported", "Cancelled", "ReadOnly",
