@@ -40,11 +40,15 @@ class Worker {
     this.handleSignals = handleSignals;
     this.counts = { done: 0, failed: 0, retry: 0, lost: 0 };
     this._stopping = false;
+    this._abandon = false;
     this._wake = null;
   }
 
-  // Stops claiming; run() resolves once the running jobs are done.
+  // Stops claiming; run() resolves once the running jobs are done.  A
+  // second stop() resolves it without waiting for them: their signals are
+  // aborted, and the jobs the session still holds go back to the queue.
   stop() {
+    if (this._stopping) this._abandon = true;
     this._stopping = true;
     this._wakeUp();
   }
@@ -57,7 +61,8 @@ class Worker {
     }
   }
 
-  // Works jobs until stop() (or SIGTERM/SIGINT); with until 'idle', until
+  // Works jobs until stop() (or SIGTERM/SIGINT; a second one does not wait
+  // for the running jobs); with until 'idle', until
   // no job is ready and none runs; with 'empty', until nothing is ready,
   // scheduled, waiting or running (as `jobq work --until-empty`).
   // Resolves with the counts of outcomes.
@@ -69,6 +74,7 @@ class Worker {
       throw new Error('no handlers are registered: register one with jobq.handle(queue, fn) first');
     }
     this._stopping = false;
+    this._abandon = false;
     const stop = () => this.stop();
     if (this.handleSignals) {
       process.on('SIGTERM', stop);
@@ -144,7 +150,7 @@ class Worker {
           }
           session.setInFlight(running.size);
         }
-        if (this._stopping && !running.size && !finished.length) break;
+        if (this._stopping && (this._abandon || (!running.size && !finished.length))) break;
         const now = Date.now();
         if (now >= nextBeat) {
           nextBeat = now + beatEvery;
@@ -166,6 +172,10 @@ class Worker {
       for (;;) {
         while (finished.length) running.delete(finished.shift()[0].id);
         if (!running.size) break;
+        if (this._abandon) {
+          for (const ctl of running.values()) ctl.abort(new errors.Cancelled('the worker stopped'));
+          break;
+        }
         await new Promise((resolve) => { this._wake = resolve; });
       }
       await session.close();

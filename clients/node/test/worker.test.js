@@ -120,6 +120,30 @@ eachStore('in process: stop finishes the running jobs', async (t, store) => {
   assert.deepStrictEqual(await q.sessions(), []);
 });
 
+eachStore('in process: a second stop does not wait', async (t, store) => {
+  const { q, url } = await fresh(t, store);
+  const r = new jobq.Registry();
+  let aborted = false;
+  jobq.handle('stuck', (job) => new Promise((resolve) => {
+    job.signal.addEventListener('abort', () => { aborted = true; });
+    setTimeout(resolve, 120000).unref();
+  }), r);
+  const { id } = await q.put('stuck', 'x');
+  const w = new jobq.Worker({ url, queues: ['stuck'], poll: 50, registry: r, handleSignals: false });
+  let returned = false;
+  const running = w.run().then(() => { returned = true; });
+  const deadline = Date.now() + 30000;
+  while ((await q.show(id)).state !== 'running' && Date.now() < deadline) await sleep(20);
+  w.stop();
+  await sleep(500);
+  assert.strictEqual(returned, false); // the first stop waits for the job
+  w.stop();
+  await running;
+  assert.strictEqual(aborted, true);
+  assert.strictEqual((await q.show(id)).state, 'ready'); // back to the queue
+  assert.deepStrictEqual(await q.sessions(), []);
+});
+
 test('in process: no handlers is refused', async () => {
   await assert.rejects(new jobq.Worker({ registry: new jobq.Registry() }).run(),
     /no handlers are registered/);

@@ -14,15 +14,17 @@ persistent worker (python3 -m jobq.worker) when jobs must be stopped.
 import collections
 import logging
 import os
+import queue
 import select
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import traceback
 
 from . import _native as N
 from . import errors
 from .client import Client, ack
+from .handlers import Outcome
 from .handlers import registry as default_registry
 from .handlers import run as run_job
 
@@ -40,7 +42,9 @@ class Worker:
         jobq.Worker("sqlite:jobq.db", ["email"], concurrency=4).run()
 
     run() returns after stop() (or SIGTERM/SIGINT when run in the main
-    thread): claiming stops, running jobs finish and are acknowledged.
+    thread): claiming stops, running jobs finish and are acknowledged; a
+    second stop() (or signal) returns at once, and the jobs still running
+    go back to the queue.
     run(until="idle") returns once no job is ready and none runs;
     run(until="empty") once nothing is ready, scheduled, waiting or running
     (as `jobq work --until-empty`).  .counts says what became of the jobs."""
@@ -60,14 +64,19 @@ class Worker:
         self.poll = poll
         self.counts = collections.Counter()
         self._stop = threading.Event()
+        self._abandon = False
         self._finished = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
 
     def stop(self):
-        """Stops claiming; run() returns once the running jobs are done.
-        Safe from any thread and from a signal handler."""
+        """Stops claiming; run() returns once the running jobs are done.  A
+        second stop() returns without waiting for them: the jobs the
+        session still holds go back to the queue.  Safe from any thread and
+        from a signal handler."""
+        if self._stop.is_set():
+            self._abandon = True
         self._stop.set()
         self._wake()
 
@@ -89,6 +98,7 @@ class Worker:
             raise ValueError("no handlers are registered: decorate a function with "
                              "@jobq.handler(\"queue\") first")
         self._stop.clear()
+        self._abandon = False
         old = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -110,7 +120,14 @@ class Worker:
         beat_every = session.lease / 3
         next_beat = time.monotonic() + beat_every
         claim_now = True
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="jobq-worker")
+        # Daemon threads: a second stop() leaves a handler that never ends
+        # behind, and the process can still exit.
+        todo = queue.SimpleQueue()
+        threads = [threading.Thread(target=self._serve, args=(todo,), daemon=True,
+                                    name="jobq-worker-%d" % (i + 1))
+                   for i in range(self.concurrency)]
+        for t in threads:
+            t.start()
         try:
             while True:
                 while self._finished:
@@ -142,13 +159,13 @@ class Worker:
                     pending = []
                     for job in jobs:
                         running[job.id] = job
-                        pool.submit(self._run, job)
+                        todo.put(job)
                     claim_now = len(jobs) == free and free > 0
                     if not jobs and not running and not self._finished and until:
                         if until == "idle" or self._empty(client, queues):
                             break
                     session.set_in_flight(len(running))
-                if self._stop.is_set() and not running and not self._finished:
+                if self._stop.is_set() and (self._abandon or not running and not self._finished):
                     break
                 now = time.monotonic()
                 if now >= next_beat:
@@ -167,7 +184,11 @@ class Worker:
                     continue
                 claim_now = self._wait(client, watch, min(self.poll, next_beat - now))
         finally:
-            pool.shutdown(wait=True)
+            for t in threads:
+                todo.put(None)
+            if not self._abandon:
+                for t in threads:
+                    t.join()
             session.close()
 
     def _ack_claim(self, session, pending, queues, free):
@@ -203,8 +224,16 @@ class Worker:
             log.warning("jobq: job %d: the claim was lost before its outcome was recorded "
                         "(it ran past its session's lease): it runs again", job.id)
 
+    def _serve(self, todo):
+        """A handler thread: runs the jobs it is given until None."""
+        for job in iter(todo.get, None):
+            self._run(job)
+
     def _run(self, job):
-        outcome = run_job(job, self.registry)
+        try:
+            outcome = run_job(job, self.registry)
+        except BaseException:  # SystemExit and the like: the job failed, the worker goes on
+            outcome = Outcome("failed", error=traceback.format_exc())
         if outcome.state == "failed":
             log.info("jobq: job %d (%s) failed: %s", job.id, job.queue,
                      outcome.error.strip().splitlines()[-1:] or "")

@@ -32,6 +32,10 @@ def handlers():
     def boom(job):
         raise RuntimeError("boom on job %d" % job.id)
 
+    @handler("exit", registry=r)
+    def leave(job):
+        sys.exit(4)
+
     @handler("flaky", registry=r)
     def flaky(job):
         if job.attempt == 1:
@@ -84,10 +88,12 @@ class InProcessTests:
         ids["refuse"] = q.put("refuse", "it", max_attempts=2, backoff=0.05)
         ids["async"] = q.put("async", "this")
         ids["nobody"] = q.put("nobody", "x", max_attempts=1)
-        counts = self.work(r, ["echo", "boom", "flaky", "refuse", "async", "nobody"])
+        ids["exit"] = q.put("exit", "x", max_attempts=1)
+        counts = self.work(r, ["echo", "boom", "flaky", "refuse", "async", "nobody", "exit"])
         self.assertEqual(counts["done"], 3)
         self.assertEqual(counts["retry"], 1)
-        self.assertEqual(counts["failed"], 4)
+        self.assertEqual(counts["failed"], 5)
+        self.assertIn("SystemExit: 4", q.show(ids["exit"]).last_error)
         self.assertEqual(q.show(ids["echo"]).result, b"\x00hi\xff")
         info = q.show(ids["boom"])
         self.assertEqual(info.state, "dead")
@@ -150,6 +156,31 @@ class InProcessTests:
         self.assertGreater(stats.done, 0)
         self.assertLess(stats.done, 20)
         self.assertEqual(stats.done + stats.ready, 20)
+        self.assertEqual(q.sessions(), [])
+
+    def test_a_second_stop_does_not_wait(self):
+        q = self.q
+        r = Registry()
+        never = threading.Event()
+        self.addCleanup(never.set)
+
+        @handler("stuck", registry=r)
+        def stuck(job):
+            never.wait(120)
+        job_id = q.put("stuck", "x")
+        w = jobq.Worker(self.url, ["stuck"], poll=0.05, registry=r)
+        t = threading.Thread(target=w.run)
+        t.start()
+        deadline = time.time() + 30
+        while q.show(job_id).state != "running" and time.time() < deadline:
+            time.sleep(0.02)
+        w.stop()
+        t.join(0.5)
+        self.assertTrue(t.is_alive())  # the first stop waits for the job
+        w.stop()
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(q.show(job_id).state, "ready")  # back to the queue
         self.assertEqual(q.sessions(), [])
 
     def test_no_handlers_is_refused(self):
