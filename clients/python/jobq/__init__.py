@@ -32,7 +32,7 @@ from .errors import (Busy, Cancelled, DatabaseError, Error, Expired, Identity, I
 from .handlers import Outcome, handler
 from .inprocess import Worker
 from .job import Fail, Job, Retry
-from . import testing  # noqa: E402  (jobq.testing)
+from . import testing  # noqa: F401,E402  (jobq.testing)
 
 __version__ = _native.HEADER_VERSION  # the libjobq version it is written for
 
@@ -55,7 +55,7 @@ def library_version():
 
 __all__ = [
     "connect", "Client", "Session", "Put", "JobId", "JobInfo", "QueueStats", "SessionInfo",
-    "IdentityInfo", "handler", "serve", "Job", "Retry", "Fail", "Outcome", "Worker", "pg",
+    "IdentityInfo", "handler", "serve", "testing", "Job", "Retry", "Fail", "Outcome", "Worker", "pg",
     "library_version", "Error", "LibraryError", "Invalid", "InvalidURL", "OutOfMemory",
     "NotFound", "Lost", "Expired", "WrongState", "Busy", "Unreachable", "DatabaseError",
     "UnsupportedSchema", "Identity", "TooBig", "NotSupported", "Cancelled", "ReadOnly",

@@ -18,8 +18,6 @@ from . import _native as N
 from . import errors
 from .job import Job, at_ms, from_ms, to_bytes, to_ms
 
-STATES = ("ready", "running", "waiting", "done", "dead", "cancelled")
-
 
 class JobId(int):
     """The id of a put job (an int), and whether a job with the same unique

@@ -7,7 +7,6 @@ the protocol, a partial last line dropped, bad lines refused)."""
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import unittest
