@@ -56,6 +56,18 @@ extern "C" {
 
 #define JOBQ_VERSION "0.1.0"
 
+/* The version of the library that is loaded ("0.1.0"): a program that
+ * loads libjobq at run time (a language binding) compares it with the
+ * JOBQ_VERSION it was written for.  Never NULL. */
+const char *jobq_version(void);
+
+/* Frees what a call returned "to free with free()" (jobq_url_redact(),
+ * jobq_roles_sql(), jobq_heartbeat()'s cancel ids) with the C library's
+ * free() that the library allocated it with: for callers that cannot
+ * name that free() themselves, such as bindings through an FFI.  NULL is
+ * a no-op. */
+void jobq_free(void *p);
+
 /* ---------------------------------------------------------------- errors */
 
 /*

@@ -23,10 +23,16 @@ fi
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/^[[:space:]]*//' "$list" |
                       awk 'NF { print $1 }')
 
+# What the installed packages provide counts as installed too (NodeSource's
+# nodejs provides npm, and conflicts with Debian's).
+provided=" $(dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null |
+  awk '$1 == "installed" { $1 = ""; print }' | tr ',' '\n' |
+  sed -E 's/\(.*\)//; s/^ +| +$//g' | tr '\n' ' ') "
+
 missing=()
 for pkg in "${wanted[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
-  if [[ $status != installed ]]; then
+  if [[ $status != installed && $provided != *" $pkg "* ]]; then
     missing+=("$pkg")
   fi
 done

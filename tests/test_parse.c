@@ -293,6 +293,18 @@ static void test_error_vocabulary(void **state) {
   jobq_close(NULL);
 }
 
+/* What a binding asks of the library it loaded: its version, and the
+ * free() for what the library returned to be freed with free(). */
+static void test_version_and_free(void **state) {
+  (void)state;
+  assert_string_equal(jobq_version(), JOBQ_VERSION);
+  char *red = jobq_url_redact("postgres://u:secret@h/db");
+  assert_non_null(red);
+  assert_null(strstr(red, "secret"));
+  jobq_free(red);
+  jobq_free(NULL);
+}
+
 static void test_state_names(void **state) {
   (void)state;
   static const struct {
@@ -333,6 +345,7 @@ int main(void) {
       TQ_TEST(test_open_errors),
       TQ_TEST(test_open_options),
       cmocka_unit_test(test_error_vocabulary),
+      cmocka_unit_test(test_version_and_free),
       cmocka_unit_test(test_state_names),
       cmocka_unit_test(test_statements_in_words),
   };
