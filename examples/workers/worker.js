@@ -9,7 +9,8 @@
 // payloads, results, errors) in base64, so they may be anything.  What the
 // handler logs goes to stderr.  A thrown error fails the job with its stack;
 // jobq.Fail fails it with a message alone.  It exits when stdin ends,
-
+// dropping a last line that has no newline: the foreman died while
+// writing it, and it is no whole job.
 //
 // The handler is the part to replace.  What it does here is an example, and
 // what the tests check:
