@@ -13,7 +13,7 @@ CC       ?= cc
 SAN      ?=
 TSAN     ?=
 
-PKGS     := sqlite3 libpq libmariadb jansson
+PKGS     := sqlite3 libpq libmariadb jansson glib-2.0
 CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -21,7 +21,7 @@ CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
 # libpq and libmariadb are loaded when a URL needs them (lib/store/clientlib.c),
 # not linked: only the tests that call them directly link them.
-LDLIBS   += $(shell pkg-config --libs sqlite3 jansson) -ldl -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs sqlite3 jansson glib-2.0) -ldl -lpthread -lm
 CLIENT_LIBS := $(shell pkg-config --libs libpq libmariadb)
 # libuv is the foreman's alone: the library does not link it.
 UV_CFLAGS:= $(shell pkg-config --cflags libuv)

@@ -127,6 +127,22 @@ int cli_print_parts(jobq *db, int rc, const char *verb, int64_t n, const char *n
   return rc;
 }
 
+int cli_print_bulk(jobq *db, int rc, int quiet, int dry_run, const char *done,
+                   const char *verb, int64_t n) {
+  if (rc != JOBQ_OK) return cli_print_parts(db, rc, done, n, "job");
+  if (quiet) return 0;
+  if (cli_global.json) {
+    json_t *o = cli_json_object();
+    cli_json_set(o, done, json_integer(n));
+    cli_json_set(o, "dry_run", json_boolean(dry_run));
+    cli_json_print(o);
+  } else {
+    printf("%s%s %lld job%s\n", dry_run ? "would " : "", dry_run ? verb : done, (long long)n,
+           n == 1 ? "" : "s");
+  }
+  return 0;
+}
+
 void cli_json_print(json_t *doc) {
   if (doc == NULL) cli_oom();
   char *text = json_dumps(doc, JSON_COMPACT);
@@ -495,6 +511,8 @@ void cli_progress_update(struct cli_progress *p, int64_t done, int64_t items) {
   bar_drawn = 1;
   fflush(stderr);
 }
+
+void cli_progress_jobs(void *arg, int64_t done) { cli_progress_update(arg, done, done); }
 
 void cli_progress_end(struct cli_progress *p) {
   (void)p;
