@@ -277,6 +277,11 @@ struct fm_op {
   int64_t in_flight;
   int64_t *cancel;
   size_t ncancel;
+  /* and, unless --no-cron, what jobq_cron_run() did */
+  int cron_rc;
+  char cron_msg[512];
+  jobq_cron_slot *cron;
+  size_t ncron;
   /* STATS */
   jobq_queue_stats *stats;
   size_t nstats;
@@ -433,6 +438,7 @@ struct fm {
   int64_t beat_ok_ms;              /* when the last good heartbeat began */
   int beat_out, claim_out, stats_out;
   int beat_failing;
+  char cron_error[512];        /* the last failure of a cron run, logged once */
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
   int watch_filtered;              /* the watch names the queue of a wake-up */
