@@ -220,8 +220,9 @@ t_older_file() {
   expect_rc 0
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  # Back to version 1: without the tables that version 2 added.
-  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; UPDATE jobq_meta SET version = 1"
+  # Back to version 1: without the tables that versions 2 and 4 added.
+  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 UPDATE jobq_meta SET version = 1"
   run stats
   expect_rc 2
   expect_err_has "jobq init"

@@ -48,7 +48,7 @@ t_init_and_identity() {
   [[ -s $T_ERR ]] && fail "init warned: $(cat "$T_ERR")"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -192,8 +192,9 @@ t_newer_schema_refused() {
   my_do -e "DROP DATABASE $S"
 }
 
-# A database of schema version 1, without the tables of version 2 and the
-# checks of version 3: the commands ask for jobq init, which migrates it, jobs and all.
+# A database of schema version 1, without the tables of version 2, the
+# checks of version 3 and the schedules of version 4: the commands ask for
+# jobq init, which migrates it, jobs and all.
 t_version_1_migrated() {
   new_db
   run init
@@ -202,14 +203,14 @@ t_version_1_migrated() {
   expect_rc 0
   my_do "$S" -e "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed;
                  ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_times;
-                 DROP TABLE jobq_tally, jobq_attempts;
+                 DROP TABLE jobq_tally, jobq_attempts, jobq_cron;
                  UPDATE jobq_meta SET version = 1"
   run put -q old x
   expect_rc 2
   expect_err_has "jobq init"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   [[ $(my_do -e "SELECT count(*) FROM information_schema.TABLE_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = '$S' AND CONSTRAINT_NAME IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
     fail "the checks were not added"
   run init

@@ -47,7 +47,7 @@ t_init_and_identity() {
   expect_quiet_about "$PG_PASSWORD"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -172,8 +172,8 @@ t_standby() {
 }
 
 # A database of schema version 1 (without the tables of version 2, the
-# checks of version 3, and with the SQL put of then): the commands ask
-# for jobq init, which migrates it, jobs and all.
+# checks of version 3, the schedules of version 4, and with the SQL put of
+# then): the commands ask for jobq init, which migrates it, jobs and all.
 t_version_1_migrated() {
   new_schema
   run init
@@ -182,7 +182,7 @@ t_version_1_migrated() {
   expect_rc 0
   psql_do -c "SET search_path = $S" \
     -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
-    -c "DROP TABLE jobq_tally, jobq_attempts" \
+    -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
   run put -q old x
@@ -192,7 +192,7 @@ t_version_1_migrated() {
   expect_rc 2
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":3'
+  expect_out_has '"schema_version":4'
   [[ $(psql_do -c "SELECT count(*) FROM pg_constraint WHERE conrelid = '$S.jobq_jobs'::regclass AND conname IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
     fail "the checks were not added"
   psql_do -c "SET search_path = $S" -c "SELECT jobq_put('old', 'x'::bytea, delay_ms => 9223372036854775807)" \
