@@ -5,7 +5,8 @@
 # fuzz target (clang's libFuzzer, into build-fuzz/).  `make fuzz` fuzzes
 # longer.  `make tsan` builds into build-tsan/ with ThreadSanitizer and
 # runs the foreman's tests (the foreman is the one part with two threads).
-# `make install PREFIX=...`.
+# `make install PREFIX=...` (the library, the commands, the man page and
+# the bash and zsh completions).
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -180,6 +181,10 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define JOBQ_VERSION "\(.*\)"/\1/p' include/jobq.h)|' \
 	  jobq.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/jobq.pc
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 644 completions/jobq.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/jobq
+	install -m 644 completions/_jobq $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_jobq
 
 clean:
 	rm -rf build build-san build-fuzz build-tsan
