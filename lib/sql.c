@@ -495,7 +495,7 @@ static const text texts[JOBQ_Q__COUNT] = {
      * transaction stops. */
     [JOBQ_Q_PRUNE_BOUND] = {.what = "finding the finished jobs to prune",
                             .common = "SELECT finished_at FROM jobq_done WHERE finished_at < ?1 "
-                            "AND (?3 IS NULL OR queue = ?3) AND id NOT IN (SELECT job_id "
+                            "AND queue = coalesce(?3, queue) AND id NOT IN (SELECT job_id "
                             "FROM jobq_blocked) ORDER BY finished_at LIMIT 1 OFFSET ?2"},
     /* The rows counted are locked until the prune deletes them: a retry
      * of one of them in between would take it away from the DELETE, and
@@ -507,28 +507,28 @@ static const text texts[JOBQ_Q__COUNT] = {
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
          "{bigint}) FROM (SELECT queue, outcome FROM jobq_done WHERE finished_at < ?1 "
-         "AND (?2 IS NULL OR queue = ?2) AND id NOT IN (SELECT job_id FROM jobq_blocked)"
+         "AND queue = coalesce(?2, queue) AND id NOT IN (SELECT job_id FROM jobq_blocked)"
          "{for_update}) AS p GROUP BY queue",
          .mysql = "SELECT queue, "
          "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
          "{bigint}) FROM (SELECT queue, outcome FROM jobq_done FORCE INDEX "
-         "(jobq_done_finished) WHERE finished_at < ?1 AND (?2 IS NULL OR queue = ?2) AND "
+         "(jobq_done_finished) WHERE finished_at < ?1 AND queue = coalesce(?2, queue) AND "
          "id NOT IN (SELECT job_id FROM jobq_blocked){for_update}) AS p GROUP BY queue"},
     /* On MariaDB through the index of finish times, whatever the plan for
      * a small archive: a scan of all of it waited for any row another
      * transaction held, such as the jobs being finished just then. */
     [JOBQ_Q_PRUNE] = {.what = "pruning finished jobs",
-                      .common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND (?2 IS NULL "
-                      "OR queue = ?2) AND id NOT IN (SELECT job_id FROM jobq_blocked)",
+                      .common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND queue = "
+                      "coalesce(?2, queue) AND id NOT IN (SELECT job_id FROM jobq_blocked)",
                       .mysql = "DELETE d FROM jobq_done d FORCE INDEX (jobq_done_finished) "
-                               "WHERE d.finished_at < ?1 AND (?2 IS NULL OR d.queue = ?2) "
+                               "WHERE d.finished_at < ?1 AND d.queue = coalesce(?2, d.queue) "
                                "AND d.id NOT IN (SELECT job_id FROM jobq_blocked)"},
     /* What a prune would delete (a dry run), as PRUNE_COUNT counts it. */
     [JOBQ_Q_PRUNE_TOTAL] = {.what = "counting the finished jobs to prune",
                             .common = "SELECT count(*) FROM jobq_done WHERE finished_at < ?1 "
-                            "AND (?2 IS NULL OR queue = ?2) AND id NOT IN (SELECT job_id "
+                            "AND queue = coalesce(?2, queue) AND id NOT IN (SELECT job_id "
                             "FROM jobq_blocked)"},
     /* A purge of queue ?1 (lib/bulk.c): the jobs up to id ?2, the highest
      * when it started, in parts; a running job stays (and makes the
