@@ -7,9 +7,9 @@
  * heartbeat.
  */
 #include <string.h>
-#include <unistd.h>
 
 #include "builtin.h"
+#include "jobopts.h"
 
 static const char usage[] =
     "usage: jobq cancel ID...\n"
@@ -36,22 +36,21 @@ static int cancel_one(jobq *db, int64_t id, const char **word,
   return rc;
 }
 
+static int count_jobs(jobq *db, const jobq_bulk_opts *o, int64_t *n, void *arg) {
+  (void)arg;
+  int64_t cancelled = 0, requested = 0;
+  int rc = jobq_cancel_jobs(db, o, &cancelled, &requested);
+  *n = cancelled + requested;
+  return rc;
+}
+
 static int cancel_queue(jobq_bulk_opts *o, int quiet) {
   jobq *db;
   int rc = cli_open(&db);
   if (rc != 0) return rc;
-  struct cli_progress bar = {0};
+  struct cli_progress bar;
   int64_t cancelled = 0, requested = 0;
-  if (!o->dry_run && !quiet && !cli_global.json && isatty(STDERR_FILENO)) {
-    o->dry_run = 1;
-    if (jobq_cancel_jobs(db, o, &cancelled, &requested) == JOBQ_OK &&
-        cancelled + requested > 0) {
-      cli_progress_start(&bar, "jobq cancel:", "jobs", cancelled + requested);
-      o->progress = cli_progress_jobs;
-      o->progress_arg = &bar;
-    }
-    o->dry_run = 0;
-  }
+  cli_progress_bulk(db, o, quiet, &bar, "jobq cancel:", count_jobs, NULL);
   rc = jobq_cancel_jobs(db, o, &cancelled, &requested);
   cli_progress_end(&bar);
   if (rc != JOBQ_OK) {
@@ -120,11 +119,7 @@ static int run(int argc, char **argv) {
     }
     if (o.state == JOBQ_STATE_READY) o.scheduled = strcmp(state, "scheduled") == 0 ? 1 : -1;
   }
-  if (key != NULL && (strlen(key) == 0 || strlen(key) > JOBQ_KEY_MAX)) {
-    cli_error("invalid --key '%s': expected 1 to %d bytes of UTF-8 text", cli_quote(shown, key),
-              JOBQ_KEY_MAX);
-    return CLI_EXIT_USAGE;
-  }
+  if (key != NULL && cli_check_key("--key", key)) return CLI_EXIT_USAGE;
   return cancel_queue(&o, quiet);
 }
 

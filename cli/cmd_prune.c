@@ -4,8 +4,6 @@
  * queue or one, in parts (jobq_prune_jobs), with a count, a progress bar
  * on a terminal, a dry run and a quiet mode.
  */
-#include <unistd.h>
-
 #include "builtin.h"
 
 static const char usage[] =
@@ -17,6 +15,10 @@ static const char usage[] =
     "ordering key, are kept.  It works in transactions of about 10000 jobs,\n"
     "with a progress bar on a terminal.  Without --queue, the records of\n"
     "failed attempts as old go too.\n";
+
+static int count_jobs(jobq *db, const jobq_bulk_opts *o, int64_t *n, void *ms) {
+  return jobq_prune_jobs(db, *(const int64_t *)ms, o, n);
+}
 
 static int run(int argc, char **argv) {
   const char *older = NULL, *queue = NULL;
@@ -47,17 +49,9 @@ static int run(int argc, char **argv) {
 
   jobq *db;
   if ((rc = cli_open(&db)) != 0) return rc;
-  struct cli_progress bar = {0};
-  int64_t total = 0, count = 0;
-  if (!dry_run && !quiet && !cli_global.json && isatty(STDERR_FILENO)) {
-    o.dry_run = 1;
-    if (jobq_prune_jobs(db, ms, &o, &total) == JOBQ_OK && total > 0) {
-      cli_progress_start(&bar, "jobq prune:", "jobs", total);
-      o.progress = cli_progress_jobs;
-      o.progress_arg = &bar;
-    }
-    o.dry_run = 0;
-  }
+  struct cli_progress bar;
+  int64_t count = 0;
+  cli_progress_bulk(db, &o, quiet, &bar, "jobq prune:", count_jobs, &ms);
   rc = jobq_prune_jobs(db, ms, &o, &count);
   cli_progress_end(&bar);
   rc = cli_print_bulk(db, rc, quiet, dry_run, "pruned", "prune", count);

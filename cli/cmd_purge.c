@@ -3,8 +3,6 @@
  * running, unfinished and archived, in parts (jobq_purge_jobs), with a
  * count, a progress bar on a terminal, a dry run and a quiet mode.
  */
-#include <unistd.h>
-
 #include "builtin.h"
 
 static const char usage[] =
@@ -17,6 +15,11 @@ static const char usage[] =
     "terminal.  Refused while a job of the queue runs as it starts: pause the\n"
     "queue and let its workers finish, or cancel them first.  The queue\n"
     "stays, with its pause state and key policy.\n";
+
+static int count_jobs(jobq *db, const jobq_bulk_opts *o, int64_t *n, void *arg) {
+  (void)arg;
+  return jobq_purge_jobs(db, o, n);
+}
 
 static int run(int argc, char **argv) {
   int dry_run = 0, quiet = 0;
@@ -39,17 +42,9 @@ static int run(int argc, char **argv) {
 
   jobq *db;
   if ((rc = cli_open(&db)) != 0) return rc;
-  struct cli_progress bar = {0};
-  int64_t total = 0, count = 0;
-  if (!dry_run && !quiet && !cli_global.json && isatty(STDERR_FILENO)) {
-    o.dry_run = 1;
-    if (jobq_purge_jobs(db, &o, &total) == JOBQ_OK && total > 0) {
-      cli_progress_start(&bar, "jobq purge:", "jobs", total);
-      o.progress = cli_progress_jobs;
-      o.progress_arg = &bar;
-    }
-    o.dry_run = 0;
-  }
+  struct cli_progress bar;
+  int64_t count = 0;
+  cli_progress_bulk(db, &o, quiet, &bar, "jobq purge:", count_jobs, NULL);
   rc = jobq_purge_jobs(db, &o, &count);
   cli_progress_end(&bar);
   rc = cli_print_bulk(db, rc, quiet, dry_run, "purged", "purge", count);

@@ -7,8 +7,7 @@
 #include "output.h"
 #include "util.h"
 
-/* An ordering or unique key: 1 to 255 bytes of UTF-8 text. */
-static int check_key(const char *what, const char *key) {
+int cli_check_key(const char *what, const char *key) {
   char shown[CLI_QUOTE_BUF];
   size_t n = strlen(key);
   if (n == 0 || n > JOBQ_KEY_MAX || !cli_utf8_valid(key, n)) {
@@ -42,7 +41,7 @@ int cli_job_check(const struct cli_job_args *a, jobq_put_opts *o) {
   if (a->at != NULL && cli_parse_time("--at", a->at, &o->run_at_ms))
     return CLI_EXIT_USAGE;
   if (a->key != NULL) {
-    if (check_key("--key", a->key)) return CLI_EXIT_USAGE;
+    if (cli_check_key("--key", a->key)) return CLI_EXIT_USAGE;
     o->key = a->key;
   }
   if (a->barrier && a->key != NULL) {
@@ -52,7 +51,7 @@ int cli_job_check(const struct cli_job_args *a, jobq_put_opts *o) {
   }
   o->barrier = a->barrier;
   if (a->unique != NULL) {
-    if (check_key("--unique", a->unique)) return CLI_EXIT_USAGE;
+    if (cli_check_key("--unique", a->unique)) return CLI_EXIT_USAGE;
     o->unique_key = a->unique;
   }
   if (a->max_attempts != NULL) {

@@ -41,6 +41,10 @@ struct cli_job_args {
       CLI_STRING(0, "backoff", &(a)->backoff, "D",                                \
                  "base of the retry delay, doubled per attempt, up to 1h (default 1s)")
 
+/* An ordering or unique key: 1 to 255 bytes of UTF-8 text; 0, or 2
+ * after "invalid WHAT '...': expected ...". */
+int cli_check_key(const char *what, const char *key);
+
 /* Checks every value given and fills o (from jobq_put_opts_init()); 0, or
  * 2 after a message. */
 int cli_job_check(const struct cli_job_args *a, jobq_put_opts *o);

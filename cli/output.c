@@ -512,7 +512,23 @@ void cli_progress_update(struct cli_progress *p, int64_t done, int64_t items) {
   fflush(stderr);
 }
 
-void cli_progress_jobs(void *arg, int64_t done) { cli_progress_update(arg, done, done); }
+static void progress_jobs(void *arg, int64_t done) { cli_progress_update(arg, done, done); }
+
+void cli_progress_bulk(jobq *db, jobq_bulk_opts *o, int quiet, struct cli_progress *bar,
+                       const char *label,
+                       int (*count)(jobq *, const jobq_bulk_opts *, int64_t *, void *),
+                       void *arg) {
+  memset(bar, 0, sizeof *bar);
+  if (o->dry_run || quiet || cli_global.json || !isatty(STDERR_FILENO)) return;
+  int64_t total = 0;
+  o->dry_run = 1;
+  int rc = count(db, o, &total, arg);
+  o->dry_run = 0;
+  if (rc != JOBQ_OK || total == 0) return;
+  cli_progress_start(bar, label, "jobs", total);
+  o->progress = progress_jobs;
+  o->progress_arg = bar;
+}
 
 void cli_progress_end(struct cli_progress *p) {
   (void)p;

@@ -145,9 +145,14 @@ void cli_progress_start(struct cli_progress *p, const char *label,
 void cli_progress_update(struct cli_progress *p, int64_t done, int64_t items);
 /* Erases the bar. */
 void cli_progress_end(struct cli_progress *p);
-/* A jobq_bulk_opts progress function: draws arg, a started cli_progress
- * whose total counts jobs, with done jobs of it. */
-void cli_progress_jobs(void *arg, int64_t done);
+/* For a command over many jobs (purge, prune, cancel --queue): on a
+ * terminal (stderr), unless quiet, --json or a dry run, counts the jobs
+ * with count (the call itself, given o with dry_run set, and arg) and
+ * makes o draw bar, labelled label, as the call reports its parts. */
+void cli_progress_bulk(jobq *db, jobq_bulk_opts *o, int quiet, struct cli_progress *bar,
+                       const char *label,
+                       int (*count)(jobq *, const jobq_bulk_opts *, int64_t *, void *),
+                       void *arg);
 /* Erases any bar on the screen, so that a message starts on a clean
  * line (cli_error does this). */
 void cli_progress_erase(void);

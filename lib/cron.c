@@ -302,11 +302,9 @@ static int run_one(jobq *db, const due *d, int64_t now, jobq_cron_slot *slot) {
     if (rc == JOBQ_OK) rc = jobq__cron_next(db, &s, now, &next);
     jobq__cron_spec_release(&s);
   }
-  char *error = NULL;
-  if (rc != JOBQ_OK) {
-    /* A zone gone from the system's tzdata: kept, and tried again. */
-    return JOBQ_OK;
-  }
+  /* A zone gone from the system's tzdata: the schedule stays as it is,
+   * tried again by the next run, and the others go on. */
+  if (rc != JOBQ_OK) return jobq__ok(db);
   int skip = at == 0 || (d->skip_missed && now - at > JOBQ_CRON_GRACE_MS);
   int64_t changed = 0;
   rc = jobq__sql_change(db, JOBQ_Q_CRON_ADVANCE, &changed,
@@ -325,14 +323,13 @@ static int run_one(jobq *db, const due *d, int64_t now, jobq_cron_slot *slot) {
   if (rc == JOBQ_OK || !job_error(rc)) return rc;
   /* Its options do not fit this database: the slot is passed over, and
    * the schedule says why. */
-  error = jobq__strdup(jobq_errmsg(db), &failed);
-  slot->error = error;
   slot->id = 0;
+  slot->error = jobq__strdup(jobq_errmsg(db), &failed);
   if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   jobq__ok(db);
   return jobq__sql_run(db, JOBQ_Q_CRON_ADVANCE,
                        SQL_ARGS(V_TEXT(d->name), V_INT(next), V_INT(next), V_NULL,
-                                V_TEXT(error)));
+                                V_TEXT(slot->error)));
 }
 
 void jobq_cron_slots_free(jobq_cron_slot *slots, size_t n) {

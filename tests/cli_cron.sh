@@ -123,6 +123,25 @@ t_refused() {
   expect_no_jobs
 }
 
+# A slot whose job this handle cannot take (a payload over its limit) is
+# passed over, its error kept on the schedule; the others go on.
+t_job_that_does_not_fit() {
+  head -c 3000 /dev/zero | tr '\0' x >"$D/big"
+  T_STDIN=$D/big run --max-payload 4KiB cron add big '@every 1s' -q big -
+  expect_rc 0
+  run cron add small '@every 1s' -q small
+  sleep 1.1
+  T_DBURL="sqlite:$DB?max_payload=1KiB" run cron run
+  expect_rc 1
+  expect_err_has "schedule big, slot "
+  expect_out_has "of small (slot "
+  run cron ls
+  expect_out_has "error: "
+  run cron ls --json
+  [[ $(json_field big last_error) == *"1024"* ]] || fail "last_error: $(json_field big last_error)"
+  [[ $(run_at_list big | wc -l) == 0 ]] || fail "the big job went in"
+}
+
 # A slot is put once; after hours with nothing running, the latest missed
 # slot is put once, not a burst; --skip-missed puts nothing for it.
 t_missed_slot() {

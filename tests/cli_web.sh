@@ -349,7 +349,8 @@ t_migrates_version_1() {
   run put -q mail hello
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; UPDATE jobq_meta SET version = 1"
+  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 UPDATE jobq_meta SET version = 1"
   run_work 30 --until-empty -q mail -- cat
   expect_rc 0
   [[ $(sqlite3 "$DB" "SELECT version FROM jobq_meta") == "$current" ]] || fail "not migrated to $current"
