@@ -192,11 +192,15 @@ static int purge_jobs(jobq *db, void *arg) {
 }
 
 /* A part of the archive: the oldest PRUNE_CHUNK after p->after, counted
- * under their locks and taken off the queue's counters. */
+ * under the queue's exclusive lock (a retry of one of them waits for it)
+ * and taken off the queue's counters. */
 static int purge_done(jobq *db, void *arg) {
   purge_part *p = arg;
+  jobq_jobref ref = {0, p->queue, NULL, 1};
   int64_t bound = -1;
-  int rc = jobq__sql_int(db, JOBQ_Q_PURGE_DONE_BOUND, -1, &bound,
+  int rc = jobq__order_lock(db, &ref, 0);
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_int(db, JOBQ_Q_PURGE_DONE_BOUND, -1, &bound,
                          SQL_ARGS(V_TEXT(p->queue), V_INT(p->after), V_INT(p->last_id),
                                   V_INT(PRUNE_CHUNK)));
   p->last = bound < 0;

@@ -540,28 +540,46 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PURGE_BOUND] = {.what = "finding the queue's jobs to delete",
                             .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND session "
                             "IS NULL AND id <= ?2 ORDER BY id LIMIT 1 OFFSET ?3"},
+    /* On MariaDB through the queue's index, whatever the plan, with the
+     * ids a filter, not a range: InnoDB locks the row past the end of a
+     * range, which may be another queue's (the archive's the same, below:
+     * each part reads all of the queue's rows there, and locks only its
+     * own). */
     [JOBQ_Q_PURGE_JOBS] = {.what = "deleting the queue's jobs",
                            .common = "DELETE FROM jobq_jobs WHERE queue = ?1 AND "
-                           "state <> 'running' AND session IS NULL AND id <= ?2"},
+                           "state <> 'running' AND session IS NULL AND id <= ?2",
+                           .mysql = "DELETE j FROM jobq_jobs j FORCE INDEX (jobq_jobs_queue) "
+                                    "WHERE j.queue = ?1 AND j.state <> 'running' AND "
+                                    "j.session IS NULL AND j.id + 0 <= ?2"},
     [JOBQ_Q_PURGE_BLOCKED] = {.what = "reading the queue's blocked keys",
                               .common = "SELECT order_key FROM jobq_blocked WHERE queue = ?1 "
-                              "AND job_id <= ?2 ORDER BY order_key{for_update}"},
+                              "AND job_id <= ?2 ORDER BY order_key"},
     [JOBQ_Q_PURGE_UNBLOCK] = {.what = "deleting the queue's blocked keys",
                               .common = "DELETE FROM jobq_blocked WHERE queue = ?1 AND "
                               "job_id <= ?2"},
     /* The archive after id ?2 up to id ?3: the (?4+1)th job's id, where a
-     * part stops; its outcomes, counted under their locks (see
-     * PRUNE_COUNT); and the DELETE. */
+     * part stops; its outcomes, counted under the queue's exclusive lock,
+     * which a retry of one of them waits for (see PRUNE_COUNT); and the
+     * DELETE.  No row is read with its lock: on MariaDB that would wait
+     * for the row past the end of the range, another queue's. */
     [JOBQ_Q_PURGE_DONE_BOUND] = {.what = "finding the queue's finished jobs to delete",
                                  .common = "SELECT id FROM jobq_done WHERE queue = ?1 AND id "
-                                 "> ?2 AND id <= ?3 ORDER BY id LIMIT 1 OFFSET ?4"},
+                                 "> ?2 AND id <= ?3 ORDER BY id LIMIT 1 OFFSET ?4",
+                                 .mysql = "SELECT id FROM jobq_done FORCE INDEX "
+                                          "(jobq_done_outcome) WHERE outcome IN ('done', "
+                                          "'dead', 'cancelled') AND queue = ?1 AND id > ?2 "
+                                          "AND id <= ?3 ORDER BY id LIMIT 1 OFFSET ?4"},
     [JOBQ_Q_PURGE_DONE_COUNT] =
         {.what = "counting the queue's finished jobs",
          .common = "SELECT CAST(coalesce(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END), 0) "
          "AS {bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END), 0) AS "
          "{bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END), 0) "
-         "AS {bigint}) FROM (SELECT outcome FROM jobq_done WHERE queue = ?1 AND id > ?2 AND "
-         "id <= ?3{for_update}) AS p"},
+         "AS {bigint}) FROM jobq_done WHERE queue = ?1 AND id > ?2 AND id <= ?3",
+         .mysql = "SELECT CAST(coalesce(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END), 0) "
+         "AS {bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END), 0) AS "
+         "{bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END), 0) "
+         "AS {bigint}) FROM jobq_done FORCE INDEX (jobq_done_outcome) WHERE outcome IN "
+         "('done', 'dead', 'cancelled') AND queue = ?1 AND id > ?2 AND id <= ?3"},
     /* MariaDB's outcome index holds every row (the others leave out the
      * done ones): there, a purge names each outcome the table allows and
      * the index, so as to read only the queue's rows.  A scan of the
@@ -572,8 +590,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                            "id <= ?3",
                            .mysql = "DELETE d FROM jobq_done d FORCE INDEX "
                                     "(jobq_done_outcome) WHERE d.outcome IN ('done', "
-                                    "'dead', 'cancelled') AND d.queue = ?1 AND d.id > ?2 "
-                                    "AND d.id <= ?3"},
+                                    "'dead', 'cancelled') AND d.queue = ?1 AND d.id + 0 > ?2 "
+                                    "AND d.id + 0 <= ?3"},
     [JOBQ_Q_PURGE_TOTAL] = {.what = "counting the queue's jobs",
                             .common = "SELECT (SELECT count(*) FROM jobq_jobs WHERE queue = "
                             "?1 AND session IS NULL) + (SELECT count(*) FROM jobq_done WHERE "
