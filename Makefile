@@ -5,7 +5,8 @@
 # fuzz target (clang's libFuzzer, into build-fuzz/).  `make fuzz` fuzzes
 # longer.  `make tsan` builds into build-tsan/ with ThreadSanitizer and
 # runs the foreman's tests (the foreman is the one part with two threads).
-# `make install PREFIX=...`.
+# `make install PREFIX=...` (the library, the commands, the man page and
+# the bash and zsh completions).
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -13,7 +14,7 @@ CC       ?= cc
 SAN      ?=
 TSAN     ?=
 
-PKGS     := sqlite3 libpq libmariadb jansson
+PKGS     := sqlite3 libpq libmariadb jansson glib-2.0
 CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -21,7 +22,7 @@ CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
 # libpq and libmariadb are loaded when a URL needs them (lib/store/clientlib.c),
 # not linked: only the tests that call them directly link them.
-LDLIBS   += $(shell pkg-config --libs sqlite3 jansson) -ldl -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs sqlite3 jansson glib-2.0) -ldl -lpthread -lm
 CLIENT_LIBS := $(shell pkg-config --libs libpq libmariadb)
 # libuv is the foreman's alone: the library does not link it.
 UV_CFLAGS:= $(shell pkg-config --cflags libuv)
@@ -187,6 +188,10 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define JOBQ_VERSION "\(.*\)"/\1/p' include/jobq.h)|' \
 	  jobq.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/jobq.pc
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 644 completions/jobq.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/jobq
+	install -m 644 completions/_jobq $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_jobq
 
 clean:
 	rm -rf build build-san build-fuzz build-tsan

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "jobopts.h"
 #include "ndjson.h"
 
 static const char usage[] =
@@ -31,79 +32,6 @@ static const char usage[] =
 
 #define CHUNK_JOBS 1000
 #define CHUNK_BYTES (16u << 20)
-
-/* The option values as given, turned into a jobq_put_opts by check(). */
-struct put_args {
-  const char *queue, *priority, *delay, *at, *key, *unique, *max_attempts;
-  const char *timeout, *backoff, *ndjson;
-  int barrier;
-};
-
-/* An ordering or unique key: 1 to 255 bytes of UTF-8 text. */
-static int check_key(const char *what, const char *key) {
-  char shown[CLI_QUOTE_BUF];
-  size_t n = strlen(key);
-  if (n == 0 || n > JOBQ_KEY_MAX || !cli_utf8_valid(key, n)) {
-    cli_error("invalid %s '%s': expected 1 to %d bytes of UTF-8 text", what,
-              cli_quote(shown, key), JOBQ_KEY_MAX);
-    return CLI_EXIT_USAGE;
-  }
-  return 0;
-}
-
-/* Checks every option and fills o; 0 or 2 after a message. */
-static int check(const struct put_args *a, jobq_put_opts *o) {
-  int64_t v;
-  jobq_put_opts_init(o);
-  if (a->queue != NULL) {
-    if (cli_check_queue("--queue", a->queue)) return CLI_EXIT_USAGE;
-    o->queue = a->queue;
-  }
-  if (a->priority != NULL) {
-    if (cli_parse_int("--priority", a->priority, JOBQ_PRIORITY_MIN,
-                      JOBQ_PRIORITY_MAX, &v))
-      return CLI_EXIT_USAGE;
-    o->priority = (int)v;
-  }
-  if (a->delay != NULL && a->at != NULL) {
-    cli_error("--delay and --at were both given: expected one of them");
-    return CLI_EXIT_USAGE;
-  }
-  if (a->delay != NULL &&
-      cli_parse_duration("--delay", a->delay, 0, JOBQ_DURATION_MAX_MS, &o->delay_ms))
-    return CLI_EXIT_USAGE;
-  if (a->at != NULL && cli_parse_time("--at", a->at, &o->run_at_ms))
-    return CLI_EXIT_USAGE;
-  if (a->key != NULL) {
-    if (check_key("--key", a->key)) return CLI_EXIT_USAGE;
-    o->key = a->key;
-  }
-  if (a->barrier && a->key != NULL) {
-    cli_error("--barrier and --key were both given: a barrier cannot have an "
-              "ordering key");
-    return CLI_EXIT_USAGE;
-  }
-  o->barrier = a->barrier;
-  if (a->unique != NULL) {
-    if (check_key("--unique", a->unique)) return CLI_EXIT_USAGE;
-    o->unique_key = a->unique;
-  }
-  if (a->max_attempts != NULL) {
-    if (cli_parse_int("--max-attempts", a->max_attempts, 1, JOBQ_ATTEMPTS_MAX,
-                      &v))
-      return CLI_EXIT_USAGE;
-    o->max_attempts = (int)v;
-  }
-  if (a->timeout != NULL &&
-      cli_parse_duration("--timeout", a->timeout, 0, JOBQ_DURATION_MAX_MS,
-                         &o->timeout_ms))
-    return CLI_EXIT_USAGE;
-  if (a->backoff != NULL &&
-      cli_parse_duration("--backoff", a->backoff, 0, JOBQ_BACKOFF_CAP_MS,
-                         &o->backoff_ms))
-    return CLI_EXIT_USAGE;
-  return 0;
-}
 
 /* ---------------------------------------------------------------- one job */
 
@@ -321,27 +249,14 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
 /* ---------------------------------------------------------------- command */
 
 static int run(int argc, char **argv) {
-  struct put_args a;
+  struct cli_job_args a;
+  const char *ndjson = NULL;
   memset(&a, 0, sizeof a);
   const struct cli_option options[] = {
-      CLI_STRING('q', "queue", &a.queue, "QUEUE", "the queue (default: default)"),
-      CLI_STRING('p', "priority", &a.priority, "N",
-                 "higher runs first, -32768 to 32767 (default 0)"),
-      CLI_STRING(0, "delay", &a.delay, "D", "run no earlier than D from now (30s, 5m)"),
-      CLI_STRING(0, "at", &a.at, "TIME",
-                 "run no earlier than TIME: 2026-11-22T10:00:00Z or @UNIXSECONDS"),
-      CLI_STRING(0, "key", &a.key, "K",
-                 "ordering key: jobs with one key run one at a time, in order"),
-      CLI_FLAG(0, "barrier", &a.barrier,
-               "run after every earlier job of the queue, before any later one"),
-      CLI_STRING(0, "unique", &a.unique, "U",
-                 "at most one unfinished job of the queue has this key"),
-      CLI_STRING(0, "max-attempts", &a.max_attempts, "N",
-                 "runs before the job is dead, 1 to 1000 (default 25)"),
-      CLI_STRING(0, "timeout", &a.timeout, "D", "the worker stops a run after D"),
-      CLI_STRING(0, "backoff", &a.backoff, "D",
-                 "base of the retry delay, doubled per attempt, up to 1h (default 1s)"),
-      CLI_STRING(0, "ndjson", &a.ndjson, "FILE",
+      CLI_JOB_WHAT_OPTIONS(&a),
+      CLI_JOB_WHEN_OPTIONS(&a),
+      CLI_JOB_HOW_OPTIONS(&a),
+      CLI_STRING(0, "ndjson", &ndjson, "FILE",
                  "one job per line of FILE ('-': stdin), in one transaction"),
       CLI_END};
   int rc = cli_parse_options(usage, options, &argc, argv);
@@ -349,16 +264,16 @@ static int run(int argc, char **argv) {
   char shown[CLI_QUOTE_BUF];
   if (cli_check_args(argc, argv, 1, "one PAYLOAD (quote it when it has spaces)"))
     return CLI_EXIT_USAGE;
-  if (a.ndjson != NULL && argc > 1) {
+  if (ndjson != NULL && argc > 1) {
     cli_error("unexpected argument '%s': with --ndjson the payloads come from "
               "the lines",
               cli_quote(shown, argv[1]));
     return CLI_EXIT_USAGE;
   }
   jobq_put_opts o;
-  if ((rc = check(&a, &o)) != 0) return rc;
+  if ((rc = cli_job_check(&a, &o)) != 0) return rc;
   if ((rc = cli_check_max_payload()) != 0) return rc;
-  if (a.ndjson != NULL) return put_ndjson(a.ndjson, &o);
+  if (ndjson != NULL) return put_ndjson(ndjson, &o);
   return put_one(&o, argc > 1 ? argv[1] : NULL);
 }
 

@@ -26,7 +26,8 @@ static const char usage[] =
     "the result; 75: retry later; anything else, or a signal: failed, the\n"
     "tail of stderr is the error.  With --persistent, CONCURRENCY long-lived\n"
     "COMMAND processes are fed jobs over a line protocol on stdin and stdout\n"
-    "instead (docs/worker-protocol.md).\n"
+    "instead (docs/worker-protocol.md).  With its heartbeat it puts the jobs\n"
+    "of the periodic schedules due (jobq cron), unless --no-cron.\n"
     "\n"
     "SIGTERM or SIGINT stops gracefully: claimed jobs go back at once, running\n"
     "ones get --grace to finish; a second signal stops them at once.  Options\n"
@@ -50,7 +51,7 @@ struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
   const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format, *user, *state;
-  int persistent, until_empty, verbose, log_times, no_cgroups;
+  int persistent, until_empty, verbose, log_times, no_cgroups, no_cron;
 };
 
 /* The number of CPUs, the default concurrency. */
@@ -214,6 +215,7 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
   cfg->until_empty = a->until_empty;
   cfg->verbose = a->verbose;
   cfg->log_times = a->log_times;
+  cfg->no_cron = a->no_cron;
   if (a->log_format != NULL && strcmp(a->log_format, "json") != 0 &&
       strcmp(a->log_format, "text") != 0) {
     char shown[CLI_QUOTE_BUF];
@@ -289,6 +291,8 @@ static int run(int argc, char **argv) {
       CLI_FLAG(0, "until-empty", &a.until_empty,
                "exit 0 once the queues have nothing ready, scheduled, waiting "
                "or running (1 at once on an error that does not pass)"),
+      CLI_FLAG(0, "no-cron", &a.no_cron,
+               "do not put the jobs of periodic schedules (jobq cron) when due"),
       CLI_FLAG('v', "verbose", &a.verbose, "log one line per finished job"),
       CLI_FLAG(0, "log-times", &a.log_times,
                "start each log line with the time (UTC) and the pid"),

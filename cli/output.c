@@ -127,6 +127,22 @@ int cli_print_parts(jobq *db, int rc, const char *verb, int64_t n, const char *n
   return rc;
 }
 
+int cli_print_bulk(jobq *db, int rc, int quiet, int dry_run, const char *done,
+                   const char *verb, int64_t n) {
+  if (rc != JOBQ_OK) return cli_print_parts(db, rc, done, n, "job");
+  if (quiet) return 0;
+  if (cli_global.json) {
+    json_t *o = cli_json_object();
+    cli_json_set(o, done, json_integer(n));
+    cli_json_set(o, "dry_run", json_boolean(dry_run));
+    cli_json_print(o);
+  } else {
+    printf("%s%s %lld job%s\n", dry_run ? "would " : "", dry_run ? verb : done, (long long)n,
+           n == 1 ? "" : "s");
+  }
+  return 0;
+}
+
 void cli_json_print(json_t *doc) {
   if (doc == NULL) cli_oom();
   char *text = json_dumps(doc, JSON_COMPACT);
@@ -494,6 +510,24 @@ void cli_progress_update(struct cli_progress *p, int64_t done, int64_t items) {
   }
   bar_drawn = 1;
   fflush(stderr);
+}
+
+static void progress_jobs(void *arg, int64_t done) { cli_progress_update(arg, done, done); }
+
+void cli_progress_bulk(jobq *db, jobq_bulk_opts *o, int quiet, struct cli_progress *bar,
+                       const char *label,
+                       int (*count)(jobq *, const jobq_bulk_opts *, int64_t *, void *),
+                       void *arg) {
+  memset(bar, 0, sizeof *bar);
+  if (o->dry_run || quiet || cli_global.json || !isatty(STDERR_FILENO)) return;
+  int64_t total = 0;
+  o->dry_run = 1;
+  int rc = count(db, o, &total, arg);
+  o->dry_run = 0;
+  if (rc != JOBQ_OK || total == 0) return;
+  cli_progress_start(bar, label, "jobs", total);
+  o->progress = progress_jobs;
+  o->progress_arg = bar;
 }
 
 void cli_progress_end(struct cli_progress *p) {

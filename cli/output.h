@@ -55,6 +55,12 @@ void cli_print_count(const char *verb, int64_t n, const char *noun);
  * a library error rc, the error and, when some parts went through, how
  * many on stderr.  Returns the exit status. */
 int cli_print_parts(jobq *db, int rc, const char *verb, int64_t n, const char *noun);
+/* The outcome of a command over many jobs (purge, prune, cancel
+ * --queue): as cli_print_parts() ("purged", 120), or "would VERB N jobs"
+ * for a dry run (verb: "purge"), with --json {"purged":N,"dry_run":B};
+ * nothing on success when quiet. */
+int cli_print_bulk(jobq *db, int rc, int quiet, int dry_run, const char *done,
+                   const char *verb, int64_t n);
 /* Prints doc compact, newline-terminated, on stdout and frees it. */
 void cli_json_print(json_t *doc);
 /* json_object_set_new() that stops the program when memory runs out. */
@@ -139,6 +145,14 @@ void cli_progress_start(struct cli_progress *p, const char *label,
 void cli_progress_update(struct cli_progress *p, int64_t done, int64_t items);
 /* Erases the bar. */
 void cli_progress_end(struct cli_progress *p);
+/* For a command over many jobs (purge, prune, cancel --queue): on a
+ * terminal (stderr), unless quiet, --json or a dry run, counts the jobs
+ * with count (the call itself, given o with dry_run set, and arg) and
+ * makes o draw bar, labelled label, as the call reports its parts. */
+void cli_progress_bulk(jobq *db, jobq_bulk_opts *o, int quiet, struct cli_progress *bar,
+                       const char *label,
+                       int (*count)(jobq *, const jobq_bulk_opts *, int64_t *, void *),
+                       void *arg);
 /* Erases any bar on the screen, so that a message starts on a clean
  * line (cli_error does this). */
 void cli_progress_erase(void);

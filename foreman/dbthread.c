@@ -45,6 +45,7 @@ void fm_op_free(struct fm_op *op) {
   jobq_jobs_free(op->jobs, op->njobs);
   free(op->acks);
   free(op->cancel);
+  jobq_cron_slots_free(op->cron, op->ncron);
   free(op->started);
   jobq_stats_free(op->stats, op->nstats);
   fm_state_db_release(&op->state);
@@ -205,6 +206,13 @@ static void run(struct fm_db *d, struct fm_op *op) {
       /* The receipts are true whatever the heartbeat found. */
       if (op->state_due) fm_db_write_state(d->cfg, &op->state, op->state_err,
                                            sizeof op->state_err);
+      /* With the heartbeat's rhythm, the jobs of schedules due: one read
+       * when none is. */
+      if (rc == JOBQ_OK && !d->cfg->no_cron) {
+        op->cron_rc = jobq_cron_run(d->db, &op->cron, &op->ncron, NULL);
+        if (op->cron_rc != JOBQ_OK)
+          snprintf(op->cron_msg, sizeof op->cron_msg, "%s", jobq_errmsg(d->db));
+      }
       break;
     case FM_OP_STATS:
       rc = jobq_stats(d->db, &op->stats, &op->nstats);

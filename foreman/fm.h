@@ -305,6 +305,11 @@ struct fm_op {
   int state_due;               /* in (HEARTBEAT, CONNECT): write state to
                                   the state file */
   struct fm_state_db state;
+  /* and, unless --no-cron, what jobq_cron_run() did */
+  int cron_rc;
+  char cron_msg[512];
+  jobq_cron_slot *cron;
+  size_t ncron;
   /* STATS */
   jobq_queue_stats *stats;
   size_t nstats;
@@ -511,6 +516,7 @@ struct fm {
   int64_t beat_ok_ms;              /* when the last good heartbeat began */
   int beat_out, claim_out, stats_out;
   int beat_failing;
+  char cron_error[512];        /* the last failure of a cron run, logged once */
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
   int watch_filtered;              /* the watch names the queue of a wake-up */

@@ -632,6 +632,34 @@ static void on_lease(uv_timer_t *t) {
 
 static void on_beat(uv_timer_t *t);
 
+/* What the cron run of a heartbeat did: each slot put, and a failure
+ * once until it changes or heals. */
+static void cron_log(struct fm *fm, const struct fm_op *op) {
+  for (size_t i = 0; i < op->ncron; i++) {
+    const jobq_cron_slot *s = &op->cron[i];
+    char when[32];
+    time_t t = (time_t)(s->slot_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (s->error != NULL)
+      fm_logp(FM_WARNING, "cron_failed", "cron: schedule %s, slot %s: %s", s->name, when,
+              s->error);
+    else if (s->skipped)
+      fm_log("cron: skipped the missed slot %s of %s", when, s->name);
+    else
+      fm_log("cron: put job %lld of %s (slot %s)%s", (long long)s->id, s->name, when,
+             s->existed ? ", which already existed" : "");
+  }
+  if (op->cron_rc == JOBQ_OK) {
+    fm->cron_error[0] = '\0';
+  } else if (strcmp(fm->cron_error, op->cron_msg) != 0) {
+    snprintf(fm->cron_error, sizeof fm->cron_error, "%s", op->cron_msg);
+    fm_logp(FM_WARNING, "cron_failed", "cron: cannot put the jobs of the schedules due: %s",
+            op->cron_msg);
+  }
+}
+
 static void on_beat_done(struct fm *fm, struct fm_op *op) {
   fm->beat_out = 0;
   if (fm->closed || op->rc == FM_STALE || op->gen != fm->gen) {
@@ -657,6 +685,7 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
       uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
     }
     handle_cancels(fm, op->cancel, op->ncancel);
+    cron_log(fm, op);
     fm_op_free(op);
     fm_acker_flush(fm);
     return;

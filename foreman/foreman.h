@@ -56,6 +56,7 @@ struct fm_config {
   int log_times;               /* each log line starts with the time and
                                   the pid */
   int log_json;                /* each log line is one JSON object */
+  int no_cron;                 /* do not put the jobs of schedules due */
   char *const *argv;           /* COMMAND ARGS..., NULL-terminated */
   const char *file;            /* COMMAND as found in PATH (or as given
                                   when it has a '/') */

@@ -688,23 +688,63 @@ int jobq_resume(jobq *db, const char *queue);
  * key waits for an operator to retry or cancel it) or "skip". */
 int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
 
+/*
+ * Calls over many jobs work in parts, each its own transaction of about
+ * a thousand jobs (prune: ten thousand), never one for the whole set: other
+ * writers go on, and PostgreSQL's vacuum is not held back.  On an error
+ * the parts before it stay done, and the count says how many went.  These
+ * options choose the jobs and let the caller show progress.
+ */
+typedef struct jobq_bulk_opts {
+  const char *queue;     /* the queue (NULL: every queue, where allowed) */
+  int state;             /* jobq_cancel_jobs(): 0 for every unfinished job,
+                            or JOBQ_STATE_READY, _RUNNING or _WAITING */
+  int scheduled;         /* with READY: 1 only jobs whose run-at time is
+                            ahead ("scheduled"), -1 only those due, 0 both */
+  const char *key;       /* jobq_cancel_jobs(): only this ordering key */
+  int dry_run;           /* count what would be done; change nothing */
+  /* Called (when not NULL) after each part, with how many so far. */
+  void (*progress)(void *arg, int64_t done);
+  void *progress_arg;
+} jobq_bulk_opts;
+
+/* Fills opts with every queue, every state, no dry run, no progress. */
+void jobq_bulk_opts_init(jobq_bulk_opts *opts);
+
 /* Deletes archived jobs finished more than older_than_ms ago, oldest
  * first, in transactions of about 10000 jobs; *count gets how many (on an
  * error, how many until then).  Never touches unfinished jobs or a dead
- * head that blocks its key. */
+ * head that blocks its key.  The records of attempts as old go too. */
 int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
+/* jobq_prune() of one queue's jobs (opts->queue; the records of attempts
+ * stay), or with opts->dry_run the count of what it would delete. */
+int jobq_prune_jobs(jobq *db, int64_t older_than_ms, const jobq_bulk_opts *opts,
+                    int64_t *count);
 
 /*
  * Deletes every job of queue that is not running: ready, scheduled and
- * waiting jobs, and the queue's archived (done, dead, cancelled) jobs,
- * with its finished-job counters, in one transaction.  *count (may be
+ * waiting jobs, and the queue's archived (done, dead, cancelled) jobs, in
+ * parts, oldest first; the jobs put after it began stay.  *count (may be
  * NULL) gets how many jobs went.  The queue itself stays, with its pause
- * state and key policy.  Refuses with JOBQ_EBUSY, deleting nothing, while
- * a job of the queue is running: purge it once its workers are done.
- * For tools that make queues of their own and clean them away (jobq
- * bench); the jobs are gone for good.
+ * state and key policy.  Refuses with JOBQ_EBUSY, deleting nothing, when
+ * a job of the queue is running as it starts: purge it once its workers
+ * are done (a job claimed while it works is left to its worker).  The
+ * jobs are gone for good.
  */
 int jobq_purge(jobq *db, const char *queue, int64_t *count);
+/* jobq_purge() of opts->queue with progress, or with opts->dry_run the
+ * count of the jobs it would delete. */
+int jobq_purge_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *count);
+
+/*
+ * Cancels the unfinished jobs of opts->queue (required) that opts
+ * chooses, as jobq_cancel() would each, oldest first: ready and waiting
+ * jobs are archived as cancelled (*cancelled counts them), running ones
+ * get a cancel request (*requested).  Either may be NULL.  With
+ * opts->dry_run, nothing changes and the counts say what would be done.
+ */
+int jobq_cancel_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *cancelled,
+                     int64_t *requested);
 
 /*
  * Deletes expired sessions now; *count gets how many.  Their jobs go back
@@ -776,6 +816,118 @@ typedef struct jobq_receipt {
  * by jobq_doctor().
  */
 int jobq_expect(jobq *db, const jobq_identity *seen, const jobq_receipt *r, size_t n);
+/* ---------------------------------------------------------------- periodic jobs */
+
+/*
+ * A schedule puts a job at each of its slots.  Its spec is one of
+ *   five cron fields   "MIN HOUR DAY-OF-MONTH MONTH DAY-OF-WEEK": lists
+ *                      (1,15), ranges (1-5), steps (0-30/10; a star with
+ *                      /15 for every 15th; 5/15 is 5-59/15), names
+ *                      (jan-dec, sun-sat, any case), Sunday 0
+ *                      or 7; when both day fields are restricted (neither
+ *                      starts with '*') a day matching either one will do
+ *   @hourly @daily (@midnight) @weekly @monthly @yearly (@annually)
+ *   @every D           every D from 1s, at the multiples of D since
+ *                      1970-01-01T00:00:00Z ("@every 1h" on the hour)
+ * read on the wall clock of its zone (an IANA name of the system's tzdata,
+ * default UTC).  Around daylight-saving changes it runs as Vixie cron and
+ * cronie do: a job at a fixed time (neither the minute nor the hour field
+ * starts with '*') whose time the clock skips runs at the change, and
+ * runs once when the clock repeats its time; other jobs follow the wall
+ * clock, so they skip the missing hour and run in both passes of the
+ * repeated one.
+ *
+ * Schedules live in the database.  jobq_cron_run() puts the jobs of the
+ * slots due on the database clock; any number of processes may call it
+ * at once (every foreman does, with its heartbeat), and each slot is put
+ * exactly once: the schedule's next slot moves on in the same transaction
+ * as the put, only if no one moved it first.  When nothing ran at a slot,
+ * the next run puts the latest slot that passed, once (never a burst of
+ * them), unless the schedule skips missed slots: then a slot found more
+ * than JOBQ_CRON_GRACE_MS late puts nothing.  The job's run-at time is
+ * its slot.
+ */
+#define JOBQ_CRON_TEXT_MAX 255       /* bytes of a spec or a zone name */
+#define JOBQ_CRON_GRACE_MS 60000
+
+typedef struct jobq_cron_opts {
+  const char *name;      /* as a queue name: [a-z0-9][a-z0-9_.-]{0,62} */
+  const char *spec;      /* "0 3 * * mon-fri", "@daily", "@every 30s" */
+  const char *tz;        /* NULL: "UTC" */
+  int skip_missed;       /* a slot found late puts nothing */
+  int replace;           /* 1: a schedule of the name is changed; 0: the
+                            call refuses it with JOBQ_ESTATE */
+  jobq_put_opts job;     /* the job of each slot: queue, payload and the
+                            rest; delay_ms and run_at_ms must be 0 */
+} jobq_cron_opts;
+
+/* Fills opts with no name or spec, UTC and jobq_put_opts_init()'s job. */
+void jobq_cron_opts_init(jobq_cron_opts *opts);
+
+/*
+ * Adds a schedule (or with opts->replace, changes one: its next slot is
+ * computed anew, a pause is kept).  *next_ms (may be NULL) gets its first
+ * slot, after the database clock's now; *replaced (may be NULL) whether
+ * a schedule of that name was there.  On error nothing is written.
+ */
+int jobq_cron_add(jobq *db, const jobq_cron_opts *opts, int64_t *next_ms, int *replaced);
+/* Deletes a schedule (the jobs it put stay).  JOBQ_ENOTFOUND when there is
+ * none of that name. */
+int jobq_cron_remove(jobq *db, const char *name);
+/* A paused schedule puts nothing; jobq_cron_resume() starts it again from
+ * the next slot after now (the slots of the pause are not put).
+ * JOBQ_ENOTFOUND when there is none of that name. */
+int jobq_cron_pause(jobq *db, const char *name);
+int jobq_cron_resume(jobq *db, const char *name);
+
+typedef struct jobq_cron_info {
+  char *name;
+  char *spec;
+  char *tz;
+  int skip_missed;
+  int paused;
+  int64_t next_ms;        /* the next slot (paused: the one it stopped at) */
+  int64_t last_ms;        /* the last slot that put a job; 0: none yet */
+  char *last_error;       /* why the last slot put nothing; NULL when it did */
+  int64_t created_at_ms;
+  int64_t updated_at_ms;
+  jobq_put_opts job;      /* its strings and payload owned by the info */
+} jobq_cron_info;
+
+/* The schedules by name.  Free with jobq_cron_info_free(). */
+int jobq_cron_list(jobq *db, jobq_cron_info **out, size_t *n);
+void jobq_cron_info_free(jobq_cron_info *infos, size_t n);
+
+/* What jobq_cron_run() did for one schedule's slot. */
+typedef struct jobq_cron_slot {
+  char *name;
+  int64_t slot_ms;
+  int64_t id;             /* the job put; 0: none (skipped or error) */
+  int existed;            /* its unique key named an unfinished job, id */
+  int skipped;            /* missed, and the schedule skips missed slots */
+  char *error;            /* why the job could not be put (its options
+                             do not fit this database); NULL otherwise */
+} jobq_cron_slot;
+
+/*
+ * Puts the jobs of the slots due now on the database clock, in one
+ * transaction, and moves each schedule to its next slot.  Costs one read
+ * when nothing is due.  *slots (may be NULL) gets what happened to each
+ * slot (free with jobq_cron_slots_free()), *n their number;
+ * *wait_ms (may be NULL) how long until the next slot of any schedule
+ * (-1: there is none).  A slot whose job cannot be put (a payload over
+ * this handle's limit) is passed over with its error kept on the
+ * schedule (jobq_cron_info's last_error); any other error changes
+ * nothing.
+ */
+int jobq_cron_run(jobq *db, jobq_cron_slot **slots, size_t *n, int64_t *wait_ms);
+void jobq_cron_slots_free(jobq_cron_slot *slots, size_t n);
+
+/* The first slot of spec in zone tz (NULL: UTC) after Unix time after_ms,
+ * computed here without the database: JOBQ_EINVAL for a bad spec or zone,
+ * with a message on db (db may be NULL). */
+int jobq_cron_next(jobq *db, const char *spec, const char *tz, int64_t after_ms,
+                   int64_t *next_ms);
 
 /* ---------------------------------------------------------------- doctor */
 

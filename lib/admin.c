@@ -1,8 +1,8 @@
 /*
- * admin.c - the calls behind the operator's commands that change things:
- * retry, cancel, pause, resume, the key policy, prune, purge and the epoch
- * bump.
- * Each validates its input and runs in one transaction of its own.
+ * admin.c - the calls behind the operator's commands that change one job
+ * or queue: retry, cancel, pause, resume, the key policy and the epoch
+ * bump (those over many jobs are lib/bulk.c's).  Each validates its input
+ * and runs in one transaction of its own.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -115,7 +115,7 @@ int jobq_retry(jobq *db, int64_t id) {
 }
 
 /* Dead jobs a retry of them all takes per transaction, so that it never
- * holds a long one (see PRUNE_CHUNK). */
+ * holds a long one (see PRUNE_CHUNK in lib/bulk.c). */
 #define RETRY_CHUNK 1000
 
 /* retry() for queue's dead jobs after id after up to id last (locked)
@@ -229,7 +229,7 @@ static int cancel_blocking(jobq *db, int64_t id, int *now) {
   return rc;
 }
 
-static int cancel(jobq *db, int64_t id, int *now) {
+int jobq__cancel(jobq *db, int64_t id, int *now) {
   jobq_jobref ref;
   int state;
   int got = jobq__job_ref(db, id, &ref, &state);
@@ -261,7 +261,7 @@ int jobq_cancel(jobq *db, int64_t id, int *now) {
   int rc, attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__txn_end(db, cancel(db, id, now));
+    rc = jobq__txn_end(db, jobq__cancel(db, id, now));
   } while (jobq__txn_retry(db, rc, &attempt));
   return rc;
 }
@@ -297,141 +297,6 @@ int jobq_set_key_policy(jobq *db, const char *queue, const char *policy) {
     return jobq__fail(db, JOBQ_EINVAL, "invalid key policy '%s': expected block or skip",
                       policy ? policy : "");
   return set_queue(db, queue, -1, policy);
-}
-
-/* ---------------------------------------------------------------- prune */
-
-/* Jobs a prune deletes per transaction, about: short transactions keep
- * SQLite's other writers going, and PostgreSQL's vacuum of the hot table,
- * which cannot pass an open transaction. */
-#define PRUNE_CHUNK 10000
-
-/* One transaction of a prune: the oldest PRUNE_CHUNK prunable jobs that
- * finished before before (more when several finished in the same
- * millisecond), counted under their locks, taken off the counters and
- * deleted.  *count gets how many; *last is set when no older job is
- * left. */
-static int prune_chunk(jobq *db, int64_t before, int64_t *count, int *last) {
-  int64_t bound = -1;
-  int rc = jobq__sql_int(db, JOBQ_Q_PRUNE_BOUND, -1, &bound,
-                         SQL_ARGS(V_INT(before), V_INT(PRUNE_CHUNK - 1)));
-  if (rc != JOBQ_OK) return rc;
-  *last = bound < 0;
-  int64_t cutoff = *last ? before : bound + 1;
-  jobq_rows *r;
-  if ((rc = jobq__sql_query(db, JOBQ_Q_PRUNE_COUNT, &r, SQL_ARGS(V_INT(cutoff)))) != JOBQ_OK)
-    return rc;
-  typedef struct {
-    char *queue;
-    int64_t done, dead, cancelled;
-  } qc;
-  qc *v = NULL;
-  size_t n = 0;
-  int got, failed = 0;
-  while ((got = jobq__rows_next(db, r)) == 1) {
-    qc *w = realloc(v, (n + 1) * sizeof *w);
-    if (w == NULL) {
-      failed = 1;
-      break;
-    }
-    v = w;
-    v[n].queue = jobq__col_text(db, r, 0, &failed);
-    v[n].done = jobq__col_int(db, r, 1);
-    v[n].dead = jobq__col_int(db, r, 2);
-    v[n].cancelled = jobq__col_int(db, r, 3);
-    n++;
-  }
-  jobq__rows_done(db, r);
-  rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
-  *count = 0;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    rc = jobq__count_add(db, v[i].queue, -v[i].done, -v[i].dead, -v[i].cancelled);
-    *count += v[i].done + v[i].dead + v[i].cancelled;
-  }
-  for (size_t i = 0; i < n; i++) free(v[i].queue);
-  free(v);
-  if (rc == JOBQ_OK) rc = jobq__failpoint(db, "prune.counted");
-  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(cutoff)));
-  /* A completion that finished before the cut-off may be gone now: the
-   * check of acknowledged writes (lib/mark.c) must not call it lost. */
-  if (rc == JOBQ_OK && *count > 0) rc = jobq__sql_run(db, JOBQ_Q_PRUNED, SQL_ARGS(V_INT(cutoff)));
-  return rc;
-}
-
-int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count) {
-  if (count != NULL) *count = 0;
-  if (db == NULL) return JOBQ_EINVAL;
-  jobq__need(db, JOBQ__ROLE_ADMIN);
-  if (older_than_ms < 0)
-    return jobq__fail(db, JOBQ_EINVAL, "invalid age '%lldms': expected zero or more",
-                      (long long)older_than_ms);
-  int64_t now;
-  int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
-  if (rc != JOBQ_OK) return rc;
-  int64_t before = now - older_than_ms, total = 0;
-  for (int last = 0; !last;) {
-    int64_t c = 0;
-    int attempt = 0;
-    do {
-      if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
-      rc = jobq__txn_end(db, prune_chunk(db, before, &c, &last));
-    } while (jobq__txn_retry(db, rc, &attempt));
-    if (rc != JOBQ_OK) break;
-    total += c;
-    if (count != NULL) *count = total;
-  }
-  /* The records of attempts as old go too. */
-  int attempt = 0;
-  while (rc == JOBQ_OK) {
-    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
-    rc = jobq__txn_end(db, jobq__sql_run(db, JOBQ_Q_ATTEMPTS_PRUNE, SQL_ARGS(V_INT(before))));
-    if (!jobq__txn_retry(db, rc, &attempt)) break;
-  }
-  return rc;
-}
-
-/* ---------------------------------------------------------------- purge */
-
-static int purge(jobq *db, const char *queue, int64_t *count) {
-  /* Exclusive on the queue: puts to it wait until the purge is over. */
-  jobq_jobref ref = {0, queue, NULL, 1};
-  int rc = jobq__order_lock(db, &ref, 0);
-  int running = 0;
-  if (rc == JOBQ_OK)
-    rc = jobq__sql_exists(db, JOBQ_Q_PURGE_RUNNING, &running, SQL_ARGS(V_TEXT(queue)));
-  if (rc == JOBQ_OK && running)
-    rc = jobq__fail(db, JOBQ_EBUSY,
-                    "queue '%s' has running jobs: purge it once they have finished",
-                    queue);
-  int64_t jobs = 0, done = 0;
-  if (rc == JOBQ_OK)
-    rc = jobq__sql_change(db, JOBQ_Q_PURGE_JOBS, &jobs, SQL_ARGS(V_TEXT(queue)));
-  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PURGE_BLOCKED, SQL_ARGS(V_TEXT(queue)));
-  if (rc == JOBQ_OK)
-    rc = jobq__sql_change(db, JOBQ_Q_PURGE_DONE, &done, SQL_ARGS(V_TEXT(queue)));
-  /* The archive of the queue is empty: so are its counters. */
-  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_PURGE_COUNTS, SQL_ARGS(V_TEXT(queue)));
-  /* Completions of up to now may be gone, as after a prune. */
-  int64_t now = 0;
-  if (rc == JOBQ_OK && done > 0) rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
-  if (rc == JOBQ_OK && done > 0) rc = jobq__sql_run(db, JOBQ_Q_PRUNED, SQL_ARGS(V_INT(now + 1)));
-  *count = jobs + done;
-  return rc;
-}
-
-int jobq_purge(jobq *db, const char *queue, int64_t *count) {
-  if (count != NULL) *count = 0;
-  if (db == NULL) return JOBQ_EINVAL;
-  jobq__need(db, JOBQ__ROLE_ADMIN);
-  if (jobq_check_queue(db, queue) != JOBQ_OK) return JOBQ_EINVAL;
-  int64_t c = 0;
-  int rc, attempt = 0;
-  do {
-    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__txn_end(db, purge(db, queue, &c));
-  } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK && count != NULL) *count = c;
-  return rc;
 }
 
 /* ---------------------------------------------------------------- epoch */

@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 4
+#define JOBQ_SCHEMA_VERSION 5
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -413,6 +413,11 @@ void jobq__counts_settle(jobq *db, int kept);
 int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state);
 void jobq__job_ref_release(jobq_jobref *ref);
 
+/* Cancels job id inside a transaction, as jobq_cancel() does: *now is 1
+ * when it was archived as cancelled, 0 when its worker was asked to stop
+ * it (lib/admin.c). */
+int jobq__cancel(jobq *db, int64_t id, int *now);
+
 /* A named place where JOBQ_FAILPOINT may inject a fault (lib/failpoint.c
  * lists them): JOBQ_OK to go on, or an error recorded on db. */
 int jobq__failpoint(jobq *db, const char *name);
@@ -489,6 +494,31 @@ int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
  * input.  index >= 0 prefixes "job N: " for jobq_put_many(). */
 int jobq__check_put(jobq *db, const jobq_put_opts *o, long index);
 int jobq__check_key(jobq *db, const char *what, const char *key, long index);
+
+/* ---------------------------------------------------------------- schedules
+ * (lib/cronspec.c): a periodic job's spec, parsed, and its slots. */
+
+typedef struct jobq__cron_spec {
+  int64_t every_ms;      /* @every: the period; 0: the fields below */
+  uint64_t minute;       /* bit n set: minute n matches */
+  uint32_t hour, dom;    /* hours 0-23, days of month 1-31 */
+  uint16_t month;        /* 1-12 */
+  uint8_t dow;           /* bit 0 Sunday ... bit 6 Saturday */
+  int dom_any, dow_any;  /* the day field starts with '*' */
+  int wild;              /* the minute or hour field starts with '*' */
+  void *zone;            /* its GTimeZone; NULL for UTC */
+} jobq__cron_spec;
+
+/* Parses spec in zone tz (NULL: UTC) into s, to be released with
+ * jobq__cron_spec_release() on success. */
+int jobq__cron_parse(jobq *db, const char *spec, const char *tz, jobq__cron_spec *s);
+void jobq__cron_spec_release(jobq__cron_spec *s);
+/* The first slot after after_ms. */
+int jobq__cron_next(jobq *db, const jobq__cron_spec *s, int64_t after_ms, int64_t *next_ms);
+/* The last slot from first_ms (a slot) to now_ms; 0 when first_ms is
+ * after now_ms. */
+int jobq__cron_latest(jobq *db, const jobq__cron_spec *s, int64_t first_ms, int64_t now_ms,
+                      int64_t *slot_ms);
 
 /* Whether len bytes of s are valid UTF-8 without NUL bytes. */
 int jobq__utf8_valid(const char *s, size_t len);

@@ -494,13 +494,15 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_SET_POLICY] = {.what = "setting the queue's key policy",
                            .common = "UPDATE jobq_queues SET key_policy = ?2 WHERE "
                            "name = ?1"},
-    /* A prune's statements.  ?1: the cut-off in Unix ms; a dead head that
-     * blocks its key stays.  PRUNE_BOUND: the finish time of the (?2+1)th
-     * oldest job a prune may delete, where its next transaction stops. */
+    /* A prune's statements.  ?1: the cut-off in Unix ms; ?3 (PRUNE_BOUND)
+     * or ?2 (the others): only this queue's jobs, or NULL for all; a dead
+     * head that blocks its key stays.  PRUNE_BOUND: the finish time of
+     * the (?2+1)th oldest job a prune may delete, where its next
+     * transaction stops. */
     [JOBQ_Q_PRUNE_BOUND] = {.what = "finding the finished jobs to prune",
                             .common = "SELECT finished_at FROM jobq_done WHERE finished_at < ?1 "
-                            "AND id NOT IN (SELECT job_id FROM jobq_blocked) ORDER BY "
-                            "finished_at LIMIT 1 OFFSET ?2"},
+                            "AND queue = coalesce(?3, queue) AND id NOT IN (SELECT job_id "
+                            "FROM jobq_blocked) ORDER BY finished_at LIMIT 1 OFFSET ?2"},
     /* The rows counted are locked until the prune deletes them: a retry
      * of one of them in between would take it away from the DELETE, and
      * its counters would go down twice. */
@@ -511,45 +513,101 @@ static const text texts[JOBQ_Q__COUNT] = {
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
          "{bigint}) FROM (SELECT queue, outcome FROM jobq_done WHERE finished_at < ?1 "
-         "AND id NOT IN (SELECT job_id FROM jobq_blocked){for_update}) AS p GROUP BY queue",
+         "AND queue = coalesce(?2, queue) AND id NOT IN (SELECT job_id FROM jobq_blocked)"
+         "{for_update}) AS p GROUP BY queue",
          .mysql = "SELECT queue, "
          "CAST(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END) AS {bigint}), "
          "CAST(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END) AS "
          "{bigint}) FROM (SELECT queue, outcome FROM jobq_done FORCE INDEX "
-         "(jobq_done_finished) WHERE finished_at < ?1 AND id NOT IN (SELECT job_id "
-         "FROM jobq_blocked){for_update}) AS p GROUP BY queue"},
+         "(jobq_done_finished) WHERE finished_at < ?1 AND queue = coalesce(?2, queue) AND "
+         "id NOT IN (SELECT job_id FROM jobq_blocked){for_update}) AS p GROUP BY queue"},
     /* On MariaDB through the index of finish times, whatever the plan for
      * a small archive: a scan of all of it waited for any row another
      * transaction held, such as the jobs being finished just then. */
     [JOBQ_Q_PRUNE] = {.what = "pruning finished jobs",
-                      .common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND id NOT "
-                      "IN (SELECT job_id FROM jobq_blocked)",
+                      .common = "DELETE FROM jobq_done WHERE finished_at < ?1 AND queue = "
+                      "coalesce(?2, queue) AND id NOT IN (SELECT job_id FROM jobq_blocked)",
                       .mysql = "DELETE d FROM jobq_done d FORCE INDEX (jobq_done_finished) "
-                               "WHERE d.finished_at < ?1 AND d.id NOT IN (SELECT job_id "
-                               "FROM jobq_blocked)"},
-    /* ?1: the queue whose jobs go (jobq_purge); a running job stays and
-     * makes the purge refuse. */
+                               "WHERE d.finished_at < ?1 AND d.queue = coalesce(?2, d.queue) "
+                               "AND d.id NOT IN (SELECT job_id FROM jobq_blocked)"},
+    /* What a prune would delete (a dry run), as PRUNE_COUNT counts it. */
+    [JOBQ_Q_PRUNE_TOTAL] = {.what = "counting the finished jobs to prune",
+                            .common = "SELECT count(*) FROM jobq_done WHERE finished_at < ?1 "
+                            "AND queue = coalesce(?2, queue) AND id NOT IN (SELECT job_id "
+                            "FROM jobq_blocked)"},
+    /* A purge of queue ?1 (lib/bulk.c): the jobs up to id ?2, the highest
+     * when it started, in parts; a running job stays (and makes the
+     * purge refuse when it is there at the start).  PURGE_BOUND: the id
+     * of the (?3+1)th unclaimed job, where a part stops. */
     [JOBQ_Q_PURGE_RUNNING] = {.what = "looking for running jobs of the queue",
                               .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                               "state = 'running' LIMIT 1"},
+    [JOBQ_Q_PURGE_BOUND] = {.what = "finding the queue's jobs to delete",
+                            .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND session "
+                            "IS NULL AND id <= ?2 ORDER BY id LIMIT 1 OFFSET ?3"},
+    /* On MariaDB through the queue's index, whatever the plan, with the
+     * ids a filter, not a range: InnoDB locks the row past the end of a
+     * range, which may be another queue's (the archive's the same, below:
+     * each part reads all of the queue's rows there, and locks only its
+     * own). */
     [JOBQ_Q_PURGE_JOBS] = {.what = "deleting the queue's jobs",
                            .common = "DELETE FROM jobq_jobs WHERE queue = ?1 AND "
-                           "state <> 'running' AND session IS NULL"},
+                           "state <> 'running' AND session IS NULL AND id <= ?2",
+                           .mysql = "DELETE j FROM jobq_jobs j FORCE INDEX (jobq_jobs_queue) "
+                                    "WHERE j.queue = ?1 AND j.state <> 'running' AND "
+                                    "j.session IS NULL AND j.id + 0 <= ?2"},
+    [JOBQ_Q_PURGE_BLOCKED] = {.what = "reading the queue's blocked keys",
+                              .common = "SELECT order_key FROM jobq_blocked WHERE queue = ?1 "
+                              "AND job_id <= ?2 ORDER BY order_key"},
+    [JOBQ_Q_PURGE_UNBLOCK] = {.what = "deleting the queue's blocked keys",
+                              .common = "DELETE FROM jobq_blocked WHERE queue = ?1 AND "
+                              "job_id <= ?2"},
+    /* The archive after id ?2 up to id ?3: the (?4+1)th job's id, where a
+     * part stops; its outcomes, counted under the queue's exclusive lock,
+     * which a retry of one of them waits for (see PRUNE_COUNT); and the
+     * DELETE.  No row is read with its lock: on MariaDB that would wait
+     * for the row past the end of the range, another queue's. */
+    [JOBQ_Q_PURGE_DONE_BOUND] = {.what = "finding the queue's finished jobs to delete",
+                                 .common = "SELECT id FROM jobq_done WHERE queue = ?1 AND id "
+                                 "> ?2 AND id <= ?3 ORDER BY id LIMIT 1 OFFSET ?4",
+                                 .mysql = "SELECT id FROM jobq_done FORCE INDEX "
+                                          "(jobq_done_outcome) WHERE outcome IN ('done', "
+                                          "'dead', 'cancelled') AND queue = ?1 AND id > ?2 "
+                                          "AND id <= ?3 ORDER BY id LIMIT 1 OFFSET ?4"},
+    [JOBQ_Q_PURGE_DONE_COUNT] =
+        {.what = "counting the queue's finished jobs",
+         .common = "SELECT CAST(coalesce(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END), 0) "
+         "AS {bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END), 0) AS "
+         "{bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END), 0) "
+         "AS {bigint}) FROM jobq_done WHERE queue = ?1 AND id > ?2 AND id <= ?3",
+         .mysql = "SELECT CAST(coalesce(sum(CASE WHEN outcome = 'done' THEN 1 ELSE 0 END), 0) "
+         "AS {bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'dead' THEN 1 ELSE 0 END), 0) AS "
+         "{bigint}), CAST(coalesce(sum(CASE WHEN outcome = 'cancelled' THEN 1 ELSE 0 END), 0) "
+         "AS {bigint}) FROM jobq_done FORCE INDEX (jobq_done_outcome) WHERE outcome IN "
+         "('done', 'dead', 'cancelled') AND queue = ?1 AND id > ?2 AND id <= ?3"},
     /* MariaDB's outcome index holds every row (the others leave out the
      * done ones): there, a purge names each outcome the table allows and
      * the index, so as to read only the queue's rows.  A scan of the
      * whole archive, its plan for a small table, waited for any row
      * another transaction held. */
     [JOBQ_Q_PURGE_DONE] = {.what = "deleting the queue's finished jobs",
-                           .common = "DELETE FROM jobq_done WHERE queue = ?1",
+                           .common = "DELETE FROM jobq_done WHERE queue = ?1 AND id > ?2 AND "
+                           "id <= ?3",
                            .mysql = "DELETE d FROM jobq_done d FORCE INDEX "
                                     "(jobq_done_outcome) WHERE d.outcome IN ('done', "
-                                    "'dead', 'cancelled') AND d.queue = ?1"},
-    [JOBQ_Q_PURGE_BLOCKED] = {.what = "deleting the queue's blocked keys",
-                              .common = "DELETE FROM jobq_blocked WHERE queue = ?1"},
-    [JOBQ_Q_PURGE_COUNTS] = {.what = "deleting the queue's counters",
-                             .common = "DELETE FROM jobq_counts WHERE queue = ?1"},
+                                    "'dead', 'cancelled') AND d.queue = ?1 AND d.id + 0 > ?2 "
+                                    "AND d.id + 0 <= ?3"},
+    [JOBQ_Q_PURGE_TOTAL] = {.what = "counting the queue's jobs",
+                            .common = "SELECT (SELECT count(*) FROM jobq_jobs WHERE queue = "
+                            "?1 AND session IS NULL) + (SELECT count(*) FROM jobq_done WHERE "
+                            "queue = ?1)"},
+    /* The unfinished jobs of queue ?1 after id ?2, ?3 of them, held: what
+     * a bulk cancel looks at, a part at a time. */
+    [JOBQ_Q_CANCEL_SCAN] = {.what = "reading the queue's jobs to cancel",
+                            .common = "SELECT id, state, run_at, order_key, {now} FROM "
+                            "jobq_jobs WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+                            "{for_update}"},
     [JOBQ_Q_ALL_SESSIONS] = {.what = "listing every session",
                              .common = "SELECT id FROM jobq_sessions ORDER BY id"
                              "{for_update}"},
@@ -661,6 +719,59 @@ static const text texts[JOBQ_Q__COUNT] = {
          "jobq_attempts WHERE job_id = ?1 ORDER BY id"},
     [JOBQ_Q_ATTEMPTS_PRUNE] = {.what = "pruning old attempts",
          .common = "DELETE FROM jobq_attempts WHERE ended_at < ?1"},
+    /* Periodic jobs (lib/cron.c): ?1 the schedule's name, then what its
+     * job is, in jobq_cron's order; ?14 its next slot. */
+    [JOBQ_Q_CRON_ADD] =
+        {.what = "adding the schedule",
+         .common = "INSERT INTO jobq_cron(name, queue, spec, tz, payload, priority, "
+                   "order_key, barrier, unique_key, max_attempts, timeout_ms, backoff_ms, "
+                   "skip_missed, paused, next_at, created_at, updated_at) VALUES (?1, ?2, "
+                   "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, ?14, {now}, {now}) "
+                   "ON CONFLICT (name) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_cron(name, queue, spec, tz, payload, priority, "
+                  "order_key, barrier, unique_key, max_attempts, timeout_ms, backoff_ms, "
+                  "skip_missed, paused, next_at, created_at, updated_at) VALUES (?1, ?2, "
+                  "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, ?14, {now}, {now})"},
+    [JOBQ_Q_CRON_REPLACE] =
+        {.what = "changing the schedule",
+         .common = "UPDATE jobq_cron SET queue = ?2, spec = ?3, tz = ?4, payload = ?5, "
+                   "priority = ?6, order_key = ?7, barrier = ?8, unique_key = ?9, "
+                   "max_attempts = ?10, timeout_ms = ?11, backoff_ms = ?12, skip_missed = "
+                   "?13, next_at = ?14, last_error = NULL, updated_at = {now} WHERE name = ?1"},
+    [JOBQ_Q_CRON_GET] = {.what = "reading the schedule",
+                         .common = "SELECT spec, tz, paused FROM jobq_cron WHERE name = ?1"
+                                   "{for_update}"},
+    [JOBQ_Q_CRON_DELETE] = {.what = "deleting the schedule",
+                            .common = "DELETE FROM jobq_cron WHERE name = ?1"},
+    [JOBQ_Q_CRON_PAUSE] = {.what = "pausing the schedule",
+                           .common = "UPDATE jobq_cron SET paused = 1, updated_at = {now} "
+                                     "WHERE name = ?1"},
+    [JOBQ_Q_CRON_RESUME] = {.what = "resuming the schedule",
+                            .common = "UPDATE jobq_cron SET paused = 0, next_at = ?2, "
+                                      "updated_at = {now} WHERE name = ?1"},
+    [JOBQ_Q_CRON_LIST] =
+        {.what = "listing the schedules",
+         .common = "SELECT name, spec, tz, skip_missed, paused, next_at, last_at, last_error, "
+                   "created_at, updated_at, queue, payload, priority, order_key, barrier, "
+                   "unique_key, max_attempts, timeout_ms, backoff_ms FROM jobq_cron ORDER BY name"},
+    /* The next slot of any schedule and the database clock: the one read
+     * of a run that finds nothing due. */
+    [JOBQ_Q_CRON_WAIT] = {.what = "looking for schedules due",
+                          .common = "SELECT min(next_at), {now} FROM jobq_cron WHERE paused = 0"},
+    /* The schedules due at ?1, held: another run passes them over. */
+    [JOBQ_Q_CRON_DUE] =
+        {.what = "reading the schedules due",
+         .common = "SELECT name, spec, tz, skip_missed, next_at, queue, payload, priority, "
+                   "order_key, barrier, unique_key, max_attempts, timeout_ms, backoff_ms "
+                   "FROM jobq_cron WHERE paused = 0 AND next_at <= ?1 ORDER BY next_at, name "
+                   "LIMIT 100{skip_locked}"},
+    /* Moves the schedule ?1 from slot ?2 to ?3, unless another run did:
+     * ?4 the slot put (NULL: none), ?5 why nothing was put. */
+    [JOBQ_Q_CRON_ADVANCE] =
+        {.what = "moving the schedule to its next slot",
+         .common = "UPDATE jobq_cron SET next_at = ?3, last_at = coalesce(?4, last_at), "
+                   "last_error = ?5, updated_at = {now} WHERE name = ?1 AND next_at = ?2 "
+                   "AND paused = 0"},
 };
 
 const char *jobq__sql_what(int id) {

@@ -267,8 +267,8 @@ t_older_file() {
   expect_rc 0
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  # Back to version 1: without what versions 2 to 4 added.
-  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts;
+  # Back to version 1: without what versions 2 to 5 added.
+  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at;
                  ALTER TABLE jobq_meta DROP COLUMN pruned_before;
                  UPDATE jobq_meta SET version = 1"

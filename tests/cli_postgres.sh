@@ -50,7 +50,7 @@ t_init_and_identity() {
   expect_quiet_about "$PG_PASSWORD"
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":4'
+  expect_out_has "\"schema_version\":$(schema_version)"
   run put -q email hello
   expect_rc 0
   run stats --json
@@ -175,9 +175,9 @@ t_standby() {
 }
 
 # A database of schema version 1 (without the tables of version 2, the
-# checks of version 3, the columns of version 4, and with the SQL put of
-# then): the commands ask
-# for jobq init, which migrates it, jobs and all.
+# checks of version 3, the columns of version 4, the schedules of version
+# 5, and with the SQL put of then): the commands ask for jobq init, which
+# migrates it, jobs and all.
 t_version_1_migrated() {
   new_schema
   run init
@@ -186,7 +186,7 @@ t_version_1_migrated() {
   expect_rc 0
   psql_do -c "SET search_path = $S" \
     -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
-    -c "DROP TABLE jobq_tally, jobq_attempts" \
+    -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron" \
     -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
@@ -197,7 +197,7 @@ t_version_1_migrated() {
   expect_rc 2
   run init --json
   expect_rc 0
-  expect_out_has '"schema_version":4'
+  expect_out_has "\"schema_version\":$(schema_version)"
   [[ $(psql_do -c "SELECT count(*) FROM pg_constraint WHERE conrelid = '$S.jobq_jobs'::regclass AND conname IN ('jobq_jobs_claimed', 'jobq_jobs_times')") == 2 ]] ||
     fail "the checks were not added"
   psql_do -c "SET search_path = $S" -c "SELECT jobq_put('old', 'x'::bytea, delay_ms => 9223372036854775807)" \

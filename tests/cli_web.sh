@@ -349,7 +349,7 @@ t_migrates_version_1() {
   run put -q mail hello
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts;
+  sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at;
                  ALTER TABLE jobq_meta DROP COLUMN pruned_before;
                  UPDATE jobq_meta SET version = 1"

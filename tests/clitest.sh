@@ -139,6 +139,15 @@ run_chaos() {
   fi
 }
 
+# schema_version: the schema version this jobq makes, read from a new
+# SQLite file (for tests that must not name it).
+schema_version() {
+  local d
+  d=$(mktemp -d "$T_ROOT/schema.XXXX")
+  "$JOBQ" --db "sqlite:$d/v.db" init --json | sed -n 's/.*"schema_version":\([0-9]*\).*/\1/p'
+  rm -rf "$d"
+}
+
 run_cases() {
   if [[ ! -x $JOBQ ]]; then
     echo "FAIL: the jobq binary is not built ($JOBQ)"

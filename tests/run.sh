@@ -6,7 +6,7 @@
 # throwaway PostgreSQL server and against a throwaway MariaDB server that
 # this script starts first (tests/pgserver.sh, tests/mysqlserver.sh: a
 # fresh data folder on a free port of 127.0.0.1) and stops at the end;
-# test_parse, which tests no store, runs once, and test_postgres and
+# test_parse and test_cronspec, which test no store, run once, and test_postgres and
 # test_mysql, a store's own tests, run on that store only.  Then every
 # tests/cli_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL
 # and JOBQ_TEST_MYSQL_URL).  Each file runs under a
@@ -166,7 +166,7 @@ for bin in "$build"/tests/test_*; do
   [[ -f $bin && -x $bin ]] || continue
   [[ -n $filter && $(basename "$bin") != *"$filter"* ]] && continue
   found=1
-  if [[ $(basename "$bin") == test_parse ]]; then
+  if [[ $(basename "$bin") == test_parse || $(basename "$bin") == test_cronspec ]]; then
     JOBQ_TEST_STORE=sqlite run_cmocka "$bin" "$(basename "$bin")"
     continue
   fi

@@ -603,6 +603,126 @@ static void test_purge(void **state) {
   jobq_session_close(s);
 }
 
+/* Counts what a bulk call's progress reported. */
+static void count_progress(void *arg, int64_t done) {
+  int64_t *p = arg;
+  assert_true(done >= p[1]);
+  p[0]++;
+  p[1] = done;
+}
+
+/* jobq_cancel_jobs: a queue's jobs by state and key, a running one asked
+ * to stop, the jobs behind a cancelled key head cancelled too, other
+ * queues untouched, a dry run that changes nothing, parts of 1000 jobs
+ * reported as they commit. */
+static void test_cancel_jobs(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 0);
+  int64_t ready = th_put(t->db, "c", NULL);
+  int64_t head = th_put_key(t->db, "c", "k");
+  int64_t waiting = th_put_key(t->db, "c", "k");
+  int64_t other_key = th_put_key(t->db, "c", "other");
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "c";
+  o.delay_ms = 3600000;
+  int64_t scheduled = th_put_opts(t->db, &o);
+  int64_t elsewhere = th_put(t->db, "d", NULL);
+  jobq_job *running = th_claim_one(s, "c");
+  assert_int_equal(running->id, ready);
+
+  jobq_bulk_opts b;
+  jobq_bulk_opts_init(&b);
+  int64_t cancelled = -1, requested = -1;
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_EINVAL);
+  th_assert_msg(t->db, "missing queue");
+  b.queue = "c";
+  b.state = JOBQ_STATE_DONE;
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_EINVAL);
+  th_assert_msg(t->db, "expected ready, scheduled, running or waiting");
+
+  /* The scheduled one only, counted, then cancelled. */
+  b.state = JOBQ_STATE_READY;
+  b.scheduled = 1;
+  b.dry_run = 1;
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_OK);
+  assert_int_equal(cancelled, 1);
+  assert_int_equal(requested, 0);
+  assert_int_equal(th_state(t->db, scheduled), JOBQ_STATE_READY);
+  b.dry_run = 0;
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_OK);
+  assert_int_equal(cancelled, 1);
+  assert_int_equal(th_state(t->db, scheduled), JOBQ_STATE_CANCELLED);
+
+  /* Key k: its head and the job waiting behind it. */
+  jobq_bulk_opts_init(&b);
+  b.queue = "c";
+  b.key = "k";
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_OK);
+  assert_int_equal(cancelled, 2);
+  assert_int_equal(th_state(t->db, head), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, waiting), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, other_key), JOBQ_STATE_READY);
+
+  /* The rest: the running one is asked to stop. */
+  b.key = NULL;
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_OK);
+  assert_int_equal(cancelled, 1);
+  assert_int_equal(requested, 1);
+  assert_int_equal(th_state(t->db, other_key), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, ready), JOBQ_STATE_RUNNING);
+  int64_t *ids = NULL;
+  size_t n = 0;
+  assert_rc(jobq_heartbeat(s, &ids, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(ids[0], ready);
+  free(ids);
+  assert_rc(jobq_release(s, running), JOBQ_OK);
+  assert_int_equal(th_state(t->db, ready), JOBQ_STATE_CANCELLED);
+  jobq_jobs_free(running, 1);
+  assert_int_equal(th_state(t->db, elsewhere), JOBQ_STATE_READY);
+  th_assert_counts_agree(t->db);
+
+  /* 2500 jobs: three parts, each reported. */
+  jobq_put_opts many[2500];
+  int64_t mids[2500];
+  for (size_t i = 0; i < 2500; i++) {
+    jobq_put_opts_init(&many[i]);
+    many[i].queue = "m";
+  }
+  assert_rc(jobq_put_many(t->db, many, 2500, mids, NULL), JOBQ_OK);
+  int64_t seen[2] = {0, 0};
+  jobq_bulk_opts_init(&b);
+  b.queue = "m";
+  b.progress = count_progress;
+  b.progress_arg = seen;
+  assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_OK);
+  assert_int_equal(cancelled, 2500);
+  assert_int_equal(seen[0], 3);
+  assert_int_equal(seen[1], 2500);
+  th_assert_counts_agree(t->db);
+
+  /* Prune by queue: a dry run, then m's cancelled jobs, not c's. */
+  jobq_bulk_opts_init(&b);
+  b.queue = "m";
+  b.dry_run = 1;
+  int64_t count = -1;
+  assert_rc(jobq_prune_jobs(t->db, 0, &b, &count), JOBQ_OK);
+  assert_int_equal(count, 2500);
+  b.dry_run = 0;
+  assert_rc(jobq_prune_jobs(t->db, 0, &b, &count), JOBQ_OK);
+  assert_int_equal(count, 2500);
+  assert_int_equal(th_state(t->db, head), JOBQ_STATE_CANCELLED);
+  th_assert_counts_agree(t->db);
+  /* Purge's dry run counts what it would delete. */
+  b.queue = "c";
+  b.dry_run = 1;
+  assert_rc(jobq_purge_jobs(t->db, &b, &count), JOBQ_OK);
+  assert_int_equal(count, 5);
+  assert_int_equal(th_state(t->db, head), JOBQ_STATE_CANCELLED);
+  jobq_session_close(s);
+}
+
 static void test_identity_and_epoch(void **state) {
   tq *t = *state;
   jobq_identity a, b;
@@ -911,6 +1031,7 @@ int main(void) {
       TQ_TEST(test_show),
       TQ_TEST(test_prune),
       TQ_TEST(test_purge),
+      TQ_TEST(test_cancel_jobs),
       TQ_TEST(test_identity_and_epoch),
       TQ_TEST(test_restore_from_backup),
       TQ_TEST(test_other_database_refused),

@@ -228,7 +228,32 @@ static const struct {
     {"jobq_jobs_times",
      "run_at BETWEEN 0 AND 253402300799999 AND timeout_ms BETWEEN 0 AND 3153600000000"},
 };
-_Static_assert(JOBQ_SCHEMA_VERSION == 4, "add the new version's statements to my_migrate");
+
+/* Version 5: the schedules of periodic jobs (lib/cron.c). */
+static const char schema_v5[] =
+    "CREATE TABLE IF NOT EXISTS jobq_cron ("
+    "  name VARCHAR(63) NOT NULL PRIMARY KEY,"
+    "  queue VARCHAR(63) NOT NULL,"
+    "  spec VARCHAR(255) NOT NULL,"
+    "  tz VARCHAR(255) NOT NULL,"
+    "  payload LONGBLOB NOT NULL,"
+    "  priority INT NOT NULL,"
+    "  order_key VARCHAR(255),"
+    "  barrier SMALLINT NOT NULL,"
+    "  unique_key VARCHAR(255),"
+    "  max_attempts INT NOT NULL,"
+    "  timeout_ms BIGINT NOT NULL,"
+    "  backoff_ms BIGINT NOT NULL,"
+    "  skip_missed SMALLINT NOT NULL,"
+    "  paused SMALLINT NOT NULL,"
+    "  next_at BIGINT NOT NULL,"
+    "  last_at BIGINT,"
+    "  last_error TEXT,"
+    "  created_at BIGINT NOT NULL,"
+    "  updated_at BIGINT NOT NULL,"
+    "  INDEX jobq_cron_next (next_at)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}";
+_Static_assert(JOBQ_SCHEMA_VERSION == 5, "add the new version's statements to my_migrate");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -1404,6 +1429,12 @@ static int my_migrate(jobq *db) {
       rc = run_plain(db, "UPDATE jobq_meta SET version = 4 WHERE id = 1",
                      "migrating the schema");
   }
+  if (rc == JOBQ_OK && version < 5) {
+    rc = run_ddl(db, schema_v5);
+    if (rc == JOBQ_OK)
+      rc = run_plain(db, "UPDATE jobq_meta SET version = 5 WHERE id = 1",
+                     "migrating the schema");
+  }
   /* Back to the connection's own limit. */
   char sql[96];
   long long ms = (long long)c->statement_timeout_ms;
@@ -1449,6 +1480,7 @@ static const char roles_sql[] =
     "GRANT SELECT ON %1$s.jobq_blocked TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_tally TO %2$s;\n"
     "GRANT SELECT ON %1$s.jobq_attempts TO %2$s;\n"
+    "GRANT SELECT ON %1$s.jobq_cron TO %2$s;\n"
     "\n"
     "-- producer: jobq put and jobq_put().  It sees the unfinished jobs'\n"
     "-- queues, keys and states, to put its own in order, not their payloads;\n"
@@ -1464,6 +1496,10 @@ static const char roles_sql[] =
     "-- the id and queue of finished jobs: a producer's put, read back after\n"
     "-- a reconnection, proves the database still has it.\n"
     "GRANT SELECT (id, queue) ON %1$s.jobq_done TO %3$s;\n"
+    "-- And jobq cron run: the jobs of the schedules' slots (a foreman puts\n"
+    "-- them when its login is a producer too).\n"
+    "GRANT SELECT, UPDATE (next_at, last_at, last_error, updated_at) ON %1$s.jobq_cron\n"
+    "  TO %3$s;\n"
     "\n"
     "-- worker: sessions, claims, acknowledgements, reaping (jobq work).  It\n"
     "-- changes how a job's work stands, not what the job is, and cannot ask\n"
@@ -1493,6 +1529,7 @@ static const char roles_sql[] =
     "GRANT DELETE ON %1$s.jobq_attempts TO %5$s;\n"
     "GRANT DELETE ON %1$s.jobq_locks TO %5$s;\n"
     "GRANT UPDATE ON %1$s.jobq_meta TO %5$s;\n"
+    "GRANT INSERT, UPDATE, DELETE ON %1$s.jobq_cron TO %5$s;\n"
     "%6$s";
 
 /* `name` with backticks doubled, into out. */

@@ -179,6 +179,29 @@ static const char *const migrations[] = {
      * of pruned jobs (lib/mark.c). */
     "ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;",
+    /* version 5: the schedules of periodic jobs (lib/cron.c). */
+    "CREATE TABLE jobq_cron ("
+    "  name TEXT PRIMARY KEY,"
+    "  queue TEXT NOT NULL,"
+    "  spec TEXT NOT NULL,"
+    "  tz TEXT NOT NULL,"
+    "  payload BLOB NOT NULL,"
+    "  priority INTEGER NOT NULL,"
+    "  order_key TEXT,"
+    "  barrier INTEGER NOT NULL,"
+    "  unique_key TEXT,"
+    "  max_attempts INTEGER NOT NULL,"
+    "  timeout_ms INTEGER NOT NULL,"
+    "  backoff_ms INTEGER NOT NULL,"
+    "  skip_missed INTEGER NOT NULL,"
+    "  paused INTEGER NOT NULL,"
+    "  next_at INTEGER NOT NULL,"
+    "  last_at INTEGER,"
+    "  last_error TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
