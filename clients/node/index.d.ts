@@ -318,3 +318,4 @@ export class TooBig extends JobqError {}
 export class NotSupported extends JobqError {}
 export class Cancelled extends JobqError {}
 export class ReadOnly extends JobqError {}
+export class Denied extends JobqError {}

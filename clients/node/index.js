@@ -63,4 +63,5 @@ module.exports = {
   NotSupported: errors.NotSupported,
   Cancelled: errors.Cancelled,
   ReadOnly: errors.ReadOnly,
+  Denied: errors.Denied,
 };

@@ -37,6 +37,7 @@ const TABLE = [
   ['NotSupported', -14, 'JOBQ_ENOTSUP'],
   ['Cancelled', -15, 'JOBQ_ECANCELLED'],
   ['ReadOnly', -16, 'JOBQ_EREADONLY'],
+  ['Denied', -17, 'JOBQ_EDENIED'],
 ];
 
 const classes = { JobqError, LibraryError };

@@ -38,6 +38,7 @@ function defineTypes(koffi) {
       id: 'int64_t', queue: 'const char *', payload: 'void *', payload_len: 'size_t',
       attempt: 'int', max_attempts: 'int', priority: 'int', key: 'const char *',
       timeout_ms: 'int64_t', prev_lost: 'int', claimed_at_ms: 'int64_t', claim,
+      run_at_ms: 'int64_t',
     }),
     jobq_ack: koffi.struct('jobq_ack', {
       id: 'int64_t', claim, kind: 'int', data: 'const void *', len: 'size_t',
@@ -54,6 +55,7 @@ function defineTypes(koffi) {
     }),
     jobq_list_opts: koffi.struct('jobq_list_opts', {
       queue: 'const char *', state: 'int', scheduled: 'int', limit: 'size_t', after_id: 'int64_t',
+      key: 'const char *',
     }),
     jobq_queue_stats: koffi.struct('jobq_queue_stats', {
       name: 'const char *', ready: 'int64_t', scheduled: 'int64_t', waiting: 'int64_t',

@@ -207,7 +207,8 @@ eachStore('identity refuses another database', async (t, store) => {
   const [job] = await s.claim('work');
   await s.complete(job);
   const before = await q.identity();
-  assert.deepStrictEqual([before.epoch, before.seq, before.schemaVersion], [1, 1, 1]);
+  assert.deepStrictEqual([before.epoch, before.seq], [1, 1]);
+  assert.ok(before.schemaVersion >= 1);
   // Another queue database takes this one's place under the live handle,
   // as an operator restoring the wrong backup would do.
   const other = support.freshUrl(t, store, dir);

@@ -26,9 +26,10 @@ libjobq.so; the persistent worker needs none.  See docs/clients/python.md.
 from . import _native, pg
 from .client import (Client, IdentityInfo, JobId, JobInfo, Put, QueueStats, Session, SessionInfo,
                      connect)
-from .errors import (Busy, Cancelled, DatabaseError, Error, Expired, Identity, Invalid,
-                     InvalidURL, LibraryError, Lost, NotFound, NotSupported, OutOfMemory,
-                     ReadOnly, TooBig, Unreachable, UnsupportedSchema, WrongState)
+from .errors import (Busy, Cancelled, DatabaseError, Denied, Error, Expired, Identity,
+                     Invalid, InvalidURL, LibraryError, Lost, NotFound, NotSupported,
+                     OutOfMemory, ReadOnly, TooBig, Unreachable, UnsupportedSchema,
+                     WrongState)
 from .handlers import Outcome, handler
 from .inprocess import Worker
 from .job import Fail, Job, Retry
@@ -59,4 +60,5 @@ __all__ = [
     "library_version", "Error", "LibraryError", "Invalid", "InvalidURL", "OutOfMemory",
     "NotFound", "Lost", "Expired", "WrongState", "Busy", "Unreachable", "DatabaseError",
     "UnsupportedSchema", "Identity", "TooBig", "NotSupported", "Cancelled", "ReadOnly",
+    "Denied",
 ]

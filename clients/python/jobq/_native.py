@@ -63,6 +63,7 @@ class JobStruct(ctypes.Structure):
         ("prev_lost", c_int),
         ("claimed_at_ms", c_int64),
         ("claim", ctypes.c_char * (CLAIM_LEN + 1)),
+        ("run_at_ms", c_int64),
     ]
 
 
@@ -116,6 +117,7 @@ class ListOpts(ctypes.Structure):
         ("scheduled", c_int),
         ("limit", c_size_t),
         ("after_id", c_int64),
+        ("key", c_char_p),
     ]
 
 

@@ -104,10 +104,17 @@ class ReadOnly(Error):
     code, name = -16, "JOBQ_EREADONLY"
 
 
+class Denied(Error, PermissionError):
+    """Access refused for good (a wrong password, an unknown user or
+    database, a missing privilege): trying again will not help."""
+
+    code, name = -17, "JOBQ_EDENIED"
+
+
 BY_CODE = {cls.code: cls for cls in (
     Invalid, InvalidURL, OutOfMemory, NotFound, Lost, Expired, WrongState, Busy,
     Unreachable, DatabaseError, UnsupportedSchema, Identity, TooBig, NotSupported,
-    Cancelled, ReadOnly)}
+    Cancelled, ReadOnly, Denied)}
 
 
 def from_code(code, message, name=None):

@@ -230,7 +230,8 @@ class ClientTests:
         (job,) = s.claim("work")
         s.complete(job)
         before = q.identity()
-        self.assertEqual((before.epoch, before.seq, before.schema_version), (1, 1, 1))
+        self.assertEqual((before.epoch, before.seq), (1, 1))
+        self.assertGreaterEqual(before.schema_version, 1)
         self.swap_in_another_database()
         with self.assertRaises(jobq.Identity) as cm:
             q.session(lease=30)
