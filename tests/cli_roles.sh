@@ -194,6 +194,45 @@ pg_denied() {
   fi
 }
 
+# producer_reconnects KILL...: a producer's handle puts, loses its
+# connection (KILL, run between its puts, ends it on the server), and puts
+# again: the read-back of its first put on the new connection (lib/mark.c)
+# must work with the producer's rights, which do not read payloads.
+# Through the Python package, whose handle lives across the two puts.
+producer_reconnects() {
+  local root lib
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  lib=$(dirname "$JOBQ")/libjobq.so
+  rm -f "$D/go"
+  mkfifo "$D/go"
+  cat >"$D/prod.py" <<'PY'
+import sys, time
+import jobq
+q = jobq.connect(sys.argv[1])
+print("put", int(q.put("q9", b"before")), flush=True)
+sys.stdin.readline()
+for attempt in range(3):
+    try:
+        print("put", int(q.put("q9", b"after")), flush=True)
+        break
+    except (jobq.Unreachable, jobq.Busy) as e:
+        print("again:", e, file=sys.stderr, flush=True)
+        time.sleep(0.2)
+q.close()
+PY
+  JOBQ_LIBRARY=$lib PYTHONPATH=$root/clients/python /usr/bin/python3 "$D/prod.py" "$P" \
+    <"$D/go" >"$D/prod.out" 2>"$D/prod.err" &
+  local pid=$!
+  exec 7>"$D/go"
+  wait_until 20 "grep -q '^put' '$D/prod.out'" || fail "the producer's first put: $(cat "$D/prod.err")"
+  "$@" >/dev/null
+  echo go >&7
+  exec 7>&-
+  wait "$pid" || fail "the producer failed after its connection was ended: $(cat "$D/prod.err")"
+  [[ $(grep -c '^put' "$D/prod.out") == 2 ]] ||
+    fail "the producer's put after its connection was ended: $(cat "$D/prod.err")"
+}
+
 t_postgres_roles() {
   [[ -n $PG ]] || { skip "JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)"; return; }
   pg_setup
@@ -203,6 +242,8 @@ t_postgres_roles() {
     -U "p_$S" -d "$S" -At -c "SELECT jobq_put('q1', 'by sql'::bytea)" >/dev/null 2>"$D/sqlput.err" ||
     fail "the producer's SQL put failed: $(cat "$D/sqlput.err")"
   pg_denied r "permission denied" "SELECT jobq_put('q1', 'x'::bytea)"
+  producer_reconnects pg_super "$S" -c \
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'p_$S'"
   # What jobq never does, by hand.
   local q1="hashtextextended('q:q1', 0)"
   pg_denied r "permission denied for function pg_advisory_lock" "SELECT pg_advisory_lock($q1)"
@@ -275,6 +316,14 @@ my_super() {
   MYSQL_PWD=$MY_PASSWORD mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u jobq -N -B "$@"
 }
 
+# my_kill USER: ends the server connections of the login USER.
+my_kill() {
+  local id
+  for id in $(my_super -e "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '$1'"); do
+    my_super -e "KILL $id" || true
+  done
+}
+
 # my_denied LOGIN WHAT SQL: as pg_denied.
 my_denied() {
   local out
@@ -290,6 +339,7 @@ t_mariadb_roles() {
   [[ -n $MY ]] || { skip "JOBQ_TEST_MYSQL_URL is not set (tests/run.sh starts a server)"; return; }
   my_setup
   role_matrix mysql
+  producer_reconnects my_kill "p_$S"
   # What jobq never does, by hand.
   my_denied r "denied" "SELECT name FROM jobq_locks FOR UPDATE"
   my_denied r "denied" "INSERT INTO jobq_locks(name) VALUES ('q:q1')"
