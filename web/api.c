@@ -37,16 +37,15 @@ void web_reply_error(struct web_reply *r, int status, const char *fmt, ...) {
 
 /* The library's error as a reply. */
 static void lib_error(struct web_reply *r, jobq *db, int rc) {
+  /* A read-only database, or a role that may not do it (the reader's):
+   * the database's refusal, not ours. */
   int status = rc == JOBQ_EINVAL      ? 400
                : rc == JOBQ_ENOTFOUND ? 404
                : rc == JOBQ_ESTATE    ? 409
-               : rc == JOBQ_EREADONLY ? 403
+               : rc == JOBQ_EREADONLY || rc == JOBQ_EDENIED ? 403
                : rc == JOBQ_EBUSY || rc == JOBQ_ECONN ? 503
                                                        : 500;
   const char *msg = jobq_errmsg(db);
-  /* A role that may not write: the database's refusal, not ours. */
-  if (rc == JOBQ_EDB && (strstr(msg, "permission denied") || strstr(msg, "command denied")))
-    status = 403;
   web_reply_error(r, status, "%s", *msg ? msg : jobq_strerror(rc));
 }
 
