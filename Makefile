@@ -44,12 +44,13 @@ endif
 
 LIB_SRC  := $(wildcard lib/*.c lib/store/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
+BENCH_SRC:= $(wildcard bench/*.c)
 FM_SRC   := $(filter-out foreman/jobq-exec.c,$(wildcard foreman/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
 FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
@@ -62,9 +63,11 @@ CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
      $(EXAMPLES) $(TESTS)
 
-$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h tests/*.h)
+$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h bench/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/bench/%.o: CPPFLAGS += -Icli
 
 $(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard foreman/*.h)
 	@mkdir -p $(dir $@)

@@ -1,11 +1,11 @@
 /*
- * cmd_bench.c - `jobq bench`: runs standard workloads against a queue
+ * main.c - `jobq bench`: runs standard workloads against a queue
  * database and reports what they measured.  This file has the usage, the
  * options and their checks, the choice of database (a temporary SQLite
  * file unless --db or $JOBQ_DB names one), the order of the workloads,
  * the cleanup after each one (also after a failure or an interrupt), and
- * the outputs.  The workloads are in bench_workloads.c and
- * bench_ceiling.c, the outputs in bench_report.c.  `jobq bench
+ * the outputs.  The workloads are in workloads.c and
+ * ceiling.c, the outputs in report.c.  `jobq bench
  * --internal-worker`, `--internal-worker-stamp` and `--internal-stamp` are
  * what the `jobq work` children of the workloads run, not for people.
  */

@@ -1,5 +1,5 @@
 /*
- * bench_workloads.c - the standard workloads of `jobq bench`, each on
+ * workloads.c - the standard workloads of `jobq bench`, each on
  * queues of its own: enqueue (single and batched puts), drain (library
  * claimers, a persistent foreman, a fork-per-job foreman, each verified
  * exactly once), latency (put to start on an idle foreman), scale (claimer
@@ -7,7 +7,7 @@
  * backlog or a large archive), keys (the jobs of one ordering key, put
  * and worked in order) and failures (batches failed, to run again later
  * or dead).  Also the hidden worker modes that the
- * `jobq work` children run.  The bare-SQL ceiling is in bench_ceiling.c.
+ * `jobq work` children run.  The bare-SQL ceiling is in ceiling.c.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * bench_run.c - the machinery the workloads of `jobq bench` share: clocks,
+ * run.c - the machinery the workloads of `jobq bench` share: clocks,
  * the run's own queues and their purge at the end (even after a failure
  * or an interrupt), filling a queue in large transactions, forked child
  * processes that count in shared memory (the claimers among them, with

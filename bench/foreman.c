@@ -1,5 +1,5 @@
 /*
- * bench_foreman.c - the `foreman` workload of `jobq bench`: what one
+ * foreman.c - the `foreman` workload of `jobq bench`: what one
  * `jobq work` costs the machine it runs on.  Its peak resident memory
  * (VmHWM) at -c 64, forking a job per slot and with 64 persistent workers,
  * and the CPU time and wakeups of an idle foreman (every thread of it,
