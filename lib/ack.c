@@ -13,7 +13,10 @@
 /* The longest error text kept on a job; longer ones keep their tail. */
 #define ERROR_MAX 65536
 
-int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd) {
+/* Milliseconds to wait before attempt `attempt + 1` after `attempt` failed:
+ * base * 2^(attempt-1), capped at JOBQ_BACKOFF_CAP_MS, times a jitter in
+ * [0.5, 1.5) drawn from rnd. */
+static int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd) {
   if (base_ms <= 0) return 0;
   int64_t d = base_ms;
   for (int i = 1; i < attempt && d < JOBQ_BACKOFF_CAP_MS; i++) d *= 2;
@@ -23,8 +26,9 @@ int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd) {
   return (int64_t)((double)d * j);
 }
 
-void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *a, uint64_t rnd,
-                    jobq_ack_plan *p) {
+/* Where an acknowledged job goes, given what its row says. */
+static void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *a, uint64_t rnd,
+                           jobq_ack_plan *p) {
   memset(p, 0, sizeof *p);
   if (a->kind != JOBQ_ACK_COMPLETE) {
     p->error = a->data;

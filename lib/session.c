@@ -12,6 +12,10 @@
 
 #include "internal.h"
 
+static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+                                      size_t nacks);
+static int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count);
+
 void jobq_session_opts_init(jobq_session_opts *o) {
   memset(o, 0, sizeof *o);
   o->name = "worker";
@@ -296,8 +300,8 @@ static int id_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
-                               size_t nacks) {
+static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+                                      size_t nacks) {
   if (s->nstarted == 0) return JOBQ_OK;
   /* Every kind of acknowledgement ends its claim, and a claim that ends
    * in this transaction never needs its start written: a fast job is
@@ -496,7 +500,12 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
  * every time. */
 #define ORPHANS_EVERY_MS 60000
 
-int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
+/* This worker's share of reaping: sessions whose lease expired on the
+ * database clock are ended as lost.  The stall guard comes first: when no
+ * session at all heartbeated for guard_ms (-1: the longest lease of any
+ * session), the database itself stalled, and every lease is renewed
+ * instead.  *count (may be NULL) gets how many sessions were ended. */
+static int jobq__reap(jobq *db, int64_t guard_ms, int64_t *count) {
   if (count != NULL) *count = 0;
   jobq_rows *r;
   int got = jobq__sql_row(db, JOBQ_Q_STALL, &r, SQL_ARGS());

@@ -105,7 +105,7 @@ int jobq__utf8_clean(const char *s, size_t len, char **out, size_t *out_len) {
   return JOBQ_OK;
 }
 
-int jobq__check_key(jobq *db, const char *what, const char *key, long index) {
+static int jobq__check_key(jobq *db, const char *what, const char *key, long index) {
   char p[32], s[48];
   if (key == NULL) return JOBQ_OK;
   size_t n = strlen(key);
