@@ -43,6 +43,7 @@ LDFLAGS  += -fsanitize=thread
 endif
 
 LIB_SRC  := $(wildcard lib/*.c lib/store/*.c)
+COMMON_SRC := $(wildcard common/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 BENCH_SRC:= $(wildcard bench/*.c)
 FM_SRC   := $(filter-out foreman/jobq-exec.c,$(wildcard foreman/*.c))
@@ -50,6 +51,7 @@ TEST_SRC := $(wildcard tests/*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
 FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
@@ -63,17 +65,22 @@ CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
      $(EXAMPLES) $(TESTS)
 
-$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h cli/*.h foreman/*.h bench/*.h tests/*.h)
+$(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h common/*.h cli/*.h foreman/*.h bench/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/bench/%.o: CPPFLAGS += -Icli
+$(BUILD)/cli/%.o $(BUILD)/foreman/%.o $(BUILD)/bench/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Icommon
 
-$(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard foreman/*.h)
+$(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard common/*.h foreman/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libforeman.a: $(FM_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libcommon.a: $(COMMON_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -84,9 +91,9 @@ $(BUILD)/libjobq.a: $(LIB_OBJ)
 $(BUILD)/libjobq.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libjobq.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS)
+$(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libcommon.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
+	  $(BUILD)/libjobq.a $(LDLIBS) $(UV_LIBS)
 
 # The foreman's exec helper, once per job: small, libc only, never built
 # with the sanitizers (their start-up would be most of its cost).
@@ -97,18 +104,20 @@ $(BUILD)/jobq-exec: foreman/jobq-exec.c
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS) $(CLIENT_LIBS) -lcmocka
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
+                  $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
+	  $(BUILD)/libjobq.a $(LDLIBS) $(UV_LIBS) $(CLIENT_LIBS) -lcmocka
 
-$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h cli/*.h foreman/*.h)
+$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c include/jobq.h $(wildcard lib/*.h common/*.h cli/*.h foreman/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Icli -Iforeman $(CFLAGS) $(UV_CFLAGS) -c -o $@ $<
 
-$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(BUILD)/libforeman.a $(BUILD)/libjobq.a
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(CLI_PARTS) $(BUILD)/libforeman.a \
+                 $(BUILD)/libcommon.a $(BUILD)/libjobq.a
 	@mkdir -p $(dir $@)
-	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(BUILD)/libforeman.a $(BUILD)/libjobq.a \
-	  $(LDLIBS) $(UV_LIBS)
+	$(CC) $(FUZZ_LDFLAGS) -o $@ $< $(CLI_PARTS) $(BUILD)/libforeman.a \
+	  $(BUILD)/libcommon.a $(BUILD)/libjobq.a $(LDLIBS) $(UV_LIBS)
 
 fuzzers: $(FUZZERS)
 
