@@ -14,7 +14,7 @@ SAN      ?=
 TSAN     ?=
 
 PKGS     := sqlite3 libpq libmariadb jansson
-CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
+CPPFLAGS += -Iinclude -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-unused-parameter -fPIC \
@@ -52,7 +52,8 @@ EX_SRC   := $(wildcard examples/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
-CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/%.o)
 FM_OBJ   := $(FM_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_LIB := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/test_%.c,$(TEST_SRC)))
@@ -61,14 +62,18 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 # The command's objects but its main(), for the fuzz targets.
 CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
+# The command line's options and output, which jobq-bench shares.
+CLI_SHARED := $(addprefix $(BUILD)/cli/,options.o output.o util.o)
 
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
-     $(EXAMPLES) $(TESTS)
+     $(BUILD)/jobq-bench $(EXAMPLES) $(TESTS)
 
 $(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h common/*.h cli/*.h foreman/*.h bench/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# lib/'s headers for lib/ and the tests only.
+$(BUILD)/lib/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Ilib
 $(BUILD)/bench/%.o: CPPFLAGS += -Icli
 $(BUILD)/cli/%.o $(BUILD)/foreman/%.o $(BUILD)/bench/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Icommon
 
@@ -94,6 +99,12 @@ $(BUILD)/libjobq.so: $(LIB_OBJ)
 $(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libcommon.a $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
 	  $(BUILD)/libjobq.a $(LDLIBS) $(UV_LIBS)
+
+# The benchmark, a program of its own on the public library; `jobq bench`
+# runs it.  Its bare SQL loads libpq and libmariadb as the library does.
+$(BUILD)/jobq-bench: $(BENCH_OBJ) $(CLI_SHARED) $(BUILD)/libcommon.a $(BUILD)/libjobq.a
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(CLI_SHARED) $(BUILD)/libcommon.a \
+	  $(BUILD)/libjobq.a $(LDLIBS)
 
 # The foreman's exec helper, once per job: small, libc only, never built
 # with the sanitizers (their start-up would be most of its cost).
@@ -168,6 +179,8 @@ install: all
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/jobq $(DESTDIR)$(PREFIX)/bin/jobq
 	install -m 755 $(BUILD)/jobq-exec $(DESTDIR)$(PREFIX)/bin/jobq-exec
+	install -d $(DESTDIR)$(PREFIX)/libexec/jobq
+	install -m 755 $(BUILD)/jobq-bench $(DESTDIR)$(PREFIX)/libexec/jobq/jobq-bench
 	install -m 644 include/jobq.h $(DESTDIR)$(PREFIX)/include/jobq.h
 	install -m 644 $(BUILD)/libjobq.a $(DESTDIR)$(PREFIX)/lib/libjobq.a
 	install -m 755 $(BUILD)/libjobq.so $(DESTDIR)$(PREFIX)/lib/libjobq.so.0

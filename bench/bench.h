@@ -48,7 +48,8 @@ struct bench_config {
   int64_t backlog;        /* --backlog, default 1,000,000 */
   int64_t seconds;        /* --seconds, or 0 */
   int64_t rate;           /* --rate, or 0 */
-  char self[PATH_MAX];    /* this program, for children */
+  char self[PATH_MAX];    /* this program, for the workers of children */
+  char jobq[PATH_MAX];    /* the jobq program, for `jobq work` children */
   char dir[PATH_MAX];     /* a temporary folder of the run (logs) */
   long pid;               /* in the names of the run's queues */
   struct bench_machine machine;

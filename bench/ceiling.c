@@ -42,8 +42,7 @@
 
 #include "bench.h"
 #include "output.h"
-#include "store/libmariadb.h"
-#include "store/libpq.h"
+#include "sql.h"
 #include "util.h"
 
 #define DEFAULT_CONCURRENCY 4

@@ -116,7 +116,7 @@ int bench_foreman_use(const struct bench_config *cfg, jobq *db,
     return BENCH_FAILED;
   add_memory(rep, "fork -c " SLOTS, &mem);
   int64_t n = cfg->jobs / 5 < 640 ? 640 : cfg->jobs / 5;
-  const char *persistent[] = {"--persistent", "-c", SLOTS, "--", cfg->self, "bench",
+  const char *persistent[] = {"--persistent", "-c", SLOTS, "--", cfg->self,
                               "--internal-worker", NULL};
   if (bench_drain_foreman(cfg, db, run, "persistent-64", "persistent -c " SLOTS, n,
                           persistent, &secs, &mem) != BENCH_OK)

@@ -1,13 +1,17 @@
 /*
- * main.c - `jobq bench`: runs standard workloads against a queue
- * database and reports what they measured.  This file has the usage, the
- * options and their checks, the choice of database (a temporary SQLite
- * file unless --db or $JOBQ_DB names one), the order of the workloads,
- * the cleanup after each one (also after a failure or an interrupt), and
- * the outputs.  The workloads are in workloads.c and
- * ceiling.c, the outputs in report.c.  `jobq bench
- * --internal-worker`, `--internal-worker-stamp` and `--internal-stamp` are
- * what the `jobq work` children of the workloads run, not for people.
+ * main.c - jobq-bench, the program behind `jobq bench` (which runs it as
+ * git runs its helpers, cli/cmd_bench.c): runs standard workloads against
+ * a queue database and reports what they measured.  It is a program of
+ * its own that uses libjobq through include/jobq.h alone, as any user
+ * does, and the command line's options and output (cli/options.h,
+ * output.h, util.h).  This file has the usage, the options and their
+ * checks, the choice of database (a temporary SQLite file unless --db or
+ * $JOBQ_DB names one), the order of the workloads, the cleanup after each
+ * one (also after a failure or an interrupt), and the outputs.  The
+ * workloads are in workloads.c and ceiling.c, the outputs in report.c.
+ * `jobq-bench --internal-worker`, `--internal-worker-stamp` and
+ * `--internal-stamp` are what the `jobq work` children of the workloads
+ * run, not for people.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +23,10 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "builtin.h"
+#include "options.h"
+#include "output.h"
+#include "sql.h"
+#include "util.h"
 
 static const char usage[] =
     "usage: jobq bench [--workload NAME|all] [--jobs N] [--concurrency N]\n"
@@ -122,6 +129,24 @@ static int store_of(const char *url) {
   return BENCH_SQLITE;
 }
 
+/* The jobq program for the `jobq work` children into cfg->jobq: beside
+ * this one (the build folder), else where `make install` puts it from
+ * here (PREFIX/libexec/jobq/jobq-bench, PREFIX/bin/jobq).  0, or 1 after
+ * a message. */
+static int find_jobq(struct bench_config *cfg) {
+  static const char *const places[] = {"%.*s/jobq", "%.*s/../../bin/jobq"};
+  const char *slash = strrchr(cfg->self, '/');
+  int dir = slash != NULL ? (int)(slash - cfg->self) : 0;
+  for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+    snprintf(cfg->jobq, sizeof cfg->jobq, places[i], dir, cfg->self);
+    if (access(cfg->jobq, X_OK) == 0) return 0;
+  }
+  cli_error("cannot find the jobq program beside %s nor in %.*s/../../bin: "
+            "expected them together, as make builds and installs them",
+            cfg->self, dir, cfg->self);
+  return 1;
+}
+
 /* Removes the run's temporary folder and the files in it. */
 static void remove_dir(const char *dir) {
   DIR *d = opendir(dir);
@@ -197,6 +222,7 @@ static int run_workloads(struct bench_config *cfg, jobq *db, const int *want,
 }
 
 static int run(int argc, char **argv) {
+  cli_set_command("bench");
   if (argc == 2 && strcmp(argv[1], "--internal-worker") == 0)
     return bench_internal_worker(0);
   if (argc == 2 && strcmp(argv[1], "--internal-worker-stamp") == 0)
@@ -258,6 +284,7 @@ static int run(int argc, char **argv) {
     return CLI_EXIT_ERROR;
   }
   cfg.self[len] = '\0';
+  if (find_jobq(&cfg)) return CLI_EXIT_ERROR;
   cfg.pid = (long)getpid();
   const char *tmp = getenv("TMPDIR");
   snprintf(cfg.dir, sizeof cfg.dir, "%s/jobq-bench.XXXXXX",
@@ -292,6 +319,7 @@ static int run(int argc, char **argv) {
   if (status == 0 && plot != NULL && (plot_file = open_output("--plot", plot)) == NULL)
     status = CLI_EXIT_ERROR;
   if (status == 0) status = cli_open(&db);
+  if (status == 0 && bench_sql_load(cfg.store) != 0) status = CLI_EXIT_ERROR;
   /* One clear error, rather than one for each workload, when the database
    * cannot be worked on (no jobq schema, say). */
   int64_t now;
@@ -340,5 +368,11 @@ static int run(int argc, char **argv) {
   return status;
 }
 
-const struct cli_command cli_cmd_bench = {
-    "bench", "run standard workloads and report their throughput and latency", run};
+int main(int argc, char **argv) {
+  int status = run(argc, argv);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    cli_error("cannot write to stdout: %s", cli_strerror(errno));
+    if (status == CLI_EXIT_OK) status = CLI_EXIT_ERROR;
+  }
+  return status;
+}

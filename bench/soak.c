@@ -28,8 +28,7 @@
 
 #include "bench.h"
 #include "output.h"
-#include "store/libmariadb.h"
-#include "store/libpq.h"
+#include "sql.h"
 #include "util.h"
 
 #define DEFAULT_SECONDS 1800
