@@ -1,11 +1,24 @@
-# jobq build.  `make` builds libjobq (static and shared), the jobq command,
-# the examples and the tests into build/.  `make check` is the whole test
-# suite: the tests as built, then again under AddressSanitizer and
-# UndefinedBehaviorSanitizer (into build-san/), then a short run of each
-# fuzz target (clang's libFuzzer, into build-fuzz/).  `make fuzz` fuzzes
-# longer.  `make tsan` builds into build-tsan/ with ThreadSanitizer and
-# runs the foreman's tests (the foreman is the one part with two threads).
-# `make install PREFIX=...`.
+# jobq build.  `make` builds libjobq (static, and shared with its soname
+# chain), the jobq command, the jobq-bench benchmark, the examples and the
+# tests into build/.  `make check` is the whole test suite: the tests as
+# built, then again under AddressSanitizer and UndefinedBehaviorSanitizer
+# (into build-san/), then a short run of each fuzz target (clang's
+# libFuzzer, into build-fuzz/).  `make fuzz` fuzzes longer.  `make tsan`
+# builds into build-tsan/ with ThreadSanitizer and runs the foreman's tests
+# (the foreman is the one part with two threads).  `make install
+# PREFIX=...` and `make uninstall PREFIX=...`.  `make fresh-check` runs
+# `make demo` and `make check` in a fresh Debian 12 root (long; not part
+# of `make check`).
+#
+# The targets that install the packages first (demo, check, chaos, fuzz,
+# tsan) build in a second make, started after scripts/install-deps.sh:
+# the pkg-config flags below are read when a make starts, so on a fresh
+# machine the first one would have none.
+#
+# Only lib/ and the tests see lib/'s headers (-Ilib): cli/, foreman/,
+# bench/ and examples/ are built against include/jobq.h alone, and the
+# library exports only the names that jobq.h declares (-fvisibility=hidden,
+# JOBQ_API, lib/libjobq.map).
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -13,19 +26,32 @@ CC       ?= cc
 SAN      ?=
 TSAN     ?=
 
+VERSION  := $(shell sed -n 's/^\#define JOBQ_VERSION "\(.*\)"/\1/p' include/jobq.h)
+SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
+SONAME   := libjobq.so.$(SOMAJOR)
+
 PKGS     := sqlite3 libpq libmariadb jansson
 CPPFLAGS += -Iinclude -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-unused-parameter -fPIC \
-            -include lib/banned.h $(shell pkg-config --cflags $(PKGS))
+            -include lib/banned.h $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libpq and libmariadb are loaded when a URL needs them (lib/store/clientlib.c),
 # not linked: only the tests that call them directly link them.
-LDLIBS   += $(shell pkg-config --libs sqlite3 jansson) -ldl -lpthread -lm
-CLIENT_LIBS := $(shell pkg-config --libs libpq libmariadb)
+LIB_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null) -ldl -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs sqlite3 jansson 2>/dev/null) -ldl -lpthread -lm
+CLIENT_LIBS := $(shell pkg-config --libs libpq libmariadb 2>/dev/null)
 # libuv is the foreman's alone: the library does not link it.
-UV_CFLAGS:= $(shell pkg-config --cflags libuv)
-UV_LIBS  := $(shell pkg-config --libs libuv)
+UV_CFLAGS:= $(shell pkg-config --cflags libuv 2>/dev/null)
+UV_LIBS  := $(shell pkg-config --libs libuv 2>/dev/null)
+
+# A plain `make` on a machine without the packages says what to run
+# instead of failing at the first #include.
+ifeq ($(filter deps demo check chaos fuzz tsan clean uninstall fresh-check,$(MAKECMDGOALS)),)
+ifneq ($(shell pkg-config --exists $(PKGS) libuv 2>/dev/null && echo yes),yes)
+$(error missing packages: run 'make deps' (scripts/install-deps.sh) first, or 'make demo' or 'make check', which install them)
+endif
+endif
 
 ifeq ($(SAN),fuzz)
 # libFuzzer (clang): every object instrumented, the targets get its main.
@@ -64,6 +90,7 @@ FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 CLI_PARTS:= $(filter-out $(BUILD)/cli/jobq.o,$(CLI_OBJ))
 # The command line's options and output, which jobq-bench shares.
 CLI_SHARED := $(addprefix $(BUILD)/cli/,options.o output.o util.o)
+SHLIB    := $(BUILD)/libjobq.so.$(VERSION)
 
 all: $(BUILD)/libjobq.a $(BUILD)/libjobq.so $(BUILD)/jobq $(BUILD)/jobq-exec \
      $(BUILD)/jobq-bench $(EXAMPLES) $(TESTS)
@@ -72,10 +99,12 @@ $(BUILD)/%.o: %.c include/jobq.h $(wildcard lib/*.h lib/store/*.h common/*.h cli
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# lib/'s headers for lib/ and the tests only.
+# Who sees what: lib/'s headers for lib/ and the tests only; the library's
+# own names hidden unless jobq.h exports them (JOBQ_API).
 $(BUILD)/lib/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Ilib
-$(BUILD)/bench/%.o: CPPFLAGS += -Icli
+$(BUILD)/lib/%.o: CFLAGS += -fvisibility=hidden
 $(BUILD)/cli/%.o $(BUILD)/foreman/%.o $(BUILD)/bench/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Icommon
+$(BUILD)/bench/%.o: CPPFLAGS += -Icli
 
 $(BUILD)/foreman/%.o: foreman/%.c include/jobq.h $(wildcard common/*.h foreman/*.h)
 	@mkdir -p $(dir $@)
@@ -93,8 +122,17 @@ $(BUILD)/libjobq.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libjobq.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libjobq.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The shared library and its soname chain: libjobq.so.0.1.0, then
+# libjobq.so.0 (what programs load) and libjobq.so (what -ljobq finds).
+$(SHLIB): $(LIB_OBJ) lib/libjobq.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/libjobq.map \
+	  -Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIB_LIBS)
+
+$(BUILD)/$(SONAME): $(SHLIB)
+	ln -sf $(notdir $<) $@
+
+$(BUILD)/libjobq.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
 
 $(BUILD)/jobq: $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libcommon.a $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
@@ -112,9 +150,12 @@ $(BUILD)/jobq-exec: foreman/jobq-exec.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
-$(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.a
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libjobq.a $(LDLIBS)
+# The examples link the shared library, as a program of its users does.
+$(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libjobq.so
+	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' -ljobq \
+	  $(shell pkg-config --libs sqlite3 2>/dev/null)
 
+# The tests see the library's internals: they link the static library.
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
                   $(BUILD)/libjobq.a
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libforeman.a $(BUILD)/libcommon.a \
@@ -138,12 +179,14 @@ FUZZ_SECONDS ?= 60
 fuzz-build:
 	$(MAKE) BUILD=build-fuzz SAN=fuzz CC=clang fuzzers
 
-fuzz: deps fuzz-build
+fuzz: deps
+	$(MAKE) fuzz-build
 	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 # The long chaos run (tests/chaos/): CHAOS_SECONDS of faults on each store
 # (a short one runs in `make check`, tests/cli_chaos.sh).
-chaos: deps all
+chaos: deps
+	$(MAKE) all
 	tests/chaos/run.sh $(BUILD)
 
 # Installs the Debian packages the build and the tests need (only the
@@ -154,7 +197,8 @@ deps:
 # The whole suite: plain build, then the sanitizer build (whose
 # multi-process and chaos runs are shorter, to keep the whole under 20
 # minutes on two cores).
-check: deps all
+check: deps
+	$(MAKE) all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
 	JOBQ_BUILD=build-san JOBQ_MULTIPROC_SECONDS=10 JOBQ_CHAOS_SECONDS=10 tests/run.sh
@@ -165,7 +209,8 @@ check: deps all
 test: all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 
-demo: deps all
+demo: deps
+	$(MAKE) all
 	examples/demo.sh
 
 # The foreman's tests under ThreadSanitizer (its database thread).
@@ -174,22 +219,46 @@ tsan: deps
 	JOBQ_BUILD=build-tsan JOBQ_TEST_FILTER=work TSAN_OPTIONS=halt_on_error=1 \
 	  tests/run.sh
 
+# The first run on a fresh machine: `make demo` and `make check` as the
+# README says, as root in a new Debian 12 root (debootstrap) where none of
+# scripts/deps.txt is installed.  Long; its log goes to fresh-check.log.
+fresh-check:
+	scripts/install-deps.sh fresh-check
+	nice -n 10 scripts/fresh-check.sh fresh-check.log
+
+# Where `make install` puts things.  jobq-bench goes to libexec, where
+# `jobq bench` looks for it relative to its own folder (../libexec/jobq).
+bindir     := $(DESTDIR)$(PREFIX)/bin
+libdir     := $(DESTDIR)$(PREFIX)/lib
+libexecdir := $(DESTDIR)$(PREFIX)/libexec/jobq
+includedir := $(DESTDIR)$(PREFIX)/include
+man1dir    := $(DESTDIR)$(PREFIX)/share/man/man1
+MANPAGES   := $(notdir $(wildcard man/*.1))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 $(BUILD)/jobq $(DESTDIR)$(PREFIX)/bin/jobq
-	install -m 755 $(BUILD)/jobq-exec $(DESTDIR)$(PREFIX)/bin/jobq-exec
-	install -d $(DESTDIR)$(PREFIX)/libexec/jobq
-	install -m 755 $(BUILD)/jobq-bench $(DESTDIR)$(PREFIX)/libexec/jobq/jobq-bench
-	install -m 644 include/jobq.h $(DESTDIR)$(PREFIX)/include/jobq.h
-	install -m 644 $(BUILD)/libjobq.a $(DESTDIR)$(PREFIX)/lib/libjobq.a
-	install -m 755 $(BUILD)/libjobq.so $(DESTDIR)$(PREFIX)/lib/libjobq.so.0
-	ln -sf libjobq.so.0 $(DESTDIR)$(PREFIX)/lib/libjobq.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define JOBQ_VERSION "\(.*\)"/\1/p' include/jobq.h)|' \
-	  jobq.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/jobq.pc
-	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(bindir) $(libdir)/pkgconfig $(libexecdir) $(includedir) $(man1dir)
+	install -m 755 $(BUILD)/jobq $(BUILD)/jobq-exec $(bindir)/
+	install -m 755 $(BUILD)/jobq-bench $(libexecdir)/jobq-bench
+	install -m 644 include/jobq.h $(includedir)/jobq.h
+	install -m 644 $(BUILD)/libjobq.a $(libdir)/libjobq.a
+	install -m 755 $(SHLIB) $(libdir)/$(notdir $(SHLIB))
+	ln -sf $(notdir $(SHLIB)) $(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(libdir)/libjobq.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	  jobq.pc.in > $(libdir)/pkgconfig/jobq.pc
+	install -m 644 $(addprefix man/,$(MANPAGES)) $(man1dir)/
+
+# Removes what `make install` put there (with the same PREFIX and
+# DESTDIR), and libexec/jobq when it is left empty.
+uninstall:
+	rm -f $(bindir)/jobq $(bindir)/jobq-exec $(libexecdir)/jobq-bench \
+	  $(includedir)/jobq.h $(libdir)/libjobq.a $(libdir)/$(notdir $(SHLIB)) \
+	  $(libdir)/$(SONAME) $(libdir)/libjobq.so $(libdir)/pkgconfig/jobq.pc \
+	  $(addprefix $(man1dir)/,$(MANPAGES))
+	-rmdir $(libexecdir) 2>/dev/null
 
 clean:
 	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo tsan install clean fuzz fuzz-build fuzzers chaos
+.PHONY: all deps check test demo tsan install uninstall clean fuzz fuzz-build fuzzers \
+        chaos fresh-check
