@@ -7,6 +7,10 @@
 # run to let go of its lock.  Installs nothing when everything is there, so
 # `make deps` is cheap to run before every build.  Debian 12 is the system
 # it is written for.
+#
+# usage: scripts/install-deps.sh [TARGET]
+#   A package whose line names a make target after it (debootstrap
+#   fresh-check) is installed only when that TARGET is given.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,10 +22,12 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
   exit 1
 fi
 
+target=${1:-}
+
 # The package names: the first word of each line, comments and blank lines
-# left out.
+# left out, and those for another target than the one asked for.
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/^[[:space:]]*//' "$list" |
-                      awk 'NF { print $1 }')
+                      awk -v t="$target" 'NF == 1 || (NF > 1 && $2 == t) { print $1 }')
 
 missing=()
 for pkg in "${wanted[@]}"; do
