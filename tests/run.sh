@@ -23,7 +23,9 @@
 #   JOBQ_BUILD          build directory (default: build)
 #   JOBQ_TEST_TIMEOUT   seconds per file (default: 300)
 #   JOBQ_TEST_FILTER    only files whose name contains this
-#   JOBQ_TEST_CASE      in the shell scripts, only the case of this name
+#   JOBQ_TEST_CASE      only the cases of this name: a shell script's case
+#                       (its t_ function without t_), a cmocka test's
+#                       function (* and ? match any text, any character)
 #   JOBQ_TEST_VERBOSE   1: print every file's whole output
 #   JOBQ_TEST_STORES    the stores to run the suite on (default
 #                       "sqlite postgres mysql")
