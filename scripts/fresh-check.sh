@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # fresh-check.sh - the first run on a fresh machine, as `make fresh-check`
 # runs it: a new Debian 12 root made by debootstrap from Debian's packages
-# (the minimal base system and make, none of scripts/deps.txt), a copy of
-# this working tree in it (the files git knows of and the new ones it does
-# not ignore), and the README's two commands run there as root, in order:
+# (the minimal base system and make, none of scripts/deps.txt; the package
+# sources of a new installation: bookworm, bookworm-updates and
+# bookworm-security), a copy of this working tree in it (the files git
+# knows of and the new ones it does not ignore), and the README's two
+# commands run there as root, in order:
 # `make demo`, then `make check`.  The root is entered with chroot in new
 # mount and process namespaces (unshare), with /proc, /sys, /dev and a
 # fresh /tmp mounted, so that the mounts and every process started there
@@ -13,11 +15,13 @@
 # is deleted at the end (JOBQ_FRESH_KEEP=1 keeps it and says where).
 #
 # usage: scripts/fresh-check.sh [LOG]   (also writes everything to LOG)
-#   JOBQ_FRESH_DIR     where the root is made (default /var/tmp)
-#   JOBQ_FRESH_MIRROR  the Debian mirror (default http://deb.debian.org/debian)
-#   JOBQ_FRESH_KEEP    1: keep the root
+#   JOBQ_FRESH_DIR       where the root is made (default /var/tmp)
+#   JOBQ_FRESH_MIRROR    the Debian mirror (default http://deb.debian.org/debian)
+#   JOBQ_FRESH_SECURITY  its security updates (default
+#                        http://deb.debian.org/debian-security)
+#   JOBQ_FRESH_KEEP      1: keep the root
 #   JOBQ_FRESH_COMMANDS  the commands, one a line (default "make demo",
-#                      then "make check")
+#                        then "make check")
 # It needs root (debootstrap, chroot, mounts) and debootstrap
 # (scripts/install-deps.sh fresh-check installs it).
 set -euo pipefail
@@ -37,6 +41,7 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 mirror=${JOBQ_FRESH_MIRROR:-http://deb.debian.org/debian}
+security=${JOBQ_FRESH_SECURITY:-http://deb.debian.org/debian-security}
 work=$(mktemp -d "${JOBQ_FRESH_DIR:-/var/tmp}/jobq-fresh.XXXXXX")
 target=$work/root
 cleanup() {
@@ -57,6 +62,12 @@ debootstrap --variant=minbase --include=make bookworm "$target" "$mirror" >"$wor
   exit 1
 }
 echo "done: $(wc -l <"$work/debootstrap.log") lines of log, $(du -sh "$target" | cut -f1)"
+# The sources of a new installation, updates and security fixes included.
+cat >"$target/etc/apt/sources.list" <<EOF
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb $security bookworm-security main
+EOF
 
 step "the working tree, copied to /src/jobq in the root"
 mkdir -p "$target/src/jobq"
