@@ -6,8 +6,8 @@
  * the queues of the run and their cleanup, forked claimer processes with
  * counters in shared memory, `jobq work` children, and clocks.
  */
-#ifndef JOBQ_CLI_BENCH_H
-#define JOBQ_CLI_BENCH_H
+#ifndef JOBQ_BENCH_H
+#define JOBQ_BENCH_H
 
 #include <limits.h>
 #include <signal.h>
