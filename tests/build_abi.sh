@@ -103,8 +103,12 @@ t_install_uninstall() {
   local flags
   flags=$(PKG_CONFIG_PATH=$top/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$stage \
           pkg-config --cflags --libs jobq) || fail "pkg-config does not know jobq"
+  # Built as the library was: a sanitizer build's library wants its
+  # runtime loaded first.
+  local san=""
+  readelf -d "$top/lib/libjobq.so" | grep -q 'libasan' && san=-fsanitize=address,undefined
   # shellcheck disable=SC2086
-  cc -o "$D/hello" "$ROOT/examples/hello.c" $flags -Wl,-rpath,"$top/lib" -lsqlite3 \
+  cc $san -o "$D/hello" "$ROOT/examples/hello.c" $flags -Wl,-rpath,"$top/lib" -lsqlite3 \
     2>"$D/cc.err" || fail "cannot build against the installed jobq: $(head -c 400 "$D/cc.err")"
   if [[ -x $D/hello ]]; then
     (cd "$D" && ./hello >"$D/hello.out" 2>&1) || fail "the program built against it failed: $(head -c 300 "$D/hello.out")"
