@@ -5,8 +5,8 @@
  * that never opens one never loads it nor the TLS libraries it pulls in.
  * Include this instead of <mysql.h>; each function below is then a call
  * through the table, under its own name.  A function the store starts to
- * use is added to the list and to the #defines; so is one that the
- * bare-SQL workloads of `jobq bench` call on jobq_native()'s connection.
+ * use is added to the list and to the #defines.  (jobq-bench's bare SQL
+ * keeps a table of its own, bench/sql.h.)
  */
 #ifndef JOBQ_LIBMARIADB_H
 #define JOBQ_LIBMARIADB_H
