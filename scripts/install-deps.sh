@@ -9,8 +9,9 @@
 # it is written for.
 #
 # usage: scripts/install-deps.sh [TARGET]
-#   A package whose line names a make target after it (debootstrap
-#   fresh-check) is installed only when that TARGET is given.
+#   Without TARGET: the packages of the build and the tests.  A package
+#   whose line names a make target after it (debootstrap fresh-check) is
+#   for that target alone: scripts/install-deps.sh TARGET installs those.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,10 +25,11 @@ fi
 
 target=${1:-}
 
-# The package names: the first word of each line, comments and blank lines
-# left out, and those for another target than the one asked for.
+# The package names: the first word of each line whose second word is
+# the target asked for (none: no second word), comments and blank lines
+# left out.
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/^[[:space:]]*//' "$list" |
-                      awk -v t="$target" 'NF == 1 || (NF > 1 && $2 == t) { print $1 }')
+                      awk -v t="$target" 'NF && $2 == t { print $1 }')
 
 missing=()
 for pkg in "${wanted[@]}"; do
