@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "ndjson.h"
 #include "options.h"
 #include "output.h"
@@ -111,6 +112,19 @@ static int line_int(struct err *line, const char *name, const json_t *v, int64_t
   return 0;
 }
 
+/* payload_base64 (padding optional) into a new buffer *out of *outlen
+ * bytes and a NUL (caller frees); 0, or -1 when text is not base64. */
+static int decode(const char *text, size_t len, char **out, size_t *outlen) {
+  unsigned char *buf = cli_xmalloc(len / 4 * 3 + 3);
+  if (base64_decode(text, len, BASE64_PAD_OPTIONAL, buf, outlen) != 0) {
+    free(buf);
+    return -1;
+  }
+  buf[*outlen] = '\0';
+  *out = (char *)buf;
+  return 0;
+}
+
 int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
                  struct ndjson_job *job, char *errbuf, size_t errlen) {
   struct err e = {errbuf, errlen}, *line = &e;
@@ -178,8 +192,8 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
         if (f == F_PAYLOAD) {
           o->payload = json_string_value(v);
           o->payload_len = json_string_length(v);
-        } else if (cli_base64_decode(json_string_value(v), json_string_length(v),
-                                     &job->decoded, &o->payload_len) != 0) {
+        } else if (decode(json_string_value(v), json_string_length(v), &job->decoded,
+                          &o->payload_len) != 0) {
           return line_error(line, "invalid payload_base64: expected standard "
                             "base64");
         } else {

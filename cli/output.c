@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "output.h"
 #include "util.h"
 
@@ -349,56 +350,11 @@ void cli_cut(char *s, size_t max) {
   memcpy(s + i, "...", 4);
 }
 
-static const char b64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 char *cli_base64(const void *data, size_t len) {
-  const unsigned char *p = data;
-  char *out = cli_xmalloc((len + 2) / 3 * 4 + 1);
-  size_t o = 0;
-  for (size_t i = 0; i < len; i += 3) {
-    uint32_t v = (uint32_t)p[i] << 16;
-    if (i + 1 < len) v |= (uint32_t)p[i + 1] << 8;
-    if (i + 2 < len) v |= p[i + 2];
-    out[o++] = b64[v >> 18 & 63];
-    out[o++] = b64[v >> 12 & 63];
-    out[o++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
-    out[o++] = i + 2 < len ? b64[v & 63] : '=';
-  }
-  out[o] = '\0';
+  char *out = cli_xmalloc(base64_len(len) + 1);
+  base64_encode(data, len, out);
+  out[base64_len(len)] = '\0';
   return out;
-}
-
-int cli_base64_decode(const char *text, size_t len, char **out,
-                      size_t *outlen) {
-  while (len > 0 && text[len - 1] == '=') len--;
-  if (len % 4 == 1) return -1;
-  char *buf = cli_xmalloc(len / 4 * 3 + 3);
-  size_t o = 0;
-  uint32_t v = 0;
-  for (size_t i = 0; i < len; i++) {
-    const char *at = text[i] != '\0' ? strchr(b64, text[i]) : NULL;
-    if (at == NULL) {
-      free(buf);
-      return -1;
-    }
-    v = v << 6 | (uint32_t)(at - b64);
-    if (i % 4 == 3) {
-      buf[o++] = (char)(v >> 16);
-      buf[o++] = (char)(v >> 8);
-      buf[o++] = (char)v;
-      v = 0;
-    }
-  }
-  if (len % 4 == 2) buf[o++] = (char)(v >> 4);
-  if (len % 4 == 3) {
-    buf[o++] = (char)(v >> 10);
-    buf[o++] = (char)(v >> 2);
-  }
-  buf[o] = '\0';
-  *out = buf;
-  *outlen = o;
-  return 0;
 }
 
 /* ---------------------------------------------------------------- jobs */

@@ -103,12 +103,9 @@ char *cli_escape(const void *data, size_t len);
 void cli_cut(char *s, size_t max);
 /* cli_escape() of a C string, or a copy of if_null when s is NULL. */
 char *cli_escape_str(const char *s, const char *if_null);
-/* Standard base64 with padding.  Caller frees. */
+/* Standard base64 with padding (common/base64.h), NUL-terminated.
+ * Caller frees. */
 char *cli_base64(const void *data, size_t len);
-/* Decodes standard base64 (padding optional).  Returns 0 with a new
- * buffer (caller frees) or -1 on bad input. */
-int cli_base64_decode(const char *text, size_t len, char **out,
-                      size_t *outlen);
 
 /* ---------------------------------------------------------------- jobs */
 

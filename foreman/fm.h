@@ -159,14 +159,6 @@ int fm_env_is_secret(const char *var, const char *url, char **environ_);
 
 #define FM_PROTOCOL_VERSION 1
 
-/* Standard base64 with padding: fm_b64_len(n) characters for n bytes. */
-size_t fm_b64_len(size_t n);
-void fm_b64_encode(const void *in, size_t n, char *out);
-/* Strict decoding (padding required, nothing outside the alphabet): 0
- * with *outlen bytes in out (which has room for len / 4 * 3), or -1. */
-int fm_b64_decode(const char *in, size_t len, unsigned char *out,
-                  size_t *outlen);
-
 /* The line that hands job to a persistent worker, "job ...\n".  Returns a
  * new buffer (free()) of *len bytes. */
 char *fm_proto_job(const jobq_job *job, size_t *len);

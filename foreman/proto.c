@@ -8,75 +8,17 @@
  * payload is safe and a worker needs only a line reader and a base64
  * decoder, which every language has (a shell has base64(1)).  Anything
  * that is not exactly a reply is refused with a reason: the foreman then
- * kills the worker and fails its job.  The base64 here is stricter than
- * the command line's (cli/output.c), which forgives missing padding: a
- * worker's bytes must be exactly right.
+ * kills the worker and fails its job.  The base64 (common/base64.c) is
+ * stricter here than on the command line, which forgives missing
+ * padding: a worker's bytes must be exactly right.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "fm.h"
-
-static const char b64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-size_t fm_b64_len(size_t n) { return (n + 2) / 3 * 4; }
-
-void fm_b64_encode(const void *in, size_t n, char *out) {
-  const unsigned char *p = in;
-  size_t o = 0, i = 0;
-  for (; i + 2 < n; i += 3) {
-    uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-    out[o++] = b64[v >> 18];
-    out[o++] = b64[(v >> 12) & 63];
-    out[o++] = b64[(v >> 6) & 63];
-    out[o++] = b64[v & 63];
-  }
-  if (i < n) {
-    uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-    out[o++] = b64[v >> 18];
-    out[o++] = b64[(v >> 12) & 63];
-    out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-    out[o++] = '=';
-  }
-}
-
-static int b64_value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-int fm_b64_decode(const char *in, size_t len, unsigned char *out,
-                  size_t *outlen) {
-  if (len % 4 != 0) return -1;
-  size_t o = 0;
-  for (size_t i = 0; i < len; i += 4) {
-    int v[4], pad = 0;
-    for (int k = 0; k < 4; k++) {
-      unsigned char c = (unsigned char)in[i + k];
-      if (c == '=' && i + 4 == len && k >= 2) {
-        v[k] = 0;
-        pad++;
-        continue;
-      }
-      if (pad > 0) return -1; /* data after padding */
-      if ((v[k] = b64_value(c)) < 0) return -1;
-    }
-    uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
-                 (uint32_t)v[2] << 6 | (uint32_t)v[3];
-    out[o++] = (unsigned char)(w >> 16);
-    if (pad < 2) out[o++] = (unsigned char)(w >> 8);
-    if (pad < 1) out[o++] = (unsigned char)w;
-  }
-  *outlen = o;
-  return 0;
-}
 
 /* ---------------------------------------------------------------- job line */
 
@@ -86,14 +28,14 @@ static size_t put_bytes(char *out, const void *data, size_t len) {
     out[0] = '-';
     return 1;
   }
-  fm_b64_encode(data, len, out);
-  return fm_b64_len(len);
+  base64_encode(data, len, out);
+  return base64_len(len);
 }
 
 char *fm_proto_job(const jobq_job *job, size_t *len) {
   size_t klen = job->key != NULL ? strlen(job->key) : 0;
-  size_t cap = 160 + strlen(job->queue) + fm_b64_len(klen) +
-               fm_b64_len(job->payload_len);
+  size_t cap = 160 + strlen(job->queue) + base64_len(klen) +
+               base64_len(job->payload_len);
   char *line = fm_xmalloc(cap);
   int n = snprintf(line, cap, "job %" PRId64 " %s %d %d %d %s ", job->id,
                    job->queue, job->attempt, job->max_attempts,
@@ -114,7 +56,7 @@ int fm_proto_ready(const char *line, size_t len) {
 }
 
 size_t fm_proto_max_line(size_t max_data) {
-  return 32 + 20 + 20 + fm_b64_len(max_data);
+  return 32 + 20 + 20 + base64_len(max_data);
 }
 
 #define MAX_TOKENS 5
@@ -195,7 +137,7 @@ int fm_proto_reply(const char *line, size_t len, size_t max_data,
     size_t blen = tlen[data_at];
     unsigned char *data = fm_xmalloc(blen / 4 * 3 + 1);
     size_t dlen;
-    if (fm_b64_decode(tok[data_at], blen, data, &dlen) != 0) {
+    if (base64_decode(tok[data_at], blen, BASE64_PADDED, data, &dlen) != 0) {
       free(data);
       return refuse(why, whysize, expected,
                     ": the last field is standard base64 with padding, or '-'");

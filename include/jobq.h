@@ -56,17 +56,24 @@ extern "C" {
 
 #define JOBQ_VERSION "0.1.0"
 
+/* Marks the names libjobq exports: the library is built with hidden
+ * visibility, so that everything not declared here stays inside it. */
+#if defined(__GNUC__)
+#define JOBQ_API __attribute__((visibility("default")))
+#else
+#define JOBQ_API
+#endif
 /* The version of the library that is loaded ("0.1.0"): a program that
  * loads libjobq at run time (a language binding) compares it with the
  * JOBQ_VERSION it was written for.  Never NULL. */
-const char *jobq_version(void);
+JOBQ_API const char *jobq_version(void);
 
 /* Frees what a call returned "to free with free()" (jobq_url_redact(),
  * jobq_roles_sql(), jobq_heartbeat()'s cancel ids) with the C library's
  * free() that the library allocated it with: for callers that cannot
  * name that free() themselves, such as bindings through an FFI.  NULL is
  * a no-op. */
-void jobq_free(void *p);
+JOBQ_API void jobq_free(void *p);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -108,9 +115,9 @@ typedef enum jobq_err {
 } jobq_err;
 
 /* The fixed message of an error code ("claim lost"); never NULL. */
-const char *jobq_strerror(int err);
+JOBQ_API const char *jobq_strerror(int err);
 /* The symbolic name of an error code ("JOBQ_ELOST"); never NULL. */
-const char *jobq_err_name(int err);
+JOBQ_API const char *jobq_err_name(int err);
 /* 1 when err is temporary, the same call may succeed later with nothing
  * changed, so that trying again after a pause (with backoff) is the thing
  * to do: JOBQ_EBUSY and JOBQ_ECONN.  0 for every other code: success, an
@@ -119,7 +126,7 @@ const char *jobq_err_name(int err);
  * outcome (JOBQ_ELOST, JOBQ_EEXPIRED), JOBQ_EREADONLY (a standby stays
  * one; a primary in a switchover is writable again soon) and JOBQ_EDB,
  * which says no more than that the database failed. */
-int jobq_err_temporary(int err);
+JOBQ_API int jobq_err_temporary(int err);
 
 /* ---------------------------------------------------------------- handles */
 
@@ -155,7 +162,7 @@ typedef struct jobq_job jobq_job;
  * that refuses the URL's user for good (a wrong password, an unknown
  * user or database, a missing privilege) gives JOBQ_EDENIED.
  */
-int jobq_open(const char *url, jobq **out);
+JOBQ_API int jobq_open(const char *url, jobq **out);
 /*
  * As jobq_open(), for a handle that only reads: jobq_show(), jobq_list(),
  * jobq_stats(), jobq_sessions(), jobq_identity_get(), jobq_doctor().  It
@@ -166,27 +173,27 @@ int jobq_open(const char *url, jobq **out);
  * MySQL server, whose transactions it makes read-only.  Every call that
  * writes fails with JOBQ_EREADONLY.
  */
-int jobq_open_readonly(const char *url, jobq **out);
+JOBQ_API int jobq_open_readonly(const char *url, jobq **out);
 /* Closes the handle, rolling back an open transaction.  NULL is a no-op.
  * Sessions opened on it must be closed first. */
-void jobq_close(jobq *db);
+JOBQ_API void jobq_close(jobq *db);
 /* The message of the last failed call on db ("" when none; never NULL).
  * Valid until the next call on db.  jobq_errmsg(NULL) returns "out of
  * memory", the only way jobq_open() fails without a handle. */
-const char *jobq_errmsg(const jobq *db);
+JOBQ_API const char *jobq_errmsg(const jobq *db);
 /* A warning about the database found when db was opened (or last
  * reconnected): a setting that weakens jobq's durability promise, such as
  * a MariaDB/MySQL server whose innodb_flush_log_at_trx_commit is not 1.
  * NULL when there is none.  The handle works all the same; `jobq init`
  * prints it.  Valid until the next call on db. */
-const char *jobq_warning(const jobq *db);
+JOBQ_API const char *jobq_warning(const jobq *db);
 /* The url with any password replaced by "***".  Caller frees with free().
  * Returns NULL only when out of memory. */
-char *jobq_url_redact(const char *url);
+JOBQ_API char *jobq_url_redact(const char *url);
 
 /* Creates or migrates the schema (SQLite does this on open).  Refuses a
  * schema newer than this library with JOBQ_ESCHEMA. */
-int jobq_init(jobq *db);
+JOBQ_API int jobq_init(jobq *db);
 
 /*
  * SQL that creates least-privilege roles for this queue database, for its
@@ -196,10 +203,10 @@ int jobq_init(jobq *db);
  * tables.  *sql is a new string (free with free()).  JOBQ_ENOTSUP for
  * SQLite, whose file has no roles.
  */
-int jobq_roles_sql(jobq *db, char **sql);
+JOBQ_API int jobq_roles_sql(jobq *db, char **sql);
 
 /* The largest payload or result accepted, in bytes (default 1 MiB). */
-int jobq_set_max_payload(jobq *db, size_t bytes);
+JOBQ_API int jobq_set_max_payload(jobq *db, size_t bytes);
 
 /* ---------------------------------------------------------------- transactions */
 
@@ -212,16 +219,16 @@ int jobq_set_max_payload(jobq *db, size_t bytes);
  * changes nothing of its own.  Claims and heartbeats are refused inside a
  * caller's transaction (JOBQ_ESTATE): they must commit at once.
  */
-int jobq_begin(jobq *db);
-int jobq_commit(jobq *db);
-int jobq_rollback(jobq *db);
+JOBQ_API int jobq_begin(jobq *db);
+JOBQ_API int jobq_commit(jobq *db);
+JOBQ_API int jobq_rollback(jobq *db);
 /* The engine's connection: sqlite3 * for SQLite, PGconn * for PostgreSQL,
  * MYSQL * for MariaDB/MySQL.  Owned by db.  The library loads libpq and
  * libmariadb when a URL needs them; a program that calls them itself
  * links them itself (-lpq, -lmariadb) and gets the same library.  On
  * SQLite, leave its busy handler, WAL hook and wal_autocheckpoint as they
  * are: jobq's waits and checkpoints are set there. */
-void *jobq_native(jobq *db);
+JOBQ_API void *jobq_native(jobq *db);
 
 /* ---------------------------------------------------------------- names and limits */
 
@@ -248,7 +255,7 @@ void *jobq_native(jobq *db);
 
 /* Returns JOBQ_OK when name is a valid queue name, else JOBQ_EINVAL with a
  * message on db (db may be NULL). */
-int jobq_check_queue(jobq *db, const char *name);
+JOBQ_API int jobq_check_queue(jobq *db, const char *name);
 
 /* ---------------------------------------------------------------- put */
 
@@ -272,7 +279,7 @@ typedef struct jobq_put_opts {
 } jobq_put_opts;
 
 /* Fills opts with the defaults above. */
-void jobq_put_opts_init(jobq_put_opts *opts);
+JOBQ_API void jobq_put_opts_init(jobq_put_opts *opts);
 
 /*
  * Enqueues one job.  On success *id is its id (the job sequence number).
@@ -280,7 +287,7 @@ void jobq_put_opts_init(jobq_put_opts *opts);
  * written, *id is that job's id and *existed is set to 1 (else 0).  existed
  * may be NULL.  On error nothing is written.
  */
-int jobq_put(jobq *db, const jobq_put_opts *opts, int64_t *id, int *existed);
+JOBQ_API int jobq_put(jobq *db, const jobq_put_opts *opts, int64_t *id, int *existed);
 
 /*
  * Enqueues n jobs in one transaction: all or none.  ids[i] and, when
@@ -288,8 +295,8 @@ int jobq_put(jobq *db, const jobq_put_opts *opts, int64_t *id, int *existed);
  * nothing is written and jobq_errmsg() names the index of the bad job
  * ("job 7: ...").
  */
-int jobq_put_many(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
-                  unsigned char *existed);
+JOBQ_API int jobq_put_many(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
+                           unsigned char *existed);
 
 /* ---------------------------------------------------------------- sessions */
 
@@ -298,7 +305,7 @@ typedef struct jobq_session_opts {
   int64_t lease_ms;   /* default 5000; at least 100 */
 } jobq_session_opts;
 
-void jobq_session_opts_init(jobq_session_opts *opts);
+JOBQ_API void jobq_session_opts_init(jobq_session_opts *opts);
 
 /*
  * Registers a new session (a random id, never reused) on the database
@@ -306,19 +313,19 @@ void jobq_session_opts_init(jobq_session_opts *opts);
  * jobq_session_close().  Refuses to start when the database's identity
  * does not match what this handle saw before (JOBQ_EIDENTITY).
  */
-int jobq_session_open(jobq *db, const jobq_session_opts *opts,
-                      jobq_session **out);
+JOBQ_API int jobq_session_open(jobq *db, const jobq_session_opts *opts,
+                               jobq_session **out);
 
 /*
  * Ends the session: every job it still holds goes back to ready at once
  * without spending an attempt, and the session row is deleted.  NULL is a
  * no-op.  Errors are ignored (the lease ends the session anyway).
  */
-void jobq_session_close(jobq_session *s);
+JOBQ_API void jobq_session_close(jobq_session *s);
 
 /* The session's id (32 hex characters), owned by s. */
-const char *jobq_session_id(const jobq_session *s);
-int64_t jobq_session_lease_ms(const jobq_session *s);
+JOBQ_API const char *jobq_session_id(const jobq_session *s);
+JOBQ_API int64_t jobq_session_lease_ms(const jobq_session *s);
 
 /*
  * Renews the lease and does this session's share of reaping: expired
@@ -333,11 +340,11 @@ int64_t jobq_session_lease_ms(const jobq_session *s);
  * Returns JOBQ_EEXPIRED when the session is gone (reaped or ended by an
  * epoch bump): stop its jobs and open a new session.
  */
-int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel);
+JOBQ_API int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel);
 
 /* Sets the counters shown by `jobq sessions` (a worker's jobs in flight);
  * written with the next heartbeat. */
-void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight);
+JOBQ_API void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight);
 
 /*
  * A worker that claims more than it starts at once (a prefetch) says so:
@@ -348,10 +355,10 @@ void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight);
  * comes back without spending one.  Without this call, every claimed job
  * counts as started.  Applies to one claim.
  */
-void jobq_session_start_now(jobq_session *s, size_t n);
+JOBQ_API void jobq_session_start_now(jobq_session *s, size_t n);
 /* A held-back job has started; recorded with the session's next claim,
  * acknowledgement or heartbeat. */
-void jobq_session_started(jobq_session *s, const jobq_job *job);
+JOBQ_API void jobq_session_started(jobq_session *s, const jobq_job *job);
 
 /* ---------------------------------------------------------------- claims */
 
@@ -385,9 +392,9 @@ typedef struct jobq_job {
  * JOBQ_ECONN and the session's next heartbeat, claim or acknowledgement
  * gives back whatever the claim took.
  */
-int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
-               size_t max, jobq_job **jobs, size_t *n);
-void jobq_jobs_free(jobq_job *jobs, size_t n);
+JOBQ_API int jobq_claim(jobq_session *s, const char *const *queues, size_t nq,
+                        size_t max, jobq_job **jobs, size_t *n);
+JOBQ_API void jobq_jobs_free(jobq_job *jobs, size_t n);
 
 /* ---------------------------------------------------------------- wake-ups */
 
@@ -412,8 +419,8 @@ void jobq_jobs_free(jobq_job *jobs, size_t n);
  * that gets it back returns 1, as anything may have happened meanwhile.  JOBQ_ENOTSUP when the store cannot watch: poll
  * with claims instead.
  */
-int jobq_watch(jobq *db, int *fd);
-int jobq_changed(jobq *db);
+JOBQ_API int jobq_watch(jobq *db, int *fd);
+JOBQ_API int jobq_changed(jobq *db);
 /*
  * Limits what jobq_changed() reports to work for these queues; nq 0:
  * every queue, as at the start.  A worker of a few queues among many then
@@ -423,7 +430,7 @@ int jobq_changed(jobq *db);
  * wakes every watcher, and jobq_changed() may say 0 while the commit that
  * woke it is still being written: claim on the wake-up itself there).
  */
-int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
+JOBQ_API int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
 
 /* ---------------------------------------------------------------- acknowledgements */
 
@@ -450,7 +457,7 @@ typedef struct jobq_ack {
 } jobq_ack;
 
 /* Fills ack for job with kind, no data and retry_in_ms -1. */
-void jobq_ack_init(jobq_ack *ack, const jobq_job *job, jobq_ack_kind kind);
+JOBQ_API void jobq_ack_init(jobq_ack *ack, const jobq_job *job, jobq_ack_kind kind);
 
 /*
  * Acknowledges n jobs in one transaction.  Each ack's status says whether
@@ -460,7 +467,7 @@ void jobq_ack_init(jobq_ack *ack, const jobq_job *job, jobq_ack_kind kind);
  * A job whose cancel was requested ends as cancelled on FAIL, RETRY and
  * RELEASE; a COMPLETE still records it done.
  */
-int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n);
+JOBQ_API int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n);
 
 /*
  * Acknowledges n jobs and claims up to max more, in one transaction: a busy
@@ -470,25 +477,25 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n);
  * On an error, nothing is acknowledged and nothing claimed.  n or max may
  * be 0.
  */
-int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t n,
-                   const char *const *queues, size_t nq, size_t max,
-                   jobq_job **jobs, size_t *njobs);
+JOBQ_API int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t n,
+                            const char *const *queues, size_t nq, size_t max,
+                            jobq_job **jobs, size_t *njobs);
 
 /* Single-job forms of jobq_ack_many(): JOBQ_OK, JOBQ_ELOST or an error.
  * When already is not NULL it receives the ack's already flag. */
-int jobq_complete(jobq_session *s, const jobq_job *job, const void *result,
-                  size_t len, int *already);
-int jobq_fail(jobq_session *s, const jobq_job *job, const char *error);
-int jobq_retry_later(jobq_session *s, const jobq_job *job, int64_t delay_ms,
-                     const char *reason);
-int jobq_release(jobq_session *s, const jobq_job *job);
+JOBQ_API int jobq_complete(jobq_session *s, const jobq_job *job, const void *result,
+                           size_t len, int *already);
+JOBQ_API int jobq_fail(jobq_session *s, const jobq_job *job, const char *error);
+JOBQ_API int jobq_retry_later(jobq_session *s, const jobq_job *job, int64_t delay_ms,
+                              const char *reason);
+JOBQ_API int jobq_release(jobq_session *s, const jobq_job *job);
 
 /*
  * Confirms the claim is still held and moves the job's deadline to now +
  * ms.  Returns JOBQ_ECANCELLED (the deadline is still moved) when an
  * operator asked to cancel the job, JOBQ_ELOST when the claim is gone.
  */
-int jobq_extend(jobq_session *s, const jobq_job *job, int64_t ms);
+JOBQ_API int jobq_extend(jobq_session *s, const jobq_job *job, int64_t ms);
 
 /* ---------------------------------------------------------------- inspection */
 
@@ -502,9 +509,9 @@ typedef enum jobq_state {
 } jobq_state;
 
 /* "ready", "running", ...; NULL for an unknown value. */
-const char *jobq_state_name(int state);
+JOBQ_API const char *jobq_state_name(int state);
 /* The state named by name, or 0 when unknown.  "scheduled" is READY. */
-int jobq_state_parse(const char *name);
+JOBQ_API int jobq_state_parse(const char *name);
 
 typedef struct jobq_job_info {
   int64_t id;
@@ -535,7 +542,7 @@ typedef struct jobq_job_info {
 
 /* One job by id, unfinished or archived.  Free with jobq_info_free(p, 1).
  * JOBQ_ENOTFOUND when there is none (pruned or never put). */
-int jobq_show(jobq *db, int64_t id, jobq_job_info **out);
+JOBQ_API int jobq_show(jobq *db, int64_t id, jobq_job_info **out);
 
 typedef struct jobq_list_opts {
   const char *queue;   /* NULL: every queue */
@@ -548,9 +555,9 @@ typedef struct jobq_list_opts {
 
 /* Jobs by id order (payload and result left out: NULL, lengths set).
  * Free with jobq_info_free(). */
-int jobq_list(jobq *db, const jobq_list_opts *opts, jobq_job_info **out,
-              size_t *n);
-void jobq_info_free(jobq_job_info *infos, size_t n);
+JOBQ_API int jobq_list(jobq *db, const jobq_list_opts *opts, jobq_job_info **out,
+                       size_t *n);
+JOBQ_API void jobq_info_free(jobq_job_info *infos, size_t n);
 
 typedef struct jobq_queue_stats {
   char *name;
@@ -568,8 +575,8 @@ typedef struct jobq_queue_stats {
 
 /* Per-queue counts, by name.  Costs nothing per finished job (counters).
  * Free with jobq_stats_free(). */
-int jobq_stats(jobq *db, jobq_queue_stats **out, size_t *n);
-void jobq_stats_free(jobq_queue_stats *stats, size_t n);
+JOBQ_API int jobq_stats(jobq *db, jobq_queue_stats **out, size_t *n);
+JOBQ_API void jobq_stats_free(jobq_queue_stats *stats, size_t n);
 
 typedef struct jobq_session_info {
   char *id;
@@ -588,8 +595,8 @@ typedef struct jobq_session_info {
   int expired;          /* expires_at has passed on the database clock */
 } jobq_session_info;
 
-int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n);
-void jobq_sessions_free(jobq_session_info *s, size_t n);
+JOBQ_API int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n);
+JOBQ_API void jobq_sessions_free(jobq_session_info *s, size_t n);
 
 /*
  * The attempts of a job that ended without finishing it, oldest first:
@@ -610,8 +617,8 @@ typedef struct jobq_attempt {
   int64_t ended_at_ms;
 } jobq_attempt;
 
-int jobq_attempts(jobq *db, int64_t id, jobq_attempt **out, size_t *n);
-void jobq_attempts_free(jobq_attempt *a, size_t n);
+JOBQ_API int jobq_attempts(jobq *db, int64_t id, jobq_attempt **out, size_t *n);
+JOBQ_API void jobq_attempts_free(jobq_attempt *a, size_t n);
 
 /* ---------------------------------------------------------------- figures */
 
@@ -649,14 +656,14 @@ typedef struct jobq_tally {
 } jobq_tally;
 
 /* The upper bound of wait bucket i in ms; -1 for the last (no bound). */
-int64_t jobq_wait_bound_ms(int i);
+JOBQ_API int64_t jobq_wait_bound_ms(int i);
 /* Per minute and queue for the minutes from since_ms (Unix ms, database
  * clock) on, by minute then queue.  Free with jobq_tallies_free(). */
-int jobq_tally_minutes(jobq *db, int64_t since_ms, jobq_tally **out, size_t *n);
+JOBQ_API int jobq_tally_minutes(jobq *db, int64_t since_ms, jobq_tally **out, size_t *n);
 /* Per queue, everything counted since the database was made, by queue
  * (minute 0).  Free with jobq_tallies_free(). */
-int jobq_tally_totals(jobq *db, jobq_tally **out, size_t *n);
-void jobq_tallies_free(jobq_tally *t, size_t n);
+JOBQ_API int jobq_tally_totals(jobq *db, jobq_tally **out, size_t *n);
+JOBQ_API void jobq_tallies_free(jobq_tally *t, size_t n);
 
 /* ---------------------------------------------------------------- administration */
 
@@ -666,11 +673,11 @@ void jobq_tallies_free(jobq_tally *t, size_t n);
  * done, JOBQ_ENOTFOUND when there is none.  A dead job that blocks its
  * ordering key becomes the key's head again.
  */
-int jobq_retry(jobq *db, int64_t id);
+JOBQ_API int jobq_retry(jobq *db, int64_t id);
 /* Retries every dead job (of queue, or all when NULL), a queue at a time
  * and oldest first, in transactions of 1000 jobs; *count gets how many
  * (on an error, how many until then). */
-int jobq_retry_dead(jobq *db, const char *queue, int64_t *count);
+JOBQ_API int jobq_retry_dead(jobq *db, const char *queue, int64_t *count);
 
 /*
  * Cancels a job.  A ready or waiting job is archived as cancelled at once
@@ -679,14 +686,14 @@ int jobq_retry_dead(jobq *db, const char *queue, int64_t *count);
  * is marked cancelled and the key proceeds.  JOBQ_ESTATE for other
  * finished jobs.  now may be NULL.
  */
-int jobq_cancel(jobq *db, int64_t id, int *now);
+JOBQ_API int jobq_cancel(jobq *db, int64_t id, int *now);
 
-int jobq_pause(jobq *db, const char *queue);
-int jobq_resume(jobq *db, const char *queue);
+JOBQ_API int jobq_pause(jobq *db, const char *queue);
+JOBQ_API int jobq_resume(jobq *db, const char *queue);
 
 /* The ordering-key policy for a head that goes dead: "block" (default: the
  * key waits for an operator to retry or cancel it) or "skip". */
-int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
+JOBQ_API int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
 
 /*
  * Calls over many jobs work in parts, each its own transaction of about
@@ -709,17 +716,17 @@ typedef struct jobq_bulk_opts {
 } jobq_bulk_opts;
 
 /* Fills opts with every queue, every state, no dry run, no progress. */
-void jobq_bulk_opts_init(jobq_bulk_opts *opts);
+JOBQ_API void jobq_bulk_opts_init(jobq_bulk_opts *opts);
 
 /* Deletes archived jobs finished more than older_than_ms ago, oldest
  * first, in transactions of about 10000 jobs; *count gets how many (on an
  * error, how many until then).  Never touches unfinished jobs or a dead
  * head that blocks its key.  The records of attempts as old go too. */
-int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
+JOBQ_API int jobq_prune(jobq *db, int64_t older_than_ms, int64_t *count);
 /* jobq_prune() of one queue's jobs (opts->queue; the records of attempts
  * stay), or with opts->dry_run the count of what it would delete. */
-int jobq_prune_jobs(jobq *db, int64_t older_than_ms, const jobq_bulk_opts *opts,
-                    int64_t *count);
+JOBQ_API int jobq_prune_jobs(jobq *db, int64_t older_than_ms, const jobq_bulk_opts *opts,
+                             int64_t *count);
 
 /*
  * Deletes every job of queue that is not running: ready, scheduled and
@@ -731,10 +738,10 @@ int jobq_prune_jobs(jobq *db, int64_t older_than_ms, const jobq_bulk_opts *opts,
  * are done (a job claimed while it works is left to its worker).  The
  * jobs are gone for good.
  */
-int jobq_purge(jobq *db, const char *queue, int64_t *count);
+JOBQ_API int jobq_purge(jobq *db, const char *queue, int64_t *count);
 /* jobq_purge() of opts->queue with progress, or with opts->dry_run the
  * count of the jobs it would delete. */
-int jobq_purge_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *count);
+JOBQ_API int jobq_purge_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *count);
 
 /*
  * Cancels the unfinished jobs of opts->queue (required) that opts
@@ -743,8 +750,8 @@ int jobq_purge_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *count);
  * get a cancel request (*requested).  Either may be NULL.  With
  * opts->dry_run, nothing changes and the counts say what would be done.
  */
-int jobq_cancel_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *cancelled,
-                     int64_t *requested);
+JOBQ_API int jobq_cancel_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *cancelled,
+                              int64_t *requested);
 
 /*
  * Deletes expired sessions now; *count gets how many.  Their jobs go back
@@ -757,9 +764,9 @@ int jobq_cancel_jobs(jobq *db, const jobq_bulk_opts *opts, int64_t *cancelled,
  * has passed, it reaps the sessions that stayed silent; a heartbeat from
  * any session meanwhile shows the database working and ends the guard.
  */
-int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms);
+JOBQ_API int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms);
 /* jobq_reap_held() without *held_ms. */
-int jobq_reap(jobq *db, int64_t *count);
+JOBQ_API int jobq_reap(jobq *db, int64_t *count);
 
 typedef struct jobq_identity {
   char queue_id[37];     /* random UUID made by jobq init */
@@ -769,14 +776,14 @@ typedef struct jobq_identity {
   int64_t now_ms;        /* the database clock */
 } jobq_identity;
 
-int jobq_identity_get(jobq *db, jobq_identity *out);
+JOBQ_API int jobq_identity_get(jobq *db, jobq_identity *out);
 
 /*
  * After a restore from backup or a failover to an asynchronous replica:
  * ends every session (their jobs go back to ready) and starts a new epoch,
  * so workers may claim again.  *epoch gets the new epoch (may be NULL).
  */
-int jobq_epoch_bump(jobq *db, int64_t *epoch);
+JOBQ_API int jobq_epoch_bump(jobq *db, int64_t *epoch);
 
 /* ---------------------------------------------------------------- lost writes */
 
@@ -815,7 +822,8 @@ typedef struct jobq_receipt {
  * handle has no write of its own (then the newest alone), and all of them
  * by jobq_doctor().
  */
-int jobq_expect(jobq *db, const jobq_identity *seen, const jobq_receipt *r, size_t n);
+JOBQ_API int jobq_expect(jobq *db, const jobq_identity *seen, const jobq_receipt *r,
+                         size_t n);
 /* ---------------------------------------------------------------- periodic jobs */
 
 /*
@@ -862,7 +870,7 @@ typedef struct jobq_cron_opts {
 } jobq_cron_opts;
 
 /* Fills opts with no name or spec, UTC and jobq_put_opts_init()'s job. */
-void jobq_cron_opts_init(jobq_cron_opts *opts);
+JOBQ_API void jobq_cron_opts_init(jobq_cron_opts *opts);
 
 /*
  * Adds a schedule (or with opts->replace, changes one: its next slot is
@@ -870,15 +878,16 @@ void jobq_cron_opts_init(jobq_cron_opts *opts);
  * slot, after the database clock's now; *replaced (may be NULL) whether
  * a schedule of that name was there.  On error nothing is written.
  */
-int jobq_cron_add(jobq *db, const jobq_cron_opts *opts, int64_t *next_ms, int *replaced);
+JOBQ_API int jobq_cron_add(jobq *db, const jobq_cron_opts *opts, int64_t *next_ms,
+                           int *replaced);
 /* Deletes a schedule (the jobs it put stay).  JOBQ_ENOTFOUND when there is
  * none of that name. */
-int jobq_cron_remove(jobq *db, const char *name);
+JOBQ_API int jobq_cron_remove(jobq *db, const char *name);
 /* A paused schedule puts nothing; jobq_cron_resume() starts it again from
  * the next slot after now (the slots of the pause are not put).
  * JOBQ_ENOTFOUND when there is none of that name. */
-int jobq_cron_pause(jobq *db, const char *name);
-int jobq_cron_resume(jobq *db, const char *name);
+JOBQ_API int jobq_cron_pause(jobq *db, const char *name);
+JOBQ_API int jobq_cron_resume(jobq *db, const char *name);
 
 typedef struct jobq_cron_info {
   char *name;
@@ -895,8 +904,8 @@ typedef struct jobq_cron_info {
 } jobq_cron_info;
 
 /* The schedules by name.  Free with jobq_cron_info_free(). */
-int jobq_cron_list(jobq *db, jobq_cron_info **out, size_t *n);
-void jobq_cron_info_free(jobq_cron_info *infos, size_t n);
+JOBQ_API int jobq_cron_list(jobq *db, jobq_cron_info **out, size_t *n);
+JOBQ_API void jobq_cron_info_free(jobq_cron_info *infos, size_t n);
 
 /* What jobq_cron_run() did for one schedule's slot. */
 typedef struct jobq_cron_slot {
@@ -920,14 +929,14 @@ typedef struct jobq_cron_slot {
  * schedule (jobq_cron_info's last_error); any other error changes
  * nothing.
  */
-int jobq_cron_run(jobq *db, jobq_cron_slot **slots, size_t *n, int64_t *wait_ms);
-void jobq_cron_slots_free(jobq_cron_slot *slots, size_t n);
+JOBQ_API int jobq_cron_run(jobq *db, jobq_cron_slot **slots, size_t *n, int64_t *wait_ms);
+JOBQ_API void jobq_cron_slots_free(jobq_cron_slot *slots, size_t n);
 
 /* The first slot of spec in zone tz (NULL: UTC) after Unix time after_ms,
  * computed here without the database: JOBQ_EINVAL for a bad spec or zone,
  * with a message on db (db may be NULL). */
-int jobq_cron_next(jobq *db, const char *spec, const char *tz, int64_t after_ms,
-                   int64_t *next_ms);
+JOBQ_API int jobq_cron_next(jobq *db, const char *spec, const char *tz, int64_t after_ms,
+                            int64_t *next_ms);
 
 /* ---------------------------------------------------------------- doctor */
 
@@ -951,17 +960,17 @@ typedef struct jobq_check {
  * bloat, sessions near expiry or expired without a reaper, and dead jobs.
  * *out gets *n checks (free with jobq_checks_free()).  Reads only.
  */
-int jobq_doctor(jobq *db, jobq_check **out, size_t *n);
-void jobq_checks_free(jobq_check *checks, size_t n);
+JOBQ_API int jobq_doctor(jobq *db, jobq_check **out, size_t *n);
+JOBQ_API void jobq_checks_free(jobq_check *checks, size_t n);
 
 /* ---------------------------------------------------------------- parsing helpers */
 
 /* "250ms", "30s", "5m", "1h", "2d" (and combinations like "1m30s") into
  * milliseconds; "0" alone needs no unit.  JOBQ_EINVAL for a missing unit,
  * a negative value or an overflow. */
-int jobq_parse_duration(const char *text, int64_t *ms);
+JOBQ_API int jobq_parse_duration(const char *text, int64_t *ms);
 /* "1048576", "512KiB", "1MiB", "2MB" into bytes. */
-int jobq_parse_size(const char *text, int64_t *bytes);
+JOBQ_API int jobq_parse_size(const char *text, int64_t *bytes);
 
 #ifdef __cplusplus
 }

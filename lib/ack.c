@@ -23,8 +23,9 @@ int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd) {
   return (int64_t)((double)d * j);
 }
 
-void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *a, uint64_t rnd,
-                    jobq_ack_plan *p) {
+/* Where an acknowledged job goes, given what its row says. */
+static void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *a, uint64_t rnd,
+                           jobq_ack_plan *p) {
   memset(p, 0, sizeof *p);
   if (a->kind != JOBQ_ACK_COMPLETE) {
     p->error = a->data;

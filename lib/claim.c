@@ -11,7 +11,7 @@
 
 #define CLAIM_MAX 10000
 
-int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max) {
+static int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max) {
   if (db->txn_depth > 0)
     return jobq__fail(db, JOBQ_ESTATE,
                       "a claim inside a caller's transaction: expected it "

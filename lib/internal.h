@@ -264,9 +264,7 @@ int jobq__identity_check(jobq *db);
  * of CLAIM_ENTER (NULL: there was no row). */
 int jobq__identity_check_row(jobq *db, jobq_rows *r);
 
-/* Random bytes from the kernel into buf (never fails in practice; falls
- * back to the clock and pid).  jobq__rand() draws from db's generator. */
-void jobq__random(void *buf, size_t len);
+/* Draws from db's generator (seeded from the kernel's random bytes). */
 uint64_t jobq__rand(jobq *db);
 /* bytes[0..len) as 2*len lowercase hex characters, NUL-terminated; out
  * may be bytes - len, as jobq__random_hex() uses it. */
@@ -295,8 +293,6 @@ typedef struct jobq_ack_plan {
   size_t error_len;
 } jobq_ack_plan;
 
-void jobq__ack_plan(const jobq_ack_row *row, const jobq_ack *ack,
-                    uint64_t rnd, jobq_ack_plan *plan);
 
 /* The parts of jobq_ack_many() and jobq_claim(), for jobq_ack_claim():
  * checking the arguments (no SQL; resets the statuses), the work inside
@@ -312,7 +308,6 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
 jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, size_t n,
                                 jobq_ack_got *got, int *failed);
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
-int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, size_t max);
 
 /* The status of an ack that nobody has taken yet (a store's ack_plain
  * leaves it on the acks it does not take). */
@@ -445,8 +440,6 @@ void jobq__wake(jobq *db, const char *queue);
  * but for the jobs that acks, the transaction's acknowledgements, end. */
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks);
-int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
-                               size_t nacks);
 /* Once a transaction of s committed: forgets what it wrote (the starts
  * noted, the doubtful claims given back). */
 void jobq__session_noted(jobq_session *s);
@@ -479,16 +472,6 @@ int jobq__session_reconcile(jobq *db, jobq_session *s);
  * dead when lost on their last attempt, cancelled when a cancel was
  * requested.  The row is deleted. */
 int jobq__end_session(jobq *db, const char *sid, int lost);
-/* This worker's share of reaping: sessions whose lease expired on the
- * database clock are ended as lost, but own (the reaper's own session,
- * NULL when none), which its heartbeat renews instead.  The stall guard
- * comes first (lib/session.c): when no session at all heartbeated for
- * guard_ms (-1: the longest lease of any session), the database itself
- * may have stalled, and reaping is held back for a lease: *held_ms (may
- * be NULL) gets how long, 0 when it was not.  *count (may be NULL) gets
- * how many sessions were ended. */
-int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
-               int64_t *held_ms);
 
 /* Validation before any SQL runs; each records a message naming the
  * input.  index >= 0 prefixes "job N: " for jobq_put_many(). */

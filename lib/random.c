@@ -9,7 +9,9 @@
 
 #include "internal.h"
 
-void jobq__random(void *buf, size_t len) {
+/* Random bytes from the kernel into buf (never fails in practice; falls
+ * back to the clock and pid). */
+static void jobq__random(void *buf, size_t len) {
   unsigned char *p = buf;
   size_t got = 0;
   while (got < len) {

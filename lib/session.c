@@ -16,6 +16,11 @@
 
 #include "internal.h"
 
+static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+                                      size_t nacks);
+static int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
+                      int64_t *held_ms);
+
 void jobq_session_opts_init(jobq_session_opts *o) {
   memset(o, 0, sizeof *o);
   o->name = "worker";
@@ -314,8 +319,8 @@ static int id_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
-                               size_t nacks) {
+static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+                                      size_t nacks) {
   if (s->nstarted == 0) return JOBQ_OK;
   /* Every kind of acknowledgement ends its claim, and a claim that ends
    * in this transaction never needs its start written: a fast job is
@@ -684,7 +689,16 @@ static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms) {
   return 1;
 }
 
-int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count, int64_t *held_ms) {
+/* This worker's share of reaping: sessions whose lease expired on the
+ * database clock are ended as lost, but own (the reaper's own session,
+ * NULL when none), which its heartbeat renews instead.  The stall guard
+ * comes first (above): when no session at all heartbeated for guard_ms
+ * (-1: the longest lease of any session), the database itself may have
+ * stalled, and reaping is held back for a lease: *held_ms (may be NULL)
+ * gets how long, 0 when it was not.  *count (may be NULL) gets how many
+ * sessions were ended. */
+static int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
+                      int64_t *held_ms) {
   if (count != NULL) *count = 0;
   int64_t hold = 0;
   int by_hand = guard_ms < 0; /* jobq_reap() */

@@ -7,6 +7,11 @@
 # run to let go of its lock.  Installs nothing when everything is there, so
 # `make deps` is cheap to run before every build.  Debian 12 is the system
 # it is written for.
+#
+# usage: scripts/install-deps.sh [TARGET]
+#   Without TARGET: the packages of the build and the tests.  A package
+#   whose line names a make target after it (debootstrap fresh-check) is
+#   for that target alone: scripts/install-deps.sh TARGET installs those.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,10 +23,13 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
   exit 1
 fi
 
-# The package names: the first word of each line, comments and blank lines
+target=${1:-}
+
+# The package names: the first word of each line whose second word is
+# the target asked for (none: no second word), comments and blank lines
 # left out.
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/^[[:space:]]*//' "$list" |
-                      awk 'NF { print $1 }')
+                      awk -v t="$target" 'NF && $2 == t { print $1 }')
 
 # What the installed packages provide counts as installed too (NodeSource's
 # nodejs provides npm, and conflicts with Debian's).

@@ -422,9 +422,11 @@ t_runaway_output_is_stopped() {
 }
 
 t_until_empty_waits_for_scheduled_jobs() {
-  run put --delay 700ms later
+  # The clock starts before the put: the job is due 700 ms after its
+  # commit, which a loaded machine may finish well before `jobq put` ends.
   local t0
   t0=$(date +%s%3N)
+  run put --delay 700ms later
   run_work 30 --poll 100ms --until-empty -- cat
   expect_rc 0
   (($(date +%s%3N) - t0 >= 700)) || fail "stopped before the delayed job was due"

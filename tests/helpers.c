@@ -5,7 +5,7 @@
  * tests/run.sh started) and the small helpers that keep the tests short:
  * quick puts and claims that assert success, clocks and sleeps in
  * milliseconds, raw SQL on the handle's connection, file and process
- * helpers.  See helpers.h.
+ * helpers, and the JOBQ_TEST_CASE filter.  See helpers.h.
  */
 #include "helpers.h"
 
@@ -22,6 +22,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* JOBQ_TEST_CASE=NAME runs only the cases of that name (cmocka's filter:
+ * * and ? match any text and any character), as it does for the shell
+ * tests: before main(), in every test program. */
+__attribute__((constructor)) static void th_case_filter(void) {
+  const char *name = getenv("JOBQ_TEST_CASE");
+  if (name != NULL && name[0] != '\0') cmocka_set_test_filter(name);
+}
 
 char *th_mkdtemp(void) {
   const char *base = getenv("TMPDIR");

@@ -8,7 +8,7 @@
 # fresh data folder on a free port of 127.0.0.1) and stops at the end;
 # test_parse and test_cronspec, which test no store, run once, and test_postgres and
 # test_mysql, a store's own tests, run on that store only.  Then every
-# tests/cli_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL
+# tests/cli_*.sh and tests/build_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL
 # and JOBQ_TEST_MYSQL_URL).  Each file runs under a
 # per-file timeout.  One line per file says how it went; a failing file's
 # details follow it.  The last line is always "N passed, N failed",
@@ -23,7 +23,9 @@
 #   JOBQ_BUILD          build directory (default: build)
 #   JOBQ_TEST_TIMEOUT   seconds per file (default: 300)
 #   JOBQ_TEST_FILTER    only files whose name contains this
-#   JOBQ_TEST_CASE      in the shell scripts, only the case of this name
+#   JOBQ_TEST_CASE      only the cases of this name: a shell script's case
+#                       (its t_ function without t_), a cmocka test's
+#                       function (* and ? match any text, any character)
 #   JOBQ_TEST_VERBOSE   1: print every file's whole output
 #   JOBQ_TEST_STORES    the stores to run the suite on (default
 #                       "sqlite postgres mysql")
@@ -182,7 +184,7 @@ for bin in "$build"/tests/test_*; do
     JOBQ_TEST_STORE=$store run_cmocka "$bin" "$(basename "$bin")[$store]"
   done
 done
-for script in "$here"/cli_*.sh; do
+for script in "$here"/cli_*.sh "$here"/build_*.sh; do
   [[ -f $script ]] || continue
   [[ -n $filter && $(basename "$script") != *"$filter"* ]] && continue
   found=1

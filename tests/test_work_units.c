@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/base64.h"
 #include "../foreman/fm.h"
 #include "helpers.h"
 
@@ -19,24 +20,40 @@ static void test_base64_round_trip(void **state) {
   char text[100];
   for (size_t n = 0; n < sizeof in; n++) {
     for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(i * 37 + n);
-    fm_b64_encode(in, n, text);
-    size_t len = fm_b64_len(n), got = 999;
-    assert_int_equal(fm_b64_decode(text, len, out, &got), 0);
+    base64_encode(in, n, text);
+    size_t len = base64_len(n), got = 999;
+    for (int padding = BASE64_PADDED; padding <= BASE64_PAD_OPTIONAL; padding++) {
+      assert_int_equal(base64_decode(text, len, padding, out, &got), 0);
+      assert_int_equal(got, n);
+      assert_memory_equal(in, out, n);
+    }
+    /* Without its padding, only when padding is optional. */
+    size_t bare = len;
+    while (bare > 0 && text[bare - 1] == '=') bare--;
+    assert_int_equal(base64_decode(text, bare, BASE64_PAD_OPTIONAL, out, &got), 0);
     assert_int_equal(got, n);
     assert_memory_equal(in, out, n);
+    if (bare != len) assert_int_equal(base64_decode(text, bare, BASE64_PADDED, out, &got), -1);
   }
-  fm_b64_encode("a\0b\xff", 4, text);
+  base64_encode("a\0b\xff", 4, text);
   assert_memory_equal(text, "YQBi/w==", 8);
 }
 
 static void test_base64_refuses_bad_input(void **state) {
   (void)state;
   static const char *const bad[] = {"abc", "ab=c", "a===", "@@@@", "ab==cd==",
-                                    "YQ=A", "YQB", "Y Q="};
+                                    "YQ=A", "YQB", "Y Q=", "a"};
   unsigned char out[16];
   size_t n;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    assert_int_equal(fm_b64_decode(bad[i], strlen(bad[i]), out, &n), -1);
+    assert_int_equal(base64_decode(bad[i], strlen(bad[i]), BASE64_PADDED, out, &n), -1);
+  /* Padding optional still wants the rest right. */
+  static const char *const still_bad[] = {"ab=c", "a===", "@@@@", "ab==cd==", "YQ=A",
+                                          "Y Q=", "a", "YQBi/", "YQ==YQ=="};
+  for (size_t i = 0; i < sizeof still_bad / sizeof still_bad[0]; i++)
+    assert_int_equal(base64_decode(still_bad[i], strlen(still_bad[i]), BASE64_PAD_OPTIONAL,
+                                   out, &n),
+                     -1);
 }
 
 /* ---------------------------------------------------------------- job lines */

@@ -5,8 +5,8 @@
  * that never opens one never loads it nor the TLS libraries it pulls in.
  * Include this instead of <mysql.h>; each function below is then a call
  * through the table, under its own name.  A function the store starts to
- * use is added to the list and to the #defines; so is one that the
- * bare-SQL workloads of `jobq bench` call on jobq_native()'s connection.
+ * use is added to the list and to the #defines.  (jobq-bench's bare SQL
+ * keeps a table of its own, bench/sql.h.)
  */
 #ifndef JOBQ_LIBMARIADB_H
 #define JOBQ_LIBMARIADB_H
@@ -20,7 +20,7 @@
 #define JOBQ_LIBMARIADB_FUNCS(X)                                              \
   X(mysql_close) X(mysql_errno) X(mysql_error) X(mysql_fetch_row)              \
   X(mysql_free_result) X(mysql_get_server_info) X(mysql_init) X(mysql_options) \
-  X(mysql_query) X(mysql_real_connect) X(mysql_real_query)                     \
+  X(mysql_real_connect) X(mysql_real_query)                                   \
   X(mysql_stmt_affected_rows) X(mysql_stmt_bind_param)                         \
   X(mysql_stmt_bind_result) X(mysql_stmt_close) X(mysql_stmt_errno)            \
   X(mysql_stmt_error) X(mysql_stmt_execute) X(mysql_stmt_fetch)                \
@@ -49,7 +49,6 @@ int jobq__libmariadb_load(jobq *db);
 #define mysql_get_server_info (jobq__libmariadb.mysql_get_server_info_)
 #define mysql_init (jobq__libmariadb.mysql_init_)
 #define mysql_options (jobq__libmariadb.mysql_options_)
-#define mysql_query (jobq__libmariadb.mysql_query_)
 #define mysql_real_connect (jobq__libmariadb.mysql_real_connect_)
 #define mysql_real_query (jobq__libmariadb.mysql_real_query_)
 #define mysql_stmt_affected_rows (jobq__libmariadb.mysql_stmt_affected_rows_)

@@ -5,9 +5,8 @@
  * never loads libpq, nor the TLS, Kerberos and LDAP libraries it pulls
  * in.  Include this instead of <libpq-fe.h>; each function below is then
  * a call through the table, under its own name.  A function the store
- * starts to use is added to the list and to the #defines.  The bare-SQL
- * workloads of `jobq bench` (cli/bench_ceiling.c, bench_soak.c) call
- * libpq the same way, on the connection jobq_native() hands them.
+ * starts to use is added to the list and to the #defines.  (jobq-bench's
+ * bare SQL keeps a table of its own, bench/sql.h.)
  */
 #ifndef JOBQ_LIBPQ_H
 #define JOBQ_LIBPQ_H

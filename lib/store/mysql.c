@@ -878,8 +878,25 @@ static int my_next(jobq *db, jobq_rows *r) {
       if (mysql_stmt_fetch_column(r->st, &r->bind[i], i, 0) != 0)
         return stmt_fail(db, r->st, "reading a long value");
     }
-    if (mysql_stmt_bind_result(r->st, r->bind) != 0)
-      return stmt_fail(db, r->st, "reading rows");
+    /* The new buffers serve the next rows.  Some versions of the client
+     * library (Debian 12's libmariadb3 10.11.18) reset every column's
+     * length and null flag here: this row's are kept. */
+    unsigned long *keep_len = malloc(r->ncols * sizeof *keep_len);
+    my_bool *keep_null = malloc(r->ncols * sizeof *keep_null);
+    int ok = keep_len != NULL && keep_null != NULL;
+    if (ok) {
+      memcpy(keep_len, r->len, r->ncols * sizeof *keep_len);
+      memcpy(keep_null, r->null, r->ncols * sizeof *keep_null);
+    }
+    int bound = ok && mysql_stmt_bind_result(r->st, r->bind) == 0;
+    if (bound) {
+      memcpy(r->len, keep_len, r->ncols * sizeof *keep_len);
+      memcpy(r->null, keep_null, r->ncols * sizeof *keep_null);
+    }
+    free(keep_len);
+    free(keep_null);
+    if (!ok) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (!bound) return stmt_fail(db, r->st, "reading rows");
   }
   for (unsigned i = 0; i < r->ncols; i++) {
     if (r->null[i]) r->len[i] = 0;

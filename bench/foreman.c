@@ -1,5 +1,5 @@
 /*
- * bench_foreman.c - the `foreman` workload of `jobq bench`: what one
+ * foreman.c - the `foreman` workload of `jobq bench`: what one
  * `jobq work` costs the machine it runs on.  Its peak resident memory
  * (VmHWM) at -c 64, forking a job per slot and with 64 persistent workers,
  * and the CPU time and wakeups of an idle foreman (every thread of it,
@@ -116,7 +116,7 @@ int bench_foreman_use(const struct bench_config *cfg, jobq *db,
     return BENCH_FAILED;
   add_memory(rep, "fork -c " SLOTS, &mem);
   int64_t n = cfg->jobs / 5 < 640 ? 640 : cfg->jobs / 5;
-  const char *persistent[] = {"--persistent", "-c", SLOTS, "--", cfg->self, "bench",
+  const char *persistent[] = {"--persistent", "-c", SLOTS, "--", cfg->self,
                               "--internal-worker", NULL};
   if (bench_drain_foreman(cfg, db, run, "persistent-64", "persistent -c " SLOTS, n,
                           persistent, &secs, &mem) != BENCH_OK)

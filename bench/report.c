@@ -1,5 +1,5 @@
 /*
- * bench_report.c - what `jobq bench` measured, and its four outputs: a
+ * report.c - what `jobq bench` measured, and its four outputs: a
  * table on stdout (cli/output.h), one JSON document with --json, a CSV
  * file of one row per measurement (--csv) and an SVG drawing (--plot) of
  * the throughputs and the latency percentiles, written as plain SVG text.

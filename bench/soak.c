@@ -1,5 +1,5 @@
 /*
- * bench_soak.c - the `soak` workload of `jobq bench`: a steady load for a
+ * soak.c - the `soak` workload of `jobq bench`: a steady load for a
  * long time, to show whether the queue stays as fast as it started.  One
  * producer process puts --rate jobs a second (default 5000) in a batch
  * every 10 ms; --concurrency claimer processes (default 4) claim them in
@@ -28,8 +28,7 @@
 
 #include "bench.h"
 #include "output.h"
-#include "store/libmariadb.h"
-#include "store/libpq.h"
+#include "sql.h"
 #include "util.h"
 
 #define DEFAULT_SECONDS 1800

@@ -1,5 +1,5 @@
 /*
- * bench_machine.c - what a run of `jobq bench` ran on, so that its figures
+ * machine.c - what a run of `jobq bench` ran on, so that its figures
  * can be read against another machine's: the cores, memory, processor and
  * system of this machine, the store's server and durability as `jobq
  * doctor` reports them, and how long this machine's disk takes to flush a

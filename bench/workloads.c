@@ -1,5 +1,5 @@
 /*
- * bench_workloads.c - the standard workloads of `jobq bench`, each on
+ * workloads.c - the standard workloads of `jobq bench`, each on
  * queues of its own: enqueue (single and batched puts), drain (library
  * claimers, a persistent foreman, a fork-per-job foreman, each verified
  * exactly once), latency (put to start on an idle foreman), scale (claimer
@@ -7,7 +7,7 @@
  * backlog or a large archive), keys (the jobs of one ordering key, put
  * and worked in order) and failures (batches failed, to run again later
  * or dead).  Also the hidden worker modes that the
- * `jobq work` children run.  The bare-SQL ceiling is in bench_ceiling.c.
+ * `jobq work` children run.  The bare-SQL ceiling is in ceiling.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -217,7 +217,7 @@ int bench_drain(const struct bench_config *cfg, jobq *db,
   if (drain_library(cfg, db, rep, run) != BENCH_OK) return BENCH_FAILED;
   char c[24];
   snprintf(c, sizeof c, "%lld", (long long)concurrency(cfg));
-  const char *persistent[] = {"--persistent", "-c", c, "--", cfg->self, "bench",
+  const char *persistent[] = {"--persistent", "-c", c, "--", cfg->self,
                               "--internal-worker", NULL};
   double secs;
   struct bench_memory mem;
@@ -392,12 +392,12 @@ int64_t bench_latency_jobs(const struct bench_config *cfg) {
 int bench_latency(const struct bench_config *cfg, jobq *db,
                   struct bench_report *rep, struct bench_run *run) {
   int64_t n = bench_latency_jobs(cfg);
-  const char *persistent[] = {"--persistent", "-c", "1", "--", cfg->self, "bench",
+  const char *persistent[] = {"--persistent", "-c", "1", "--", cfg->self,
                               "--internal-worker-stamp", NULL};
   if (latency_run(cfg, db, rep, run, "persistent", n, persistent) != BENCH_OK)
     return BENCH_FAILED;
   int64_t few = n / 5 < 10 ? 10 : n / 5;
-  const char *fork_args[] = {"-c", "1", "--", cfg->self, "bench", "--internal-stamp",
+  const char *fork_args[] = {"-c", "1", "--", cfg->self, "--internal-stamp",
                              NULL};
   return latency_run(cfg, db, rep, run, "fork", few, fork_args);
 }

@@ -1,5 +1,5 @@
 /*
- * bench_run.c - the machinery the workloads of `jobq bench` share: clocks,
+ * run.c - the machinery the workloads of `jobq bench` share: clocks,
  * the run's own queues and their purge at the end (even after a failure
  * or an interrupt), filling a queue in large transactions, forked child
  * processes that count in shared memory (the claimers among them, with
@@ -458,7 +458,7 @@ static void log_path(const struct bench_config *cfg, char *buf, size_t size) {
 pid_t bench_foreman(const struct bench_config *cfg, const char *const *args) {
   const char *argv[64];
   size_t n = 0;
-  argv[n++] = cfg->self;
+  argv[n++] = cfg->jobq;
   if (cfg->child_db != NULL) {
     argv[n++] = "--db";
     argv[n++] = cfg->child_db;
@@ -494,7 +494,7 @@ pid_t bench_foreman(const struct bench_config *cfg, const char *const *args) {
       dup2(null, 1);
     }
     if (fd >= 0) dup2(fd, 2);
-    execv(cfg->self, (char *const *)argv);
+    execv(cfg->jobq, (char *const *)argv);
     _exit(127);
   }
   close(exec_pipe[1]);

@@ -1,5 +1,5 @@
 /*
- * bench_ceiling.c - the `ceiling` workload of `jobq bench`: how fast the
+ * ceiling.c - the `ceiling` workload of `jobq bench`: how fast the
  * bare SQL of a claim goes on this server with no jobq logic at all, so
  * that the drain figures can be read as a share of it.  A table of its
  * own (jobq_bench_ceiling_PID: an id and a payload) is filled with N rows,
@@ -42,8 +42,7 @@
 
 #include "bench.h"
 #include "output.h"
-#include "store/libmariadb.h"
-#include "store/libpq.h"
+#include "sql.h"
 #include "util.h"
 
 #define DEFAULT_CONCURRENCY 4

@@ -1,13 +1,13 @@
 /*
  * bench.h - what the files of `jobq bench` share: the settings of a run
- * (cmd_bench.c fills them from the options), the measurements the
- * workloads add to a report (bench_workloads.c, bench_ceiling.c), the
- * report's outputs (bench_report.c), and the helpers every workload uses:
+ * (main.c fills them from the options), the measurements the
+ * workloads add to a report (workloads.c, ceiling.c), the
+ * report's outputs (report.c), and the helpers every workload uses:
  * the queues of the run and their cleanup, forked claimer processes with
  * counters in shared memory, `jobq work` children, and clocks.
  */
-#ifndef JOBQ_CLI_BENCH_H
-#define JOBQ_CLI_BENCH_H
+#ifndef JOBQ_BENCH_H
+#define JOBQ_BENCH_H
 
 #include <limits.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 
 enum bench_store { BENCH_SQLITE, BENCH_POSTGRES, BENCH_MYSQL };
 
-/* What the run ran on (bench_machine.c). */
+/* What the run ran on (machine.c). */
 struct bench_machine {
   long cores;
   double memory;          /* bytes; 0 when unknown */
@@ -48,7 +48,8 @@ struct bench_config {
   int64_t backlog;        /* --backlog, default 1,000,000 */
   int64_t seconds;        /* --seconds, or 0 */
   int64_t rate;           /* --rate, or 0 */
-  char self[PATH_MAX];    /* this program, for children */
+  char self[PATH_MAX];    /* this program, for the workers of children */
+  char jobq[PATH_MAX];    /* the jobq program, for `jobq work` children */
   char dir[PATH_MAX];     /* a temporary folder of the run (logs) */
   long pid;               /* in the names of the run's queues */
   struct bench_machine machine;
@@ -87,7 +88,7 @@ struct bench_run {
   double seconds;      /* how long it ran */
 };
 
-#define BENCH_MAX_RUNS 16 /* every workload once (cmd_bench.c checks) */
+#define BENCH_MAX_RUNS 16 /* every workload once (main.c checks) */
 
 struct bench_report {
   struct bench_run runs[BENCH_MAX_RUNS];
@@ -144,18 +145,18 @@ int bench_failures(const struct bench_config *, jobq *, struct bench_report *,
                     struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
-/* The protocols of bench_ceiling.c: a claim and its delete in one
+/* The protocols of ceiling.c: a claim and its delete in one
  * transaction; fenced, in two; archived, fenced with each row moved to an
  * archive table by its delete. */
 enum bench_ceiling_mode { BENCH_BARE, BENCH_FENCED, BENCH_ARCHIVED };
-/* The bare-SQL ceiling of bench_ceiling.c with procs claimers taking batch
+/* The bare-SQL ceiling of ceiling.c with procs claimers taking batch
  * rows at a time from rows rows (PostgreSQL and MariaDB/MySQL) by protocol
  * mode (enum bench_ceiling_mode): *rate gets rows per second.  Its own
  * tables, dropped at the end. */
 int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size_t batch,
                        int mode, int64_t rows, const char *label, double *rate,
                        struct bench_run *run);
-/* The latency floor of bench_ceiling.c (PostgreSQL and SQLite): a stamped
+/* The latency floor of ceiling.c (PostgreSQL and SQLite): a stamped
  * row put in one durable commit, BENCH_LATENCY_RATE a second, as the
  * latency workload puts its jobs, and claimed by a listener woken by the
  * put (NOTIFY, or its write to SQLite's log) in one durable commit, with
