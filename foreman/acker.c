@@ -148,9 +148,10 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
       const jobq_ack *k = &op->acks[i];
       if (k->status == JOBQ_ELOST) {
         fm->lost++;
-        fm_log("job %lld: its claim was lost before its outcome (%s) was "
-               "recorded: the job runs again or already ran elsewhere",
-               (long long)k->id, kind_word(k->kind));
+        fm_logp(FM_WARNING, "outcome_lost",
+                "job %lld: its claim was lost before its outcome (%s) was "
+                "recorded: the job runs again or already ran elsewhere",
+                (long long)k->id, kind_word(k->kind));
         continue;
       }
       if (k->outcome == JOBQ_STATE_DONE) fm_receipt_add(fm, &a->items[i]);
@@ -192,8 +193,8 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
   }
   if (op->rc == JOBQ_ETOOBIG || op->rc == JOBQ_EINVAL) {
     /* Not temporary: record the failure to record instead of the result. */
-    fm_log("cannot record %zu outcomes: %s: failing the jobs instead", n,
-           op->errmsg);
+    fm_logp(FM_ERR, "ack_failed",
+            "cannot record %zu outcomes: %s: failing the jobs instead", n, op->errmsg);
     for (size_t i = 0; i < n; i++) {
       struct fm_pending *p = &a->items[i];
       if (p->ack.kind != JOBQ_ACK_COMPLETE) continue;
@@ -204,7 +205,8 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
       p->ack.len = strlen(p->data);
     }
   } else if (a->retry_ms == 0) {
-    fm_log("cannot record %zu outcomes: %s: trying again", n, op->errmsg);
+    fm_logp(FM_WARNING, "ack_failed", "cannot record %zu outcomes: %s: trying again", n,
+            op->errmsg);
   }
   fm_op_free(op);
   a->retry_ms = a->retry_ms == 0 ? RETRY_MIN_MS : a->retry_ms * 2;

@@ -153,9 +153,10 @@ void fm_cgroup_init(struct fm *fm) {
   char own[4096], why[512], root[4200];
   fm->cgroups = NULL;
   if (own_cgroup(own, sizeof own, why, sizeof why) == NULL) {
-    fm_log("jobs run without a cgroup of their own (%s): stopping a job stops "
-           "its process group only",
-           why);
+    fm_logp(FM_NOTICE, "no_cgroups",
+            "jobs run without a cgroup of their own (%s): stopping a job stops "
+            "its process group only",
+            why);
     return;
   }
   /* The pid, and the time for a pid reused after a foreman whose guard
@@ -171,10 +172,11 @@ void fm_cgroup_init(struct fm *fm) {
    * own, made below). */
   if (access(procs, W_OK) != 0 || mkdir(root, 0755) != 0) {
     int e = errno;
-    fm_log("jobs run without a cgroup of their own (cannot write the foreman's "
-           "cgroup %s: %s; run as root, or under systemd with Delegate=yes): "
-           "stopping a job stops its process group only",
-           own, fm_strerror(e));
+    fm_logp(FM_NOTICE, "no_cgroups",
+            "jobs run without a cgroup of their own (cannot write the foreman's "
+            "cgroup %s: %s; run as root, or under systemd with Delegate=yes): "
+            "stopping a job stops its process group only",
+            own, fm_strerror(e));
     return;
   }
   struct fm_cgroups *cg = fm_xmalloc(sizeof *cg);
@@ -213,8 +215,9 @@ struct fm_cgroup *fm_cgroup_get(struct fm *fm) {
   }
   if (fd < 0) {
     if (!cgs->warned)
-      fm_log("cannot make a cgroup for a job (%s: %s): it runs without one",
-             dir, fm_strerror(errno));
+      fm_logp(FM_WARNING, "cgroup_failed",
+              "cannot make a cgroup for a job (%s: %s): it runs without one", dir,
+              fm_strerror(errno));
     cgs->warned = 1;
     return NULL;
   }
@@ -283,13 +286,15 @@ void fm_cgroup_close(struct fm *fm) {
     struct fm_cgroup *next = c->all;
     close(c->events);
     if (rmdir(c->dir) != 0)
-      fm_log("cannot remove the cgroup %s: %s", c->dir, fm_strerror(errno));
+      fm_logp(FM_WARNING, "cgroup_failed", "cannot remove the cgroup %s: %s", c->dir,
+              fm_strerror(errno));
     free(c->dir);
     free(c);
     c = next;
   }
   if (rmdir(cgs->root) != 0)
-    fm_log("cannot remove the cgroup %s: %s", cgs->root, fm_strerror(errno));
+    fm_logp(FM_WARNING, "cgroup_failed", "cannot remove the cgroup %s: %s", cgs->root,
+            fm_strerror(errno));
   free(cgs->root);
   free(cgs);
   fm->cgroups = NULL;

@@ -321,13 +321,15 @@ int fm_exec_init(struct fm *fm) {
   }
   if (helper == NULL) {
     if (cfg->user != NULL) {
-      fm_log("cannot run jobs as %s: no jobq-exec beside the jobq binary",
-             cfg->user->name);
+      fm_logp(FM_ERR, "start_failed",
+              "cannot run jobs as %s: no jobq-exec beside the jobq binary",
+              cfg->user->name);
       return -1;
     }
-    fm_log("no jobq-exec beside the jobq binary: jobs start without the "
-           "parent-death signal and without cgroups (the guard still stops "
-           "them)");
+    fm_logp(FM_WARNING, "no_exec_helper",
+            "no jobq-exec beside the jobq binary: jobs start without the "
+            "parent-death signal and without cgroups (the guard still stops "
+            "them)");
     fm->exec_file = cfg->file;
     memcpy(fm->exec_argv, cfg->argv, (n + 1) * sizeof *fm->exec_argv);
     fm->exec_argc = n;

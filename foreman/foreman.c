@@ -245,9 +245,10 @@ static void seen_copy(const struct fm *fm, struct fm_state_db *out) {
 static void state_error(struct fm *fm, const char *why) {
   if (why[0] == '\0' || strcmp(why, fm->state_err) == 0) return;
   snprintf(fm->state_err, sizeof fm->state_err, "%s", why);
-  fm_log("%s: going on without it (a worker started after a loss of this database's "
-         "writes cannot tell)",
-         why);
+  fm_logp(FM_WARNING, "state_failed",
+          "%s: going on without it (a worker started after a loss of this database's "
+          "writes cannot tell)",
+          why);
 }
 
 /* ---------------------------------------------------------------- the watch */
@@ -321,7 +322,8 @@ static void on_stats(struct fm *fm, struct fm_op *op) {
   if (fm->closed || op->rc != JOBQ_OK) {
     if (!fm->closed && op->rc != JOBQ_OK &&
         !stop_for_good(fm, op->rc, "cannot read the queues' counts", op->errmsg))
-      fm_log("cannot read the queues' counts: %s", op->errmsg);
+      fm_logp(FM_WARNING, "stats_failed", "cannot read the queues' counts: %s",
+              op->errmsg);
     fm_op_free(op);
     return;
   }
@@ -384,9 +386,10 @@ static void watch_note(struct fm *fm, const struct fm_op *op) {
   if (!op->drain) return;
   if (op->watch_lost && !fm->watch_down) {
     char d[FM_DUR_BUF];
-    fm_log("%s: claiming every %s meanwhile", op->watch_msg, fm_fmt_ms(d, fm->cfg->poll_ms));
+    fm_logp(FM_WARNING, "wakeups_lost", "%s: claiming every %s meanwhile", op->watch_msg,
+            fm_fmt_ms(d, fm->cfg->poll_ms));
   } else if (!op->watch_lost && fm->watch_down) {
-    fm_log("wake-ups from the database are back");
+    fm_logp(FM_NOTICE, "wakeups_back", "wake-ups from the database are back");
   }
   fm->watch_down = op->watch_lost;
 }
@@ -425,7 +428,8 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm_op_free(op);
     return;
   }
-  if (fm->last_claim_err[0] != '\0') fm_log("claiming again");
+  if (fm->last_claim_err[0] != '\0')
+    fm_logp(FM_NOTICE, "claiming_again", "claiming again");
   fm->last_claim_err[0] = '\0';
   if (!op->skipped) {
     fm->claims++;
@@ -535,9 +539,10 @@ static int start_job(struct fm *fm, struct fm_job *job) {
                                : fm_child_start(fm, job);
   if (rc == 0) return 0;
   fm_list_remove(&fm->running, job);
-  fm_log("cannot start '%s' for job %lld: %s: releasing it and claiming "
-         "nothing for 1s",
-         fm->cfg->argv[0], (long long)job->job.id, uv_strerror(rc));
+  fm_logp(FM_ERR, "job_start_failed",
+          "cannot start '%s' for job %lld: %s: releasing it and claiming "
+          "nothing for 1s",
+          fm->cfg->argv[0], (long long)job->job.id, uv_strerror(rc));
   release_job(fm, job);
   fm->hold_until_ms = fm_now_ms() + HOLD_MS;
   uv_timer_start(&fm->hold_timer, on_hold, HOLD_MS, 0);
@@ -566,7 +571,8 @@ static void handle_cancels(struct fm *fm, const int64_t *ids, size_t n) {
     if (j != NULL) {
       if (j->kill == FM_KILL_NONE) {
         if (fm->cfg->verbose)
-          fm_log("job %lld: cancel requested: stopping it", (long long)ids[i]);
+          fm_logp(FM_NOTICE, "cancel_requested",
+                  "job %lld: cancel requested: stopping it", (long long)ids[i]);
         kill_job(fm, j, FM_KILL_CANCEL, 0);
       }
       continue;
@@ -611,10 +617,11 @@ static void suspend(struct fm *fm) {
     kill_job(fm, j, FM_KILL_CUT, 1);
   struct fm_job *j;
   while ((j = fm_list_pop(&fm->waiting)) != NULL) release_job(fm, j);
-  fm_log("no heartbeat succeeded for %s (the lease): the session may be gone; stopped "
-         "%zu running jobs and released %zu claimed ones; keeping %zu outcomes to "
-         "record, and the session, until the database answers",
-         fm_fmt_ms(d, fm->cfg->lease_ms), running, waiting, fm->acker.n);
+  fm_logp(FM_ERR, "session_suspended",
+          "no heartbeat succeeded for %s (the lease): the session may be gone; stopped "
+          "%zu running jobs and released %zu claimed ones; keeping %zu outcomes to "
+          "record, and the session, until the database answers",
+          fm_fmt_ms(d, fm->cfg->lease_ms), running, waiting, fm->acker.n);
 }
 
 /* Suspends the session when its lease may have run out: 1 while it is
@@ -646,10 +653,12 @@ static void cron_log(struct fm *fm, const struct fm_op *op) {
       fm_logp(FM_WARNING, "cron_failed", "cron: schedule %s, slot %s: %s", s->name, when,
               s->error);
     else if (s->skipped)
-      fm_log("cron: skipped the missed slot %s of %s", when, s->name);
+      fm_logp(FM_NOTICE, "cron_skipped", "cron: skipped the missed slot %s of %s", when,
+              s->name);
     else
-      fm_log("cron: put job %lld of %s (slot %s)%s", (long long)s->id, s->name, when,
-             s->existed ? ", which already existed" : "");
+      fm_logp(FM_INFO, "cron_put", "cron: put job %lld of %s (slot %s)%s",
+              (long long)s->id, s->name, when,
+              s->existed ? ", which already existed" : "");
   }
   if (op->cron_rc == JOBQ_OK) {
     fm->cron_error[0] = '\0';
@@ -675,10 +684,10 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     fm->beat_ok_ms = op->began_ms;
     lease_arm(fm);
     if (fm->beat_failing) {
-      fm_log("heartbeats succeed again%s",
-             fm->suspended ? ": the session held; recording what was kept and claiming "
-                             "again"
-                           : "");
+      fm_logp(FM_NOTICE, "session_resumed", "heartbeats succeed again%s",
+              fm->suspended ? ": the session held; recording what was kept and claiming "
+                              "again"
+                            : "");
       fm->beat_failing = 0;
       fm->suspended = 0;
       fm->maybe_work = 1;
@@ -834,7 +843,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
   if (!fm->ever_connected)
     describe_start(fm, op);
   else
-    fm_log("new session %s: claiming again", op->session_id);
+    fm_logp(FM_NOTICE, "session_new", "new session %s: claiming again", op->session_id);
   /* Receipts of another database, or of an epoch given up since, are no
    * longer worth keeping. */
   if (strcmp(fm->seen.queue_id, op->ident.queue_id) != 0 || fm->seen.epoch != op->ident.epoch) {
@@ -931,9 +940,10 @@ void fm_maybe_finish(struct fm *fm) {
       fm_acker_flush(fm);
       return;
     }
-    fm_log("the database did not answer within the grace: dropping %zu outcomes not "
-           "yet recorded (those jobs run again)",
-           fm->acker.n);
+    fm_logp(FM_ERR, "outcomes_dropped",
+            "the database did not answer within the grace: dropping %zu outcomes not "
+            "yet recorded (those jobs run again)",
+            fm->acker.n);
   }
   finish(fm);
 }
@@ -943,9 +953,10 @@ static void on_grace(uv_timer_t *t) {
   char d[FM_DUR_BUF];
   fm->grace_over = 1;
   if (fm->running.n > 0)
-    fm_log("the grace of %s is over: stopping %zu running jobs (they go back "
-           "to the queue)",
-           fm_fmt_ms(d, fm->cfg->grace_ms), fm->running.n);
+    fm_logp(FM_WARNING, "grace_over",
+            "the grace of %s is over: stopping %zu running jobs (they go back "
+            "to the queue)",
+            fm_fmt_ms(d, fm->cfg->grace_ms), fm->running.n);
   for (struct fm_job *j = fm->running.head; j != NULL; j = j->next)
     kill_job(fm, j, FM_KILL_STOP, 0);
   if (fm->workers != NULL) fm_workers_terminate(fm, 0);
@@ -977,9 +988,10 @@ static void begin_stop(struct fm *fm, int fast, const char *why) {
   if (fast && fm->stopping < 2) {
     fm->stopping = 2;
     if (why != NULL)
-      fm_log("stopping now (%s): killing %zu running jobs (they go back to the "
-             "queue)",
-             why, fm->running.n);
+      fm_logp(FM_WARNING, "stopping_now",
+              "stopping now (%s): killing %zu running jobs (they go back to the "
+              "queue)",
+              why, fm->running.n);
     for (struct fm_job *j = fm->running.head; j != NULL; j = j->next)
       kill_job(fm, j, FM_KILL_STOP, 1);
     if (fm->workers != NULL) fm_workers_terminate(fm, 1);
@@ -1022,7 +1034,7 @@ int fm_run(const struct fm_config *cfg) {
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   signal(SIGPIPE, SIG_IGN);
   if (uv_loop_init(&loop) != 0) {
-    fm_log("cannot start the event loop");
+    fm_logp(FM_ERR, "start_failed", "cannot start the event loop");
     free(fm);
     return 1;
   }
@@ -1059,7 +1071,8 @@ int fm_run(const struct fm_config *cfg) {
   fm_notify_start(fm);
   int rc = fm_db_start(fm);
   if (rc != 0) {
-    fm_log("cannot start the database thread: %s", uv_strerror(rc));
+    fm_logp(FM_ERR, "start_failed", "cannot start the database thread: %s",
+            uv_strerror(rc));
     fm->status = 1;
     fm->stopping = 2;
     finish(fm);
@@ -1074,7 +1087,8 @@ int fm_run(const struct fm_config *cfg) {
   fm_exec_release(fm);
   free(fm->started);
   free(fm->seen.receipts);
-  if (uv_loop_close(&loop) != 0) fm_log("the event loop did not close cleanly");
+  if (uv_loop_close(&loop) != 0)
+    fm_logp(FM_WARNING, "loop_not_closed", "the event loop did not close cleanly");
   free(fm);
   return status;
 }

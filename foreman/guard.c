@@ -133,11 +133,13 @@ static void on_guard_exit(uv_process_t *proc, int64_t status, int sig) {
   if (!g->closing) {
     char name[FM_SIG_BUF];
     if (sig)
-      fm_log("the guard (pid %d) was killed by %s: starting another",
-             proc->pid, fm_signame(name, sig));
+      fm_logp(FM_WARNING, "guard_died",
+              "the guard (pid %d) was killed by %s: starting another", proc->pid,
+              fm_signame(name, sig));
     else
-      fm_log("the guard (pid %d) exited with status %lld: starting another",
-             proc->pid, (long long)status);
+      fm_logp(FM_WARNING, "guard_died",
+              "the guard (pid %d) exited with status %lld: starting another", proc->pid,
+              (long long)status);
   }
   g->up = 0;
   if (!uv_is_closing((uv_handle_t *)&g->in))
@@ -169,9 +171,10 @@ void fm_guard_start(struct fm *fm) {
   g->proc.data = fm;
   int rc = uv_spawn(fm->loop, &g->proc, &o);
   if (rc != 0) {
-    fm_log("cannot start the guard that stops jobs if the foreman dies: %s; "
-           "jobs of a killed foreman may keep running",
-           uv_strerror(rc));
+    fm_logp(FM_WARNING, "guard_failed",
+            "cannot start the guard that stops jobs if the foreman dies: %s; "
+            "jobs of a killed foreman may keep running",
+            uv_strerror(rc));
     uv_close((uv_handle_t *)&g->in, on_in_closed);
     uv_close((uv_handle_t *)&g->proc, NULL);
     g->up = 0;

@@ -208,9 +208,10 @@ static void protocol_error(struct worker *w, const char *fmt, ...) {
   va_end(ap);
   if (w->broken) return;
   w->broken = 1;
-  fm_log("worker %d (pid %d) broke the protocol: %s: killing it and starting "
-         "another",
-         w->index, w->pid, why);
+  fm_logp(FM_WARNING, "worker_protocol",
+          "worker %d (pid %d) broke the protocol: %s: killing it and starting "
+          "another",
+          w->index, w->pid, why);
   if (w->job != NULL) {
     if (w->job->kill == FM_KILL_NONE) {
       w->job->kill = FM_KILL_PROTOCOL;
@@ -395,22 +396,25 @@ static void on_timer(uv_timer_t *t) {
   char d[FM_DUR_BUF];
   switch (use) {
     case T_READY:
-      fm_log("worker %d (pid %d) has not written 'ready' after %s: it gets no "
-             "jobs until it does (docs/worker-protocol.md)",
-             w->index, w->pid, fm_fmt_ms(d, READY_WARN_MS));
+      fm_logp(FM_WARNING, "worker_not_ready",
+              "worker %d (pid %d) has not written 'ready' after %s: it gets no "
+              "jobs until it does (docs/worker-protocol.md)",
+              w->index, w->pid, fm_fmt_ms(d, READY_WARN_MS));
       break;
     case T_TIMEOUT:
-      fm_log("worker %d (pid %d) ran job %lld past its timeout of %s: "
-             "replacing it",
-             w->index, w->pid, (long long)w->job->job.id,
-             fm_fmt_ms(d, w->job->timeout_ms));
+      fm_logp(FM_WARNING, "job_timeout",
+              "worker %d (pid %d) ran job %lld past its timeout of %s: "
+              "replacing it",
+              w->index, w->pid, (long long)w->job->job.id,
+              fm_fmt_ms(d, w->job->timeout_ms));
       fm_workers_kill(w->fm, w->job, FM_KILL_TIMEOUT, 0);
       break;
     case T_IDLE_EXIT:
       if (w->fm->cfg->verbose)
-        fm_log("worker %d (pid %d) did not exit within %s of the end of its "
-               "input: terminating it",
-               w->index, w->pid, fm_fmt_ms(d, IDLE_EXIT_MS));
+        fm_logp(FM_WARNING, "worker_stuck",
+                "worker %d (pid %d) did not exit within %s of the end of its "
+                "input: terminating it",
+                w->index, w->pid, fm_fmt_ms(d, IDLE_EXIT_MS));
       terminate(w);
       break;
     case T_ESCALATE:
@@ -479,7 +483,8 @@ static void spawn(struct worker *w) {
   if (rc != 0) {
     fm_cgroup_put(fm, w->cg);
     w->cg = NULL;
-    fm_log("cannot start worker %d: %s", w->index, uv_strerror(rc));
+    fm_logp(FM_ERR, "worker_start_failed", "cannot start worker %d: %s", w->index,
+            uv_strerror(rc));
     close_handle((uv_handle_t *)&w->in);
     close_handle((uv_handle_t *)&w->out);
     close_handle((uv_handle_t *)&w->err);

@@ -258,7 +258,7 @@ const char *fm_signame(char *buf, int sig) {
 }
 
 static void oom(void) {
-  fm_log("out of memory: stopping");
+  fm_logp(FM_ERR, "out_of_memory", "out of memory: stopping");
   exit(1);
 }
 
