@@ -23,6 +23,8 @@
 #   JOBQ_BUILD          build directory (default: build)
 #   JOBQ_TEST_TIMEOUT   seconds per file (default: 300)
 #   JOBQ_TEST_FILTER    only files whose name contains this
+#   JOBQ_TEST_SKIP      files to leave out (names, space-separated), each
+#                       reported as skipped with JOBQ_TEST_SKIP_WHY
 #   JOBQ_TEST_CASE      only the cases of this name: a shell script's case
 #                       (its t_ function without t_), a cmocka test's
 #                       function (* and ? match any text, any character)
@@ -43,6 +45,8 @@ esac
 export JOBQ=$build/jobq
 limit=${JOBQ_TEST_TIMEOUT:-300}
 filter=${JOBQ_TEST_FILTER:-}
+skip=" ${JOBQ_TEST_SKIP:-} "
+skip_why=${JOBQ_TEST_SKIP_WHY:-left out of this run}
 verbose=${JOBQ_TEST_VERBOSE:-0}
 # Sanitizer findings end the process with a clear status; leaks count.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
@@ -188,6 +192,10 @@ for script in "$here"/cli_*.sh "$here"/build_*.sh; do
   [[ -f $script ]] || continue
   [[ -n $filter && $(basename "$script") != *"$filter"* ]] && continue
   found=1
+  if [[ $skip == *" $(basename "$script") "* ]]; then
+    printf 'skip %-26s %s\n' "$(basename "$script")" "$skip_why"
+    continue
+  fi
   run_script "$script"
 done
 if ((found == 0)); then
