@@ -1,12 +1,14 @@
 /*
  * child.c - one process per job.  The command runs with argv only (no
- * shell), in a new session and so its own process group, in a cgroup of
- * its own where the foreman can make one (cgroup.c), with the scrubbed
- * environment plus the job's variables (env.c) and no descriptor but its
- * three standard ones.  Its stdin is a sealed memory file that holds the
- * whole payload before the process is even forked (see "the payload"
- * below); stdout is kept up to the largest result, and a job that writes
- * more is stopped at once; the tail of stderr is kept for the error text.
+ * shell), in its own process group and a session of its own (the exec
+ * helper's, where the helper starts it in its cgroup and waits for it),
+ * in a cgroup of its own where the foreman can make one (cgroup.c), with
+ * the scrubbed environment plus the job's variables (env.c) and no
+ * descriptor but its three standard ones.  Its stdin is a sealed memory
+ * file that holds the whole payload before the process is even forked
+ * (see "the payload" below); stdout is kept up to the largest result,
+ * and a job that writes more is stopped at once; the tail of stderr is
+ * kept for the error text.
  * The run is over when the process has exited and both pipes are at end
  * of file (or a second after the exit, if some escaped descendant still
  * holds them); what is left of its process group and cgroup is then

@@ -16,8 +16,9 @@
  * end (every descriptor is close-on-exec), so when the foreman ends in any
  * way, even by SIGKILL, the guard reads end of file, sends SIGKILL to every
  * group it still knows, kills the jobs' cgroups as a whole (where jobs
- * have cgroups, cgroup.c: its argument names their directory) and
- * removes them, and exits.  Persistent workers also see end of file on
+ * have cgroups, cgroup.c: its argument names their directory; there the
+ * group it knows is the exec helper's, which started the job in a group
+ * of its own) and removes them, and exits.  Persistent workers also see end of file on
  * their stdin.  If the guard itself dies, the foreman starts
  * another and tells it every group again.
  *
