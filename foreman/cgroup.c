@@ -10,15 +10,21 @@
  * /sys/fs/cgroup, or as a systemd service with Delegate=yes (or under
  * `systemd-run -p Delegate=yes`), which hands the service's cgroup to
  * its user.  Every job (and persistent worker) then runs in a cgroup
- * jobq-PID-N/M of its own: the exec helper (jobq-exec.c) moves the job's
- * first process there before exec, so nothing the job starts is outside
- * it.  Stopping a job (timeout, cancel, output over the limit, end of the
- * grace) sends SIGTERM to its process group and to every other process
- * of its cgroup, then SIGKILL through cgroup.kill; when its first process
- * exits, whatever is left in the cgroup is killed.  The cgroups are
- * reused from job to job (making one costs about 0.1 ms, checking that
- * one is empty a read of a file kept open) and removed at the end; when
- * the foreman dies, its guard kills jobq-PID-N as a whole and removes it.
+ * jobq-PID-N/M of its own: the exec helper (jobq-exec.c) starts the job's
+ * first process there (clone3 with CLONE_INTO_CGROUP), so nothing the job
+ * starts is outside it, and no process is moved between cgroups, which
+ * would hold each start for an RCU grace period.  Where the kernel
+ * refuses that clone (before Linux 5.7, or a seccomp filter; the start
+ * tries it once and says so), the helper moves itself into the cgroup
+ * before exec instead.  Stopping a job (timeout, cancel, output over the
+ * limit, end of the grace) sends SIGTERM to its helper's process group
+ * and to every other process of its cgroup, then SIGKILL through
+ * cgroup.kill; when its first process exits, whatever is left in the
+ * cgroup is killed.  The cgroups are reused from job to job (making one
+ * costs about 0.1 ms, checking that one is empty a read of a file kept
+ * open), but for those that had to be killed, and removed at the end;
+ * when the foreman dies, its guard kills jobq-PID-N as a whole and
+ * removes it.
  *
  * Where there is no cgroup v2 or the foreman may not write its cgroup,
  * jobs run without one and their process group is all that is stopped:
@@ -28,11 +34,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,15 +53,16 @@
 struct fm_cgroup {
   char *dir;
   int events;                 /* cgroup.events, open for reading */
-  int killed;                 /* cgroup.kill was written since its last use */
-  struct fm_cgroup *next;     /* in the free list */
+  int killed;                 /* cgroup.kill was written */
+  struct fm_cgroup *next;     /* in the free or the dead list */
   struct fm_cgroup *all;      /* every cgroup of the foreman */
 };
 
 struct fm_cgroups {
   char *root;                 /* .../jobq-PID-N */
   int next_id;
-  struct fm_cgroup *free;
+  struct fm_cgroup *free;     /* empty, never killed: for the next jobs */
+  struct fm_cgroup *dead;     /* killed: removed once empty */
   struct fm_cgroup *all;
   int warned;                 /* a cgroup could not be made mid-run */
 };
@@ -147,6 +158,44 @@ static char *own_cgroup(char *buf, size_t size, char *why, size_t whysize) {
   return buf;
 }
 
+/*
+ * Whether a process can start in the cgroup whose directory is dir, as
+ * the exec helper starts each job: NULL, or why not in why.  It tries: a
+ * copy of this process starts there and exits at once.  The kernel or a
+ * seccomp filter may refuse clone3 or CLONE_INTO_CGROUP (ENOSYS, EPERM,
+ * EINVAL, E2BIG), or kill the copy at its start where cgroup.kill was
+ * ever written in the foreman's own cgroup (see start_in in
+ * jobq-exec.c).  Called before the foreman has threads.
+ */
+static const char *cannot_start_in(const char *dir, char *why, size_t size) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, size, "cannot open it: %s", fm_strerror(errno));
+    return why;
+  }
+  struct clone_args args;
+  memset(&args, 0, sizeof args);
+  args.flags = CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = (uint64_t)fd;
+  long pid = syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) syscall(SYS_exit_group, 0);
+  int e = errno, status = 0;
+  close(fd);
+  if (pid < 0) {
+    snprintf(why, size, "clone3 with CLONE_INTO_CGROUP: %s", fm_strerror(e));
+    return why;
+  }
+  while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    snprintf(why, size, "the kernel kills a process started there at once, as "
+                        "cgroup.kill was written in the foreman's cgroup before");
+    return why;
+  }
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- the foreman's side */
 
 void fm_cgroup_init(struct fm *fm) {
@@ -167,9 +216,9 @@ void fm_cgroup_init(struct fm *fm) {
            (unsigned long)ts.tv_nsec);
   char procs[4200];
   snprintf(procs, sizeof procs, "%s/cgroup.procs", own);
-  /* Moving a process from the foreman's cgroup to a job's needs write
-   * access to both cgroup.procs files: the foreman's, and the job's (its
-   * own, made below). */
+  /* Starting a process from the foreman's cgroup in a job's, or moving
+   * one there, needs write access to the cgroup.procs of the cgroup that
+   * holds both: the foreman's (the job's is its own, made below). */
   if (access(procs, W_OK) != 0 || mkdir(root, 0755) != 0) {
     int e = errno;
     fm_logp(FM_NOTICE, "no_cgroups",
@@ -179,6 +228,12 @@ void fm_cgroup_init(struct fm *fm) {
             own, fm_strerror(e));
     return;
   }
+  if (cannot_start_in(root, why, sizeof why) != NULL)
+    fm_logp(FM_NOTICE, "cgroup_move",
+            "jobs cannot start in their cgroups (%s): each job's process is moved "
+            "into its cgroup instead, which can hold its start for a few "
+            "milliseconds",
+            why);
   struct fm_cgroups *cg = fm_xmalloc(sizeof *cg);
   memset(cg, 0, sizeof *cg);
   cg->root = fm_xstrdup(root);
@@ -191,17 +246,34 @@ const char *fm_cgroup_root(const struct fm *fm) {
 
 const char *fm_cgroup_dir(const struct fm_cgroup *c) { return c->dir; }
 
+/* Removes the dead cgroups that are empty now (their processes die a
+ * moment after cgroup.kill). */
+static void remove_dead(struct fm_cgroups *cgs) {
+  struct fm_cgroup **p = &cgs->dead;
+  while (*p != NULL) {
+    struct fm_cgroup *c = *p;
+    if (populated(c->events) || rmdir(c->dir) != 0) {
+      p = &c->next;
+      continue;
+    }
+    *p = c->next;
+    struct fm_cgroup **a = &cgs->all;
+    while (*a != c) a = &(*a)->all;
+    *a = c->all;
+    close(c->events);
+    free(c->dir);
+    free(c);
+  }
+}
+
 struct fm_cgroup *fm_cgroup_get(struct fm *fm) {
   struct fm_cgroups *cgs = fm->cgroups;
   if (cgs == NULL) return NULL;
-  /* A free one that is empty: one killed at the end of its last job may
-   * not be yet (its processes die a moment later). */
-  for (struct fm_cgroup **p = &cgs->free; *p != NULL; p = &(*p)->next) {
-    struct fm_cgroup *c = *p;
-    if (c->killed && populated(c->events)) continue;
-    *p = c->next;
+  remove_dead(cgs);
+  if (cgs->free != NULL) {
+    struct fm_cgroup *c = cgs->free;
+    cgs->free = c->next;
     c->next = NULL;
-    c->killed = 0;
     return c;
   }
   char dir[4300];
@@ -233,15 +305,25 @@ struct fm_cgroup *fm_cgroup_get(struct fm *fm) {
 /* Kills whatever is left in c; 1 if something was. */
 static int kill_rest(struct fm_cgroup *c) {
   if (!populated(c->events)) return 0;
-  if (write_file(c->dir, "cgroup.kill", "1") == 0) c->killed = 1;
+  write_file(c->dir, "cgroup.kill", "1");
+  c->killed = 1;
   return 1;
 }
 
+/*
+ * A cgroup that was empty at the end of its job, and never killed, is
+ * used again.  One that was killed (now, or while its job ran) is
+ * removed once empty and never used again: a process started in a
+ * cgroup that was killed may be killed at its start (see start_in in
+ * jobq-exec.c), and one still dying would count in the next job's.
+ */
 void fm_cgroup_put(struct fm *fm, struct fm_cgroup *c) {
   if (c == NULL) return;
+  struct fm_cgroups *cgs = fm->cgroups;
   kill_rest(c);
-  c->next = fm->cgroups->free;
-  fm->cgroups->free = c;
+  struct fm_cgroup **list = c->killed ? &cgs->dead : &cgs->free;
+  c->next = *list;
+  *list = c;
 }
 
 void fm_signal_job(struct fm_cgroup *c, int pgid, int sig) {
@@ -251,8 +333,11 @@ void fm_signal_job(struct fm_cgroup *c, int pgid, int sig) {
     kill_rest(c);
     return;
   }
-  /* Every process of the cgroup that left the job's group: the group has
-   * had the signal once already. */
+  /* Every process of the cgroup that is not in the group, which has had
+   * the signal once already.  A job started in its cgroup by the exec
+   * helper is in a group of its own, so the group is the helper alone,
+   * which passes on no signal of the foreman's: each of the job's
+   * processes has the signal once, from here. */
   char path[4400];
   snprintf(path, sizeof path, "%s/cgroup.procs", c->dir);
   FILE *f = fopen(path, "re");
