@@ -10,8 +10,15 @@
 # the command line; --user, jobs run as another user by a root foreman;
 # and cgroups: a job that daemonizes (setsid and a double fork) is killed
 # with it at its timeout, at the end of its run, at a stop and when its
-# foreman is killed.  The cases that need root or a writable cgroup v2
-# hierarchy say so when they skip.
+# foreman is killed; jobs and persistent workers start in their cgroups,
+# no process is moved there (the kernel's tracing counts the moves);
+# under a seccomp filter that refuses clone3 the foreman says so once and
+# moves each job's process instead, which still stops its daemons; and
+# through the exec helper that starts them there a job gets each signal
+# of its foreman's once and one sent to the helper's pid, and ends with
+# its own signal or exit status (126 and 127 when it cannot be run).  The
+# cases that need root, a writable cgroup v2 hierarchy, the kernel's
+# tracing or Python say so when they skip.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -41,14 +48,18 @@ nobody_dir() {
 }
 
 # The job: what it can learn of its foreman's secrets, in $DIR/peek.
+# The foreman is its parent, or its grandparent where the exec helper
+# started it in its cgroup and waits for it.
 PEEK='exec >"$DIR/peek"
 env | sed "s/^/ENV /"
-if cat /proc/$PPID/environ >/dev/null 2>&1; then
-  echo "ENVIRON READABLE"; tr "\0" "\n" </proc/$PPID/environ
+fm=$PPID
+[ "$(cat /proc/$fm/comm)" = jobq-exec ] && fm=$(sed -n "s/^PPid:\t//p" /proc/$fm/status)
+if cat /proc/$fm/environ >/dev/null 2>&1; then
+  echo "ENVIRON READABLE"; tr "\0" "\n" </proc/$fm/environ
 else
   echo "ENVIRON DENIED"
 fi
-echo "CMDLINE $(tr "\0" " " </proc/$PPID/cmdline)"
+echo "CMDLINE $(tr "\0" " " </proc/$fm/cmdline)"
 echo "ID $(id -u) $(id -G) HOME=$HOME USER=$USER"'
 
 # expect_peek TEXT: the job saw TEXT; expect_no_peek TEXT [FILE]: it did
@@ -201,13 +212,13 @@ own_cgroup_dir() {
   [[ -n $path && -n $mount ]] && echo "$mount${path%/}"
 }
 
-# cgroup_parent: a cgroup of the test's own (jqpl-...) for its foremen, in
+# cgroup_parent: a cgroup of the test's own (jqsp-...) for its foremen, in
 # $CG; 1 with the reason in $WHY when there is no writable cgroup v2.
 cgroup_parent() {
   local own
   own=$(own_cgroup_dir)
   if [[ -z $own ]]; then WHY="no cgroup v2 hierarchy here ($(grep cgroup /proc/self/mountinfo | awk '{ print $5 }' | tr '\n' ' '))"; return 1; fi
-  CG=$own/jqpl-$$-$RANDOM
+  CG=$own/jqsp-$$-$RANDOM
   if ! mkdir "$CG" 2>/dev/null; then WHY="the cgroup $own is not writable here"; return 1; fi
   CG_DIRS+=("$CG")
   return 0
@@ -225,17 +236,20 @@ remove_cgroup() {
   find "$1" -depth -type d -exec rmdir {} + 2>/dev/null
 }
 trap 'for p in "${W_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+      trace_end
       for c in "${CG_DIRS[@]}"; do remove_cgroup "$c"; done
       [[ -z ${JOBQ_TEST_KEEP:-} ]] && rm -rf "$T_ROOT"' EXIT
 
-# in_cgroup ARGS...: `jobq work ARGS` started in the cgroup $CG, in the
-# background ($W_PID, $W_LOG as start_work sets them).
+# in_cgroup NAME ARGS...: `jobq work ARGS` started in the cgroup $CG, in
+# the background ($W_PID, $W_LOG as start_work sets them); through the
+# command of $WRAP when it is set.
+WRAP=()
 in_cgroup() {
   local name=$1
   shift
   W_LOG=$D/$name.log
   env JOBQ_DB="sqlite:$DB" DIR="$D" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" \
-    "$JOBQ" work "$@" </dev/null >"$D/$name.out" 2>"$W_LOG" &
+    "${WRAP[@]}" "$JOBQ" work "$@" </dev/null >"$D/$name.out" 2>"$W_LOG" &
   W_PID=$!
   W_PIDS+=("$W_PID")
 }
@@ -318,6 +332,243 @@ EOF
   kill -TERM "$W_PID"
   wait_exit "$W_PID" 10 || fail "the foreman did not stop"
   expect_daemons_gone "a stop"
+}
+
+# ---------------------------------------------------------------- starting in the cgroup
+
+# trace_moves: from now on, the kernel's tracing (the tracepoint
+# cgroup_attach_task, in a tracing instance of the test's own) records
+# every process moved into a cgroup below $CG/jobq-*; trace_moved prints
+# how many were.  1 with the reason in $WHY when there is no tracing.
+# Where tracefs is not mounted, it is mounted in a mount namespace of its
+# own, which a sleeping process keeps and /proc/PID/root reaches.
+TRACE=
+TRACE_PID=
+trace_moves() {
+  local tr=/sys/kernel/tracing
+  if [[ ! -d $tr/events/cgroup ]]; then
+    grep -qw tracefs /proc/filesystems || { WHY="the kernel has no tracefs"; return 1; }
+    command -v unshare >/dev/null || { WHY="unshare (util-linux) is not installed"; return 1; }
+    mkdir -p "$D/tracefs"
+    unshare -m --propagation private sh -c 'mount -t tracefs nodev "$1" && echo up && exec sleep 600' \
+      sh "$D/tracefs" >"$D/tracefs.up" 2>"$D/tracefs.err" &
+    TRACE_PID=$!
+    wait_until 5 "[[ -s '$D/tracefs.up' ]]" ||
+      { WHY="cannot mount tracefs: $(cat "$D/tracefs.err")"; return 1; }
+    tr=/proc/$TRACE_PID/root$D/tracefs
+  fi
+  [[ -d $tr/events/cgroup/cgroup_attach_task ]] ||
+    { WHY="the kernel has no tracepoint cgroup_attach_task"; return 1; }
+  TRACE=$tr/instances/jqsp-$$-$RANDOM
+  if ! mkdir "$TRACE" 2>"$D/trace.err"; then
+    WHY="cannot make a tracing instance: $(cat "$D/trace.err")"
+    TRACE=
+    return 1
+  fi
+  echo 64 >"$TRACE/buffer_size_kb"
+  echo "dst_path ~ \"*/${CG##*/}/jobq-*\"" >"$TRACE/events/cgroup/cgroup_attach_task/filter" &&
+    echo 1 >"$TRACE/events/cgroup/cgroup_attach_task/enable" ||
+    { WHY="cannot enable the tracepoint cgroup_attach_task"; return 1; }
+}
+trace_moved() { grep -c 'cgroup_attach_task:' "$TRACE/trace"; }
+trace_end() {
+  if [[ -n $TRACE ]]; then
+    echo 0 >"$TRACE/events/cgroup/cgroup_attach_task/enable"
+    rmdir "$TRACE"
+    TRACE=
+  fi
+  if [[ -n $TRACE_PID ]]; then
+    kill "$TRACE_PID" 2>/dev/null
+    wait "$TRACE_PID" 2>/dev/null
+    TRACE_PID=
+  fi
+}
+
+# expect_own_cgroups FILE N: FILE has N lines, each a cgroup of its own
+# below $CG (as /proc/self/cgroup names them).
+expect_own_cgroups() {
+  local below=${CG#"$(own_cgroup_dir)"} line
+  [[ $(wc -l <"$1") == "$2" ]] || fail "$(wc -l <"$1") of $2 processes said where they ran"
+  while read -r line; do
+    [[ $line == "$below"/jobq-*/[0-9]* ]] || fail "a job ran in $line, not a cgroup of its own below $below"
+  done <"$1"
+  [[ $(sort -u "$1" | wc -l) == "$2" ]] || fail "two ran in one cgroup: $(tr '\n' ' ' <"$1")"
+}
+
+t_jobs_start_in_their_cgroups() {
+  cgroup_parent || { skip "$WHY"; return; }
+  trace_moves || { skip "$WHY"; return; }
+  run put one
+  run put two
+  run put three
+  # Each job says at once where it runs: in its cgroup from its start.
+  in_cgroup fork -c 1 --until-empty --poll 100ms -- \
+    sh -c 'sed -n "s/^0:://p" /proc/self/cgroup >>"$DIR/where"'
+  wait_exit "$W_PID" 30 || fail "the foreman did not finish"
+  expect_counts done=3
+  grep -qE "without a cgroup|cannot start in their cgroups" "$W_LOG" && fail "log: $(cat "$W_LOG")"
+  # The cgroup of a job that ended alone is the next one's.
+  [[ $(wc -l <"$D/where") == 3 ]] || fail "$(wc -l <"$D/where") of 3 jobs said where they ran"
+  sort -u "$D/where" >"$D/where.once"
+  expect_own_cgroups "$D/where.once" 1
+  rm "$D/where"
+  cat >"$D/worker.sh" <<'EOF'
+#!/bin/sh
+sed -n "s/^0:://p" /proc/self/cgroup >>"$DIR/where"
+echo ready
+while read -r verb id rest; do echo "done $id -"; done
+EOF
+  chmod +x "$D/worker.sh"
+  run put four
+  in_cgroup persistent --persistent -c 2 --until-empty --poll 100ms -- "$D/worker.sh"
+  wait_exit "$W_PID" 30 || fail "the foreman did not finish"
+  expect_counts done=4
+  expect_own_cgroups "$D/where" 2
+  local moved
+  moved=$(trace_moved)
+  [[ $moved == 0 ]] ||
+    fail "$moved processes were moved into the jobs' cgroups: $(grep -m 3 cgroup_attach_task "$TRACE/trace")"
+  trace_end
+}
+
+# can_refuse_clone3: writes $D/no_clone3.py, which runs its arguments
+# under a seccomp filter that fails clone3 with ENOSYS, as an older
+# kernel or a container's filter does; 1 with the reason in $WHY when it
+# cannot.
+can_refuse_clone3() {
+  command -v python3 >/dev/null || { WHY="python3 is not installed"; return 1; }
+  cat >"$D/no_clone3.py" <<'EOF'
+import ctypes, os, platform, struct, sys
+# seccomp_data: the system call's number at 0, the architecture at 4;
+# clone3 is 435 on both architectures.
+ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(platform.machine())
+if ARCH is None:
+    sys.exit("no seccomp filter here for the architecture " + platform.machine())
+def op(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+prog = b"".join([
+    op(0x20, 0, 0, 4),                # load the architecture
+    op(0x15, 0, 3, ARCH),             # another one: allow
+    op(0x20, 0, 0, 0),                # load the system call's number
+    op(0x15, 0, 1, 435),              # clone3:
+    op(0x06, 0, 0, 0x00050000 | 38),  # fail with ENOSYS
+    op(0x06, 0, 0, 0x7FFF0000),       # allow
+])
+buf = ctypes.create_string_buffer(prog, len(prog))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(prog) // 8, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+if (libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or
+        libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0):
+    sys.exit("cannot install a seccomp filter: " + os.strerror(ctypes.get_errno()))
+os.execvp(sys.argv[1], sys.argv[1:])
+EOF
+  if ! python3 "$D/no_clone3.py" true 2>"$D/no_clone3.err"; then
+    WHY=$(cat "$D/no_clone3.err")
+    return 1
+  fi
+}
+
+t_refused_clone3_moves_jobs_into_their_cgroups() {
+  cgroup_parent || { skip "$WHY"; return; }
+  can_refuse_clone3 || { skip "$WHY"; return; }
+  trace_moves || { echo "# moves not counted: $WHY"; TRACE=; }
+  run put --max-attempts 1 --timeout 1s hangs
+  run put --max-attempts 1 where
+  run put --max-attempts 1 where
+  {
+    echo '#!/bin/sh'
+    echo 'if [ "$(cat)" = hangs ]; then'
+    echo "$DAEMONIZE"
+    echo 'fi'
+    echo 'sed -n "s/^0:://p" /proc/self/cgroup >>"$DIR/where"'
+  } >"$D/job.sh"
+  chmod +x "$D/job.sh"
+  WRAP=(python3 "$D/no_clone3.py")
+  in_cgroup refused -c 1 --until-empty --poll 100ms --kill-after 300ms -- "$D/job.sh"
+  WRAP=()
+  wait_exit "$W_PID" 30 || fail "the foreman did not finish"
+  local said
+  said=$(grep -c "jobs cannot start in their cgroups (clone3 with CLONE_INTO_CGROUP: function not implemented): each job's process is moved into its cgroup instead" "$W_LOG")
+  [[ $said == 1 ]] || fail "the foreman said $said times that jobs are moved: $(cat "$W_LOG")"
+  expect_job 1 dead "timed out after 1s"
+  expect_daemons_gone "its job's timeout, moved into its cgroup"
+  expect_counts done=2
+  [[ $(wc -l <"$D/where") == 2 ]] || fail "$(wc -l <"$D/where") of 2 jobs said where they ran"
+  sort -u "$D/where" >"$D/where.once"
+  expect_own_cgroups "$D/where.once" "$(wc -l <"$D/where.once")"
+  if [[ -n $TRACE ]]; then
+    local moved
+    moved=$(trace_moved)
+    ((moved == 3)) || fail "$moved processes were moved into the jobs' cgroups, expected one a job"
+    trace_end
+  fi
+}
+
+t_signals_and_ends_through_the_helper() {
+  cgroup_parent || { skip "$WHY"; return; }
+  cat >"$D/job.sh" <<'EOF'
+#!/bin/sh
+case $(cat) in
+  # Counts its SIGTERMs and goes on: the foreman's, once, then SIGKILL.
+  counts) trap 'echo TERM >>"$DIR/terms"' TERM
+          while :; do sleep 0.05; done ;;
+  usr2) kill -USR2 $$ ;;
+  status) exit 9 ;;
+esac
+EOF
+  chmod +x "$D/job.sh"
+  run put --max-attempts 1 --timeout 1s counts
+  run put --max-attempts 1 usr2
+  run put --max-attempts 1 status
+  in_cgroup ends -c 1 --until-empty --poll 100ms --kill-after 500ms -- "$D/job.sh"
+  wait_exit "$W_PID" 30 || fail "the foreman did not finish"
+  expect_job 1 dead "timed out after 1s (killed by SIGKILL)"
+  [[ $(cat "$D/terms" 2>/dev/null) == TERM ]] ||
+    fail "the job got SIGTERM $(cat "$D/terms" 2>/dev/null | wc -l) times, expected once"
+  expect_job 2 dead "killed by SIGUSR2"
+  expect_job 3 dead "exit status 9"
+  # A command that is gone, then one that may not be run, once the
+  # foreman found it at its start: 127 and 126, as without a cgroup.
+  in_cgroup gone --poll 100ms -- "$D/job.sh"
+  wait_until 10 "grep -qs 'started:' '$W_LOG'" || fail "the foreman did not start: $(cat "$W_LOG")"
+  mv "$D/job.sh" "$D/job.sh.away"
+  run put --max-attempts 1 status
+  wait_until 10 "JOBQ_DB=sqlite:$DB $JOBQ show 4 --json | grep -q '\"state\":\"dead\"'" ||
+    fail "the job of a missing command did not end"
+  expect_job 4 dead "exit status 127: jobq work: cannot run '$D/job.sh': no such file or directory"
+  mv "$D/job.sh.away" "$D/job.sh"
+  chmod -x "$D/job.sh"
+  run put --max-attempts 1 status
+  wait_until 10 "JOBQ_DB=sqlite:$DB $JOBQ show 5 --json | grep -q '\"state\":\"dead\"'" ||
+    fail "the job of a command that may not run did not end"
+  expect_job 5 dead "exit status 126: jobq work: cannot run '$D/job.sh': permission denied"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  # A signal sent to the pid the foreman logs for a worker (the helper's)
+  # reaches the worker, once.
+  cat >"$D/worker.sh" <<'EOF'
+#!/bin/sh
+trap 'echo USR1 >>"$DIR/usr1"' USR1
+echo ready
+while :; do sleep 0.05; done
+EOF
+  chmod +x "$D/worker.sh"
+  in_cgroup worker -v --persistent -c 1 --kill-after 300ms -- "$D/worker.sh"
+  wait_until 10 "grep -qs 'worker 1 (pid [0-9]*) is ready' '$W_LOG'" ||
+    fail "the worker did not start: $(cat "$W_LOG")"
+  local pid
+  pid=$(sed -n 's/.*worker 1 (pid \([0-9]*\)) is ready.*/\1/p' "$W_LOG" | head -1)
+  kill -USR1 "$pid"
+  wait_until 5 "[[ -s '$D/usr1' ]]" || fail "SIGUSR1 sent to the worker's pid $pid did not reach it"
+  sleep 0.2
+  [[ $(cat "$D/usr1") == USR1 ]] || fail "the worker got SIGUSR1 $(wc -l <"$D/usr1") times"
+  alive "$pid" || fail "the worker (pid $pid) died of SIGUSR1"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  grep -q "worker 1 (pid $pid) ended" "$W_LOG" && fail "the worker ended before the stop: $(cat "$W_LOG")"
 }
 
 run_cases
