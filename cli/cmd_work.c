@@ -278,9 +278,8 @@ static int run(int argc, char **argv) {
                  "run jobs as USER, with its groups (the foreman runs as "
                  "root)"),
       CLI_FLAG(0, "no-cgroups", &a.no_cgroups,
-               "run jobs without a cgroup of their own: a start up to a few "
-               "ms sooner, but a job that leaves its process group is not "
-               "stopped with it"),
+               "run jobs without a cgroup of their own: a job that leaves "
+               "its process group is then not stopped with it"),
       CLI_STRING(0, "state", &a.state, "FILE",
                  "where this machine's workers keep what they saw of each "
                  "database, to refuse one that lost their writes (default: "
