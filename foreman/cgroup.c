@@ -65,6 +65,7 @@ struct fm_cgroups {
   struct fm_cgroup *dead;     /* killed: removed once empty */
   struct fm_cgroup *all;
   int warned;                 /* a cgroup could not be made mid-run */
+  int move;                   /* jobs cannot start in their cgroups */
 };
 
 /* ---------------------------------------------------------------- files */
@@ -228,16 +229,22 @@ void fm_cgroup_init(struct fm *fm) {
             own, fm_strerror(e));
     return;
   }
-  if (cannot_start_in(root, why, sizeof why) != NULL)
+  struct fm_cgroups *cg = fm_xmalloc(sizeof *cg);
+  memset(cg, 0, sizeof *cg);
+  cg->root = fm_xstrdup(root);
+  if (cannot_start_in(root, why, sizeof why) != NULL) {
     fm_logp(FM_NOTICE, "cgroup_move",
             "jobs cannot start in their cgroups (%s): each job's process is moved "
             "into its cgroup instead, which can hold its start for a few "
             "milliseconds",
             why);
-  struct fm_cgroups *cg = fm_xmalloc(sizeof *cg);
-  memset(cg, 0, sizeof *cg);
-  cg->root = fm_xstrdup(root);
+    cg->move = 1;
+  }
   fm->cgroups = cg;
+}
+
+const char *fm_cgroup_flag(const struct fm *fm) {
+  return fm->cgroups != NULL && fm->cgroups->move ? "-m" : "-g";
 }
 
 const char *fm_cgroup_root(const struct fm *fm) {

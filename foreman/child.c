@@ -295,8 +295,8 @@ static int payload_file(const jobq_job *job) {
 /*
  * What jobs and workers are spawned as: "jobq-exec [-u UID:GID:GROUPS]
  * PPID FILE COMMAND ARGS..." when the helper sits beside the jobq binary
- * (as `make` builds and installs it), with "-g CGROUP" put in for each
- * job that has a cgroup; else FILE with COMMAND ARGS... directly, with a
+ * (as `make` builds and installs it), with "-g CGROUP" (or "-m CGROUP",
+ * fm_cgroup_flag) put in for each job that has a cgroup; else FILE with COMMAND ARGS... directly, with a
  * warning.  FILE was found in PATH once, at the start, not for each job.
  * With --user, jobs also get the user's HOME, USER and LOGNAME.
  */
@@ -381,12 +381,12 @@ int fm_spawn(struct fm *fm, uv_process_t *proc, struct fm_cgroup *cg, int in_fd,
   stdio[1].data.stream = (uv_stream_t *)out;
   stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[2].data.stream = (uv_stream_t *)err;
-  /* "jobq-exec -g CGROUP ..." for a job with a cgroup. */
+  /* "jobq-exec -g CGROUP ..." (or -m) for a job with a cgroup. */
   char **args = fm->exec_argv;
   if (cg != NULL) {
     args = fm_xmalloc((fm->exec_argc + 3) * sizeof *args);
     args[0] = fm->exec_argv[0];
-    args[1] = "-g";
+    args[1] = (char *)fm_cgroup_flag(fm);
     args[2] = (char *)fm_cgroup_dir(cg);
     memcpy(args + 3, fm->exec_argv + 1, fm->exec_argc * sizeof *args);
   }

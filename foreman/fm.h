@@ -418,6 +418,10 @@ struct fm_cgroup *fm_cgroup_get(struct fm *fm);
 void fm_cgroup_put(struct fm *fm, struct fm_cgroup *c);
 /* Its directory. */
 const char *fm_cgroup_dir(const struct fm_cgroup *c);
+/* The exec helper's option before a job's cgroup: "-g" (start the job
+ * there), or "-m" (move it there) where fm_cgroup_init found that the
+ * kernel refuses the start. */
+const char *fm_cgroup_flag(const struct fm *fm);
 /* Sends sig to the process group pgid and to every other process of the
  * cgroup c (when not NULL): SIGKILL through cgroup.kill. */
 void fm_signal_job(struct fm_cgroup *c, int pgid, int sig);

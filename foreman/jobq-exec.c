@@ -2,7 +2,7 @@
  * jobq-exec.c - the exec helper every job and persistent worker of
  * `jobq work` starts through:
  *
- *   jobq-exec [-g CGROUP] [-u UID:GID:GID,...] PPID FILE ARG0 [ARGS...]
+ *   jobq-exec [-g CGROUP | -m CGROUP] [-u UID:GID:GID,...] PPID FILE ARG0 [ARGS...]
  *
  * FILE being the command as the foreman found it in PATH once, at its
  * start.  uv_spawn cannot run code between fork and exec, nor start a
@@ -34,8 +34,10 @@
  * signals are not, since the foreman signals every process of the job's
  * cgroup itself.  Where clone3 or CLONE_INTO_CGROUP is refused (a kernel
  * before 5.7, a seccomp filter), the helper moves itself into the cgroup
- * (writing 0 to its cgroup.procs) and goes on as without -g; the foreman
- * says so once in its log (fm_cgroup_init).
+ * (writing 0 to its cgroup.procs) and goes on as without -g.  With -m
+ * instead of -g it moves itself at once, without trying the clone: the
+ * foreman passes -m once it found at its start that the kernel refuses
+ * it, and said so in its log (fm_cgroup_init).
  *
  * Its stdin is already the job's whole payload, a sealed memory file the
  * foreman filled before the fork (foreman/child.c): the helper does not
@@ -82,7 +84,8 @@ static const char *errtext(int e) {
 }
 
 static int usage(void) {
-  fputs("usage: jobq-exec [-g CGROUP] [-u UID:GID:GID,...] PPID FILE ARG0 "
+  fputs("usage: jobq-exec [-g CGROUP | -m CGROUP] [-u UID:GID:GID,...] PPID "
+        "FILE ARG0 "
         "[ARGS...] (started by jobq work)\n",
         stderr);
   return 2;
@@ -230,11 +233,13 @@ static int relay(pid_t child, pid_t foreman, const sigset_t *all) {
 
 int main(int argc, char **argv) {
   const char *cgroup = NULL, *spec = NULL;
+  int move = 0;
   int i = 1;
   for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
-    if (strcmp(argv[i], "-g") == 0)
+    if (strcmp(argv[i], "-g") == 0 || strcmp(argv[i], "-m") == 0) {
       cgroup = argv[i + 1];
-    else if (strcmp(argv[i], "-u") == 0)
+      move = argv[i][1] == 'm';
+    } else if (strcmp(argv[i], "-u") == 0)
       spec = argv[i + 1];
     else
       return usage();
@@ -248,7 +253,7 @@ int main(int argc, char **argv) {
   char *file = argv[i + 1], **args = argv + i + 2;
   sigset_t mask, all;
   sigprocmask(SIG_SETMASK, NULL, &mask);
-  if (cgroup != NULL) {
+  if (cgroup != NULL && !move) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t)ppid)
       return 1; /* the foreman is already gone */
     int dir = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -273,8 +278,9 @@ int main(int argc, char **argv) {
       if (child > 0) return relay(child, (pid_t)ppid, &all);
       sigprocmask(SIG_SETMASK, &mask, NULL);
     }
-    /* Refused, or no directory to clone into: the move says why not. */
-    if (join_cgroup(cgroup) != 0) return 126;
   }
+  /* Refused, or no directory to clone into (the move says why not), or
+   * -m. */
+  if (cgroup != NULL && join_cgroup(cgroup) != 0) return 126;
   return run(u, (pid_t)ppid, &mask, file, args);
 }
