@@ -13,8 +13,10 @@
 # foreman is killed; jobs and persistent workers start in their cgroups,
 # no process is moved there (the kernel's tracing counts the moves);
 # under a seccomp filter that refuses clone3 the foreman says so once and
-# moves each job's process instead, which still stops its daemons; and
-# through the exec helper that starts them there a job gets each signal
+# moves each job's process instead, which still stops its daemons; the
+# exec helper moves a job itself where its start is refused, or where
+# its cgroup was killed once (the kernel kills a process started there);
+# and through the exec helper that starts them there a job gets each signal
 # of its foreman's once and one sent to the helper's pid, and ends with
 # its own signal or exit status (126 and 127 when it cannot be run).  The
 # cases that need root, a writable cgroup v2 hierarchy, the kernel's
@@ -505,6 +507,40 @@ t_refused_clone3_moves_jobs_into_their_cgroups() {
     ((moved == 3)) || fail "$moved processes were moved into the jobs' cgroups, expected one a job"
     trace_end
   fi
+}
+
+# helper_where ARGS...: runs the exec helper with ARGS before its PPID,
+# under the command of $WRAP, with a job that prints its cgroup.
+helper_where() {
+  "${WRAP[@]}" sh -c 'exec "$0" "$@" "$PPID" /bin/sh sh -c "sed -n s/^0:://p /proc/self/cgroup"' \
+    "$(dirname "$JOBQ")/jobq-exec" "$@"
+}
+
+t_helper_moves_the_job_where_the_start_is_refused() {
+  cgroup_parent || { skip "$WHY"; return; }
+  can_refuse_clone3 || { skip "$WHY"; return; }
+  # Below a jobq-* directory, where trace_moves counts.
+  local in=$CG/jobq-helper below
+  below=${in#"$(own_cgroup_dir)"}
+  mkdir "$in" "$in/started" "$in/refused" "$in/moved" "$in/killed"
+  trace_moves || { echo "# moves not counted: $WHY"; TRACE=; }
+  # Started there: no move.
+  [[ $(helper_where -g "$in/started") == "$below/started" ]] || fail "-g: the job did not run in its cgroup"
+  [[ -z $TRACE || $(trace_moved) == 0 ]] || fail "-g: the job was moved into its cgroup"
+  # clone3 refused: the helper moves itself, once.
+  WRAP=(python3 "$D/no_clone3.py")
+  [[ $(helper_where -g "$in/refused") == "$below/refused" ]] || fail "-g, clone3 refused: the job did not run in its cgroup"
+  WRAP=()
+  [[ -z $TRACE || $(trace_moved) == 1 ]] || fail "-g, clone3 refused: $(trace_moved) moves, expected 1"
+  # -m: moved without a try.
+  [[ $(helper_where -m "$in/moved") == "$below/moved" ]] || fail "-m: the job did not run in its cgroup"
+  [[ -z $TRACE || $(trace_moved) == 2 ]] || fail "-m: $(trace_moved) moves, expected 2"
+  # A cgroup that was killed once, where the kernel kills a process
+  # started there at its start: the helper sees it and moves the job.
+  echo 1 >"$in/killed/cgroup.kill"
+  [[ $(helper_where -g "$in/killed") == "$below/killed" ]] || fail "-g, a killed cgroup: the job did not run in it"
+  [[ -z $TRACE || $(trace_moved) == 3 ]] || fail "-g, a killed cgroup: $(trace_moved) moves, expected 3"
+  trace_end
 }
 
 t_signals_and_ends_through_the_helper() {
