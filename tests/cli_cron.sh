@@ -13,13 +13,17 @@
 
 # at TIME ARGS...: jobq ARGS with the clock at TIME (UTC, "2025-06-01
 # 10:05:10"), as run does.
+# libfaketime is preloaded before the sanitizer build's libasan, which
+# ASan refuses unless told that the order is fine.
+FAKE_ASAN=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+
 at() {
   local when=$1
   shift
   T_OUT=$D/out.$RANDOM
   T_ERR=$D/err.$RANDOM
   T_LAST="$*"
-  JOBQ_DB=${T_DBURL:-sqlite:$DB} TZ=UTC faketime "$when" "$JOBQ" "$@" \
+  JOBQ_DB=${T_DBURL:-sqlite:$DB} TZ=UTC ASAN_OPTIONS=$FAKE_ASAN faketime "$when" "$JOBQ" "$@" \
     <"${T_STDIN:-/dev/null}" >"$T_OUT" 2>"$T_ERR"
   rc=$?
 }
@@ -223,7 +227,7 @@ t_five_runs_race() {
     local when pids=()
     when=$(printf '2025-06-01 10:%02d:01' "$k")
     for _ in 1 2 3 4 5; do
-      JOBQ_DB=sqlite:$DB TZ=UTC faketime "$when" "$JOBQ" cron run >>"$D/runs" 2>>"$D/errs" &
+      JOBQ_DB=sqlite:$DB TZ=UTC ASAN_OPTIONS=$FAKE_ASAN faketime "$when" "$JOBQ" cron run >>"$D/runs" 2>>"$D/errs" &
       pids+=($!)
     done
     wait "${pids[@]}"
