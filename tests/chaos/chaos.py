@@ -860,9 +860,12 @@ class Chaos:
             if (t_up - t_kill) / 1e9 >= LEASE_S / 2:
                 continue
             for pid, ts in lost.items():
-                # Not a loss that a fault of its own (a cut, a pause) explains.
+                # Not a loss that a fault of its own (a cut, a pause) explains:
+                # one that began before it, by at most the longest such fault
+                # (2.5 leases) and the lease, since before the failover too
+                # (the faults come from a thread of their own).
                 n = sum(1 for t in ts if t_kill <= t <= t_kill + limit * 1e9 and not any(
-                    t_kill <= te <= t and d == pid for te, k, d in self.events
+                    t - 4 * LEASE_S * 1e9 <= te <= t and d == pid for te, k, d in self.events
                     if k in ("cut_host", "pause_foreman")))
                 if n:
                     sessions_lost += n
