@@ -43,7 +43,9 @@ struct jobq {
    * that jobq_expect() told of.  connects: how many times a store made
    * its connection again (a store adds 1 each time); checked: its value
    * at the last check.  lost: a check found a write missing, and every
-   * write is refused until the epoch rises. */
+   * write is refused until the epoch rises.  unchecked: the mark is a
+   * completion no transaction read back since it was written; the next
+   * write reads it back before it replaces it. */
   struct jobq__mark {
     int64_t id;
     char queue[JOBQ_QUEUE_MAX + 1];  /* "" when not known */
@@ -54,7 +56,7 @@ struct jobq {
   } mark, *expected;
   size_t nexpected;
   unsigned connects, checked;
-  int lost;
+  int lost, unchecked;
   /* The login may not read payloads (the producer role): a put is
    * proved by its id and queue alone. */
   int mark_blind;
@@ -246,7 +248,8 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms);
 int jobq__marks_check(jobq *db);
 /* For a transaction that writes (a put, an acknowledgement): the identity
  * and the marks checked when the handle has not looked since its
- * connection was made (again), or a check found a write missing. */
+ * connection was made (again), or a check found a write missing; else
+ * the mark alone when it is a completion not read back since. */
 int jobq__write_check(jobq *db);
 /* Whether jobq__write_check() would look. */
 int jobq__write_check_due(const jobq *db);
