@@ -17,7 +17,7 @@
 # together (the usage_usec of that cgroup's cpu.stat), then the median of
 # each.  With --latency each drain is followed by `jobq bench --workload
 # latency --jobs 2500` in a cgroup of its own, whose fork-per-job foreman
-# starts 50 jobs one at a time, 20 ms apart (each a start alone): the
+# starts 100 jobs one at a time, 20 ms apart (each a start alone): the
 # p50 and p99 of put to start.  Needs root, or a writable cgroup v2 hierarchy; the cgroups are
 # named spn-PID-N and removed at the end.
 set -eu
@@ -99,7 +99,7 @@ latency() {
   mkdir "$cg"
   cgs+=("$cg")
   sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" \
-    "$build/jobq" bench --workload latency --jobs 2500 </dev/null >"$tmp/lat.out" 2>"$tmp/lat.err" ||
+    "$build/jobq" bench --workload latency --jobs 5000 </dev/null >"$tmp/lat.out" 2>"$tmp/lat.err" ||
     { echo "cgroup_start.sh: the latency run failed: $(cat "$tmp/lat.err")" >&2; exit 1; }
   awk -v l="$label" '$1 == "latency" && $2 == "fork" && ($3 == "p50" || $3 == "p99") { v[$3] = $4 }
     END { printf "%-40s fork start alone: p50 %.2f ms, p99 %.2f ms\n", l, v["p50"], v["p99"] }' "$tmp/lat.out"
