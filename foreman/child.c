@@ -296,8 +296,9 @@ static int payload_file(const jobq_job *job) {
  * What jobs and workers are spawned as: "jobq-exec [-u UID:GID:GROUPS]
  * PPID FILE COMMAND ARGS..." when the helper sits beside the jobq binary
  * (as `make` builds and installs it), with "-g CGROUP" (or "-m CGROUP",
- * fm_cgroup_flag) put in for each job that has a cgroup; else FILE with COMMAND ARGS... directly, with a
- * warning.  FILE was found in PATH once, at the start, not for each job.
+ * fm_cgroup_flag) put in for each job that has a cgroup; else FILE with
+ * COMMAND ARGS... directly, with a warning.  FILE was found in PATH once,
+ * at the start, not for each job.
  * With --user, jobs also get the user's HOME, USER and LOGNAME.
  */
 int fm_exec_init(struct fm *fm) {
