@@ -105,7 +105,10 @@ class Chaos:
         # Hosts (network namespaces): foreman slot i runs on host i, the
         # producers on the hosts after the foremen's.
         self.hosts = [h.split(":", 1) for h in a.host]
-        self.slot_of = {}          # foreman pid -> slot
+        # Foreman pid -> [(start, slot)]: a pid comes back in a long run
+        # (pid_max is often 32768), so a pid names a foreman only with a
+        # time (slot_at).
+        self.starts = {}
         # Held by a fault while it hurts, and by a failover from its kill
         # until every foreman is back, so that the time back to work is the
         # failover's alone.
@@ -158,7 +161,7 @@ class Chaos:
                              stderr=err, env=self.env(offset), start_new_session=True)
         err.close()
         self.foremen[slot] = p
-        self.slot_of[p.pid] = slot
+        self.starts.setdefault(p.pid, []).append((now_ns(), slot))
         if offset is not None:
             self.faked.append(p.pid)
         return p
@@ -635,6 +638,14 @@ class Chaos:
                          int(f[7])))
         return rows, int(hot.stdout.strip() or "0")
 
+    def slot_at(self, pid, t_ns):
+        """The slot of the foreman that had pid at t_ns (-1: none)."""
+        slot = -1
+        for t, sl in self.starts.get(pid, []):
+            if t <= t_ns or slot < 0:
+                slot = sl
+        return slot
+
     def sessions_lost(self, suspended=False):
         """pid -> times (ns) its foreman gave up its session (and, with
         suspended, also when it suspended it for want of a heartbeat),
@@ -831,7 +842,7 @@ class Chaos:
         for rs in runs.values():
             for r in rs:
                 owner[r["claim"]] = r["foreman"]
-        claims = sorted((row[7] * 10**6, self.slot_of.get(owner.get(row[2]), -1))
+        claims = sorted((row[7] * 10**6, self.slot_at(owner.get(row[2]), row[7] * 10**6))
                         for row in rows if row[7])
         worst = {}
         kills = [t for t, k, _ in self.events if k == "failover"]
@@ -872,7 +883,7 @@ class Chaos:
                     bad.append("foreman %d (pid %d) lost its session in failover %d, which "
                                "took %.2fs (the lease is %.1fs): its outcomes not yet written "
                                "were dropped and its jobs run again"
-                               % (self.slot_of.get(pid, -1), pid, i + 1, (t_up - t_kill) / 1e9,
+                               % (self.slot_at(pid, t_kill), pid, i + 1, (t_up - t_kill) / 1e9,
                                   LEASE_S))
         dropped = 0
         for name in os.listdir(self.dir):
