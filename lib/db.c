@@ -172,6 +172,7 @@ static int txn_begin(jobq *db, int lazy) {
   jobq__ok(db);
   db->retry = 0;
   rc = db->store->begin(db, db->txn_depth, lazy);
+  if (rc == JOBQ_OK && db->txn_depth == 0) db->txn_connects = db->connects;
   if (rc == JOBQ_OK) db->txn_depth++;
   return rc;
 }
@@ -179,11 +180,17 @@ static int txn_begin(jobq *db, int lazy) {
 int jobq__txn_begin(jobq *db) { return txn_begin(db, 1); }
 
 int jobq__txn_end(jobq *db, int rc) {
-  /* A store may make its connection again with the transaction's first
-   * statement (it found the old one broken): nothing of it commits before
-   * the database is known to be the one it was (lib/mark.c). */
-  if (rc == JOBQ_OK && db->txn_depth == 1 && db->identity_known && db->connects != db->checked)
-    rc = jobq__write_check(db);
+  /* Nothing commits on a connection made again after the transaction
+   * began: its checks (lib/mark.c, lib/session.c) ran on the old one.  A
+   * store that made it again tells with db->connects; the transaction
+   * runs again, and its checks with it. */
+  if (rc == JOBQ_OK && db->txn_depth == 1 && db->connects != db->txn_connects) {
+    db->retry = 1;
+    rc = jobq__fail(db, JOBQ_ECONN,
+                    "the connection to '%s' was made again during the transaction: run it "
+                    "again",
+                    db->url_redacted);
+  }
   if (rc == JOBQ_OK && db->txn_depth == 1) rc = jobq__counts_write(db);
   db->txn_depth--;
   if (rc == JOBQ_OK) {

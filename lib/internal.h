@@ -54,6 +54,7 @@ struct jobq {
   } mark, *expected;
   size_t nexpected;
   unsigned connects, checked;
+  unsigned txn_connects;       /* connects when the transaction began */
   int lost;
   /* The login may not read payloads (the producer role): a put is
    * proved by its id and queue alone. */

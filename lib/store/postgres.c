@@ -981,14 +981,25 @@ static int result_ok(const PGresult *res) {
   return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
 
-/* Nothing of a lazy transaction was sent yet: BEGIN at once, making a
- * broken connection again (begin_now), on which what waits to be sent is
- * prepared again. */
+static int reconnect(jobq *db);
+
+/* Nothing of a lazy transaction reached the server, and its connection
+ * turned out broken: it is made again, and the transaction fails, to be
+ * run again from its start by the library (db->retry), so that the
+ * checks the library makes on a connection made again (lib/mark.c,
+ * lib/session.c) come before its statements.  The failure is reported
+ * when the connection cannot be made. */
 static int restart(jobq *db) {
   pg *c = conn(db);
-  int rc = begin_now(db);
-  for (int i = 0; i < c->nlater && rc == JOBQ_OK; i++) rc = prepare(db, c->later[i].id);
-  return rc;
+  c->begin_pending = 0;
+  later_clear(c);
+  int rc = reconnect(db);
+  if (rc != JOBQ_OK) return rc;
+  db->retry = 1;
+  return jobq__fail(db, JOBQ_ECONN,
+                    "the connection to '%s' was broken and is made again: run the "
+                    "transaction again",
+                    c->redacted);
 }
 
 static int64_t pg_col_int(jobq_rows *r, int col);
@@ -1024,9 +1035,9 @@ static const char *sent_what(const sendable *q) {
  * the commit goes after q, then COMMIT (committed tells that it went
  * through).  *res gets q's result, which may be an error; the failure of
  * a statement sent before it is returned, with its message (*res NULL),
- * as is one after it.  A BEGIN that did not get through did nothing: it
- * goes again at once, making a broken connection again (begin_now), and
- * the rest after it. */
+ * as is one after it.  A BEGIN that found the connection broken did
+ * nothing: the transaction runs again on a connection made again
+ * (restart). */
 static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
   pg *c = conn(db);
   *res = NULL;
@@ -1036,51 +1047,46 @@ static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
   }
   sendable all[MAX_LATER + 3];
   PGresult *got[MAX_LATER + 3];
-  int rc = JOBQ_OK;
-  for (int attempt = 0;; attempt++) {
-    size_t k = 0;
-    int begin = c->begin_pending;
-    c->begin_pending = 0;
-    if (begin) all[k++] = (sendable){.id = -1, .sql = "BEGIN"};
-    int before = c->nlater;
-    while (c->commit_with && before > 0 && with_commit(c->later[before - 1].id)) before--;
-    const size_t at = (size_t)(begin + before);
-    for (int i = 0; i < c->nlater; i++) {
-      const later *l = &c->later[i];
-      if (i == before) all[k++] = *q;
-      all[k++] = (sendable){l->id, NULL, l->n, l->values, l->lengths, l->formats};
-    }
-    if (before == c->nlater) all[k++] = *q;
-    if (c->commit_with) all[k++] = (sendable){.id = -1, .sql = "COMMIT"};
-    pipeline(c, all, k, got);
-    if (begin && attempt == 0 && PQresultStatus(got[0]) != PGRES_COMMAND_OK) {
-      for (size_t i = 0; i < k; i++) PQclear(got[i]);
-      if ((rc = restart(db)) == JOBQ_OK && q->id >= 0) rc = prepare(db, q->id);
-      if (rc != JOBQ_OK) break;
-      continue;
-    }
-    /* The first failure is what went wrong; what came after it did not
-     * run.  q's own is for the caller. */
-    for (size_t i = 0; i < k && rc == JOBQ_OK; i++)
-      if (i != at && (i < at || result_ok(got[at])) && !result_ok(got[i]))
-        rc = pg_fail(db, got[i], sent_what(&all[i]));
-    for (int j = 0; j < before && rc == JOBQ_OK; j++)
-      if (c->later[j].ids != NULL)
-        rc = insert_ids(db, got[j + begin], c->later[j].ids, c->later[j].nids);
-    /* A COMMIT that ended a failed transaction says ROLLBACK. */
-    if (rc == JOBQ_OK && c->commit_with && result_ok(got[at])) {
-      c->committed = strcmp(PQcmdStatus(got[k - 1]), "COMMIT") == 0;
-      if (!c->committed)
-        rc = jobq__fail(db, JOBQ_EDB, "committing: the server rolled the transaction back");
-    }
-    for (size_t j = 0; j < k; j++)
-      if (j != at) PQclear(got[j]);
-    if (rc == JOBQ_OK)
-      *res = got[at];
-    else
-      PQclear(got[at]);
-    break;
+  size_t k = 0;
+  int begin = c->begin_pending;
+  c->begin_pending = 0;
+  if (begin) all[k++] = (sendable){.id = -1, .sql = "BEGIN"};
+  int before = c->nlater;
+  while (c->commit_with && before > 0 && with_commit(c->later[before - 1].id)) before--;
+  const size_t at = (size_t)(begin + before);
+  for (int i = 0; i < c->nlater; i++) {
+    const later *l = &c->later[i];
+    if (i == before) all[k++] = *q;
+    all[k++] = (sendable){l->id, NULL, l->n, l->values, l->lengths, l->formats};
   }
+  if (before == c->nlater) all[k++] = *q;
+  if (c->commit_with) all[k++] = (sendable){.id = -1, .sql = "COMMIT"};
+  pipeline(c, all, k, got);
+  if (begin && !result_ok(got[0]) && (got[0] == NULL || PQstatus(c->conn) != CONNECTION_OK)) {
+    for (size_t i = 0; i < k; i++) PQclear(got[i]);
+    return restart(db);
+  }
+  /* The first failure is what went wrong; what came after it did not
+   * run.  q's own is for the caller. */
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < k && rc == JOBQ_OK; i++)
+    if (i != at && (i < at || result_ok(got[at])) && !result_ok(got[i]))
+      rc = pg_fail(db, got[i], sent_what(&all[i]));
+  for (int j = 0; j < before && rc == JOBQ_OK; j++)
+    if (c->later[j].ids != NULL)
+      rc = insert_ids(db, got[j + begin], c->later[j].ids, c->later[j].nids);
+  /* A COMMIT that ended a failed transaction says ROLLBACK. */
+  if (rc == JOBQ_OK && c->commit_with && result_ok(got[at])) {
+    c->committed = strcmp(PQcmdStatus(got[k - 1]), "COMMIT") == 0;
+    if (!c->committed)
+      rc = jobq__fail(db, JOBQ_EDB, "committing: the server rolled the transaction back");
+  }
+  for (size_t j = 0; j < k; j++)
+    if (j != at) PQclear(got[j]);
+  if (rc == JOBQ_OK)
+    *res = got[at];
+  else
+    PQclear(got[at]);
   later_clear(c);
   return rc;
 }
@@ -1111,10 +1117,10 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
   pg *c = conn(db);
   if (n > MAX_PARAMS) return jobq__fail(db, JOBQ_EINVAL, "too many parameters");
   int rc = prepare(db, id);
-  /* Nothing was done yet in a lazy transaction: it begins again on a
+  /* Nothing was done yet in a lazy transaction: it runs again on a
    * connection made again. */
-  if (rc == JOBQ_ECONN && c->begin_pending && (rc = restart(db)) == JOBQ_OK)
-    rc = prepare(db, id);
+  if (rc == JOBQ_ECONN && c->begin_pending && PQstatus(c->conn) != CONNECTION_OK)
+    rc = restart(db);
   if (rc != JOBQ_OK) return rc;
   const char *values[MAX_PARAMS];
   int lengths[MAX_PARAMS], formats[MAX_PARAMS];
@@ -2507,7 +2513,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
   if (rc == JOBQ_OK && c->committed) rc = jobq__failpoint(db, "claim.sent-commit");
   /* The connection broke with the commit on its way: it may have gone
    * through with jobs no reply named. */
-  if (rc == JOBQ_ECONN && fused && jobq__session_doubt_claim(db, s, t) != JOBQ_OK)
+  if (rc == JOBQ_ECONN && fused && !db->retry && jobq__session_doubt_claim(db, s, t) != JOBQ_OK)
     rc = JOBQ_ENOMEM;
   if (rc != JOBQ_OK) {
     if (r != NULL) pg_done(db, r);
