@@ -202,7 +202,7 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
   ack_job j;
   int rc = ack_read(db, s, a, &j);
   if (rc <= 0) return rc;
-  rc = ack_leaves(&j) ? jobq__order_lock(db, &j.ref, 1) : JOBQ_OK;
+  rc = ack_leaves(&j) ? jobq__lock_job(db, &j.ref, 1) : JOBQ_OK;
   if (rc == JOBQ_OK) rc = ack_apply(db, &j);
   ack_job_free(&j);
   return rc;
@@ -216,7 +216,7 @@ static int ack_id_cmp(const void *x, const void *y) {
 
 static int ack_job_cmp(const void *x, const void *y) {
   const jobq_jobref *a = &((const ack_job *)x)->ref, *b = &((const ack_job *)y)->ref;
-  int c = jobq__lock_order(a->queue, a->key, b->queue, b->key);
+  int c = jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
   return c != 0 ? c : (a->id > b->id) - (a->id < b->id);
 }
 
@@ -351,7 +351,7 @@ static int archive_many(jobq *db, ack_job *jobs, size_t n) {
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
  * row read and locked first, in id order (in one statement where the
  * store has ack_rows), then the queue and key locks of every job that
- * leaves the hot table, each once, in jobq__lock_order() as a put takes
+ * leaves the hot table, each once, in jobq__lock_cmp() as a put takes
  * them, then each job sent where it goes (those back to their queues in
  * one statement where the store has requeue).  Finished in the batch's
  * order, two jobs of other keys took
@@ -385,7 +385,7 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
     if (ack_leaves(&jobs[i])) leaving[nl++] = &jobs[i].ref;
-  if (rc == JOBQ_OK) rc = jobq__order_lock_finishing(db, leaving, nl);
+  if (rc == JOBQ_OK) rc = jobq__lock_finishing(db, leaving, nl);
   free(leaving);
   if (rc == JOBQ_OK && batched && db->store->requeue != NULL) rc = requeue_many(db, jobs, nj);
   if (rc == JOBQ_OK && batched && db->store->archive != NULL) rc = archive_many(db, jobs, nj);
@@ -448,7 +448,6 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
 }
 
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
-  if (rc == JOBQ_OK) jobq__session_acked(s, acks, n);
   for (size_t i = 0; i < n; i++) {
     if (rc != JOBQ_OK) {
       acks[i].status = rc;
@@ -459,7 +458,9 @@ void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
     if (acks[i].outcome == JOBQ_STATE_DONE) s->done++;
     else if (acks[i].kind == JOBQ_ACK_FAIL) s->failed++;
   }
+  /* The figures from what the session held, then the jobs let go. */
   if (rc == JOBQ_OK) jobq__tally_acked(s, acks, n);
+  if (rc == JOBQ_OK) jobq__session_acked(s, acks, n);
 }
 
 int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
@@ -478,7 +479,7 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
     if (rc == JOBQ_OK) rc = jobq__failpoint(db, "ack.before-commit");
     rc = jobq__txn_end(db, rc);
   } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK) jobq__session_noted(s);
+  if (rc == JOBQ_OK) jobq__session_committed(s);
   if (rc == JOBQ_OK && own) jobq__mark_acks(db, acks, n, began);
   jobq__ack_done(s, acks, n, rc);
   if (rc == JOBQ_OK && (rc = jobq__failpoint(db, "ack.after-commit")) != JOBQ_OK)

@@ -95,7 +95,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     }
   } while (jobq__txn_retry(db, rc, &attempt));
   if (rc == JOBQ_OK) {
-    jobq__session_noted(s);
+    jobq__session_committed(s);
     jobq__session_claimed(s, *jobs, *n);
     if (max > 0) jobq__tally_claimed(s, *jobs, *n);
     jobq__mark_acks(db, acks, nacks, began);

@@ -117,34 +117,38 @@ struct jobq_session {
   /* Whether this session has claimed a job with an ordering key: only
    * then may its completions need the keys' locks. */
   int keyed;
-  /* What it did since its figures were last written, per queue, and the
-   * jobs it holds by id (lib/tally.c). */
+  /* What it did since its figures were last written, per queue
+   * (lib/tally.c). */
   struct jobq_tally_acc {
     char queue[JOBQ_QUEUE_MAX + 1];
     int64_t v[JOBQ_TALLY_COUNTERS];
   } *tally;
   size_t ntally;
+  int64_t folded_ms;     /* monotonic, when it last folded old minutes */
+  /* The jobs its claims handed to the worker that no acknowledgement has
+   * ended yet, by id (lib/held.c); held_unknown once they could not all
+   * be kept (no memory).  reconciled: the handle's connects when the
+   * session last compared them with what the database shows under it
+   * (jobq__session_reconcile). */
   struct jobq_held_job {
     int64_t id;          /* 0: a free slot */
     int64_t claimed_at;
     int attempt;
     uint16_t queue;      /* its entry in tally */
+    char claim[JOBQ_CLAIM_LEN + 1];
   } *held;
   size_t nheld, capheld;
-  int64_t folded_ms;     /* monotonic, when it last folded old minutes */
-  /* The jobs its claims handed to the worker that no acknowledgement has
-   * ended yet, by id (sorted), with their claim tokens; handed_unknown
-   * once they could not all be kept (no memory).  reconciled: the
-   * handle's connects when the session last compared them with what the
-   * database shows under it (jobq__session_reconcile). */
-  struct jobq_handed {
-    int64_t id;
-    char claim[JOBQ_CLAIM_LEN + 1];
-  } *handed;
-  size_t nhanded, caphanded;
-  int handed_unknown;
+  int held_unknown;
   unsigned reconciled;
 };
+
+/* lib/held.c: the jobs s holds.  add: the n jobs of a claim (a job
+ * claimed again renewed); find: a job's entry, or NULL; drop: the job
+ * no longer held; release: all freed. */
+void jobq__held_add(jobq_session *s, const jobq_job *jobs, size_t n);
+struct jobq_held_job *jobq__held_find(const jobq_session *s, int64_t id);
+void jobq__held_drop(jobq_session *s, int64_t id);
+void jobq__held_release(jobq_session *s);
 
 /* lib/tally.c: counting claims (after their commit) and acknowledgements
  * (after theirs: statuses and outcomes set); recording, in the
@@ -325,17 +329,17 @@ typedef struct jobq_jobref {
   int barrier;
 } jobq_jobref;
 
-/* Takes the locks under which a job's place in its queue's order may be
+/* Takes the named locks under which a job's place in its queue's order may be
  * read or changed (put, finish, retry), on stores with concurrent
  * writers.  finishing: the job leaves the hot table. */
-int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
-/* The locks of jobs[0..n), all finishing, sorted by jobq__lock_order():
- * as jobq__order_lock() would take them one job after the other, each
+int jobq__lock_job(jobq *db, const jobq_jobref *job, int finishing);
+/* The locks of jobs[0..n), all finishing, sorted by jobq__lock_cmp():
+ * as jobq__lock_job() would take them one job after the other, each
  * once. */
-int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n);
+int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n);
 /* The locks of queue's ordering keys keys[0..n), distinct and sorted
  * (strcmp), in that order; the queue's taken before. */
-int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
+int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
 /* taken[i] set when queue's key keys[i] (distinct, sorted) has a job, in
  * any state, or a dead one that blocks it: a new job of the key waits.
  * Under the keys' locks. */
@@ -345,8 +349,8 @@ int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_
  * takes them (<0, 0, >0 as strcmp): by queue, then key (none first), byte
  * by byte; every queue's lock before any key's.  Taken in any other order,
  * two transactions that need the same two keys deadlock. */
-int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
-                     const char *key_b);
+int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
+                   const char *key_b);
 /* Whether a new job (id 0) or a retried one (its id) must wait.  For a
  * new job that is no barrier, barrier_known may say whether its queue has
  * an unfinished barrier (0 or 1; -1: look). */
@@ -354,7 +358,7 @@ int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wa
 /* Whether queue has an unfinished barrier. */
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
 /* For a store's put_plain (lib/put.c): each distinct queue of the n jobs
- * made sure of and locked for puts, then each key, in jobq__lock_order(),
+ * made sure of and locked for puts, then each key, in jobq__lock_cmp(),
  * and wait[i] set when job i must wait: for an unfinished barrier in its
  * queue, or for its key (as jobq__must_wait() and an earlier job of the
  * key in the batch would have it). */
@@ -386,7 +390,7 @@ int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
 /* jobq__archive() for running jobs r[0..n) (jobs[0..n), none a barrier,
- * in jobq__lock_order()) in the store's one statement (its archive()),
+ * in jobq__lock_cmp()) in the store's one statement (its archive()),
  * then what follows for each, and each queue's look for a barrier once.
  * Their rows are locked by the store's ack_rows() and their order locks
  * held. */
@@ -437,13 +441,13 @@ void jobq__wake(jobq *db, const char *queue);
  * too); for a claim, checks that the database is the same and the session
  * alive and of its epoch; gives back the jobs of its doubtful claims
  * (jobq__session_doubt()); and writes what jobq_session_started() learned
- * (jobq__session_noted() forgets it once the transaction committed),
+ * (jobq__session_committed() forgets it once the transaction committed),
  * but for the jobs that acks, the transaction's acknowledgements, end. */
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks);
 /* Once a transaction of s committed: forgets what it wrote (the starts
  * noted, the doubtful claims given back). */
-void jobq__session_noted(jobq_session *s);
+void jobq__session_committed(jobq_session *s);
 /* Remembers the n jobs of a claim whose outcome is unknown: the session's
  * next transaction gives back those it holds (jobq__session_enter and
  * heartbeats).  JOBQ_ENOMEM when they cannot be remembered. */

@@ -39,7 +39,7 @@ static int lock(jobq *db, char kind, const char *queue, const char *key,
   return db->store->lock(db, kind, queue, key, exclusive);
 }
 
-int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
+int jobq__lock_job(jobq *db, const jobq_jobref *job, int finishing) {
   if (db->store->lock == NULL) return JOBQ_OK;
   int rc = lock(db, 'q', job->queue, NULL, job->barrier);
   if (rc == JOBQ_OK && finishing && !job->barrier) {
@@ -53,7 +53,7 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
   return rc;
 }
 
-int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
+int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
   if (db->store->lock == NULL || n == 0) return JOBQ_OK;
   const char **keys = malloc(n * sizeof *keys);
   if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -68,14 +68,14 @@ int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t 
       const char *key = jobs[end]->key;
       if (key != NULL && (nkeys == 0 || strcmp(keys[nkeys - 1], key) != 0)) keys[nkeys++] = key;
     }
-    rc = jobq__order_lock(db, &queue, 1);
-    if (rc == JOBQ_OK) rc = jobq__order_lock_keys(db, queue.queue, keys, nkeys);
+    rc = jobq__lock_job(db, &queue, 1);
+    if (rc == JOBQ_OK) rc = jobq__lock_keys(db, queue.queue, keys, nkeys);
   }
   free(keys);
   return rc;
 }
 
-int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
+int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
   if (db->store->lock == NULL || n == 0) return JOBQ_OK;
   if (db->store->lock_keys != NULL) return db->store->lock_keys(db, queue, keys, n);
   int rc = JOBQ_OK;
@@ -83,8 +83,8 @@ int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, 
   return rc;
 }
 
-int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
-                     const char *key_b) {
+int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
+                   const char *key_b) {
   int c = strcmp(queue_a, queue_b);
   if (c != 0) return c;
   if (key_a == NULL || key_b == NULL) return (key_a != NULL) - (key_b != NULL);
@@ -93,14 +93,15 @@ int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b
 
 /* ---------------------------------------------------------------- decisions */
 
-static int exists_qk(jobq *db, int id, const char *queue, const char *key,
-                     int *yes) {
-  return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
+/* Whether look (a statement of queue ?1 and key ?2) finds a row. */
+static int key_has(jobq *db, int look, const char *queue, const char *key, int *yes) {
+  return jobq__sql_exists(db, look, yes, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
 }
 
-static int exists_qi(jobq *db, int id, const char *queue, int64_t num,
-                     int *yes) {
-  return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_INT(num)));
+/* Whether look (a statement of queue ?1 and the jobs before id ?2) finds
+ * a row. */
+static int queue_has_before(jobq *db, int look, const char *queue, int64_t id, int *yes) {
+  return jobq__sql_exists(db, look, yes, SQL_ARGS(V_TEXT(queue), V_INT(id)));
 }
 
 int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
@@ -109,23 +110,23 @@ int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_
   int rc = JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     int yes;
-    rc = exists_qk(db, JOBQ_Q_KEY_TAKEN, queue, keys[i], &yes);
+    rc = key_has(db, JOBQ_Q_KEY_TAKEN, queue, keys[i], &yes);
     taken[i] = (unsigned char)yes;
   }
   return rc;
 }
 
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes) {
-  return exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, INT64_MAX, yes);
+  return queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, queue, INT64_MAX, yes);
 }
 
 int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait) {
   int yes = barrier_known, rc = JOBQ_OK;
   *wait = 1;
   if (j->barrier) {
-    rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id ? j->id : INT64_MAX, &yes);
+    rc = queue_has_before(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id ? j->id : INT64_MAX, &yes);
   } else if (j->id != 0 || barrier_known < 0) {
-    rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
+    rc = queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
                    &yes);
   }
   if (rc != JOBQ_OK || yes) return rc;
@@ -134,11 +135,11 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait
      * one that blocks it (one look for both); a retried one is older than
      * the key's waiting jobs and waits only for a running (or ready) one,
      * or a blocking dead one. */
-    rc = exists_qk(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_TAKEN, j->queue, j->key,
+    rc = key_has(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_TAKEN, j->queue, j->key,
                    &yes);
     if (rc != JOBQ_OK || yes) return rc;
     if (j->id != 0 &&
-        ((rc = exists_qk(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes))
+        ((rc = key_has(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes))
       return rc;
   }
   *wait = 0;
@@ -152,14 +153,14 @@ static int make_ready(jobq *db, const char *queue, int64_t id) {
 
 int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left) {
   int yes, rc;
-  if ((rc = exists_qk(db, JOBQ_Q_BLOCKED, queue, key, &yes)) != JOBQ_OK || yes) return rc;
+  if ((rc = key_has(db, JOBQ_Q_BLOCKED, queue, key, &yes)) != JOBQ_OK || yes) return rc;
   if (!head_left &&
-      ((rc = exists_qk(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes))
+      ((rc = key_has(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes))
     return rc;
   int64_t next;
   rc = jobq__sql_int(db, JOBQ_Q_KEY_NEXT, 0, &next, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
   if (rc != JOBQ_OK || next == 0) return rc;
-  if ((rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
+  if ((rc = queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
     return rc;
   return make_ready(db, queue, next);
 }
@@ -194,7 +195,7 @@ static int promote_barrier(jobq *db, const char *queue) {
   int waiting, yes;
   int rc = first_barrier(db, queue, &id, &waiting);
   if (rc != JOBQ_OK || !waiting) return rc;
-  if ((rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, queue, id, &yes)) != JOBQ_OK || yes) return rc;
+  if ((rc = queue_has_before(db, JOBQ_Q_ANY_BEFORE, queue, id, &yes)) != JOBQ_OK || yes) return rc;
   return make_ready(db, queue, id);
 }
 

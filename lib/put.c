@@ -69,7 +69,7 @@ static size_t *key_slot(const keys_put *k, const jobq_put_opts *opts, const char
 static int queue_key_cmp(const void *a, const void *b) {
   const jobq_put_opts *x = *(const jobq_put_opts *const *)a;
   const jobq_put_opts *y = *(const jobq_put_opts *const *)b;
-  return jobq__lock_order(queue_of(x), x->key, queue_of(y), y->key);
+  return jobq__lock_cmp(queue_of(x), x->key, queue_of(y), y->key);
 }
 
 /* The keys of the jobs by[from..to) of one queue, sorted by key, each
@@ -92,7 +92,7 @@ static void queue_keys(const jobq_put_opts **by, size_t from, size_t to, const c
 
 /* Makes sure of the n jobs' queues and takes their named locks (lib/order.c)
  * before anything is decided: each queue's (exclusive where the batch puts
- * a barrier), then each key's, each once, in jobq__lock_order().  Taken
+ * a barrier), then each key's, each once, in jobq__lock_cmp().  Taken
  * as each job came, two batches of the same keys in other orders
  * deadlocked, again on every retry.  wait (NULL: not asked): wait[i] set
  * when job i must wait, for an unfinished barrier in its queue, or for its
@@ -117,7 +117,7 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
       qref.barrier = qref.barrier || by[end]->barrier;
     rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
-    if (rc == JOBQ_OK) rc = jobq__order_lock(db, &qref, 0);
+    if (rc == JOBQ_OK) rc = jobq__lock_job(db, &qref, 0);
     int yes = 0;
     if (rc == JOBQ_OK && wait != NULL) rc = jobq__barrier_pending(db, qref.queue, &yes);
     for (size_t k = i; k < end && wait != NULL; k++) wait[by[k] - opts] = (unsigned char)yes;
@@ -127,7 +127,7 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
     for (end = i; end < n && strcmp(queue_of(by[end]), queue) == 0; end++) continue;
     size_t nkeys;
     queue_keys(by, i, end, keys, first, &nkeys);
-    rc = jobq__order_lock_keys(db, queue, keys, nkeys);
+    rc = jobq__lock_keys(db, queue, keys, nkeys);
     if (rc != JOBQ_OK || wait == NULL || nkeys == 0) continue;
     rc = jobq__keys_taken(db, queue, keys, nkeys, taken);
     for (size_t k = i, key = 0; rc == JOBQ_OK && k < end; k++) {

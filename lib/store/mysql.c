@@ -2083,7 +2083,7 @@ static int plain_ack_cmp(const void *a, const void *b) {
   const plain_ack *x = a, *y = b;
   if (x->take != y->take) return y->take - x->take;
   if (!x->take) return 0;
-  return jobq__lock_order(x->queue, x->key, y->queue, y->key);
+  return jobq__lock_cmp(x->queue, x->key, y->queue, y->key);
 }
 
 /* The locks of the keys of the taken acks pa[0..m), sorted by
@@ -2100,7 +2100,7 @@ static int keys_of_taken(jobq *db, const plain_ack *pa, size_t m, int next) {
       if (pa[end].key != NULL && (nk == 0 || strcmp(keys[nk - 1], pa[end].key) != 0))
         keys[nk++] = pa[end].key;
     rc = next ? jobq__promote_keys(db, pa[i].queue, keys, nk)
-              : jobq__order_lock_keys(db, pa[i].queue, keys, nk);
+              : jobq__lock_keys(db, pa[i].queue, keys, nk);
   }
   free(keys);
   return rc;

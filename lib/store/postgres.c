@@ -2683,7 +2683,7 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   /* The keys' locks after the queues', when the session may hold keyed
    * jobs (otherwise the statement leaves keyed jobs alone): of every job
    * of the batch, so that the ones left to the library, which takes
-   * their locks again, wait for none out of jobq__lock_order(). */
+   * their locks again, wait for none out of jobq__lock_cmp(). */
   if (rc == JOBQ_OK && s->keyed) {
     array all;
     arr_begin(&all, OID_INT8, n);

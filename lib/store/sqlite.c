@@ -1316,7 +1316,7 @@ typedef struct key_left {
 
 static int key_left_cmp(const void *a, const void *b) {
   const key_left *x = a, *y = b;
-  return jobq__lock_order(x->queue, x->key, y->queue, y->key);
+  return jobq__lock_cmp(x->queue, x->key, y->queue, y->key);
 }
 
 /*
