@@ -56,6 +56,9 @@ struct jobq {
   unsigned connects, checked;
   unsigned txn_connects;       /* connects when the transaction began */
   int lost;
+  /* Set by a store when it connects: the most bytes of values one
+   * statement may carry (0: no limit), for the sets of lib/sql.c. */
+  size_t stmt_bytes;
   /* The login may not read payloads (the producer role): a put is
    * proved by its id and queue alone. */
   int mark_blind;

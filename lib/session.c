@@ -342,13 +342,13 @@ static int write_starts(jobq *db, jobq_session *s, const jobq_ack *acks,
     if (acked == NULL || !bsearch(&s->started[i], acked, nacks, sizeof *acked, id_cmp))
       ids[n++] = s->started[i];
   free(acked);
-  int rc = JOBQ_OK;
-  if (db->store->started != NULL && n > 0)
-    rc = db->store->started(db, s, ids, n);
-  else
-    for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-      rc = jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
-                         SQL_ARGS(V_INT(ids[i]), V_TEXT(s->id)));
+  jobq_val *v = n ? malloc(n * sizeof *v) : NULL;
+  int rc = n && v == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) v[i] = V_INT(ids[i]);
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_set(db, JOBQ_Q_STARTED, SQL_ARGS(V_COL('i', v, n), V_TEXT(s->id)), 0, NULL,
+                       NULL, NULL);
+  free(v);
   free(ids);
   return rc;
 }

@@ -76,6 +76,10 @@ typedef struct text {
   const char *what;    /* what it does, in words, for messages */
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
+  /* A set statement whose rows each add a row (an INSERT): run in
+   * statements of exactly 64, 16, 4 or 1 rows where the dialect spells
+   * rows out, never padded (see jobq__sql_set). */
+  int exact;
 } text;
 
 static const text texts[JOBQ_Q__COUNT] = {
@@ -273,9 +277,17 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_CLAIM_HELD] = {.what = "reading the jobs of a claim",
                            .common = "SELECT id, claim FROM jobq_jobs WHERE session = ?1 "
                            "AND substr(claim, 1, ?3) = ?2 AND state = 'running'"},
-    [JOBQ_Q_SESSION_STARTED] = {.what = "noting the jobs the session started",
-                                .common = "UPDATE jobq_jobs SET started = 1 WHERE id = "
-                                "?1 AND session = ?2"},
+    /* The held-back jobs ?1 (a column) that session ?2 started and still
+     * holds.  On PostgreSQL the session is compared through coalesce(),
+     * so that no plan starts from the session's index (see
+     * PG's COMPLETE). */
+    [JOBQ_Q_STARTED] = {.what = "noting the jobs the session started",
+                        .common = "UPDATE jobq_jobs SET started = 1 WHERE id IN ({each:?1}) "
+                                  "AND session = ?2 AND started = 0",
+                        .pg = "UPDATE jobq_jobs SET started = 1 WHERE id = ANY(?1::bigint[]) "
+                              "AND coalesce(session, '') = ?2 AND started = 0",
+                        .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET started = 1 WHERE "
+                                 "id IN ({each:?1}) AND session = ?2 AND started = 0"},
     [JOBQ_Q_HEARTBEAT] =
         {.what = "renewing the session's lease",
          .common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
@@ -774,9 +786,10 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "AND paused = 0"},
 };
 
-const char *jobq__sql_what(int id) {
-  return id >= 0 && id < JOBQ_Q__COUNT && texts[id].what != NULL ? texts[id].what
-                                                                 : "running a statement";
+const char *jobq__sql_what(int stmt) {
+  int id = stmt % JOBQ_Q__COUNT;
+  return stmt >= 0 && stmt < JOBQ_STMT_COUNT && texts[id].what != NULL ? texts[id].what
+                                                                       : "running a statement";
 }
 
 /* ---------------------------------------------------------------- spelling */
@@ -899,12 +912,117 @@ char *jobq__sql_spell(int dialect, const char *t, int **order,
   return b.p;
 }
 
-char *jobq__sql_text(int dialect, int id, int **order, size_t *norder) {
+/* ---------------------------------------------------------------- sets */
+
+/* The rows a statement of each variant spells out: a padded chunk, or
+ * one of the exact sizes. */
+static const size_t exact_rows[JOBQ_SQL_VARIANTS] = {0, 64, 16, 4, 1};
+#define CHUNK_ROWS 32
+
+/* The text statement id has for dialect, before spelling. */
+static const char *own_text(int dialect, int id) {
   const text *t = &texts[id];
   const char *own = dialect == JOBQ_DIALECT_SQLITE ? t->sqlite
                     : dialect == JOBQ_DIALECT_PG   ? t->pg
                                                    : t->mysql;
-  return jobq__sql_spell(dialect, own ? own : t->common, order, norder);
+  return own ? own : t->common;
+}
+
+/* Whether dialect spells statement id's rows out ({each:...}). */
+static int spelled_rows(int dialect, int id) {
+  const char *t = own_text(dialect, id);
+  return t != NULL && strstr(t, "{each:") != NULL;
+}
+
+/* The end of the template that starts at t (just past "{each:"): its
+ * closing brace, braces of tokens within counted. */
+static const char *template_end(const char *t) {
+  int depth = 0;
+  for (; *t != '\0'; t++) {
+    if (*t == '{') depth++;
+    if (*t == '}' && depth-- == 0) return t;
+  }
+  return t;
+}
+
+/* The number ?N at p, or 0. */
+static long param_at(const char *p, const char **end) {
+  if (p[0] != '?' || p[1] < '0' || p[1] > '9') return 0;
+  char *e;
+  long n = strtol(p + 1, &e, 10);
+  *end = e;
+  return n;
+}
+
+/*
+ * A set statement's text with its rows spelled out: each {each:TEMPLATE}
+ * becomes rows copies of TEMPLATE, separated by ", ", in which every ?N
+ * names row i of column N.  The values are then, in order: the n
+ * arguments as the caller gave them (n, the highest ?N of the text; a
+ * column's own place unused), then each column's rows, the columns in
+ * the order of their numbers.  A new string, or NULL when out of memory.
+ */
+static char *spell_rows(const char *t, size_t rows) {
+  long n = 0, cols[32];
+  size_t ncols = 0;
+  for (const char *p = t, *end; *p != '\0'; p++) {
+    long k = param_at(p, &end);
+    if (k > n) n = k;
+  }
+  for (const char *p = t; (p = strstr(p, "{each:")) != NULL;) {
+    const char *stop = template_end(p + 6), *end;
+    for (p += 6; p < stop; p++) {
+      long k = param_at(p, &end);
+      if (k == 0) continue;
+      size_t i = 0;
+      while (i < ncols && cols[i] < k) i++;
+      if (i < ncols && cols[i] == k) continue;
+      if (ncols == sizeof cols / sizeof cols[0]) return NULL;
+      memmove(&cols[i + 1], &cols[i], (ncols - i) * sizeof cols[0]);
+      cols[i] = k;
+      ncols++;
+    }
+  }
+  buf b = {malloc(256), 0, 256};
+  if (b.p == NULL) return NULL;
+  b.p[0] = '\0';
+  while (*t != '\0' && b.p != NULL) {
+    const char *at = strstr(t, "{each:");
+    if (at == NULL) {
+      put(&b, t, strlen(t));
+      break;
+    }
+    put(&b, t, (size_t)(at - t));
+    const char *from = at + 6, *stop = template_end(from);
+    for (size_t r = 0; r < rows; r++) {
+      if (r > 0) put(&b, ", ", 2);
+      for (const char *p = from, *end; p < stop;) {
+        long k = param_at(p, &end);
+        if (k == 0) {
+          put(&b, p++, 1);
+          continue;
+        }
+        size_t c = 0;
+        while (cols[c] != k) c++;
+        char num[24];
+        int len = snprintf(num, sizeof num, "?%ld", n + (long)(c * rows + r) + 1);
+        put(&b, num, (size_t)len);
+        p = end;
+      }
+    }
+    t = *stop ? stop + 1 : stop;
+  }
+  return b.p;
+}
+
+char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder) {
+  int id = stmt % JOBQ_Q__COUNT, v = stmt / JOBQ_Q__COUNT;
+  const char *t = own_text(dialect, id);
+  if (v == 0 || !spelled_rows(dialect, id)) return jobq__sql_spell(dialect, t, order, norder);
+  char *rows = spell_rows(t, texts[id].exact ? exact_rows[v] : CHUNK_ROWS);
+  char *spelled = rows ? jobq__sql_spell(dialect, rows, order, norder) : NULL;
+  free(rows);
+  return spelled;
 }
 
 /* Each row: queue, priority, run_at (0: now + delay), delay, state,
@@ -1078,6 +1196,77 @@ int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
     jobq__rows_done(db, r);
   }
   return JOBQ_OK;
+}
+
+/* The bytes of row i of the columns of args[0..n). */
+static size_t row_bytes(const jobq_val *args, size_t n, size_t i) {
+  size_t bytes = 0;
+  for (size_t a = 0; a < n; a++)
+    if (args[a].type == 'c') bytes += ((const jobq_val *)args[a].p)[i].len;
+  return bytes;
+}
+
+int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
+                  jobq_set_fn each, void *ctx, int64_t *changed) {
+  size_t m = 0, ncols = 0;
+  for (size_t a = 0; a < n; a++)
+    if (args[a].type == 'c') m = args[a].len, ncols++;
+  if (changed != NULL) *changed = 0;
+  if (m == 0) return JOBQ_OK;
+  jobq_rows *r = NULL;
+  if (!spelled_rows(db->store->dialect, id)) {
+    /* The store binds each column whole (PostgreSQL: an array). */
+    int rc = db->store->query(db, id, args, n, each ? &r : NULL);
+    if (rc != JOBQ_OK) return rc;
+    if (changed != NULL) *changed = db->store->changes(db);
+    if (each == NULL) return JOBQ_OK;
+    rc = each(db, r, 0, m, ctx);
+    jobq__rows_done(db, r);
+    return rc;
+  }
+  const int exact = texts[id].exact;
+  const size_t slots = exact ? exact_rows[1] : CHUNK_ROWS, budget = db->stmt_bytes;
+  jobq_val *flat = malloc((n + ncols * slots) * sizeof *flat);
+  if (flat == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = JOBQ_OK;
+  for (size_t at = 0; at < m && rc == JOBQ_OK;) {
+    /* The rows of this statement: as many as there are room for, and
+     * as fit in a statement; at least one. */
+    size_t k = m - at < slots ? m - at : slots, v = 1;
+    if (most > 0 && k > most) k = most;
+    if (exact) {
+      while (exact_rows[v] > k) v++;
+      k = exact_rows[v];
+      for (size_t bytes = SIZE_MAX; budget > 0 && k > 1; k = exact_rows[++v]) {
+        bytes = 0;
+        for (size_t i = 0; i < k; i++) bytes += row_bytes(args, n, at + i);
+        if (bytes <= budget) break;
+      }
+    } else if (budget > 0) {
+      size_t bytes = row_bytes(args, n, at), fit = 1;
+      while (fit < k && (bytes += row_bytes(args, n, at + fit)) <= budget) fit++;
+      k = fit;
+    }
+    size_t rows = exact ? k : CHUNK_ROWS, c = 0;
+    for (size_t a = 0; a < n; a++) {
+      flat[a] = args[a].type == 'c' ? V_NULL : args[a];
+      if (args[a].type != 'c') continue;
+      const jobq_val *col = args[a].p;
+      /* A chunk's rows after its last are that row again: a set
+       * statement is the same with a row twice. */
+      for (size_t i = 0; i < rows; i++) flat[n + c * rows + i] = col[at + (i < k ? i : k - 1)];
+      c++;
+    }
+    rc = db->store->query(db, jobq__stmt(id, (int)v), flat, n + ncols * rows, each ? &r : NULL);
+    if (rc == JOBQ_OK && changed != NULL) *changed += db->store->changes(db);
+    if (rc == JOBQ_OK && each != NULL) {
+      rc = each(db, r, at, k, ctx);
+      jobq__rows_done(db, r);
+    }
+    at += k;
+  }
+  free(flat);
+  return rc;
 }
 
 int64_t jobq__col_int(jobq *db, jobq_rows *r, int col) {

@@ -259,7 +259,7 @@ _Static_assert(JOBQ_SCHEMA_VERSION == 5, "add the new version's statements to my
 
 /* This store's own statements, numbered after lib/sql.h's. */
 enum {
-  MY_LOCK_S = JOBQ_Q__COUNT,
+  MY_LOCK_S = JOBQ_STMT_COUNT,
   MY_LOCK_X,
   MY_LOCK_ADD,
   MY_PICK,
@@ -289,11 +289,11 @@ static const char *const own_whats[] = {
     "putting jobs",            "taking the keys' locks",  "taking the keys' locks",
     "looking for the keys' jobs", "reading the acknowledged jobs",
     "sending jobs back to their queues"};
-_Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_Q__COUNT,
+_Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_STMT_COUNT,
                "words for each statement");
 
 static const char *stmt_what(int id) {
-  return id < JOBQ_Q__COUNT ? jobq__sql_what(id) : own_whats[id - JOBQ_Q__COUNT];
+  return id < JOBQ_STMT_COUNT ? jobq__sql_what(id) : own_whats[id - JOBQ_STMT_COUNT];
 }
 
 /* Rows of one multi-row INSERT of plain jobs, by statement. */
@@ -694,7 +694,7 @@ static void stmts_release(my *c) {
 static int prepare(jobq *db, int id, stmt *s) {
   my *c = conn(db);
   char *text;
-  if (id < JOBQ_Q__COUNT) {
+  if (id < JOBQ_STMT_COUNT) {
     text = jobq__sql_text(JOBQ_DIALECT_MYSQL, id, &s->order, &s->norder);
   } else {
     char *common = own_text(id);

@@ -349,7 +349,7 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 
 /* This store's own statements, numbered after lib/sql.h's. */
 enum {
-  PG_CLAIM = JOBQ_Q__COUNT,
+  PG_CLAIM = JOBQ_STMT_COUNT,
   PG_LOCK_SHARED,
   PG_LOCK,
   PG_ENSURE_QUEUES,
@@ -365,7 +365,6 @@ enum {
   PG_ACK_ROWS,
   PG_REQUEUE,
   PG_ARCHIVE,
-  PG_STARTED,
   PG_NOTIFY,
   PG_TABLE_STATS,
   PG__END
@@ -409,7 +408,7 @@ static const char *const own_sql[] = {
      * statistics say: joined on ctid or id alone, a generic plan made
      * with a large backlog analyzed expects $2 to be big and reads the
      * whole table into a hash join, 13 ms a claim at 30000 jobs. */
-    [PG_CLAIM - JOBQ_Q__COUNT] =
+    [PG_CLAIM - JOBQ_STMT_COUNT] =
         "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND "
         "($1::text[] IS NULL OR name = ANY($1::text[]))), "
         "c AS (SELECT j.ctid AS t, row_number() OVER (ORDER BY j.priority DESC, "
@@ -425,41 +424,41 @@ static const char *const own_sql[] = {
         "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
         "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
         "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at",
-    [PG_LOCK_SHARED - JOBQ_Q__COUNT] =
+    [PG_LOCK_SHARED - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))",
-    [PG_LOCK - JOBQ_Q__COUNT] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-    [PG_ENSURE_QUEUES - JOBQ_Q__COUNT] =
+    [PG_LOCK - JOBQ_STMT_COUNT] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+    [PG_ENSURE_QUEUES - JOBQ_STMT_COUNT] =
         "INSERT INTO jobq_queues(name, created_at) SELECT DISTINCT q, {now} FROM "
         "unnest($1::text[]) q ON CONFLICT (name) DO NOTHING",
     /* Shared queue locks, taken in the names' byte order, as everywhere
      * (lib/put.c). */
-    [PG_LOCK_QUEUES - JOBQ_Q__COUNT] =
+    [PG_LOCK_QUEUES - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || q, 0)) FROM "
         "(SELECT DISTINCT u.q COLLATE \"C\" AS q FROM unnest($1::text[]) AS u(q) ORDER BY "
         "1) x",
-    [PG_LOCK_JOB_QUEUES - JOBQ_Q__COUNT] =
+    [PG_LOCK_JOB_QUEUES - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0)) "
         "FROM (SELECT DISTINCT queue FROM jobq_jobs WHERE id = ANY($1::bigint[]) "
         "ORDER BY queue) x",
     /* The keys' locks of jobs $1, as PG_LOCK_KEYS takes them. */
-    [PG_LOCK_JOB_KEYS - JOBQ_Q__COUNT] =
+    [PG_LOCK_JOB_KEYS - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
         "(SELECT DISTINCT queue COLLATE \"C\" AS q, order_key COLLATE \"C\" AS k FROM "
         "jobq_jobs WHERE id = ANY($1::bigint[]) AND order_key IS NOT NULL ORDER BY 1, 2) x",
     /* The keys' locks, "k:queue/key" as pg_lock() names them, each once
      * and in the byte order of queue, then key. */
-    [PG_LOCK_KEYS - JOBQ_Q__COUNT] =
+    [PG_LOCK_KEYS - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
         "(SELECT DISTINCT u.q COLLATE \"C\" AS q, u.k COLLATE \"C\" AS k FROM "
         "unnest($1::text[], $2::text[]) AS u(q, k) WHERE u.k IS NOT NULL ORDER BY 1, 2) x",
     /* Which of queue $1's keys $2 have a job or a dead head's hold, as
      * JOBQ_Q_KEY_TAKEN finds for one key: their places in $2, from 1. */
-    [PG_KEYS_TAKEN - JOBQ_Q__COUNT] =
+    [PG_KEYS_TAKEN - JOBQ_STMT_COUNT] =
         "SELECT u.i FROM unnest($2::text[]) WITH ORDINALITY AS u(k, i) WHERE EXISTS "
         "(SELECT 1 FROM jobq_jobs j WHERE j.queue = $1 AND j.order_key = u.k) OR EXISTS "
         "(SELECT 1 FROM jobq_blocked b WHERE b.queue = $1 AND b.order_key = u.k)",
     /* Plain jobs, in order; a queue with a barrier gets them waiting. */
-    [PG_PUT_PLAIN - JOBQ_Q__COUNT] =
+    [PG_PUT_PLAIN - JOBQ_STMT_COUNT] =
         "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
         "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
         "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
@@ -474,7 +473,7 @@ static const char *const own_sql[] = {
      * or finished before.  A keyed job waits behind an earlier one of its
      * key in the batch, or as JOBQ_Q_KEY_TAKEN decides (the key's jobs in
      * the key index, or a dead job that blocks it). */
-    [PG_PUT_KEYED - JOBQ_Q__COUNT] =
+    [PG_PUT_KEYED - JOBQ_STMT_COUNT] =
         "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
         "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
         "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
@@ -500,7 +499,7 @@ static const char *const own_sql[] = {
      * it promises one job, and that plan compared each of the session's
      * jobs with every acknowledgement (1000 by 1000: 180 ms).  The
      * primary key finds each job at once. */
-    [PG_ACK_PLAIN - JOBQ_Q__COUNT] = ACK_ARCHIVE
+    [PG_ACK_PLAIN - JOBQ_STMT_COUNT] = ACK_ARCHIVE
         ", k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
         "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
         "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
@@ -513,7 +512,7 @@ static const char *const own_sql[] = {
     /* The same for a session that never claimed a keyed job: no key to
      * hand on, so neither the update of the next job nor jobq_blocked
      * (fewer relations to lock, less to plan). */
-    [PG_ACK_UNKEYED - JOBQ_Q__COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
+    [PG_ACK_UNKEYED - JOBQ_STMT_COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
     /* JOBQ_Q_ACK_ROW for the jobs $1 (ids, ascending) of session $2,
      * each locked in that order, in the columns of jobq__ack_got_row()
      * (which compares the claims), then the ctid for PG_REQUEUE; the
@@ -521,7 +520,7 @@ static const char *const own_sql[] = {
      * looked up by its id alone, as the claim looks up each queue: read
      * as one set ("id = ANY", or joined to the ids), the generic plan
      * made on an emptied table read the whole table. */
-    [PG_ACK_ROWS - JOBQ_Q__COUNT] =
+    [PG_ACK_ROWS - JOBQ_STMT_COUNT] =
         "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
         "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
         "unnest($1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
@@ -531,7 +530,7 @@ static const char *const own_sql[] = {
     /* JOBQ_Q_ACK_REQUEUE for each job at ctid $1 (locked by PG_ACK_ROWS in
      * this transaction, so still there), with its delay $2, give-back $3
      * and error $4: a TID scan whatever the statistics. */
-    [PG_REQUEUE - JOBQ_Q__COUNT] =
+    [PG_REQUEUE - JOBQ_STMT_COUNT] =
         "UPDATE jobq_jobs j SET state = 'ready', session = NULL, deadline_at = NULL, "
         "run_at = {now} + a.delay, attempts = j.attempts - a.back, claim = CASE WHEN "
         "a.back = 1 THEN NULL ELSE j.claim END, last_error = coalesce(a.error, "
@@ -541,17 +540,12 @@ static const char *const own_sql[] = {
     /* JOBQ_Q_ARCHIVE and JOBQ_Q_DELETE_JOB for each job at ctid $1
      * (locked by PG_ACK_ROWS in this transaction), with its outcome $2,
      * result $3 and error $4: a TID scan, as PG_REQUEUE's. */
-    [PG_ARCHIVE - JOBQ_Q__COUNT] =
+    [PG_ARCHIVE - JOBQ_STMT_COUNT] =
         "WITH a AS (SELECT * FROM unnest($1::tid[], $2::text[], $3::bytea[], "
         "$4::text[]) AS a(t, outcome, result, error)), d AS (DELETE FROM jobq_jobs j "
         "USING a WHERE j.ctid = a.t AND j.ctid = ANY($1::tid[]) "
         DELETED_RETURNING("a.outcome", "a.result", "a.error") ") " DELETED_INTO_ARCHIVE,
-    /* Held-back jobs the session has started, found by their key for
-     * the reason PG_ACK_PLAIN gives. */
-    [PG_STARTED - JOBQ_Q__COUNT] =
-        "UPDATE jobq_jobs SET started = 1 WHERE id = ANY($1::bigint[]) AND "
-        "coalesce(session, '') = $2 AND started = 0",
-    [PG_NOTIFY - JOBQ_Q__COUNT] =
+    [PG_NOTIFY - JOBQ_STMT_COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
     /* A row when this role may analyze and vacuum the hot table (see
      * refresh_stats): whether the planner's count of its rows is under a
@@ -561,7 +555,7 @@ static const char *const own_sql[] = {
      * handle may start a vacuum), whether it has 20000 dead rows or more,
      * no vacuum at work and the vacuums' lock was free, now held by this
      * connection (vacuum_unlock); and the planner's count. */
-    [PG_TABLE_STATS - JOBQ_Q__COUNT] =
+    [PG_TABLE_STATS - JOBQ_STMT_COUNT] =
         "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "
         "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "
         "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "
@@ -590,7 +584,6 @@ static const char *stmt_what(int id) {
     case PG_ACK_ROWS: return "reading the acknowledged jobs";
     case PG_REQUEUE: return "sending jobs back to their queues";
     case PG_ARCHIVE: return "archiving jobs";
-    case PG_STARTED: return "noting started jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
     default: return jobq__sql_what(id);
@@ -649,6 +642,7 @@ typedef struct pg {
   int notify;                  /* send NOTIFY when work becomes ready */
   int64_t statement_timeout_ms;
   unsigned char prepared[PG__END];
+  unsigned char params[PG__END]; /* of each prepared statement: its highest $N */
   int64_t changes;
   names wake;                  /* queues with work made ready in this transaction */
   int lazy;                    /* the transaction is the library's own */
@@ -833,6 +827,23 @@ static void arr_null(array *a) { arr_i32(a, -1); }
 
 static jobq_val arr_val(const array *a) { return (jobq_val){.type = 'a', .p = a->p, .len = a->len}; }
 
+/* A column of a set statement (V_COL, lib/sql.h) as an array of its
+ * kind: bigint, text, bytea or tid. */
+static void arr_column(array *a, const jobq_val *col) {
+  const jobq_val *v = col->p;
+  uint32_t oid = col->i == 'i' ? OID_INT8 : col->i == 'b' ? OID_BYTEA : col->i == 'r' ? OID_TID
+                                                                                      : OID_TEXT;
+  arr_begin(a, oid, col->len);
+  for (size_t i = 0; i < col->len; i++) {
+    if (v[i].type == 'n')
+      arr_null(a);
+    else if (v[i].type == 'i')
+      arr_int8(a, v[i].i);
+    else
+      arr_bytes(a, v[i].p, v[i].len);
+  }
+}
+
 /* ---------------------------------------------------------------- executor */
 
 /* The name statement id is prepared under. */
@@ -844,12 +855,19 @@ static const char *stmt_name(char buf[16], int id) {
 static int prepare(jobq *db, int id) {
   pg *c = conn(db);
   if (c->prepared[id]) return JOBQ_OK;
-  char *text = id < JOBQ_Q__COUNT
+  char *text = id < JOBQ_STMT_COUNT
                    ? jobq__sql_text(JOBQ_DIALECT_PG, id, NULL, NULL)
-                   : jobq__sql_spell(JOBQ_DIALECT_PG, own_sql[id - JOBQ_Q__COUNT], NULL, NULL);
+                   : jobq__sql_spell(JOBQ_DIALECT_PG, own_sql[id - JOBQ_STMT_COUNT], NULL, NULL);
   if (text == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   char name[16];
   PGresult *res = PQprepare(c->conn, stmt_name(name, id), text, 0, NULL);
+  int most = 0;
+  for (const char *p = text; (p = strchr(p, '$')) != NULL;) {
+    char *end;
+    long k = strtol(++p, &end, 10);
+    if (end != p && k > most) most = (int)k;
+  }
+  c->params[id] = (unsigned char)most;
   free(text);
   int rc = JOBQ_OK;
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -894,7 +912,7 @@ static int may_wait(int id) {
     case PG_LOCK_JOB_QUEUES:
     case PG_LOCK_JOB_KEYS:
     case PG_LOCK_KEYS:
-    case PG_STARTED: return 1;
+    case JOBQ_Q_STARTED: return 1;
     default: return 0;
   }
 }
@@ -1122,9 +1140,13 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
   if (rc == JOBQ_ECONN && c->begin_pending && PQstatus(c->conn) != CONNECTION_OK)
     rc = restart(db);
   if (rc != JOBQ_OK) return rc;
+  /* A set statement may leave a value of its other dialects unused. */
+  if (n > c->params[id]) n = c->params[id];
   const char *values[MAX_PARAMS];
   int lengths[MAX_PARAMS], formats[MAX_PARAMS];
   char ints[MAX_PARAMS][24];
+  array cols[MAX_PARAMS];
+  size_t ncols = 0;
   for (size_t i = 0; i < n; i++) {
     lengths[i] = (int)a[i].len;
     formats[i] = 1;
@@ -1137,18 +1159,31 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
         formats[i] = 0;
         break;
       case 'n': values[i] = NULL; break;
+      case 'c':
+        arr_column(&cols[ncols], &a[i]);
+        values[i] = cols[ncols].p;
+        lengths[i] = (int)cols[ncols].len;
+        if (cols[ncols++].failed) rc = JOBQ_ENOMEM;
+        break;
       default: values[i] = a[i].p; break; /* text, bytes, arrays */
     }
   }
+  if (rc != JOBQ_OK) {
+    for (size_t i = 0; i < ncols; i++) free(cols[i].p);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
   if (rows == NULL && c->lazy && (ids != NULL || may_wait(id)) &&
       later_add(c, id, (int)n, values, lengths, formats)) {
+    for (size_t i = 0; i < ncols; i++) free(cols[i].p);
     c->later[c->nlater - 1].ids = ids;
     c->later[c->nlater - 1].nids = nids;
     return JOBQ_OK;
   }
   PGresult *res;
   const sendable q = {id, NULL, (int)n, values, lengths, formats};
-  if ((rc = exec_pending(db, &q, &res)) != JOBQ_OK) return rc;
+  rc = exec_pending(db, &q, &res);
+  for (size_t i = 0; i < ncols; i++) free(cols[i].p);
+  if (rc != JOBQ_OK) return rc;
   if (!result_ok(res)) {
     rc = pg_fail(db, res, stmt_what(id));
     PQclear(res);
@@ -2814,16 +2849,6 @@ static int pg_archive(jobq *db, const jobq_archive_row *r, size_t n) {
   return rc;
 }
 
-static int pg_started(jobq *db, jobq_session *s, const int64_t *ids, size_t n) {
-  array a;
-  arr_begin(&a, OID_INT8, n);
-  for (size_t i = 0; i < n; i++) arr_int8(&a, ids[i]);
-  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                    : pg_query(db, PG_STARTED, SQL_ARGS(arr_val(&a), V_TEXT(s->id)), NULL);
-  free(a.p);
-  return rc;
-}
-
 static int pg_keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
                          unsigned char *taken) {
   array a;
@@ -2989,7 +3014,6 @@ const jobq_store jobq__store_postgres = {
     .ack_rows = pg_ack_rows,
     .requeue = pg_requeue,
     .archive = pg_archive,
-    .started = pg_started,
     .wake = pg_wake,
     .watch = pg_watch,
     .changed = pg_changed,

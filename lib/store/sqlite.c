@@ -213,7 +213,7 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
  * the completions and the puts of plain jobs (1, 4, 16 or 64 a
  * statement, whose text jobq__sql_put_rows() gives). */
 enum {
-  SQ_CANDIDATES = JOBQ_Q__COUNT,
+  SQ_CANDIDATES = JOBQ_STMT_COUNT,
   SQ_CLAIM,
   SQ_CLAIMED,
   SQ_ACK_PLAIN_FIND,
@@ -233,8 +233,8 @@ static int put_rows(int id) {
   return id == SQ_PUT_64 ? 64 : id == SQ_PUT_16 ? 16 : id == SQ_PUT_4 ? 4 : 1;
 }
 
-static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
-    [SQ_CANDIDATES - JOBQ_Q__COUNT] =
+static const char *const own_sql[SQ__END - JOBQ_STMT_COUNT] = {
+    [SQ_CANDIDATES - JOBQ_STMT_COUNT] =
         "SELECT id, priority, run_at FROM jobq_jobs WHERE queue = ?1 "
         "AND state = 'ready' AND run_at <= ?3 "
         "ORDER BY priority DESC, run_at, id LIMIT ?2",
@@ -243,7 +243,7 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
      * clock, read once for the statement); each gets its own claim token.
      * The file is this transaction's, so every one of them is still
      * ready. */
-    [SQ_CLAIM - JOBQ_Q__COUNT] =
+    [SQ_CLAIM - JOBQ_STMT_COUNT] =
         "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, started = ?3, "
         "claim = jobq_token(), claimed_at = ?4, "
         "attempts = attempts + 1, "
@@ -254,14 +254,14 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
      * temporary table first and costs more; a join on the list rather
      * than IN (SELECT ...), which copies the list into a temporary index
      * first (the ids are distinct). */
-    [SQ_CLAIMED - JOBQ_Q__COUNT] =
+    [SQ_CLAIMED - JOBQ_STMT_COUNT] =
         "SELECT j.id, queue, payload, attempts, max_attempts, priority, "
         "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM json_each(?1) a "
         "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2",
     /* Completions of jobs without a barrier, many at a time (see
      * sq_ack_plain): ?1 is a JSON array of ids, whose claim tokens the
      * caller compares. */
-    [SQ_ACK_PLAIN_FIND - JOBQ_Q__COUNT] =
+    [SQ_ACK_PLAIN_FIND - JOBQ_STMT_COUNT] =
         "SELECT j.id, j.queue, j.order_key, j.claim FROM json_each(?1) a "
         "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2 "
         "AND j.state = 'running' AND j.barrier = 0 AND "
@@ -269,7 +269,7 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
         "WHERE b.queue = j.queue AND b.barrier = 1)",
     /* ?1: a JSON array of the ids found (distinct), joined as in
      * SQ_CLAIMED. */
-    [SQ_ACK_PLAIN_ARCHIVE - JOBQ_Q__COUNT] =
+    [SQ_ACK_PLAIN_ARCHIVE - JOBQ_STMT_COUNT] =
         "INSERT OR FAIL INTO jobq_done(id, queue, priority, run_at, outcome, "
         "order_key, barrier, unique_key, payload, result, attempts, "
         "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
@@ -278,11 +278,11 @@ static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
         "x'', attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "
         "created_at, claimed_at, jobq_now(), last_error, prev_lost FROM "
         "json_each(?1) a CROSS JOIN jobq_jobs j ON j.id = a.value",
-    [SQ_ACK_PLAIN_DELETE - JOBQ_Q__COUNT] =
+    [SQ_ACK_PLAIN_DELETE - JOBQ_STMT_COUNT] =
         "DELETE FROM jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
-    [SQ_ACK_RESULT - JOBQ_Q__COUNT] =
+    [SQ_ACK_RESULT - JOBQ_STMT_COUNT] =
         "UPDATE OR FAIL jobq_done SET result = ?2 WHERE id = ?1",
-    [SQ_DATA_VERSION - JOBQ_Q__COUNT] = "PRAGMA data_version",
+    [SQ_DATA_VERSION - JOBQ_STMT_COUNT] = "PRAGMA data_version",
 };
 
 /* What a statement does, in words, for messages. */
@@ -394,14 +394,14 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
     return st;
   }
   char *text = NULL;
-  if (id < JOBQ_Q__COUNT) {
+  if (id < JOBQ_STMT_COUNT) {
     text = jobq__sql_text(JOBQ_DIALECT_SQLITE, id, NULL, NULL);
   } else if (id >= SQ_PUT_1) {
     char *common = jobq__sql_put_rows(put_rows(id));
     text = common ? jobq__sql_spell(JOBQ_DIALECT_SQLITE, common, NULL, NULL) : NULL;
     free(common);
   } else {
-    text = strdup(own_sql[id - JOBQ_Q__COUNT]);
+    text = strdup(own_sql[id - JOBQ_STMT_COUNT]);
   }
   if (text == NULL) {
     jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -418,6 +418,9 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
 }
 
 static int bind(jobq *db, sqlite3_stmt *st, const jobq_val *a, size_t n) {
+  /* A set statement may leave a value of its other dialects unused. */
+  size_t most = (size_t)sqlite3_bind_parameter_count(st);
+  if (n > most) n = most;
   for (size_t i = 0; i < n; i++) {
     int col = (int)i + 1, rc;
     switch (a[i].type) {

@@ -234,7 +234,6 @@ typedef struct jobq_store {
    * sent with the next round trip).  NULL: such an INSERT runs at once. */
   int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
   int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
-  int (*started)(jobq *db, jobq_session *s, const int64_t *ids, size_t n);
   /* Optional, for the acks that ack_plain left: ack_rows reads and locks
    * the rows of acks[0..n) (distinct jobs, ids ascending) in one
    * statement, in id order, as JOBQ_Q_ACK_ROW would one after the other,
