@@ -33,14 +33,12 @@
 
 /* ---------------------------------------------------------------- locks */
 
-static int lock(jobq *db, char kind, const char *queue, const char *key,
-                int exclusive) {
-  if (db->store->lock == NULL) return JOBQ_OK;
-  return db->store->lock(db, kind, queue, key, exclusive);
+static int lock(jobq *db, char kind, const char *queue, const char *key, int exclusive) {
+  const jobq_lock l = {kind, exclusive, queue, key};
+  return db->store->lock(db, &l, 1);
 }
 
 int jobq__lock_job(jobq *db, const jobq_jobref *job, int finishing) {
-  if (db->store->lock == NULL) return JOBQ_OK;
   int rc = lock(db, 'q', job->queue, NULL, job->barrier);
   if (rc == JOBQ_OK && finishing && !job->barrier) {
     /* Finishing next to a waiting barrier: one finisher at a time, so
@@ -54,7 +52,7 @@ int jobq__lock_job(jobq *db, const jobq_jobref *job, int finishing) {
 }
 
 int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
-  if (db->store->lock == NULL || n == 0) return JOBQ_OK;
+  if (n == 0) return JOBQ_OK;
   const char **keys = malloc(n * sizeof *keys);
   if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   int rc = JOBQ_OK;
@@ -76,10 +74,12 @@ int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
 }
 
 int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
-  if (db->store->lock == NULL || n == 0) return JOBQ_OK;
-  if (db->store->lock_keys != NULL) return db->store->lock_keys(db, queue, keys, n);
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = lock(db, 'k', queue, keys[i], 1);
+  if (n == 0) return JOBQ_OK;
+  jobq_lock *l = malloc(n * sizeof *l);
+  if (l == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) l[i] = (jobq_lock){'k', 1, queue, keys[i]};
+  int rc = db->store->lock(db, l, n);
+  free(l);
   return rc;
 }
 
@@ -104,15 +104,44 @@ static int queue_has_before(jobq *db, int look, const char *queue, int64_t id, i
   return jobq__sql_exists(db, look, yes, SQL_ARGS(V_TEXT(queue), V_INT(id)));
 }
 
+static int text_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* KEYS_TAKEN's rows, each a key found: its place in the keys set. */
+typedef struct taken_ctx {
+  const char *const *keys;
+  size_t n;
+  unsigned char *taken;
+} taken_ctx;
+
+static int key_taken_row(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  taken_ctx *t = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    int failed = 0;
+    char *key = jobq__col_text(db, r, 0, &failed);
+    if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    const char *const *hit = key ? bsearch(&key, t->keys, t->n, sizeof *t->keys, text_cmp) : NULL;
+    if (hit != NULL) t->taken[hit - t->keys] = 1;
+    free(key);
+  }
+  return got < 0 ? got : JOBQ_OK;
+}
+
 int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
                      unsigned char *taken) {
-  if (db->store->keys_taken != NULL) return db->store->keys_taken(db, queue, keys, n, taken);
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    int yes;
-    rc = key_has(db, JOBQ_Q_KEY_TAKEN, queue, keys[i], &yes);
-    taken[i] = (unsigned char)yes;
-  }
+  memset(taken, 0, n);
+  if (n == 0) return JOBQ_OK;
+  jobq_val *v = malloc(n * sizeof *v);
+  if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) v[i] = V_TEXT(keys[i]);
+  taken_ctx t = {keys, n, taken};
+  int rc = jobq__sql_set(db, JOBQ_Q_KEYS_TAKEN, SQL_ARGS(V_TEXT(queue), V_COL('t', v, n)), 0,
+                         key_taken_row, &t, NULL);
+  free(v);
   return rc;
 }
 

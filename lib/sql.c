@@ -163,6 +163,16 @@ static const text texts[JOBQ_Q__COUNT] = {
                                 "?2 AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1) "
                                 "UNION ALL (SELECT 1 FROM jobq_blocked WHERE queue = ?1 AND "
                                 "order_key = ?2) LIMIT 1"},
+    /* KEY_TAKEN for each of queue ?1's keys ?2 (a column): the keys
+     * found. */
+    [JOBQ_Q_KEYS_TAKEN] =
+        {.what = "looking for the keys' jobs",
+         .common = "SELECT order_key FROM jobq_jobs WHERE queue = ?1 AND order_key IN "
+                   "({each:?2}) GROUP BY order_key UNION SELECT order_key FROM jobq_blocked "
+                   "WHERE queue = ?1 AND order_key IN ({each:?2})",
+         .pg = "SELECT u.k FROM unnest(?2::text[]) AS u(k) WHERE EXISTS (SELECT 1 FROM "
+               "jobq_jobs j WHERE j.queue = ?1 AND j.order_key = u.k) OR EXISTS (SELECT 1 "
+               "FROM jobq_blocked b WHERE b.queue = ?1 AND b.order_key = u.k)"},
     [JOBQ_Q_KEY_ACTIVE] = {.what = "looking for the ordering key's active job",
                            .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "order_key = ?2 AND state IN ('ready', 'running') LIMIT 1",

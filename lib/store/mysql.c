@@ -274,7 +274,6 @@ enum {
   MY_PUT_64,
   MY_LOCK_KEYS,
   MY_LOCK_ADD_KEYS,
-  MY_KEYS_TAKEN,
   MY_ACK_ROWS,
   MY_REQUEUE,
   MY__END
@@ -287,7 +286,7 @@ static const char *const own_whats[] = {
     "completing jobs",         "completing jobs",         "completing jobs",
     "putting jobs",            "putting jobs",            "putting jobs",
     "putting jobs",            "taking the keys' locks",  "taking the keys' locks",
-    "looking for the keys' jobs", "reading the acknowledged jobs",
+    "reading the acknowledged jobs",
     "sending jobs back to their queues"};
 _Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_STMT_COUNT,
                "words for each statement");
@@ -393,16 +392,6 @@ static char *own_text(int id) {
       /* ?1..?32 the names, in name order (the last repeated to fill). */
       sb_add(&b, "INSERT IGNORE INTO jobq_locks(name) VALUES ");
       sb_each(&b, 1, CHUNK, "), ", "(");
-      sb_add(&b, ")");
-      break;
-    case MY_KEYS_TAKEN:
-      /* ?1 the queue, ?2..?33 its keys (NULL: none): those KEY_TAKEN
-       * finds. */
-      sb_add(&b, "SELECT order_key FROM jobq_jobs WHERE queue = ?1 AND order_key IN (");
-      sb_params(&b, 2, CHUNK);
-      sb_add(&b, ") GROUP BY order_key UNION SELECT order_key FROM jobq_blocked WHERE "
-                 "queue = ?1 AND order_key IN (");
-      sb_params(&b, 2, CHUNK);
       sb_add(&b, ")");
       break;
     case MY_PICK:
@@ -1735,8 +1724,7 @@ static int lock_row_name(jobq *db, char kind, const char *queue, const char *key
   return JOBQ_OK;
 }
 
-static int my_lock(jobq *db, char kind, const char *queue, const char *key,
-                   int exclusive) {
+static int lock_row(jobq *db, char kind, const char *queue, const char *key, int exclusive) {
   lock_name name;
   size_t len = 0;
   int rc = lock_row_name(db, kind, queue, key, name, &len);
@@ -1756,14 +1744,14 @@ static int my_lock(jobq *db, char kind, const char *queue, const char *key,
 }
 
 /*
- * The keys' locks, CHUNK names to a statement rather than one or two a
- * key: the rows there are locked in name order, which within one queue is
- * the keys' order (the library's), and the missing ones inserted in one
- * statement, which holds them as my_lock's insert does.  Only when another
- * transaction inserted one of them meanwhile does each missing one go
- * through my_lock.
+ * Keys' locks of one queue, CHUNK names to a statement rather than one or
+ * two a key: the rows there are locked in name order, which within one
+ * queue is the keys' order (the library's), and the missing ones inserted
+ * in one statement, which holds them as lock_row's insert does.  Only
+ * when another transaction inserted one of them meanwhile does each
+ * missing one go through lock_row.
  */
-static int my_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
+static int lock_key_rows(jobq *db, const char *queue, const char *const *keys, size_t n) {
   lock_name names[CHUNK];
   jobq_val v[CHUNK];
   int rc = JOBQ_OK;
@@ -1801,31 +1789,30 @@ static int my_lock_keys(jobq *db, const char *queue, const char *const *keys, si
     int64_t added = 0;
     rc = jobq__sql_change(db, MY_LOCK_ADD_KEYS, &added, v, CHUNK);
     for (i = 0; rc == JOBQ_OK && added != (int64_t)missing && i < k; i++)
-      if (!found[i]) rc = my_lock(db, 'k', queue, keys[at + i], 1);
+      if (!found[i]) rc = lock_row(db, 'k', queue, keys[at + i], 1);
   }
   return rc;
 }
 
-static int my_keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
-                         unsigned char *taken) {
-  jobq_val v[1 + CHUNK];
+/* The locks in order: a run of one queue's keys' locks a few statements
+ * for all of them (lock_key_rows), every other lock on its own. */
+static int my_lock(jobq *db, const jobq_lock *l, size_t n) {
   int rc = JOBQ_OK;
-  memset(taken, 0, n);
-  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
-    size_t k = n - at > CHUNK ? CHUNK : n - at;
-    v[0] = V_TEXT(queue);
-    for (size_t i = 0; i < CHUNK; i++) v[1 + i] = i < k ? V_TEXT(keys[at + i]) : V_NULL;
-    jobq_rows *r;
-    if ((rc = jobq__sql_query(db, MY_KEYS_TAKEN, &r, v, 1 + CHUNK)) != JOBQ_OK) break;
-    int got;
-    while ((got = my_next(db, r)) == 1) {
-      size_t len;
-      const char *key = my_col_bytes(r, 0, &len);
-      for (size_t i = 0; i < k; i++)
-        if (strlen(keys[at + i]) == len && memcmp(keys[at + i], key, len) == 0) taken[at + i] = 1;
+  for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
+    end = i + 1;
+    if (l[i].kind != 'k' || !l[i].exclusive) {
+      rc = lock_row(db, l[i].kind, l[i].queue, l[i].key, l[i].exclusive);
+      continue;
     }
-    my_done(db, r);
-    if (got < 0) rc = got;
+    while (end < n && l[end].kind == 'k' && l[end].exclusive &&
+           strcmp(l[end].queue, l[i].queue) == 0)
+      end++;
+    const char **keys = malloc((end - i) * sizeof *keys);
+    if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    for (size_t k = i; k < end; k++) keys[k - i] = l[k].key;
+    rc = end - i == 1 ? lock_row(db, 'k', l[i].queue, l[i].key, 1)
+                      : lock_key_rows(db, l[i].queue, keys, end - i);
+    free(keys);
   }
   return rc;
 }
@@ -2234,7 +2221,7 @@ static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
     rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t q = 0; q < nd && rc == JOBQ_OK; q++) {
     int barrier = 0;
-    rc = my_lock(db, 'q', dq[q], NULL, 0);
+    rc = lock_row(db, 'q', dq[q], NULL, 0);
     if (rc == JOBQ_OK)
       rc = jobq__sql_exists(db, JOBQ_Q_BARRIER_BEFORE, &barrier,
                             SQL_ARGS(V_TEXT(dq[q]), V_INT(INT64_MAX)));
@@ -2309,8 +2296,6 @@ const jobq_store jobq__store_mysql = {
     .changes = my_changes,
     .insert_id = my_insert_id,
     .lock = my_lock,
-    .lock_keys = my_lock_keys,
-    .keys_taken = my_keys_taken,
     .claim = my_claim,
     .put_plain = my_put_plain,
     .put_plain_keys = 1,

@@ -352,12 +352,12 @@ enum {
   PG_CLAIM = JOBQ_STMT_COUNT,
   PG_LOCK_SHARED,
   PG_LOCK,
+  PG_LOCKS,
   PG_ENSURE_QUEUES,
   PG_LOCK_QUEUES,
   PG_LOCK_JOB_QUEUES,
   PG_LOCK_JOB_KEYS,
   PG_LOCK_KEYS,
-  PG_KEYS_TAKEN,
   PG_PUT_PLAIN,
   PG_PUT_KEYED,
   PG_ACK_PLAIN,
@@ -427,6 +427,12 @@ static const char *const own_sql[] = {
     [PG_LOCK_SHARED - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))",
     [PG_LOCK - JOBQ_STMT_COUNT] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+    /* The locks named $1, exclusive where $2 says 1, in that order. */
+    [PG_LOCKS - JOBQ_STMT_COUNT] =
+        "SELECT CASE WHEN x.e = 1 THEN pg_advisory_xact_lock(hashtextextended(x.name, 0)) "
+        "ELSE pg_advisory_xact_lock_shared(hashtextextended(x.name, 0)) END FROM (SELECT "
+        "u.name, u.e FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(name, e, n) "
+        "ORDER BY u.n) x",
     [PG_ENSURE_QUEUES - JOBQ_STMT_COUNT] =
         "INSERT INTO jobq_queues(name, created_at) SELECT DISTINCT q, {now} FROM "
         "unnest($1::text[]) q ON CONFLICT (name) DO NOTHING",
@@ -451,12 +457,6 @@ static const char *const own_sql[] = {
         "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
         "(SELECT DISTINCT u.q COLLATE \"C\" AS q, u.k COLLATE \"C\" AS k FROM "
         "unnest($1::text[], $2::text[]) AS u(q, k) WHERE u.k IS NOT NULL ORDER BY 1, 2) x",
-    /* Which of queue $1's keys $2 have a job or a dead head's hold, as
-     * JOBQ_Q_KEY_TAKEN finds for one key: their places in $2, from 1. */
-    [PG_KEYS_TAKEN - JOBQ_STMT_COUNT] =
-        "SELECT u.i FROM unnest($2::text[]) WITH ORDINALITY AS u(k, i) WHERE EXISTS "
-        "(SELECT 1 FROM jobq_jobs j WHERE j.queue = $1 AND j.order_key = u.k) OR EXISTS "
-        "(SELECT 1 FROM jobq_blocked b WHERE b.queue = $1 AND b.order_key = u.k)",
     /* Plain jobs, in order; a queue with a barrier gets them waiting. */
     [PG_PUT_PLAIN - JOBQ_STMT_COUNT] =
         "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
@@ -573,9 +573,9 @@ static const char *stmt_what(int id) {
     case PG_LOCK:
     case PG_LOCK_QUEUES:
     case PG_LOCK_JOB_QUEUES: return "taking a queue's lock";
+    case PG_LOCKS: return "taking the locks";
     case PG_LOCK_JOB_KEYS:
     case PG_LOCK_KEYS: return "taking the keys' locks";
-    case PG_KEYS_TAKEN: return "looking for the keys' jobs";
     case PG_ENSURE_QUEUES: return "adding the queues";
     case PG_PUT_PLAIN:
     case PG_PUT_KEYED: return "putting jobs";
@@ -907,6 +907,7 @@ static int may_wait(int id) {
     case JOBQ_Q_SESSION_LOCK:
     case PG_LOCK_SHARED:
     case PG_LOCK:
+    case PG_LOCKS:
     case PG_ENSURE_QUEUES:
     case PG_LOCK_QUEUES:
     case PG_LOCK_JOB_QUEUES:
@@ -2310,15 +2311,41 @@ static void pg_wake(jobq *db, const char *queue) { (void)names_add(&conn(db)->wa
 
 /* ---------------------------------------------------------------- locks */
 
-static int pg_lock(jobq *db, char kind, const char *queue, const char *key, int exclusive) {
-  /* The same names as the jobq_put() SQL function's: "q:queue",
-   * "k:queue/key". */
-  size_t len = strlen(queue) + (key ? strlen(key) + 1 : 0) + 3;
+/* A lock's name, the same as the jobq_put() SQL function's: "q:queue",
+ * "k:queue/key"; a new string, or NULL when out of memory. */
+static char *lock_name(const jobq_lock *l) {
+  size_t len = strlen(l->queue) + (l->key ? strlen(l->key) + 1 : 0) + 3;
   char *name = malloc(len);
-  if (name == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  snprintf(name, len, "%c:%s%s%s", kind, queue, key ? "/" : "", key ? key : "");
-  int rc = pg_query(db, exclusive ? PG_LOCK : PG_LOCK_SHARED, SQL_ARGS(V_TEXT(name)), NULL);
-  free(name);
+  if (name != NULL)
+    snprintf(name, len, "%c:%s%s%s", l->kind, l->queue, l->key ? "/" : "", l->key ? l->key : "");
+  return name;
+}
+
+/* One lock a statement, or many in one (PG_LOCKS); either waits to be
+ * sent with the next statement. */
+static int pg_lock(jobq *db, const jobq_lock *l, size_t n) {
+  if (n == 1) {
+    char *name = lock_name(l);
+    if (name == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    int rc = pg_query(db, l->exclusive ? PG_LOCK : PG_LOCK_SHARED, SQL_ARGS(V_TEXT(name)), NULL);
+    free(name);
+    return rc;
+  }
+  array lnames, modes;
+  arr_begin(&lnames, OID_TEXT, n);
+  arr_begin(&modes, OID_INT8, n);
+  for (size_t i = 0; i < n; i++) {
+    char *name = lock_name(&l[i]);
+    if (name == NULL) lnames.failed = 1;
+    else arr_bytes(&lnames, name, strlen(name));
+    free(name);
+    arr_int8(&modes, l[i].exclusive);
+  }
+  int rc = lnames.failed || modes.failed
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : pg_query(db, PG_LOCKS, SQL_ARGS(arr_val(&lnames), arr_val(&modes)), NULL);
+  free(lnames.p);
+  free(modes.p);
   return rc;
 }
 
@@ -2849,26 +2876,6 @@ static int pg_archive(jobq *db, const jobq_archive_row *r, size_t n) {
   return rc;
 }
 
-static int pg_keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
-                         unsigned char *taken) {
-  array a;
-  arr_begin(&a, OID_TEXT, n);
-  for (size_t i = 0; i < n; i++) arr_bytes(&a, keys[i], strlen(keys[i]));
-  jobq_rows *r = NULL;
-  int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                    : pg_query(db, PG_KEYS_TAKEN, SQL_ARGS(V_TEXT(queue), arr_val(&a)), &r);
-  free(a.p);
-  if (rc != JOBQ_OK) return rc;
-  memset(taken, 0, n);
-  int got;
-  while ((got = pg_next(db, r)) == 1) {
-    int64_t i = pg_col_int(r, 0);
-    if (i >= 1 && (size_t)i <= n) taken[i - 1] = 1;
-  }
-  pg_done(db, r);
-  return got < 0 ? got : JOBQ_OK;
-}
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The first wait before the LISTEN connection is opened again, doubled
@@ -3005,7 +3012,6 @@ const jobq_store jobq__store_postgres = {
     .col_bytes = pg_col_bytes,
     .changes = pg_changes,
     .lock = pg_lock,
-    .keys_taken = pg_keys_taken,
     .claim = pg_claim,
     .put_plain = pg_put_plain,
     .put_plain_keys = 1,

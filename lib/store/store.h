@@ -133,6 +133,14 @@ typedef struct jobq_archive_row {
   size_t error_len;
 } jobq_archive_row;
 
+/* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
+ * and the queue, and the key for 'k'; shared or exclusive. */
+typedef struct jobq_lock {
+  char kind;
+  int exclusive;
+  const char *queue, *key;
+} jobq_lock;
+
 /* The checks jobq_doctor() collects (lib/doctor.c). */
 typedef struct jobq__checks jobq__checks;
 
@@ -186,19 +194,11 @@ typedef struct jobq_store {
    * insert cannot return it as a row (NULL otherwise). */
   int64_t (*insert_id)(jobq *db);
 
-  /* Takes the named lock kind:queue or kind:queue/key (key may be NULL)
-   * until the transaction ends, shared or exclusive; lib/order.c says
-   * which and why.  NULL for engines where one writer holds the whole
-   * database. */
-  int (*lock)(jobq *db, char kind, const char *queue, const char *key,
-              int exclusive);
-  /* Optional: the exclusive locks of queue's keys keys[0..n) (distinct,
-   * sorted by strcmp), as n calls of lock in that order would take them;
-   * and taken[i] set when queue's key keys[i] has a job, as KEY_TAKEN
-   * would find, for the same keys.  NULL: one statement a key. */
-  int (*lock_keys)(jobq *db, const char *queue, const char *const *keys, size_t n);
-  int (*keys_taken)(jobq *db, const char *queue, const char *const *keys, size_t n,
-                    unsigned char *taken);
+  /* Takes the named locks locks[0..n), one after the other in that
+   * order, until the transaction ends; lib/order.c says which and why.
+   * A store whose writers take turns (one holds the whole database)
+   * takes none. */
+  int (*lock)(jobq *db, const jobq_lock *locks, size_t n);
 
   /* --- what each engine does its own way --- */
   /* Claims up to max ready jobs of the session from the nq queues (all
