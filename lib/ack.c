@@ -245,25 +245,51 @@ jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, s
   return g;
 }
 
+/* ACK_ROWS's rows: each acknowledgement's whose claim holds. */
+typedef struct got_ctx {
+  jobq_ack **acks;
+  jobq_ack_got *got;
+} got_ctx;
+
+static int got_rows(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  got_ctx *g = arg;
+  int row, failed = 0;
+  while ((row = jobq__rows_next(db, r)) == 1) {
+    jobq_ack_got *e = jobq__ack_got_row(db, r, g->acks + first, n, g->got + first, &failed);
+    if (e == NULL || jobq__col_null(db, r, 9)) continue;
+    size_t len;
+    const void *at = db->store->col_bytes(r, 9, &len);
+    e->at_len = len < sizeof e->at ? len : sizeof e->at;
+    memcpy(e->at, at, e->at_len);
+  }
+  if (row < 0) return row;
+  return failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+}
+
 /* ack_read() for each distinct job of pending[0..m) (ack_id_cmp()
- * order), in one statement of the store's: jobs[0..*nj) get the ones
- * whose claims hold. */
+ * order), by one set statement (ACK_ROWS, in id order): jobs[0..*nj) get
+ * the ones whose claims hold. */
 static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m,
                          ack_job *jobs, size_t *nj) {
   jobq_ack **acks = malloc(m * sizeof *acks);
   jobq_ack_got *got = calloc(m, sizeof *got);
-  if (acks == NULL || got == NULL) {
+  jobq_val *ids = malloc(m * sizeof *ids);
+  if (acks == NULL || got == NULL || ids == NULL) {
     free(acks);
     free(got);
+    free(ids);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   size_t n = 0;
   for (size_t i = 0; i < m; i++) {
     if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
     pending[i]->status = JOBQ_ELOST;
+    ids[n] = V_INT(pending[i]->id);
     acks[n++] = pending[i];
   }
-  int rc = db->store->ack_rows(db, s, acks, n, got);
+  got_ctx g = {acks, got};
+  int rc = jobq__sql_set(db, JOBQ_Q_ACK_ROWS, SQL_ARGS(V_COL('i', ids, n), V_TEXT(s->id)), 0,
+                         got_rows, &g, NULL);
   for (size_t i = 0; i < n; i++) {
     if (rc == JOBQ_OK && got[i].found) {
       ack_job *j = &jobs[(*nj)++];
@@ -276,27 +302,36 @@ static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m
     free(got[i].key);
     if (rc == JOBQ_OK) rc = ack_before(db, acks[i]);
   }
+  free(ids);
   free(acks);
   free(got);
   return rc;
 }
 
 /* The jobs of jobs[0..n) (read by ack_read_many()) that go back to their
- * queues, in one statement of the store's; each one sent gets its
+ * queues, by one set statement (REQUEUE_ROWS); each one sent gets its
  * status. */
 static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
-  jobq_requeue *r = malloc(n * sizeof *r);
+  jobq_val *v = malloc(5 * n * sizeof *v);
   char **clean = calloc(n, sizeof *clean);
-  int rc = r == NULL || clean == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  int rc = v == NULL || clean == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   size_t k = 0;
+  jobq_val *at = v, *delay = v + n, *back = v + 2 * n, *error = v + 3 * n, *id = v + 4 * n;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     jobq_ack_plan p = jobs[i].plan;
     if (p.state != JOBQ_STATE_READY) continue;
     rc = plan_error(db, &p, &clean[k]);
-    r[k++] = (jobq_requeue){jobs[i].at, jobs[i].at_len, jobs[i].a->id, p.delay_ms,
-                            !p.spend, p.error, p.error_len};
+    at[k] = jobs[i].at_len ? V_BYTES(jobs[i].at, jobs[i].at_len) : V_NULL;
+    delay[k] = V_INT(p.delay_ms);
+    back[k] = V_INT(!p.spend);
+    error[k] = V_TEXTN(p.error, p.error_len);
+    id[k++] = V_INT(jobs[i].a->id);
   }
-  if (rc == JOBQ_OK && k > 0) rc = db->store->requeue(db, r, k);
+  if (rc == JOBQ_OK && k > 0)
+    rc = jobq__sql_set(db, JOBQ_Q_REQUEUE_ROWS,
+                       SQL_ARGS(V_COL('r', at, k), V_COL('i', delay, k), V_COL('i', back, k),
+                                V_COL('t', error, k), V_COL('i', id, k)),
+                       0, NULL, NULL, NULL);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     if (jobs[i].plan.state != JOBQ_STATE_READY) continue;
     if (jobs[i].plan.delay_ms == 0) jobq__wake(db, jobs[i].ref.queue);
@@ -305,17 +340,17 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
   }
   for (size_t i = 0; clean != NULL && i < k; i++) free(clean[i]);
   free(clean);
-  free(r);
+  free(v);
   return rc;
 }
 
-/* Whether j's job leaves the hot table and is no barrier: the store's
- * archive() takes it (archive_many). */
+/* Whether j's job leaves the hot table and is no barrier: ARCHIVE_ROWS
+ * takes it (archive_many). */
 static int ack_leaves_at_once(const ack_job *j) { return ack_leaves(j) && !j->ref.barrier; }
 
 /* The jobs of jobs[0..n) (read by ack_read_many(), in ack_job_cmp()
- * order) that leave the hot table and are no barrier, in one statement
- * of the store's; each one archived gets its status. */
+ * order) that leave the hot table and are no barrier, by set statements;
+ * each one archived gets its status. */
 static int archive_many(jobq *db, ack_job *jobs, size_t n) {
   jobq_archive_row *r = malloc(n * sizeof *r);
   const jobq_jobref **refs = malloc(n * sizeof *refs);
@@ -349,11 +384,11 @@ static int archive_many(jobq *db, ack_job *jobs, size_t n) {
 }
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
- * row read and locked first, in id order (in one statement where the
- * store has ack_rows), then the queue and key locks of every job that
- * leaves the hot table, each once, in jobq__lock_cmp() as a put takes
- * them, then each job sent where it goes (those back to their queues in
- * one statement where the store has requeue).  Finished in the batch's
+ * row read and locked first, in id order (ACK_ROWS), then the queue and
+ * key locks of every job that leaves the hot table, each once, in
+ * jobq__lock_cmp() as a put takes them, then each job sent where it goes
+ * (those back to their queues by REQUEUE_ROWS, those out of the hot
+ * table by ARCHIVE_ROWS, barriers one at a time).  Finished in the batch's
  * order, two jobs of other keys took
  * their locks the other way round from a put of both keys, and the two
  * transactions deadlocked (on PostgreSQL each such deadlock costs a
@@ -370,25 +405,15 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   size_t nj = 0;
-  int rc = JOBQ_OK, batched = db->store->ack_rows != NULL;
-  if (batched) {
-    rc = ack_read_many(db, s, pending, m, jobs, &nj);
-  } else {
-    for (size_t i = 0; i < m && rc == JOBQ_OK; i++) {
-      if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
-      int got = ack_read(db, s, pending[i], &jobs[nj]);
-      if (got < 0) rc = got;
-      nj += got > 0;
-    }
-  }
+  int rc = ack_read_many(db, s, pending, m, jobs, &nj);
   size_t nl = 0;
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
     if (ack_leaves(&jobs[i])) leaving[nl++] = &jobs[i].ref;
   if (rc == JOBQ_OK) rc = jobq__lock_finishing(db, leaving, nl);
   free(leaving);
-  if (rc == JOBQ_OK && batched && db->store->requeue != NULL) rc = requeue_many(db, jobs, nj);
-  if (rc == JOBQ_OK && batched && db->store->archive != NULL) rc = archive_many(db, jobs, nj);
+  if (rc == JOBQ_OK) rc = requeue_many(db, jobs, nj);
+  if (rc == JOBQ_OK) rc = archive_many(db, jobs, nj);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
     if (jobs[i].a->status != JOBQ_OK) rc = ack_apply(db, &jobs[i]);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);

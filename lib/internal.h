@@ -291,8 +291,45 @@ int64_t jobq__mono_ms(void);
  * [0.5, 1.5) drawn from rnd. */
 int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd);
 
-/* Where an acknowledged job goes, given what its row says
- * (jobq_ack_row, lib/store/store.h). */
+/* What an acknowledgement reads of its job's row (JOBQ_Q_ACK_ROW), for
+ * where the job goes (jobq__ack_plan) and the locks it takes to go there
+ * (lib/order.c). */
+typedef struct jobq_ack_row {
+  int attempts;
+  int max_attempts;
+  int64_t backoff_ms;
+  int cancel_requested;
+} jobq_ack_row;
+
+/* What ACK_ROWS read for one acknowledgement: found when its claim
+ * holds, then the row, the job's queue and ordering key (malloc'd, key
+ * NULL when it has none), and where the row is, for REQUEUE_ROWS and
+ * ARCHIVE_ROWS in the same transaction (PostgreSQL: its ctid). */
+typedef struct jobq_ack_got {
+  int found;
+  jobq_ack_row row;
+  char *queue, *key;
+  int barrier;
+  unsigned char at[16];
+  size_t at_len;
+} jobq_ack_got;
+
+/* A job leaving the hot table by an acknowledgement, not a barrier:
+ * where ACK_ROWS found its row, its outcome
+ * (done, dead or cancelled), its result (done only) and its new last
+ * error (NULL: kept). */
+typedef struct jobq_archive_row {
+  const unsigned char *at;
+  size_t at_len;
+  int64_t id;
+  int state;
+  const void *result;
+  size_t result_len;
+  const char *error;
+  size_t error_len;
+} jobq_archive_row;
+
+/* Where an acknowledged job goes, given what its row says. */
 typedef struct jobq_ack_plan {
   int state;          /* JOBQ_STATE_READY, _DONE, _DEAD or _CANCELLED */
   int64_t delay_ms;   /* READY: run_at = now + delay_ms */
@@ -308,7 +345,7 @@ typedef struct jobq_ack_plan {
  * how the transaction ended). */
 int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n);
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
-/* For a store's ack_rows: the ack of acks[0..n) (ids ascending) whose job
+/* For ACK_ROWS: the ack of acks[0..n) (ids ascending) whose job
  * is r's current row, with the columns id, claim, attempts, max_attempts,
  * backoff_ms, cancel_requested, queue, order_key, barrier, recorded in
  * its entry of got[0..n); that entry, or NULL when no ack has that job
@@ -393,10 +430,9 @@ int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
 /* jobq__archive() for running jobs r[0..n) (jobs[0..n), none a barrier,
- * in jobq__lock_cmp()) in the store's one statement (its archive()),
- * then what follows for each, and each queue's look for a barrier once.
- * Their rows are locked by the store's ack_rows() and their order locks
- * held. */
+ * in jobq__lock_cmp()) by set statements (ARCHIVE_ROWS), then what
+ * follows for each, and each queue's look for a barrier once.  Their
+ * rows are locked by ACK_ROWS and their order locks held. */
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n);
 /* Adds to a queue's counters of finished jobs (lib/counts.c), inside a

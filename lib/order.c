@@ -367,12 +367,39 @@ static int hold_keys(jobq *db, const jobq_archive_row *r, const jobq_jobref *con
   return rc;
 }
 
+/* ARCHIVE_ROWS for r[0..n), then DELETE_ROWS where the dialect's
+ * ARCHIVE_ROWS leaves the rows. */
+static int archive_rows(jobq *db, const jobq_archive_row *r, size_t n) {
+  jobq_val *v = malloc(5 * n * sizeof *v);
+  if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  jobq_val *at = v, *outcome = v + n, *result = v + 2 * n, *error = v + 3 * n, *id = v + 4 * n;
+  for (size_t i = 0; i < n; i++) {
+    at[i] = r[i].at_len ? V_BYTES(r[i].at, r[i].at_len) : V_NULL;
+    outcome[i] = V_TEXT(jobq_state_name(r[i].state));
+    result[i] = r[i].state == JOBQ_STATE_DONE ? V_BYTES(r[i].result, r[i].result_len) : V_NULL;
+    error[i] = V_TEXTN(r[i].error, r[i].error_len);
+    id[i] = V_INT(r[i].id);
+  }
+  int64_t moved = 0;
+  int rc = jobq__sql_set(db, JOBQ_Q_ARCHIVE_ROWS,
+                         SQL_ARGS(V_COL('r', at, n), V_COL('t', outcome, n), V_COL('b', result, n),
+                                  V_COL('t', error, n), V_COL('i', id, n)),
+                         0, NULL, NULL, &moved);
+  /* Every row was locked by this transaction: each is there to move. */
+  if (rc == JOBQ_OK && moved != (int64_t)n)
+    rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", n, (long long)moved);
+  if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_DELETE_ROWS))
+    rc = jobq__sql_set(db, JOBQ_Q_DELETE_ROWS, SQL_ARGS(V_COL('i', id, n)), 0, NULL, NULL, NULL);
+  free(v);
+  return rc;
+}
+
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n) {
   if (n == 0) return JOBQ_OK;
   unsigned char *blocks = malloc(n), *left = malloc(n);
   int rc = blocks == NULL || left == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                                          : db->store->archive(db, r, n);
+                                          : archive_rows(db, r, n);
   /* Each key has one running job: the keys of the batch are distinct,
    * and each one's next job goes after all of them left.  Most keys
    * often have none: those are found at once.  A key that a dead head

@@ -34,6 +34,24 @@
   "session, claim, created_at, claimed_at, finished_at, last_error, "         \
   "prev_lost"
 
+/* The rows deleted from the hot table (d, each with its outcome, new
+ * result and new error, NULL to keep the last) into the archive, in a
+ * PostgreSQL statement. */
+#define DELETED_RETURNING(OUTCOME, RESULT, ERROR)                               \
+  "RETURNING j.id, j.queue, j.priority, j.run_at, " OUTCOME " AS outcome, "     \
+  "j.order_key, j.barrier, j.unique_key, j.payload, " RESULT " AS new_result, " \
+  "j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
+  "j.created_at, j.claimed_at, " ERROR " AS new_error, j.last_error, j.prev_lost"
+#define DELETED_INTO_ARCHIVE                                                    \
+  "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, run_at, " \
+  "outcome, order_key, barrier, unique_key, payload, new_result, attempts, "    \
+  "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, claimed_at, " \
+  "{now}, coalesce(new_error, last_error), prev_lost FROM d"
+
+/* MariaDB: of the values ?V of each row, the one in the place of the
+ * row's id among the ids ?I (see REQUEUE_ROWS). */
+#define BY_ID(I, V) "ELT(FIELD(id, {each:" I "}), {each:" V "})"
+
 /* An archived job back into the hot table in state STATE, with a fresh
  * attempt count: the head of a statement, its WHERE on jobq_done to
  * follow. */
@@ -380,6 +398,31 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
          "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
          "AND claim = ?3 AND state = 'running'{for_update}"},
+    /* ACK_ROW for each of the jobs ?1 (a column, ids ascending) of
+     * session ?2, each locked in that order, in the columns of
+     * jobq__ack_got_row(): id, claim (which the library compares), the
+     * row's columns, and where the row is (PostgreSQL: its ctid, for
+     * REQUEUE_ROWS and ARCHIVE_ROWS; NULL elsewhere).  PostgreSQL looks
+     * each job up by its id alone, as the claim looks up each queue: read
+     * as one set ("id = ANY", or joined to the ids), the generic plan
+     * made on an emptied table read the whole table; and compares the
+     * session through coalesce(), so that no plan starts from the
+     * session's index (see COMPLETE). */
+    [JOBQ_Q_ACK_ROWS] =
+        {.what = "reading the acknowledged jobs",
+         .common = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
+                   "queue, order_key, barrier, NULL FROM jobq_jobs WHERE id IN ({each:?1}) AND "
+                   "session = ?2 AND state = 'running' ORDER BY id",
+         .pg = "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
+               "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
+               "unnest(?1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
+               "attempts, max_attempts, backoff_ms, cancel_requested, queue, order_key, "
+               "barrier FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = ?2 AND "
+               "state = 'running' FOR UPDATE) j",
+         .mysql = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
+                  "queue, order_key, barrier, NULL FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE "
+                  "id IN ({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id "
+                  "FOR UPDATE"},
     [JOBQ_Q_ACK_DONE_BEFORE] = {.what = "looking for an earlier acknowledgement",
                                 .common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
                                 "AND claim = ?2"},
@@ -394,6 +437,33 @@ static const text texts[JOBQ_Q__COUNT] = {
          "NULL, run_at = {now} + ?2, attempts = attempts - ?3, claim = CASE "
          "WHEN ?3 = 1 THEN NULL ELSE claim END, last_error = coalesce(?4, "
          "last_error), prev_lost = 0 WHERE id = ?1"},
+    /* ACK_REQUEUE for each job whose row ACK_ROWS read and locked in
+     * this transaction: where it is ?1 (PostgreSQL), its delay ?2,
+     * give-back ?3, error ?4 and id ?5, all columns.  PostgreSQL finds
+     * the rows by TID scan, whatever the statistics.  MariaDB names the
+     * index of a list of ids: on a table of a few rows the server's plan
+     * for a list was to scan it, locking each row it passed, so that a
+     * batch waited for any row another transaction held, and two batches
+     * deadlocked. */
+    [JOBQ_Q_REQUEUE_ROWS] =
+        {.what = "sending jobs back to their queues",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, "
+                   "run_at = {now} + v.column2, attempts = attempts - v.column3, claim = CASE "
+                   "WHEN v.column3 = 1 THEN NULL ELSE claim END, last_error = "
+                   "coalesce(v.column4, last_error), prev_lost = 0 FROM (VALUES "
+                   "{each:(?5, ?2, ?3, ?4)}) AS v WHERE jobq_jobs.id = v.column1",
+         .pg = "UPDATE jobq_jobs j SET state = 'ready', session = NULL, deadline_at = NULL, "
+               "run_at = {now} + a.delay, attempts = j.attempts - a.back, claim = CASE WHEN "
+               "a.back = 1 THEN NULL ELSE j.claim END, last_error = coalesce(a.error, "
+               "j.last_error), prev_lost = 0 FROM unnest(?1::tid[], ?2::bigint[], "
+               "?3::bigint[], ?4::text[], ?5::bigint[]) AS a(t, delay, back, error, id) WHERE "
+               "j.ctid = a.t AND j.ctid = ANY(?1::tid[]) AND j.id = a.id",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'ready', session = NULL, "
+                  "deadline_at = NULL, run_at = {now} + CAST(" BY_ID("?5", "?2") " AS SIGNED), "
+                  "attempts = attempts - CAST(" BY_ID("?5", "?3") " AS SIGNED), claim = CASE "
+                  "WHEN CAST(" BY_ID("?5", "?3") " AS SIGNED) = 1 THEN NULL ELSE claim END, "
+                  "last_error = coalesce(" BY_ID("?5", "?4") ", last_error), prev_lost = 0 "
+                  "WHERE id IN ({each:?5})"},
     [JOBQ_Q_JOB_ORDER] = {.what = "reading the job's queue and key",
                           .common = "SELECT queue, order_key, barrier FROM jobq_jobs "
                           "WHERE id = ?1"},
@@ -406,6 +476,42 @@ static const text texts[JOBQ_Q__COUNT] = {
          "jobq_jobs WHERE id = ?1"},
     [JOBQ_Q_DELETE_JOB] = {.what = "removing the finished job",
                            .common = "DELETE FROM jobq_jobs WHERE id = ?1"},
+    /* ARCHIVE and DELETE_JOB for each job whose row ACK_ROWS read and
+     * locked in this transaction (and that no other statement of it
+     * moved): where it is ?1 (PostgreSQL), its outcome ?2, result ?3
+     * (done only), error ?4 (NULL: kept) and id ?5, all columns.
+     * PostgreSQL moves them in one statement, by TID scan (see
+     * REQUEUE_ROWS); the others then delete them with DELETE_ROWS
+     * (SQLite's rows repeated to fill a chunk are grouped away). */
+    [JOBQ_Q_ARCHIVE_ROWS] =
+        {.what = "archiving jobs",
+         .common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT j.id, j.queue, j.priority, "
+                   "j.run_at, v.column2, j.order_key, j.barrier, j.unique_key, j.payload, "
+                   "v.column3, j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, "
+                   "j.session, j.claim, j.created_at, j.claimed_at, {now}, coalesce(v.column4, "
+                   "j.last_error), j.prev_lost FROM (SELECT column1, column2, column3, column4 "
+                   "FROM (VALUES {each:(?5, ?2, ?3, ?4)}) GROUP BY column1) AS v CROSS JOIN "
+                   "jobq_jobs j ON j.id = v.column1",
+         .pg = "WITH a AS (SELECT * FROM unnest(?1::tid[], ?2::text[], ?3::bytea[], "
+               "?4::text[], ?5::bigint[]) AS a(t, outcome, result, error, id)), d AS (DELETE "
+               "FROM jobq_jobs j USING a WHERE j.ctid = a.t AND j.ctid = ANY(?1::tid[]) AND "
+               "j.id = a.id " DELETED_RETURNING("a.outcome", "a.result", "a.error") ") "
+               DELETED_INTO_ARCHIVE,
+         .mysql = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, run_at, "
+                  BY_ID("?5", "?2") ", order_key, barrier, unique_key, payload, "
+                  BY_ID("?5", "?3") ", attempts, max_attempts, timeout_ms, backoff_ms, "
+                  "session, claim, created_at, claimed_at, {now}, coalesce(" BY_ID("?5", "?4")
+                  ", last_error), prev_lost FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN "
+                  "({each:?5})"},
+    /* The jobs ?1 (a column) out of the hot table, after ARCHIVE_ROWS.
+     * MariaDB joins the ids to the rows: a DELETE takes no index hint
+     * (see REQUEUE_ROWS). */
+    [JOBQ_Q_DELETE_ROWS] =
+        {.what = "removing the finished jobs",
+         .common = "DELETE FROM jobq_jobs WHERE id IN ({each:?1})",
+         .pg = "",
+         .mysql = "DELETE j FROM ({each_union:SELECT ?1 AS id}) AS ids STRAIGHT_JOIN jobq_jobs j "
+                  "ON j.id = ids.id"},
     /* The finished-job counters, spread over a few rows per queue (?2 is
      * the row) so that concurrent acknowledgements do not queue up on
      * one. */
@@ -938,10 +1044,15 @@ static const char *own_text(int dialect, int id) {
   return own ? own : t->common;
 }
 
+int jobq__sql_none(int dialect, int id) {
+  const char *t = own_text(dialect, id);
+  return t == NULL || *t == '\0';
+}
+
 /* Whether dialect spells statement id's rows out ({each:...}). */
 static int spelled_rows(int dialect, int id) {
   const char *t = own_text(dialect, id);
-  return t != NULL && strstr(t, "{each:") != NULL;
+  return t != NULL && (strstr(t, "{each:") != NULL || strstr(t, "{each_union:") != NULL);
 }
 
 /* The end of the template that starts at t (just past "{each:"): its
@@ -964,58 +1075,62 @@ static long param_at(const char *p, const char **end) {
   return n;
 }
 
-/*
- * A set statement's text with its rows spelled out: each {each:TEMPLATE}
- * becomes rows copies of TEMPLATE, separated by ", ", in which every ?N
- * names row i of column N.  The values are then, in order: the n
- * arguments as the caller gave them (n, the highest ?N of the text; a
- * column's own place unused), then each column's rows, the columns in
- * the order of their numbers.  A new string, or NULL when out of memory.
- */
-static char *spell_rows(const char *t, size_t rows) {
-  long n = 0, cols[32];
-  size_t ncols = 0;
+/* The highest ?N of text t: the statement's arguments. */
+static size_t text_args(const char *t) {
+  long n = 0;
   for (const char *p = t, *end; *p != '\0'; p++) {
     long k = param_at(p, &end);
     if (k > n) n = k;
   }
-  for (const char *p = t; (p = strstr(p, "{each:")) != NULL;) {
-    const char *stop = template_end(p + 6), *end;
-    for (p += 6; p < stop; p++) {
-      long k = param_at(p, &end);
-      if (k == 0) continue;
-      size_t i = 0;
-      while (i < ncols && cols[i] < k) i++;
-      if (i < ncols && cols[i] == k) continue;
-      if (ncols == sizeof cols / sizeof cols[0]) return NULL;
-      memmove(&cols[i + 1], &cols[i], (ncols - i) * sizeof cols[0]);
-      cols[i] = k;
-      ncols++;
-    }
+  return (size_t)n;
+}
+
+/* The templates of set statements: {each:T} repeats T separated by ", ",
+ * {each_union:T} by " UNION ALL ". */
+static const char *next_each(const char *t, size_t *head, const char **sep) {
+  const char *a = strstr(t, "{each:"), *u = strstr(t, "{each_union:");
+  if (u != NULL && (a == NULL || u < a)) {
+    *head = 12;
+    *sep = " UNION ALL ";
+    return u;
   }
+  *head = 6;
+  *sep = ", ";
+  return a;
+}
+
+/*
+ * A set statement's text with its rows spelled out: each {each:TEMPLATE}
+ * becomes rows copies of TEMPLATE, in which every ?N names row i of
+ * column N.  The values are then, in order: the n arguments as the
+ * caller gave them (n, the highest ?N of the text; a column's own place
+ * unused), then rows places for each of them in turn, a column's rows in
+ * its places.  A new string, or NULL when out of memory.
+ */
+static char *spell_rows(const char *t, size_t rows) {
+  const size_t n = text_args(t);
   buf b = {malloc(256), 0, 256};
   if (b.p == NULL) return NULL;
   b.p[0] = '\0';
   while (*t != '\0' && b.p != NULL) {
-    const char *at = strstr(t, "{each:");
+    size_t head;
+    const char *sep, *at = next_each(t, &head, &sep);
     if (at == NULL) {
       put(&b, t, strlen(t));
       break;
     }
     put(&b, t, (size_t)(at - t));
-    const char *from = at + 6, *stop = template_end(from);
+    const char *from = at + head, *stop = template_end(from);
     for (size_t r = 0; r < rows; r++) {
-      if (r > 0) put(&b, ", ", 2);
+      if (r > 0) put(&b, sep, strlen(sep));
       for (const char *p = from, *end; p < stop;) {
         long k = param_at(p, &end);
         if (k == 0) {
           put(&b, p++, 1);
           continue;
         }
-        size_t c = 0;
-        while (cols[c] != k) c++;
         char num[24];
-        int len = snprintf(num, sizeof num, "?%ld", n + (long)(c * rows + r) + 1);
+        int len = snprintf(num, sizeof num, "?%zu", n + ((size_t)k - 1) * rows + r + 1);
         put(&b, num, (size_t)len);
         p = end;
       }
@@ -1218,9 +1333,9 @@ static size_t row_bytes(const jobq_val *args, size_t n, size_t i) {
 
 int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
                   jobq_set_fn each, void *ctx, int64_t *changed) {
-  size_t m = 0, ncols = 0;
+  size_t m = 0;
   for (size_t a = 0; a < n; a++)
-    if (args[a].type == 'c') m = args[a].len, ncols++;
+    if (args[a].type == 'c') m = args[a].len;
   if (changed != NULL) *changed = 0;
   if (m == 0) return JOBQ_OK;
   jobq_rows *r = NULL;
@@ -1236,7 +1351,10 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
   }
   const int exact = texts[id].exact;
   const size_t slots = exact ? exact_rows[1] : CHUNK_ROWS, budget = db->stmt_bytes;
-  jobq_val *flat = malloc((n + ncols * slots) * sizeof *flat);
+  /* The values as spell_rows() places them. */
+  const size_t base = text_args(own_text(db->store->dialect, id));
+  if (n > base) n = base;
+  jobq_val *flat = malloc((base + base * slots) * sizeof *flat);
   if (flat == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   int rc = JOBQ_OK;
   for (size_t at = 0; at < m && rc == JOBQ_OK;) {
@@ -1257,17 +1375,16 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
       while (fit < k && (bytes += row_bytes(args, n, at + fit)) <= budget) fit++;
       k = fit;
     }
-    size_t rows = exact ? k : CHUNK_ROWS, c = 0;
-    for (size_t a = 0; a < n; a++) {
-      flat[a] = args[a].type == 'c' ? V_NULL : args[a];
-      if (args[a].type != 'c') continue;
-      const jobq_val *col = args[a].p;
+    size_t rows = exact ? k : CHUNK_ROWS;
+    for (size_t a = 0; a < base; a++) {
+      flat[a] = a < n && args[a].type != 'c' ? args[a] : V_NULL;
+      const jobq_val *col = a < n && args[a].type == 'c' ? args[a].p : NULL;
       /* A chunk's rows after its last are that row again: a set
        * statement is the same with a row twice. */
-      for (size_t i = 0; i < rows; i++) flat[n + c * rows + i] = col[at + (i < k ? i : k - 1)];
-      c++;
+      for (size_t i = 0; i < rows; i++)
+        flat[base + a * rows + i] = col ? col[at + (i < k ? i : k - 1)] : V_NULL;
     }
-    rc = db->store->query(db, jobq__stmt(id, (int)v), flat, n + ncols * rows, each ? &r : NULL);
+    rc = db->store->query(db, jobq__stmt(id, (int)v), flat, base + base * rows, each ? &r : NULL);
     if (rc == JOBQ_OK && changed != NULL) *changed += db->store->changes(db);
     if (rc == JOBQ_OK && each != NULL) {
       rc = each(db, r, at, k, ctx);

@@ -38,8 +38,9 @@
   X(GUARD_SET)                                                              \
   X(EXPIRED) X(ORPHANS) X(REQUEUE_LOST) X(REQUEUE_GIVEN_BACK)               \
   X(SESSION_GIVE_BACK) X(SESSION_REQUEUE_LOST)                              \
-  X(CANCEL_LIST) X(ACK_ROW) X(ACK_DONE_BEFORE) X(ACK_READY_BEFORE)          \
-  X(ACK_REQUEUE) X(JOB_ORDER) X(ARCHIVE) X(DELETE_JOB) X(COUNT_ADD)         \
+  X(CANCEL_LIST) X(ACK_ROW) X(ACK_ROWS) X(ACK_DONE_BEFORE) X(ACK_READY_BEFORE) \
+  X(ACK_REQUEUE) X(REQUEUE_ROWS) X(JOB_ORDER) X(ARCHIVE) X(ARCHIVE_ROWS) X(DELETE_JOB)   \
+  X(DELETE_ROWS) X(COUNT_ADD)         \
   X(POLICY) X(WAITING_UNKEYED) X(WAITING_KEYS) X(EXTEND) X(EXTEND_CANCEL)   \
   X(SHOW_HOT) X(SHOW_DONE) X(LIST_ALL) X(LIST_HOT) X(LIST_DONE)             \
   X(STATS_QUEUES) X(STATS_HOT) X(SESSIONS) X(DONE_ROW) X(HOT_STATE)         \
@@ -79,6 +80,9 @@ static inline int jobq__stmt(int id, int variant) { return id + variant * JOBQ_Q
  */
 char *jobq__sql_spell(int dialect, const char *text, int **order,
                       size_t *norder);
+/* Whether dialect has no statement id: another statement does its work
+ * there (PostgreSQL's ARCHIVE_ROWS deletes the rows it archives). */
+int jobq__sql_none(int dialect, int id);
 /* The text of stmt (a statement of lib/sql.h, or one of its variants:
  * jobq__stmt) for dialect, spelled as above. */
 char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder);

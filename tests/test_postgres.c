@@ -156,14 +156,15 @@ static void test_plans_made_on_an_emptied_table(void **state) {
    * plan that reads the whole key in order has no such condition), and
    * a retry's update goes to the rows the failure read. */
   char *rows = plan_of(w, "SELECT j.id, j.claim, j.attempts", "('{1,2}', 'none')");
-  char *back = plan_of(w, "UPDATE jobq_jobs j SET state", "('{\"(0,1)\"}', '{0}', '{0}', '{x}')");
+  char *back = plan_of(w, "UPDATE jobq_jobs j SET state",
+                       "('{\"(0,1)\"}', '{0}', '{0}', '{x}', '{1}')");
   if (!strstr(rows, "Index Cond: (id = a.id)"))
     fail_msg("a failure reads more than its jobs:\n%s", rows);
   if (!strstr(back, "TID Cond"))
     fail_msg("a retry reads more than its jobs:\n%s", back);
   /* So does the archiving of dead jobs. */
   char *dead = plan_of(w, "WITH a AS (SELECT * FROM unnest($1::tid[]",
-                       "('{\"(0,1)\"}', '{dead}', '{NULL}', '{x}')");
+                       "('{\"(0,1)\"}', '{dead}', '{NULL}', '{x}', '{1}')");
   if (!strstr(dead, "TID Cond") || strstr(dead, "Seq Scan on jobq_jobs"))
     fail_msg("archiving dead jobs reads more than its jobs:\n%s", dead);
   free(rows);

@@ -274,8 +274,6 @@ enum {
   MY_PUT_64,
   MY_LOCK_KEYS,
   MY_LOCK_ADD_KEYS,
-  MY_ACK_ROWS,
-  MY_REQUEUE,
   MY__END
 };
 
@@ -285,9 +283,7 @@ static const char *const own_whats[] = {
     "claiming jobs",           "claiming jobs",           "claiming jobs",
     "completing jobs",         "completing jobs",         "completing jobs",
     "putting jobs",            "putting jobs",            "putting jobs",
-    "putting jobs",            "taking the keys' locks",  "taking the keys' locks",
-    "reading the acknowledged jobs",
-    "sending jobs back to their queues"};
+    "putting jobs",            "taking the keys' locks",  "taking the keys' locks"};
 _Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_STMT_COUNT,
                "words for each statement");
 
@@ -421,30 +417,6 @@ static char *own_text(int id) {
       sb_params(&b, 2, CHUNK);
       sb_add(&b, ") AND session = ?1 AND state = 'running' AND barrier = 0 ORDER BY id "
                  "FOR UPDATE");
-      break;
-    case MY_ACK_ROWS:
-      /* ?1 the session, ?2..?33 the ids: ACK_ROW for each, in the columns
-       * of jobq__ack_got_row(), which compares the claims. */
-      sb_add(&b, "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
-                 "queue, order_key, barrier FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
-      sb_params(&b, 2, CHUNK);
-      sb_add(&b, ") AND session = ?1 AND state = 'running' ORDER BY id FOR UPDATE");
-      break;
-    case MY_REQUEUE:
-      /* ?1..?32 the ids, ?33..?64 their delays, ?65..?96 their give-backs,
-       * ?97..?128 their errors (NULL: kept): ACK_REQUEUE for each. */
-      sb_add(&b, "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'ready', session = "
-                 "NULL, deadline_at = NULL, run_at = {now} + CAST(");
-      sb_by_id(&b, 1, 1 + CHUNK);
-      sb_add(&b, " AS SIGNED), attempts = attempts - CAST(");
-      sb_by_id(&b, 1, 1 + 2 * CHUNK);
-      sb_add(&b, " AS SIGNED), claim = CASE WHEN CAST(");
-      sb_by_id(&b, 1, 1 + 2 * CHUNK);
-      sb_add(&b, " AS SIGNED) = 1 THEN NULL ELSE claim END, last_error = coalesce(");
-      sb_by_id(&b, 1, 1 + 3 * CHUNK);
-      sb_add(&b, ", last_error), prev_lost = 0 WHERE id IN (");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, ")");
       break;
     case MY_ACK_ARCHIVE:
       /* ?1..?32 the ids, ?33..?64 their outcomes, ?65..?96 their results,
@@ -1052,6 +1024,8 @@ static int setup(jobq *db, MYSQL *m, const char *host) {
     c->id_step = row[5] ? strtoll(row[5], NULL, 10) : 1;
     if (c->id_step < 1) c->id_step = 1;
     c->max_packet = row[6] ? strtoul(row[6], NULL, 10) : 4 << 20;
+    /* What one statement may carry: well within max_allowed_packet. */
+    db->stmt_bytes = c->max_packet > (1 << 20) ? c->max_packet / 2 : 1 << 19;
   }
   mysql_free_result(res);
   return rc;
@@ -2093,46 +2067,6 @@ static int keys_of_taken(jobq *db, const plain_ack *pa, size_t m, int next) {
   return rc;
 }
 
-/* ACK_ROWS a chunk of 32 ids at a time, the ids ascending, so that the
- * rows are locked in id order as one ACK_ROW after the other would. */
-static int my_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
-                       jobq_ack_got *got) {
-  int rc = JOBQ_OK;
-  jobq_val v[1 + CHUNK];
-  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
-    size_t k = n - at > CHUNK ? CHUNK : n - at;
-    v[0] = V_TEXT(s->id);
-    for (size_t i = 0; i < CHUNK; i++) v[1 + i] = V_INT(i < k ? acks[at + i]->id : 0);
-    jobq_rows *r;
-    if ((rc = jobq__sql_query(db, MY_ACK_ROWS, &r, v, 1 + CHUNK)) != JOBQ_OK) break;
-    int row, failed = 0;
-    while ((row = my_next(db, r)) == 1)
-      jobq__ack_got_row(db, r, acks + at, k, got + at, &failed);
-    my_done(db, r);
-    if (row < 0) rc = row;
-    else if (failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  return rc;
-}
-
-/* REQUEUE a chunk of 32 jobs at a time. */
-static int my_requeue(jobq *db, const jobq_requeue *q, size_t n) {
-  int rc = JOBQ_OK;
-  jobq_val v[4 * CHUNK];
-  for (size_t at = 0; at < n && rc == JOBQ_OK; at += CHUNK) {
-    size_t k = n - at > CHUNK ? CHUNK : n - at;
-    for (size_t i = 0; i < CHUNK; i++) {
-      const jobq_requeue *e = i < k ? &q[at + i] : NULL;
-      v[i] = V_INT(e ? e->id : 0);
-      v[CHUNK + i] = V_INT(e ? e->delay_ms : 0);
-      v[2 * CHUNK + i] = V_INT(e ? e->give_back : 0);
-      v[3 * CHUNK + i] = e && e->error ? V_TEXTN(e->error, e->error_len) : V_NULL;
-    }
-    rc = jobq__sql_run(db, MY_REQUEUE, v, 4 * CHUNK);
-  }
-  return rc;
-}
-
 /* Each job of r[0..n) into the archive, then out of the hot table, a
  * chunk at a time (as many as fit in a packet, 32 at most). */
 static int my_archive(jobq *db, const jobq_archive_row *r, size_t n) {
@@ -2300,7 +2234,4 @@ const jobq_store jobq__store_mysql = {
     .put_plain = my_put_plain,
     .put_plain_keys = 1,
     .ack_plain = my_ack_plain,
-    .ack_rows = my_ack_rows,
-    .requeue = my_requeue,
-    .archive = my_archive,
 };

@@ -362,9 +362,6 @@ enum {
   PG_PUT_KEYED,
   PG_ACK_PLAIN,
   PG_ACK_UNKEYED,
-  PG_ACK_ROWS,
-  PG_REQUEUE,
-  PG_ARCHIVE,
   PG_NOTIFY,
   PG_TABLE_STATS,
   PG__END
@@ -513,38 +510,6 @@ static const char *const own_sql[] = {
      * hand on, so neither the update of the next job nor jobq_blocked
      * (fewer relations to lock, less to plan). */
     [PG_ACK_UNKEYED - JOBQ_STMT_COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
-    /* JOBQ_Q_ACK_ROW for the jobs $1 (ids, ascending) of session $2,
-     * each locked in that order, in the columns of jobq__ack_got_row()
-     * (which compares the claims), then the ctid for PG_REQUEUE; the
-     * session compared for the reason PG_ACK_PLAIN gives.  Each job
-     * looked up by its id alone, as the claim looks up each queue: read
-     * as one set ("id = ANY", or joined to the ids), the generic plan
-     * made on an emptied table read the whole table. */
-    [PG_ACK_ROWS - JOBQ_STMT_COUNT] =
-        "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
-        "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
-        "unnest($1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
-        "attempts, max_attempts, backoff_ms, cancel_requested, queue, order_key, "
-        "barrier FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = $2 AND "
-        "state = 'running' FOR UPDATE) j",
-    /* JOBQ_Q_ACK_REQUEUE for each job at ctid $1 (locked by PG_ACK_ROWS in
-     * this transaction, so still there), with its delay $2, give-back $3
-     * and error $4: a TID scan whatever the statistics. */
-    [PG_REQUEUE - JOBQ_STMT_COUNT] =
-        "UPDATE jobq_jobs j SET state = 'ready', session = NULL, deadline_at = NULL, "
-        "run_at = {now} + a.delay, attempts = j.attempts - a.back, claim = CASE WHEN "
-        "a.back = 1 THEN NULL ELSE j.claim END, last_error = coalesce(a.error, "
-        "j.last_error), prev_lost = 0 FROM unnest($1::tid[], $2::bigint[], $3::int[], "
-        "$4::text[]) AS a(t, delay, back, error) WHERE j.ctid = a.t AND j.ctid = "
-        "ANY($1::tid[])",
-    /* JOBQ_Q_ARCHIVE and JOBQ_Q_DELETE_JOB for each job at ctid $1
-     * (locked by PG_ACK_ROWS in this transaction), with its outcome $2,
-     * result $3 and error $4: a TID scan, as PG_REQUEUE's. */
-    [PG_ARCHIVE - JOBQ_STMT_COUNT] =
-        "WITH a AS (SELECT * FROM unnest($1::tid[], $2::text[], $3::bytea[], "
-        "$4::text[]) AS a(t, outcome, result, error)), d AS (DELETE FROM jobq_jobs j "
-        "USING a WHERE j.ctid = a.t AND j.ctid = ANY($1::tid[]) "
-        DELETED_RETURNING("a.outcome", "a.result", "a.error") ") " DELETED_INTO_ARCHIVE,
     [PG_NOTIFY - JOBQ_STMT_COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
     /* A row when this role may analyze and vacuum the hot table (see
@@ -581,9 +546,6 @@ static const char *stmt_what(int id) {
     case PG_PUT_KEYED: return "putting jobs";
     case PG_ACK_PLAIN:
     case PG_ACK_UNKEYED: return "completing jobs";
-    case PG_ACK_ROWS: return "reading the acknowledged jobs";
-    case PG_REQUEUE: return "sending jobs back to their queues";
-    case PG_ARCHIVE: return "archiving jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
     default: return jobq__sql_what(id);
@@ -2794,88 +2756,6 @@ static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   return rc;
 }
 
-static int pg_ack_rows(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
-                       jobq_ack_got *got) {
-  array ids;
-  arr_begin(&ids, OID_INT8, n);
-  for (size_t i = 0; i < n; i++) arr_int8(&ids, acks[i]->id);
-  jobq_rows *r = NULL;
-  int rc = ids.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                      : pg_query(db, PG_ACK_ROWS, SQL_ARGS(arr_val(&ids), V_TEXT(s->id)), &r);
-  free(ids.p);
-  if (rc != JOBQ_OK) return rc;
-  int failed = 0;
-  while (!failed && pg_next(db, r) == 1) {
-    jobq_ack_got *g = jobq__ack_got_row(db, r, acks, n, got, &failed);
-    if (g == NULL) continue;
-    /* The ctid as the server sends it: block and offset, big-endian. */
-    size_t len;
-    const void *at = pg_col_bytes(r, 9, &len);
-    g->at_len = len < sizeof g->at ? len : sizeof g->at;
-    memcpy(g->at, at, g->at_len);
-  }
-  if (failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  pg_done(db, r);
-  return rc;
-}
-
-/* Runs statement id, whose parameters are the arrays a[0..n) and whose
- * rows no one reads, and frees the arrays. */
-static int run_arrays(jobq *db, int id, array *a, size_t n) {
-  jobq_val v[MAX_PARAMS];
-  int failed = 0;
-  for (size_t i = 0; i < n; i++) {
-    failed = failed || a[i].failed;
-    v[i] = arr_val(&a[i]);
-  }
-  int rc = failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : pg_query(db, id, v, n, NULL);
-  for (size_t i = 0; i < n; i++) free(a[i].p);
-  return rc;
-}
-
-/* An error or NULL (kept) into an array of text. */
-static void arr_error(array *a, const char *error, size_t len) {
-  if (error == NULL) arr_null(a);
-  else arr_bytes(a, error, len);
-}
-
-static int pg_requeue(jobq *db, const jobq_requeue *q, size_t n) {
-  array a[4]; /* where, delays, give-backs, errors */
-  arr_begin(&a[0], OID_TID, n);
-  arr_begin(&a[1], OID_INT8, n);
-  arr_begin(&a[2], OID_INT4, n);
-  arr_begin(&a[3], OID_TEXT, n);
-  for (size_t i = 0; i < n; i++) {
-    arr_bytes(&a[0], q[i].at, q[i].at_len);
-    arr_int8(&a[1], q[i].delay_ms);
-    arr_int4(&a[2], q[i].give_back);
-    arr_error(&a[3], q[i].error, q[i].error_len);
-  }
-  return run_arrays(db, PG_REQUEUE, a, 4);
-}
-
-static int pg_archive(jobq *db, const jobq_archive_row *r, size_t n) {
-  array a[4]; /* where, outcomes, results, errors */
-  arr_begin(&a[0], OID_TID, n);
-  arr_begin(&a[1], OID_TEXT, n);
-  arr_begin(&a[2], OID_BYTEA, n);
-  arr_begin(&a[3], OID_TEXT, n);
-  for (size_t i = 0; i < n; i++) {
-    const char *outcome = jobq_state_name(r[i].state);
-    arr_bytes(&a[0], r[i].at, r[i].at_len);
-    arr_bytes(&a[1], outcome, strlen(outcome));
-    if (r[i].state == JOBQ_STATE_DONE) arr_bytes(&a[2], r[i].result, r[i].result_len);
-    else arr_null(&a[2]);
-    arr_error(&a[3], r[i].error, r[i].error_len);
-  }
-  int rc = run_arrays(db, PG_ARCHIVE, a, 4);
-  /* Every row was locked by this transaction: each is there to move. */
-  if (rc == JOBQ_OK && conn(db)->changes != (int64_t)n)
-    rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", n,
-                    (long long)conn(db)->changes);
-  return rc;
-}
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The first wait before the LISTEN connection is opened again, doubled
@@ -3017,9 +2897,6 @@ const jobq_store jobq__store_postgres = {
     .put_plain_keys = 1,
     .insert_later = pg_insert_later,
     .ack_plain = pg_ack_plain,
-    .ack_rows = pg_ack_rows,
-    .requeue = pg_requeue,
-    .archive = pg_archive,
     .wake = pg_wake,
     .watch = pg_watch,
     .changed = pg_changed,

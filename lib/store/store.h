@@ -82,57 +82,6 @@ typedef struct jobq_val {
   size_t len;
 } jobq_val;
 
-/* What an acknowledgement reads of its job's row (JOBQ_Q_ACK_ROW), for
- * where the job goes (jobq__ack_plan) and the locks it takes to go there
- * (lib/order.c). */
-typedef struct jobq_ack_row {
-  int attempts;
-  int max_attempts;
-  int64_t backoff_ms;
-  int cancel_requested;
-} jobq_ack_row;
-
-/* A store's ack_rows() answer for one acknowledgement: found when its
- * claim holds, then the row, the job's queue and ordering key (malloc'd,
- * key NULL when it has none; the library frees them), and where the
- * store found the row, for its requeue() in the same transaction (the
- * PostgreSQL store: the row's ctid). */
-typedef struct jobq_ack_got {
-  int found;
-  jobq_ack_row row;
-  char *queue, *key;
-  int barrier;
-  unsigned char at[16];
-  size_t at_len;
-} jobq_ack_got;
-
-/* A job sent back to its queue by an acknowledgement: the values of
- * JOBQ_Q_ACK_REQUEUE, and where ack_rows() found its row. */
-typedef struct jobq_requeue {
-  const unsigned char *at;
-  size_t at_len;
-  int64_t id;
-  int64_t delay_ms;     /* run_at = now + delay_ms */
-  int give_back;        /* 1: the attempt given back, the claim forgotten */
-  const char *error;    /* the new last error, or NULL to keep it */
-  size_t error_len;
-} jobq_requeue;
-
-/* A job leaving the hot table by an acknowledgement, not a barrier:
- * where ack_rows() found its row, its outcome
- * (done, dead or cancelled), its result (done only) and its new last
- * error (NULL: kept). */
-typedef struct jobq_archive_row {
-  const unsigned char *at;
-  size_t at_len;
-  int64_t id;
-  int state;
-  const void *result;
-  size_t result_len;
-  const char *error;
-  size_t error_len;
-} jobq_archive_row;
-
 /* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
  * and the queue, and the key for 'k'; shared or exclusive. */
 typedef struct jobq_lock {
@@ -234,20 +183,6 @@ typedef struct jobq_store {
    * sent with the next round trip).  NULL: such an INSERT runs at once. */
   int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
   int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
-  /* Optional, for the acks that ack_plain left: ack_rows reads and locks
-   * the rows of acks[0..n) (distinct jobs, ids ascending) in one
-   * statement, in id order, as JOBQ_Q_ACK_ROW would one after the other,
-   * into got[0..n).  requeue sends r[0..n) back to their queues in one
-   * statement, as JOBQ_Q_ACK_REQUEUE would each; archive moves r[0..n)
-   * into the archive and out of the hot table, as JOBQ_Q_ARCHIVE and
-   * JOBQ_Q_DELETE_JOB would each (the library adds to the counters and
-   * lets the keys and a barrier go on).  NULL: a statement per job.  A store with
-   * requeue or archive has ack_rows. */
-  int (*ack_rows)(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
-                  jobq_ack_got *got);
-  int (*requeue)(jobq *db, const jobq_requeue *r, size_t n);
-  int (*archive)(jobq *db, const jobq_archive_row *r, size_t n);
-
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
    * commit anyway. */
