@@ -423,6 +423,106 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
   return rc;
 }
 
+/* ---------------------------------------------------------------- completions at once */
+
+static int lock_order(const void *x, const void *y) {
+  const jobq_lock *a = x, *b = y;
+  return jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
+}
+
+/* COMPLETE's rows: a job archived (its ack done, its queue counted), or
+ * (id 0) a queue with a job made ready. */
+typedef struct complete_ctx {
+  jobq_ack **by_id;
+  size_t n;
+} complete_ctx;
+
+static int completed(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  complete_ctx *c = arg;
+  int row, rc = JOBQ_OK, failed = 0;
+  while (rc == JOBQ_OK && (row = jobq__rows_next(db, r)) == 1) {
+    jobq_ack key = {.id = jobq__col_int(db, r, 0)}, *kp = &key;
+    char *queue = jobq__col_text(db, r, 1, &failed);
+    if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (key.id == 0) {
+      jobq__wake(db, queue);
+    } else {
+      rc = jobq__count_add(db, queue, 1, 0, 0);
+      jobq_ack **hit = bsearch(&kp, c->by_id, c->n, sizeof *c->by_id, ack_id_only);
+      if (hit != NULL) {
+        (*hit)->status = JOBQ_OK;
+        (*hit)->outcome = JOBQ_STATE_DONE;
+      }
+    }
+    free(queue);
+  }
+  return rc != JOBQ_OK ? rc : row < 0 ? row : JOBQ_OK;
+}
+
+/*
+ * The completions of acks[0..n) (all different jobs) in one statement
+ * (COMPLETE), where the dialect has one: one round trip on PostgreSQL,
+ * where the general way takes six.  The locks of every job of the batch
+ * come first, known from what the session holds (lib/held.c): its
+ * queue's, shared, so that no barrier comes or goes meanwhile, and its
+ * key's, in jobq__lock_cmp() order, so that the ones left to the
+ * general way, which takes their locks again, wait for none out of that
+ * order.  A batch with a job the session does not know goes the general
+ * way whole.  Each completion taken gets its status and outcome; the
+ * others keep JOBQ_ACK_PENDING.
+ */
+static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
+  if (jobq__sql_none(db->store->dialect, JOBQ_Q_COMPLETE) || s->held_unknown) return JOBQ_OK;
+  size_t m = 0;
+  int keyed = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct jobq_held_job *h = jobq__held_find(s, acks[i].id);
+    if (h == NULL) return JOBQ_OK;
+    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
+    m++;
+    keyed = keyed || h->key != NULL;
+  }
+  if (m == 0) return JOBQ_OK;
+  jobq_lock *locks = malloc(2 * n * sizeof *locks);
+  jobq_val *v = malloc(3 * m * sizeof *v);
+  jobq_ack **by_id = malloc(m * sizeof *by_id);
+  int rc = locks == NULL || v == NULL || by_id == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  size_t nl = 0, k = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const struct jobq_held_job *h = jobq__held_find(s, acks[i].id);
+    locks[nl++] = (jobq_lock){'q', 0, h->queue, NULL};
+    if (h->key != NULL) locks[nl++] = (jobq_lock){'k', 1, h->queue, h->key};
+    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
+    v[k] = V_INT(acks[i].id);
+    v[m + k] = V_TEXT(acks[i].claim);
+    v[2 * m + k] = V_BYTES(acks[i].data, acks[i].len);
+    by_id[k++] = &acks[i];
+  }
+  if (rc == JOBQ_OK) {
+    qsort(locks, nl, sizeof *locks, lock_order);
+    size_t d = 0;
+    for (size_t i = 0; i < nl; i++)
+      if (d == 0 || lock_order(&locks[d - 1], &locks[i]) != 0) locks[d++] = locks[i];
+    rc = db->store->lock(db, locks, d);
+  }
+  if (rc == JOBQ_OK) {
+    qsort(by_id, m, sizeof *by_id, ack_id_only);
+    complete_ctx c = {by_id, m};
+    rc = jobq__sql_set(db, keyed ? JOBQ_Q_COMPLETE : JOBQ_Q_COMPLETE_UNKEYED,
+                       SQL_ARGS(V_COL('i', v, m), V_COL('t', v + m, m), V_COL('b', v + 2 * m, m),
+                                V_TEXT(s->id), V_INT(keyed)),
+                       0, completed, &c, NULL);
+  }
+  free(locks);
+  free(v);
+  free(by_id);
+  return rc;
+}
+
 int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n) {
   for (size_t i = 0; i < n; i++) {
     jobq_ack *a = &acks[i];
@@ -455,13 +555,13 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   qsort(pending, n, sizeof *pending, ack_id_cmp);
   int repeated = 0;
   for (size_t i = 1; i < n; i++) repeated = repeated || pending[i]->id == pending[i - 1]->id;
-  /* The store takes what it can in one statement (it may leave a lone
-   * one), unless a job comes twice: its second ack must find the first's
-   * work.  The rest, one by one. */
+  /* Completions at once where the dialect can, unless a job comes
+   * twice: its second ack must find the first's work.  The rest, by set
+   * statements (ack_many), or alone. */
   int rc = JOBQ_OK;
   size_t m = n;
-  if (db->store->ack_plain != NULL && !repeated) {
-    rc = db->store->ack_plain(db, s, acks, n);
+  if (!repeated) {
+    rc = complete_at_once(db, s, acks, n);
     m = 0;
     for (size_t i = 0; i < n; i++)
       if (pending[i]->status == JOBQ_ACK_PENDING) pending[m++] = pending[i];

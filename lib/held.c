@@ -1,16 +1,19 @@
 /*
  * held.c - the jobs a session holds: those its claims handed to its
  * worker that no acknowledgement has ended yet, by id, each with its
- * claim token, attempt and claim time, and the entry of its queue in the
- * session's figures.  One open-addressed table serves the figures of
- * acknowledgements and the record of failed attempts (lib/tally.c), and
- * the reconciliation of what the database shows under the session after
- * its connection was made again (lib/session.c).
+ * claim token, attempt, claim time, queue and ordering key.  One
+ * open-addressed table serves the figures of acknowledgements and the
+ * record of failed attempts (lib/tally.c), the locks of a batch of
+ * completions taken before its statement (lib/ack.c), and the
+ * reconciliation of what the database shows under the session after its
+ * connection was made again (lib/session.c).
  *
  * A job that cannot be added for want of memory makes the table not
  * known any more (held_unknown): the session then no longer reconciles,
- * and its figures count such jobs under queue ''.
+ * its figures count such jobs under queue '', and their completions go
+ * the general way.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,13 +59,20 @@ void jobq__held_add(jobq_session *s, const jobq_job *jobs, size_t n) {
     /* A job claimed again (after a retry) keeps its entry, renewed. */
     size_t k = slot_of(jobs[i].id, s->capheld);
     while (s->held[k].id != 0 && s->held[k].id != jobs[i].id) k = (k + 1) & (s->capheld - 1);
-    if (s->held[k].id == 0) s->nheld++;
     struct jobq_held_job *h = &s->held[k];
+    char *key = NULL;
+    if (jobs[i].key != NULL && (key = strdup(jobs[i].key)) == NULL) {
+      s->held_unknown = 1;
+      return;
+    }
+    if (h->id == 0) s->nheld++;
+    else free(h->key);
     h->id = jobs[i].id;
     h->claimed_at = jobs[i].claimed_at_ms;
     h->attempt = jobs[i].attempt;
-    h->queue = 0;
     memcpy(h->claim, jobs[i].claim, sizeof h->claim);
+    snprintf(h->queue, sizeof h->queue, "%s", jobs[i].queue);
+    h->key = key;
   }
 }
 
@@ -70,6 +80,8 @@ void jobq__held_drop(jobq_session *s, int64_t id) {
   struct jobq_held_job *e = jobq__held_find(s, id);
   if (e == NULL) return;
   size_t mask = s->capheld - 1, hole = (size_t)(e - s->held);
+  free(e->key);
+  e->key = NULL;
   s->held[hole].id = 0;
   s->nheld--;
   /* The entries after the hole that their slot kept from theirs move
@@ -85,6 +97,8 @@ void jobq__held_drop(jobq_session *s, int64_t id) {
 }
 
 void jobq__held_release(jobq_session *s) {
+  for (size_t i = 0; i < s->capheld; i++)
+    if (s->held[i].id != 0) free(s->held[i].key);
   free(s->held);
   s->held = NULL;
   s->nheld = s->capheld = 0;

@@ -111,15 +111,6 @@ struct jobq_session {
     char claim[JOBQ_CLAIM_LEN + 1];
   } *doubtful;
   size_t ndoubtful, capdoubtful;
-  /* The queues this session has claimed jobs from, so that a store can
-   * lock the queues of its acknowledgements without looking the jobs up;
-   * queues_unknown once there were too many to keep (or no memory). */
-  char **queues;
-  size_t nqueues;
-  int queues_unknown;
-  /* Whether this session has claimed a job with an ordering key: only
-   * then may its completions need the keys' locks. */
-  int keyed;
   /* What it did since its figures were last written, per queue
    * (lib/tally.c). */
   struct jobq_tally_acc {
@@ -137,8 +128,9 @@ struct jobq_session {
     int64_t id;          /* 0: a free slot */
     int64_t claimed_at;
     int attempt;
-    uint16_t queue;      /* its entry in tally */
     char claim[JOBQ_CLAIM_LEN + 1];
+    char queue[JOBQ_QUEUE_MAX + 1];
+    char *key;           /* its ordering key (owned), or NULL */
   } *held;
   size_t nheld, capheld;
   int held_unknown;
@@ -495,8 +487,7 @@ int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t 
  * the commit's): every job s holds under a claim token that begins with
  * prefix. */
 int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix);
-/* Notes the n jobs s was handed by a claim: their queues in s->queues,
- * and the jobs among those the worker holds. */
+/* Notes the n jobs s was handed by a claim: the worker holds them. */
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
 /* The n jobs that a claim took but the caller was not given after all
  * (a failpoint after its commit): no longer held by the worker. */

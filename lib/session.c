@@ -120,8 +120,6 @@ void jobq_session_close(jobq_session *s) {
   jobq__held_release(s);
   free(s->started);
   free(s->doubtful);
-  for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i]);
-  free(s->queues);
   free(s);
 }
 
@@ -379,10 +377,6 @@ int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix) {
   return JOBQ_OK;
 }
 
-/* The most queues a session keeps by name; a session that claims from
- * more leaves its stores to find the queues of its acknowledgements. */
-#define SESSION_QUEUES 32
-
 void jobq__session_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
   /* Every acknowledgement ends the claim, and so does a lost one. */
   for (size_t i = 0; i < n; i++)
@@ -422,18 +416,6 @@ int jobq__session_reconcile(jobq *db, jobq_session *s) {
 
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
   jobq__held_add(s, jobs, n);
-  for (size_t i = 0; i < n; i++) s->keyed = s->keyed || jobs[i].key != NULL;
-  for (size_t i = 0; i < n && !s->queues_unknown; i++) {
-    size_t k = 0;
-    while (k < s->nqueues && strcmp(s->queues[k], jobs[i].queue) != 0) k++;
-    if (k < s->nqueues) continue;
-    if (s->queues == NULL) s->queues = malloc(SESSION_QUEUES * sizeof *s->queues);
-    char *q = s->queues != NULL && s->nqueues < SESSION_QUEUES ? strdup(jobs[i].queue) : NULL;
-    if (q == NULL)
-      s->queues_unknown = 1;
-    else
-      s->queues[s->nqueues++] = q;
-  }
 }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {

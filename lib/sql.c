@@ -48,6 +48,17 @@
   "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, claimed_at, " \
   "{now}, coalesce(new_error, last_error), prev_lost FROM d"
 
+/* The head of COMPLETE and COMPLETE_UNKEYED: the completions ?1 to ?3
+ * of session ?4 deleted (d) and archived (i, its ids and queues). */
+#define COMPLETE_ARCHIVE                                                         \
+  "WITH a AS (SELECT * FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[]) AS "   \
+  "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE "          \
+  "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = ?4 AND j.state = " \
+  "'running' AND (j.order_key IS NULL OR ?5::boolean) AND j.barrier = 0 AND NOT "  \
+  "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "  \
+  DELETED_RETURNING("'done'", "a.result", "NULL::text") "), i AS ("              \
+  DELETED_INTO_ARCHIVE " RETURNING id, queue)"
+
 /* MariaDB: of the values ?V of each row, the one in the place of the
  * row's id among the ids ?I (see REQUEUE_ROWS). */
 #define BY_ID(I, V) "ELT(FIELD(id, {each:" I "}), {each:" V "})"
@@ -398,6 +409,38 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
          "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
          "AND claim = ?3 AND state = 'running'{for_update}"},
+    /* PostgreSQL only (a writable WITH): the completions ?1 (ids), ?2
+     * (claims), ?3 (results), all columns, of session ?4, of jobs that
+     * are no barrier in queues without one, fenced like ACK_ROW and moved
+     * to the archive in one statement, under their queues' shared locks;
+     * with ?5 (1), under their keys' locks, also of jobs with ordering
+     * keys, each key handed on to its next waiting job as lib/order.c
+     * does (the key not blocked; no barrier before it, since the queue
+     * has none).  Its rows are the ids archived with their queues, for
+     * the counters (lib/counts.c), then (id 0) the queues of the jobs
+     * made ready.  The session is compared through coalesce() so that no
+     * plan starts from the session's index: analyzed while the session
+     * held nothing, it promises one job, and that plan compared each of
+     * the session's jobs with every acknowledgement (1000 by 1000:
+     * 180 ms).  The primary key finds each job at once. */
+    [JOBQ_Q_COMPLETE] =
+        {.what = "completing jobs",
+         .common = "",
+         .pg = COMPLETE_ARCHIVE ", k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
+               "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
+               "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
+               "(x.order_key, x.state) >= (k.order_key, 'waiting') AND (x.order_key, "
+               "x.state) <= (k.order_key, 'waiting') AND x.order_key IS NOT NULL ORDER BY "
+               "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
+               "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
+               "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
+               "0::bigint, queue FROM p"},
+    /* The same when no job of the batch has a key: no key to hand on, so
+     * neither the update of the next job nor jobq_blocked (fewer
+     * relations to lock, less to plan). */
+    [JOBQ_Q_COMPLETE_UNKEYED] = {.what = "completing jobs",
+                                 .common = "",
+                                 .pg = COMPLETE_ARCHIVE " SELECT id, queue FROM i"},
     /* ACK_ROW for each of the jobs ?1 (a column, ids ascending) of
      * session ?2, each locked in that order, in the columns of
      * jobq__ack_got_row(): id, claim (which the library compares), the

@@ -13,10 +13,9 @@
  * are folded, now and then, into one row per queue (minute 0, session
  * ''), so that totals only grow while the table stays small.
  *
- * The jobs a session holds (lib/held.c) keep their queue's entry here,
- * with their attempt and claim time, for the counts of their
- * acknowledgements and for the record of an attempt that fails and is
- * retried.  An attempt record costs one INSERT on that slow path alone:
+ * The jobs a session holds (lib/held.c) keep their queue, attempt and
+ * claim time, for the counts of their acknowledgements and for the
+ * record of an attempt that fails and is retried.  An attempt record costs one INSERT on that slow path alone:
  * a completion writes nothing here.
  */
 #include <stdlib.h>
@@ -42,21 +41,15 @@ int64_t jobq_wait_bound_ms(int i) {
 
 /* The counters of queue in s, made when missing (entry 0 is '', claims
  * that found nothing); NULL when out of memory: the count is lost. */
-static int64_t *counters(jobq_session *s, const char *queue, uint16_t *index) {
+static int64_t *counters(jobq_session *s, const char *queue) {
   for (size_t i = 0; i < s->ntally; i++)
-    if (strcmp(s->tally[i].queue, queue) == 0) {
-      if (index != NULL) *index = (uint16_t)i;
-      return s->tally[i].v;
-    }
-  if (s->ntally >= UINT16_MAX) return NULL;
+    if (strcmp(s->tally[i].queue, queue) == 0) return s->tally[i].v;
   struct jobq_tally_acc *v = realloc(s->tally, (s->ntally + 1) * sizeof *v);
   if (v == NULL) return NULL;
   s->tally = v;
-  struct jobq_tally_acc *t = &v[s->ntally];
+  struct jobq_tally_acc *t = &v[s->ntally++];
   memset(t, 0, sizeof *t);
   snprintf(t->queue, sizeof t->queue, "%s", queue);
-  if (index != NULL) *index = (uint16_t)s->ntally;
-  s->ntally++;
   return t->v;
 }
 
@@ -64,13 +57,12 @@ static int64_t *counters(jobq_session *s, const char *queue, uint16_t *index) {
 
 void jobq__tally_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
   if (n == 0) {
-    int64_t *v = counters(s, "", NULL);
+    int64_t *v = counters(s, "");
     if (v != NULL) v[T_EMPTY]++;
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    uint16_t q;
-    int64_t *v = counters(s, jobs[i].queue, &q);
+    int64_t *v = counters(s, jobs[i].queue);
     if (v == NULL) continue;
     v[T_CLAIMED]++;
     int64_t wait = jobs[i].claimed_at_ms - jobs[i].run_at_ms;
@@ -79,8 +71,6 @@ void jobq__tally_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
     while (b < JOBQ_WAIT_BUCKETS - 1 && wait > wait_bounds[b]) b++;
     v[T_WAIT] += wait;
     v[T_W0 + b]++;
-    struct jobq_held_job *h = jobq__held_find(s, jobs[i].id);
-    if (h != NULL) h->queue = q;
   }
 }
 
@@ -90,7 +80,7 @@ void jobq__tally_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
     if (a->status != JOBQ_OK && a->status != JOBQ_ELOST) continue;
     struct jobq_held_job *h = jobq__held_find(s, a->id);
     int64_t *v = a->status == JOBQ_OK && !a->already
-                     ? h != NULL ? s->tally[h->queue].v : counters(s, "", NULL)
+                     ? counters(s, h != NULL ? h->queue : "")
                      : NULL;
     if (v != NULL) {
       int again = a->outcome == JOBQ_STATE_READY || a->outcome == JOBQ_STATE_WAITING;

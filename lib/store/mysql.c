@@ -265,9 +265,6 @@ enum {
   MY_PICK,
   MY_MARK_1,
   MY_MARK_N,
-  MY_ACK_FIND,
-  MY_ACK_ARCHIVE,
-  MY_ACK_DELETE,
   MY_PUT_1,
   MY_PUT_4,
   MY_PUT_16,
@@ -281,7 +278,6 @@ enum {
 static const char *const own_whats[] = {
     "taking a queue's lock",   "taking a queue's lock",   "taking a queue's lock",
     "claiming jobs",           "claiming jobs",           "claiming jobs",
-    "completing jobs",         "completing jobs",         "completing jobs",
     "putting jobs",            "putting jobs",            "putting jobs",
     "putting jobs",            "taking the keys' locks",  "taking the keys' locks"};
 _Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_STMT_COUNT,
@@ -409,35 +405,6 @@ static char *own_text(int id) {
       sb_add(&b, " WHERE id IN (");
       sb_params(&b, 2, CHUNK);
       sb_add(&b, ")");
-      break;
-    case MY_ACK_FIND:
-      /* ?1 the session, ?2..?33 the ids. */
-      sb_add(&b, "SELECT id, claim, queue, order_key FROM jobq_jobs FORCE INDEX (PRIMARY) "
-                 "WHERE id IN (");
-      sb_params(&b, 2, CHUNK);
-      sb_add(&b, ") AND session = ?1 AND state = 'running' AND barrier = 0 ORDER BY id "
-                 "FOR UPDATE");
-      break;
-    case MY_ACK_ARCHIVE:
-      /* ?1..?32 the ids, ?33..?64 their outcomes, ?65..?96 their results,
-       * ?97..?128 their errors (NULL: kept): JOBQ_Q_ARCHIVE for each. */
-      sb_add(&b, "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, "
-                 "priority, run_at, ");
-      sb_by_id(&b, 1, 1 + CHUNK);
-      sb_add(&b, ", order_key, barrier, unique_key, payload, ");
-      sb_by_id(&b, 1, 1 + 2 * CHUNK);
-      sb_add(&b, ", attempts, max_attempts, timeout_ms, backoff_ms, session, "
-                 "claim, created_at, claimed_at, {now}, coalesce(");
-      sb_by_id(&b, 1, 1 + 3 * CHUNK);
-      sb_add(&b, ", last_error), prev_lost FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN (");
-      sb_params(&b, 1, CHUNK);
-      sb_add(&b, ")");
-      break;
-    case MY_ACK_DELETE:
-      /* ?1..?32 the ids, as a table joined to the rows. */
-      sb_add(&b, "DELETE j FROM (SELECT ?1 AS id UNION ALL ");
-      sb_each(&b, 2, CHUNK - 1, " UNION ALL ", "SELECT ");
-      sb_add(&b, ") AS ids STRAIGHT_JOIN jobq_jobs j ON j.id = ids.id");
       break;
     default:
       free(b.p);
@@ -1978,24 +1945,6 @@ static int my_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
 
 /* ---------------------------------------------------------------- fast paths */
 
-static int str_cmp(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The distinct names of list[0..n), sorted: *out (free the array only). */
-static int distinct(const char **list, size_t n, const char ***out, size_t *nout) {
-  const char **v = malloc((n ? n : 1) * sizeof *v);
-  if (v == NULL) return JOBQ_ENOMEM;
-  memcpy(v, list, n * sizeof *v);
-  qsort(v, n, sizeof *v, str_cmp);
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (k == 0 || strcmp(v[k - 1], v[i]) != 0) v[k++] = v[i];
-  *out = v;
-  *nout = k;
-  return JOBQ_OK;
-}
-
 /* Bytes that one statement may carry: well within max_allowed_packet. */
 static size_t packet_budget(my *c) { return c->max_packet > (1 << 20) ? c->max_packet / 2 : 1 << 19; }
 
@@ -2032,183 +1981,6 @@ static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   return rc;
 }
 
-/* One complete ack of a batch that this path may take. */
-typedef struct plain_ack {
-  size_t idx;      /* in acks */
-  char *queue;
-  char *key;       /* its ordering key, or NULL */
-  int take;
-} plain_ack;
-
-static int plain_ack_cmp(const void *a, const void *b) {
-  const plain_ack *x = a, *y = b;
-  if (x->take != y->take) return y->take - x->take;
-  if (!x->take) return 0;
-  return jobq__lock_cmp(x->queue, x->key, y->queue, y->key);
-}
-
-/* The locks of the keys of the taken acks pa[0..m), sorted by
- * plain_ack_cmp() (the taken ones first, by queue and key), a queue at a
- * time, each once; then each key's next job made ready when its turn
- * came, once the jobs are archived (next: 1). */
-static int keys_of_taken(jobq *db, const plain_ack *pa, size_t m, int next) {
-  const char **keys = malloc((m ? m : 1) * sizeof *keys);
-  if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int rc = JOBQ_OK;
-  for (size_t i = 0, end; i < m && pa[i].take && rc == JOBQ_OK; i = end) {
-    size_t nk = 0;
-    for (end = i; end < m && pa[end].take && strcmp(pa[end].queue, pa[i].queue) == 0; end++)
-      if (pa[end].key != NULL && (nk == 0 || strcmp(keys[nk - 1], pa[end].key) != 0))
-        keys[nk++] = pa[end].key;
-    rc = next ? jobq__promote_keys(db, pa[i].queue, keys, nk)
-              : jobq__lock_keys(db, pa[i].queue, keys, nk);
-  }
-  free(keys);
-  return rc;
-}
-
-/* Each job of r[0..n) into the archive, then out of the hot table, a
- * chunk at a time (as many as fit in a packet, 32 at most). */
-static int my_archive(jobq *db, const jobq_archive_row *r, size_t n) {
-  size_t budget = packet_budget(conn(db)), i = 0;
-  int rc = JOBQ_OK;
-  jobq_val v[4 * CHUNK];
-  while (rc == JOBQ_OK && i < n) {
-    size_t k = 0, bytes = 0;
-    int64_t ids[CHUNK];
-    for (; i < n && k < CHUNK; i++, k++) {
-      const jobq_archive_row *e = &r[i];
-      int done = e->state == JOBQ_STATE_DONE;
-      size_t len = (done ? e->result_len : 0) + e->error_len;
-      if (k > 0 && bytes + len > budget) break;
-      bytes += len;
-      ids[k] = e->id;
-      v[k] = V_INT(e->id);
-      v[CHUNK + k] = V_TEXT(jobq_state_name(e->state));
-      v[2 * CHUNK + k] = done ? V_BYTES(e->result, e->result_len) : V_NULL;
-      v[3 * CHUNK + k] = e->error ? V_TEXTN(e->error, e->error_len) : V_NULL;
-    }
-    for (size_t j = k; j < CHUNK; j++) {
-      v[j] = V_INT(0);
-      v[CHUNK + j] = v[2 * CHUNK + j] = v[3 * CHUNK + j] = V_NULL;
-    }
-    int64_t changed = 0;
-    rc = jobq__sql_change(db, MY_ACK_ARCHIVE, &changed, v, 4 * CHUNK);
-    if (rc == JOBQ_OK && changed != (int64_t)k)
-      rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", k, (long long)changed);
-    for (size_t j = 0; j < CHUNK; j++) v[j] = V_INT(j < k ? ids[j] : 0);
-    if (rc == JOBQ_OK) rc = jobq__sql_change(db, MY_ACK_DELETE, &changed, v, CHUNK);
-  }
-  return rc;
-}
-
-static int my_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
-  if (m < 2) return JOBQ_OK;
-  plain_ack *pa = calloc(m, sizeof *pa);
-  if (pa == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (acks[i].kind == JOBQ_ACK_COMPLETE) pa[m++].idx = i;
-  int rc = JOBQ_OK;
-  jobq_val v[1 + CHUNK];
-  /* 1. The jobs this session still runs under these claims, locked. */
-  for (size_t at = 0; at < m && rc == JOBQ_OK; at += CHUNK) {
-    size_t k = m - at > CHUNK ? CHUNK : m - at;
-    v[0] = V_TEXT(s->id);
-    for (size_t i = 0; i < CHUNK; i++) v[1 + i] = V_INT(i < k ? acks[pa[at + i].idx].id : 0);
-    jobq_rows *r;
-    rc = jobq__sql_query(db, MY_ACK_FIND, &r, v, 1 + CHUNK);
-    if (rc != JOBQ_OK) break;
-    int got, failed = 0;
-    while ((got = my_next(db, r)) == 1) {
-      int64_t id = my_col_int(r, 0);
-      size_t len;
-      const char *claim = my_col_bytes(r, 1, &len);
-      /* The ack of the job, with its claim (no job comes twice in a
-       * batch given to ack_plain: lib/ack.c). */
-      for (size_t i = at; i < at + k; i++) {
-        jobq_ack *a = &acks[pa[i].idx];
-        if (a->id != id || strlen(a->claim) != len ||
-            memcmp(a->claim, claim, len) != 0)
-          continue;
-        pa[i].queue = jobq__col_text(db, r, 2, &failed);
-        pa[i].key = jobq__col_text(db, r, 3, &failed);
-        pa[i].take = 1;
-        break;
-      }
-    }
-    my_done(db, r);
-    if (got < 0) rc = got;
-    else if (failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  /* 2. Each queue's shared lock, in name order: no barrier comes or goes
-   * meanwhile.  A queue with a barrier is left to the library. */
-  const char **qs = NULL, **dq = NULL;
-  size_t nt = 0, nd = 0;
-  if (rc == JOBQ_OK && (qs = malloc(m * sizeof *qs)) == NULL)
-    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == JOBQ_OK && i < m; i++)
-    if (pa[i].take) qs[nt++] = pa[i].queue;
-  if (rc == JOBQ_OK && distinct(qs, nt, &dq, &nd) != JOBQ_OK)
-    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t q = 0; q < nd && rc == JOBQ_OK; q++) {
-    int barrier = 0;
-    rc = lock_row(db, 'q', dq[q], NULL, 0);
-    if (rc == JOBQ_OK)
-      rc = jobq__sql_exists(db, JOBQ_Q_BARRIER_BEFORE, &barrier,
-                            SQL_ARGS(V_TEXT(dq[q]), V_INT(INT64_MAX)));
-    for (size_t i = 0; rc == JOBQ_OK && barrier && i < m; i++)
-      if (pa[i].take && strcmp(pa[i].queue, dq[q]) == 0) pa[i].take = 0;
-  }
-  /* 3. The keys' locks, a queue at a time in the library's order, when
-   * this path takes every ack of the batch: the locks that the library
-   * would take after these for the rest (a failure, a barrier) could come
-   * out of that order.  Otherwise keyed jobs are the library's. */
-  int keyed = 0, all = m == n;
-  for (size_t i = 0; i < m; i++) {
-    keyed = keyed || (pa[i].take && pa[i].key != NULL);
-    all = all && pa[i].take;
-  }
-  for (size_t i = 0; rc == JOBQ_OK && keyed && !all && i < m; i++)
-    if (pa[i].key != NULL) pa[i].take = 0;
-  keyed = keyed && all;
-  if (rc == JOBQ_OK && keyed) {
-    qsort(pa, m, sizeof *pa, plain_ack_cmp);
-    rc = keys_of_taken(db, pa, m, 0);
-  }
-  /* 4. Into the archive with their results, then out of the hot table. */
-  size_t nr = 0;
-  jobq_archive_row *r = rc == JOBQ_OK ? malloc(m * sizeof *r) : NULL;
-  if (rc == JOBQ_OK && r == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == JOBQ_OK && i < m; i++) {
-    const jobq_ack *a = &acks[pa[i].idx];
-    if (pa[i].take)
-      r[nr++] = (jobq_archive_row){NULL, 0, a->id, JOBQ_STATE_DONE, a->data, a->len, NULL, 0};
-  }
-  if (rc == JOBQ_OK) rc = my_archive(db, r, nr);
-  free(r);
-  /* 5. Each key's next job, now that its head left. */
-  if (rc == JOBQ_OK && keyed) rc = keys_of_taken(db, pa, m, 1);
-  /* 6. The counters (written at the commit, lib/counts.c). */
-  for (size_t j = 0; j < m && rc == JOBQ_OK; j++)
-    if (pa[j].take) rc = jobq__count_add(db, pa[j].queue, 1, 0, 0);
-  for (size_t j = 0; rc == JOBQ_OK && j < m; j++) {
-    if (!pa[j].take) continue;
-    acks[pa[j].idx].status = JOBQ_OK;
-    acks[pa[j].idx].outcome = JOBQ_STATE_DONE;
-  }
-  for (size_t j = 0; j < m; j++) {
-    free(pa[j].queue);
-    free(pa[j].key);
-  }
-  free(pa);
-  free(qs);
-  free(dq);
-  return rc;
-}
-
 const jobq_store jobq__store_mysql = {
     .scheme = "mysql",
     .dialect = JOBQ_DIALECT_MYSQL,
@@ -2233,5 +2005,4 @@ const jobq_store jobq__store_mysql = {
     .claim = my_claim,
     .put_plain = my_put_plain,
     .put_plain_keys = 1,
-    .ack_plain = my_ack_plain,
 };

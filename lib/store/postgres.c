@@ -360,8 +360,6 @@ enum {
   PG_LOCK_KEYS,
   PG_PUT_PLAIN,
   PG_PUT_KEYED,
-  PG_ACK_PLAIN,
-  PG_ACK_UNKEYED,
   PG_NOTIFY,
   PG_TABLE_STATS,
   PG__END
@@ -383,17 +381,6 @@ enum {
   "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, " \
   "claim, created_at, claimed_at, {now}, coalesce(new_error, last_error), " \
   "prev_lost FROM d"
-
-/* The head of PG_ACK_PLAIN and PG_ACK_UNKEYED: the completions $1 to $3
- * of session $4 deleted (d) and archived (i, its ids and queues). */
-#define ACK_ARCHIVE \
-  "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS " \
-  "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE " \
-  "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = $4 AND j.state = " \
-  "'running' AND (j.order_key IS NULL OR $5::boolean) AND j.barrier = 0 AND NOT " \
-  "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) " \
-  DELETED_RETURNING("'done'", "a.result", "NULL::text") "), i AS (" \
-  DELETED_INTO_ARCHIVE " RETURNING id, queue)"
 
 static const char *const own_sql[] = {
     /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
@@ -484,32 +471,6 @@ static const char *const own_sql[] = {
         "unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], "
         "$6::integer[], $7::bigint[], $8::bigint[], $9::text[]) WITH ORDINALITY AS "
         "u(q, p, r, d, pl, m, t, b, k, n)) u ORDER BY u.n RETURNING id",
-    /* Completions of jobs that are no barrier in queues without one,
-     * fenced like ACK_ROW and moved to the archive in one statement;
-     * with $5, after PG_LOCK_JOB_KEYS, also of jobs with ordering keys,
-     * each key handed on to its next waiting job as lib/order.c does (the
-     * key not blocked; no barrier before it, since the queue has none).
-     * Its rows are the ids archived with their queues, for the counters
-     * (lib/counts.c), then (id 0) the queues of the jobs made ready.
-     * The session is compared through coalesce() so that no plan starts
-     * from the session's index: analyzed while the session held nothing,
-     * it promises one job, and that plan compared each of the session's
-     * jobs with every acknowledgement (1000 by 1000: 180 ms).  The
-     * primary key finds each job at once. */
-    [PG_ACK_PLAIN - JOBQ_STMT_COUNT] = ACK_ARCHIVE
-        ", k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
-        "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
-        "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
-        "(x.order_key, x.state) >= (k.order_key, 'waiting') AND (x.order_key, "
-        "x.state) <= (k.order_key, 'waiting') AND x.order_key IS NOT NULL ORDER BY "
-        "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
-        "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
-        "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
-        "0::bigint, queue FROM p",
-    /* The same for a session that never claimed a keyed job: no key to
-     * hand on, so neither the update of the next job nor jobq_blocked
-     * (fewer relations to lock, less to plan). */
-    [PG_ACK_UNKEYED - JOBQ_STMT_COUNT] = ACK_ARCHIVE " SELECT id, queue FROM i",
     [PG_NOTIFY - JOBQ_STMT_COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
     /* A row when this role may analyze and vacuum the hot table (see
@@ -544,8 +505,6 @@ static const char *stmt_what(int id) {
     case PG_ENSURE_QUEUES: return "adding the queues";
     case PG_PUT_PLAIN:
     case PG_PUT_KEYED: return "putting jobs";
-    case PG_ACK_PLAIN:
-    case PG_ACK_UNKEYED: return "completing jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
     default: return jobq__sql_what(id);
@@ -2666,96 +2625,6 @@ static int pg_insert_later(jobq *db, int id, const jobq_val *a, size_t n, int64_
   return rc == JOBQ_OK ? query(db, id, a, n, NULL, new_id, 1) : rc;
 }
 
-static int ack_id_cmp(const void *a, const void *b) {
-  int64_t x = (*(jobq_ack *const *)a)->id, y = (*(jobq_ack *const *)b)->id;
-  return (x > y) - (x < y);
-}
-
-static int pg_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
-  /* Even one: the statement is one round trip, where the common path
-   * takes six. */
-  if (m == 0) return JOBQ_OK;
-  array ids, claims, results;
-  arr_begin(&ids, OID_INT8, m);
-  arr_begin(&claims, OID_TEXT, m);
-  arr_begin(&results, OID_BYTEA, m);
-  for (size_t i = 0; i < n; i++) {
-    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
-    arr_int8(&ids, acks[i].id);
-    arr_bytes(&claims, acks[i].claim, strlen(acks[i].claim));
-    arr_bytes(&results, acks[i].data, acks[i].len);
-  }
-  int rc = ids.failed || claims.failed || results.failed
-               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-               : JOBQ_OK;
-  /* The queues' shared locks first: no barrier comes or goes meanwhile,
-   * so the statement's "no barrier in the queue" holds until commit.
-   * The session's jobs are all of the queues it claimed from: those are
-   * locked by name, without looking the jobs up. */
-  if (rc == JOBQ_OK && s->nqueues > 0 && !s->queues_unknown) {
-    array q;
-    arr_begin(&q, OID_TEXT, s->nqueues);
-    for (size_t i = 0; i < s->nqueues; i++) arr_bytes(&q, s->queues[i], strlen(s->queues[i]));
-    rc = q.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                  : pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&q)), NULL);
-    free(q.p);
-  } else if (rc == JOBQ_OK) {
-    rc = pg_query(db, PG_LOCK_JOB_QUEUES, SQL_ARGS(arr_val(&ids)), NULL);
-  }
-  /* The keys' locks after the queues', when the session may hold keyed
-   * jobs (otherwise the statement leaves keyed jobs alone): of every job
-   * of the batch, so that the ones left to the library, which takes
-   * their locks again, wait for none out of jobq__lock_cmp(). */
-  if (rc == JOBQ_OK && s->keyed) {
-    array all;
-    arr_begin(&all, OID_INT8, n);
-    for (size_t i = 0; i < n; i++) arr_int8(&all, acks[i].id);
-    rc = all.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                    : pg_query(db, PG_LOCK_JOB_KEYS, SQL_ARGS(arr_val(&all)), NULL);
-    free(all.p);
-  }
-  jobq_rows *r = NULL;
-  if (rc == JOBQ_OK)
-    rc = pg_query(db, s->keyed ? PG_ACK_PLAIN : PG_ACK_UNKEYED,
-                  SQL_ARGS(arr_val(&ids), arr_val(&claims), arr_val(&results),
-                           V_TEXT(s->id), V_INT(s->keyed != 0)),
-                  &r);
-  free(ids.p);
-  free(claims.p);
-  free(results.p);
-  if (rc != JOBQ_OK) return rc;
-  /* The completions by id, to find each one the statement archived. */
-  jobq_ack **by_id = malloc(m * sizeof *by_id);
-  if (by_id == NULL) {
-    pg_done(db, r);
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  for (size_t i = 0, k = 0; i < n; i++)
-    if (acks[i].kind == JOBQ_ACK_COMPLETE) by_id[k++] = &acks[i];
-  qsort(by_id, m, sizeof *by_id, ack_id_cmp);
-  while (pg_next(db, r) == 1) {
-    jobq_ack key = {.id = pg_col_int(r, 0)}, *kp = &key;
-    size_t len;
-    const char *queue = pg_col_bytes(r, 1, &len);
-    if (key.id == 0) {
-      pg_wake(db, queue);
-      continue;
-    }
-    if (rc == JOBQ_OK) rc = jobq__count_add(db, queue, 1, 0, 0);
-    /* No job comes twice in a batch given to ack_plain (lib/ack.c). */
-    jobq_ack **hit = bsearch(&kp, by_id, m, sizeof *by_id, ack_id_cmp);
-    if (hit != NULL) {
-      (*hit)->status = JOBQ_OK;
-      (*hit)->outcome = JOBQ_STATE_DONE;
-    }
-  }
-  free(by_id);
-  pg_done(db, r);
-  return rc;
-}
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The first wait before the LISTEN connection is opened again, doubled
@@ -2896,7 +2765,6 @@ const jobq_store jobq__store_postgres = {
     .put_plain = pg_put_plain,
     .put_plain_keys = 1,
     .insert_later = pg_insert_later,
-    .ack_plain = pg_ack_plain,
     .wake = pg_wake,
     .watch = pg_watch,
     .changed = pg_changed,

@@ -216,10 +216,6 @@ enum {
   SQ_CANDIDATES = JOBQ_STMT_COUNT,
   SQ_CLAIM,
   SQ_CLAIMED,
-  SQ_ACK_PLAIN_FIND,
-  SQ_ACK_PLAIN_ARCHIVE,
-  SQ_ACK_PLAIN_DELETE,
-  SQ_ACK_RESULT,
   SQ_DATA_VERSION,
   SQ_PUT_1,
   SQ_PUT_4,
@@ -258,30 +254,6 @@ static const char *const own_sql[SQ__END - JOBQ_STMT_COUNT] = {
         "SELECT j.id, queue, payload, attempts, max_attempts, priority, "
         "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM json_each(?1) a "
         "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2",
-    /* Completions of jobs without a barrier, many at a time (see
-     * sq_ack_plain): ?1 is a JSON array of ids, whose claim tokens the
-     * caller compares. */
-    [SQ_ACK_PLAIN_FIND - JOBQ_STMT_COUNT] =
-        "SELECT j.id, j.queue, j.order_key, j.claim FROM json_each(?1) a "
-        "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2 "
-        "AND j.state = 'running' AND j.barrier = 0 AND "
-        "NOT EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY jobq_jobs_barrier "
-        "WHERE b.queue = j.queue AND b.barrier = 1)",
-    /* ?1: a JSON array of the ids found (distinct), joined as in
-     * SQ_CLAIMED. */
-    [SQ_ACK_PLAIN_ARCHIVE - JOBQ_STMT_COUNT] =
-        "INSERT OR FAIL INTO jobq_done(id, queue, priority, run_at, outcome, "
-        "order_key, barrier, unique_key, payload, result, attempts, "
-        "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
-        "claimed_at, finished_at, last_error, prev_lost) SELECT j.id, queue, "
-        "priority, run_at, 'done', order_key, barrier, unique_key, payload, "
-        "x'', attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "
-        "created_at, claimed_at, jobq_now(), last_error, prev_lost FROM "
-        "json_each(?1) a CROSS JOIN jobq_jobs j ON j.id = a.value",
-    [SQ_ACK_PLAIN_DELETE - JOBQ_STMT_COUNT] =
-        "DELETE FROM jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
-    [SQ_ACK_RESULT - JOBQ_STMT_COUNT] =
-        "UPDATE OR FAIL jobq_done SET result = ?2 WHERE id = ?1",
     [SQ_DATA_VERSION - JOBQ_STMT_COUNT] = "PRAGMA data_version",
 };
 
@@ -291,10 +263,6 @@ static const char *sq_what(int id) {
     case SQ_CANDIDATES:
     case SQ_CLAIM:
     case SQ_CLAIMED: return "claiming jobs";
-    case SQ_ACK_PLAIN_FIND:
-    case SQ_ACK_PLAIN_ARCHIVE:
-    case SQ_ACK_PLAIN_DELETE:
-    case SQ_ACK_RESULT: return "completing jobs";
     case SQ_DATA_VERSION: return "looking for changes";
     case SQ_PUT_1:
     case SQ_PUT_4:
@@ -1324,101 +1292,6 @@ static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   return rc;
 }
 
-/* A finished job's ordering key, for its next job's turn. */
-typedef struct key_left {
-  char *queue, *key;
-} key_left;
-
-static int key_left_cmp(const void *a, const void *b) {
-  const key_left *x = a, *y = b;
-  return jobq__lock_cmp(x->queue, x->key, y->queue, y->key);
-}
-
-/*
- * Completions of jobs without a barrier, in queues without a barrier, in
- * a few statements for the whole batch instead of a handful per job: find
- * which of them the session still holds, archive those and delete them
- * from the hot table, set the results that are not empty, count them per
- * queue, and let each key's next job run.  The file is this transaction's
- * alone meanwhile, so no lock is needed.
- */
-static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
-  if (m < 2) return JOBQ_OK;
-  key_left *keys = malloc(n * sizeof *keys);
-  if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jtext asked = {0};
-  jt_add(&asked, "[");
-  for (size_t i = 0; i < n; i++) {
-    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
-    jt_id(&asked, acks[i].id);
-  }
-  jt_add(&asked, "]");
-  jobq_rows *r;
-  /* The values stay bound (not copied) until the rows are read. */
-  int rc = asked.p == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                           : sq_query(db, SQ_ACK_PLAIN_FIND,
-                                      SQL_ARGS(V_TEXT(asked.p), V_TEXT(s->id)), &r);
-  if (rc != JOBQ_OK) {
-    free(asked.p);
-    free(keys);
-    return rc;
-  }
-  /* The ids found whose claim is the one acknowledged, each counted done
-   * in its queue (lib/counts.c), and the keys they leave. */
-  jtext ids = {0};
-  size_t found = 0, nkeys = 0;
-  int row, failed = 0, oom = 0;
-  jt_add(&ids, "[");
-  while ((row = sq_next(db, r)) == 1) {
-    int64_t id = sq_col_int(r, 0);
-    size_t len;
-    const char *claim = sq_col_bytes(r, 3, &len);
-    jobq_ack *a = NULL;
-    for (size_t i = 0; i < n && a == NULL; i++)
-      if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) a = &acks[i];
-    if (a == NULL || claim == NULL || len != strlen(a->claim) || memcmp(claim, a->claim, len) != 0)
-      continue;
-    const char *queue = sq_col_bytes(r, 1, &len);
-    jt_id(&ids, id);
-    found++;
-    if (!sq_is_null(r, 2) && nkeys < n) {
-      keys[nkeys].queue = jobq__col_text(db, r, 1, &oom);
-      keys[nkeys++].key = jobq__col_text(db, r, 2, &oom);
-    }
-    a->status = JOBQ_OK;
-    a->outcome = JOBQ_STATE_DONE;
-    failed |= jobq__count_add(db, queue, 1, 0, 0) != JOBQ_OK;
-  }
-  sq_done(db, r);
-  free(asked.p);
-  jt_add(&ids, "]");
-  if (row < 0 || failed) rc = row < 0 ? row : db->err;
-  else if (ids.p == NULL || oom) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (rc == JOBQ_OK && found > 0)
-    rc = sq_query(db, SQ_ACK_PLAIN_ARCHIVE, SQL_ARGS(V_TEXT(ids.p)), NULL);
-  if (rc == JOBQ_OK && found > 0)
-    rc = sq_query(db, SQ_ACK_PLAIN_DELETE, SQL_ARGS(V_TEXT(ids.p)), NULL);
-  free(ids.p);
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (acks[i].status == JOBQ_OK && acks[i].len > 0)
-      rc = sq_query(db, SQ_ACK_RESULT, SQL_ARGS(V_INT(acks[i].id), V_BYTES(acks[i].data, acks[i].len)),
-                    NULL);
-  /* Each key once: a key has one running job, but a second hand-on would
-   * start two. */
-  if (rc == JOBQ_OK) qsort(keys, nkeys, sizeof *keys, key_left_cmp);
-  for (size_t i = 0; i < nkeys && rc == JOBQ_OK; i++)
-    if (i == 0 || key_left_cmp(&keys[i - 1], &keys[i]) != 0)
-      rc = jobq__promote_key(db, keys[i].queue, keys[i].key, 1);
-  for (size_t i = 0; i < nkeys; i++) {
-    free(keys[i].queue);
-    free(keys[i].key);
-  }
-  free(keys);
-  return rc;
-}
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* PRAGMA data_version: changes when another connection commits. */
@@ -1497,7 +1370,6 @@ const jobq_store jobq__store_sqlite = {
     .claim = sq_claim,
     .put_plain = sq_put_plain,
     .put_plain_keys = 1,
-    .ack_plain = sq_ack_plain,
     .watch = sq_watch,
     .changed = sq_changed,
 };

@@ -182,7 +182,6 @@ typedef struct jobq_store {
    * commit at the latest (in a transaction of the library's own it is
    * sent with the next round trip).  NULL: such an INSERT runs at once. */
   int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
-  int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
    * commit anyway. */
