@@ -289,7 +289,7 @@ static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m
   }
   got_ctx g = {acks, got};
   int rc = jobq__sql_set(db, JOBQ_Q_ACK_ROWS, SQL_ARGS(V_COL('i', ids, n), V_TEXT(s->id)), 0,
-                         got_rows, &g, NULL);
+                         NULL, got_rows, &g, NULL);
   for (size_t i = 0; i < n; i++) {
     if (rc == JOBQ_OK && got[i].found) {
       ack_job *j = &jobs[(*nj)++];
@@ -331,7 +331,7 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
     rc = jobq__sql_set(db, JOBQ_Q_REQUEUE_ROWS,
                        SQL_ARGS(V_COL('r', at, k), V_COL('i', delay, k), V_COL('i', back, k),
                                 V_COL('t', error, k), V_COL('i', id, k)),
-                       0, NULL, NULL, NULL);
+                       0, NULL, NULL, NULL, NULL);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     if (jobs[i].plan.state != JOBQ_STATE_READY) continue;
     if (jobs[i].plan.delay_ms == 0) jobq__wake(db, jobs[i].ref.queue);
@@ -515,7 +515,7 @@ static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_COMPLETE : JOBQ_Q_COMPLETE_UNKEYED,
                        SQL_ARGS(V_COL('i', v, m), V_COL('t', v + m, m), V_COL('b', v + 2 * m, m),
                                 V_TEXT(s->id), V_INT(keyed)),
-                       0, completed, &c, NULL);
+                       0, NULL, completed, &c, NULL);
   }
   free(locks);
   free(v);

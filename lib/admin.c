@@ -276,7 +276,7 @@ static int set_queue(jobq *db, const char *queue, int paused, const char *policy
   int rc, attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
+    rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
     if (rc == JOBQ_OK && paused >= 0)
       rc = jobq__sql_run(db, JOBQ_Q_SET_PAUSED, SQL_ARGS(V_TEXT(queue), V_INT(paused)));
     /* A resumed queue's ready jobs are work again: watchers hear of it. */

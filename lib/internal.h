@@ -55,6 +55,8 @@ struct jobq {
   size_t nexpected;
   unsigned connects, checked;
   unsigned txn_connects;       /* connects when the transaction began */
+  int txn_committed;           /* a store committed with the transaction's last
+                                  statement (jobq_how's ends) */
   int lost;
   /* Set by a store when it connects: the most bytes of values one
    * statement may carry (0: no limit), for the sets of lib/sql.c. */

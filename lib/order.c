@@ -140,7 +140,7 @@ int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_
   for (size_t i = 0; i < n; i++) v[i] = V_TEXT(keys[i]);
   taken_ctx t = {keys, n, taken};
   int rc = jobq__sql_set(db, JOBQ_Q_KEYS_TAKEN, SQL_ARGS(V_TEXT(queue), V_COL('t', v, n)), 0,
-                         key_taken_row, &t, NULL);
+                         NULL, key_taken_row, &t, NULL);
   free(v);
   return rc;
 }
@@ -384,12 +384,13 @@ static int archive_rows(jobq *db, const jobq_archive_row *r, size_t n) {
   int rc = jobq__sql_set(db, JOBQ_Q_ARCHIVE_ROWS,
                          SQL_ARGS(V_COL('r', at, n), V_COL('t', outcome, n), V_COL('b', result, n),
                                   V_COL('t', error, n), V_COL('i', id, n)),
-                         0, NULL, NULL, &moved);
+                         0, NULL, NULL, NULL, &moved);
   /* Every row was locked by this transaction: each is there to move. */
   if (rc == JOBQ_OK && moved != (int64_t)n)
     rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", n, (long long)moved);
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_DELETE_ROWS))
-    rc = jobq__sql_set(db, JOBQ_Q_DELETE_ROWS, SQL_ARGS(V_COL('i', id, n)), 0, NULL, NULL, NULL);
+    rc = jobq__sql_set(db, JOBQ_Q_DELETE_ROWS, SQL_ARGS(V_COL('i', id, n)), 0, NULL, NULL, NULL,
+                       NULL);
   free(v);
   return rc;
 }

@@ -116,7 +116,7 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
     jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
       qref.barrier = qref.barrier || by[end]->barrier;
-    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
+    rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
     if (rc == JOBQ_OK) rc = jobq__lock_job(db, &qref, 0);
     int yes = 0;
     if (rc == JOBQ_OK && wait != NULL) rc = jobq__barrier_pending(db, qref.queue, &yes);

@@ -304,7 +304,7 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
      * fence.  It only locks the row, and reads nothing back (a store may
      * send it with the next statement). */
     rc = jobq__write_check(db);
-    if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
+    if (rc == JOBQ_OK) rc = jobq__sql_defer(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
   }
   if (rc != JOBQ_OK) return rc;
   rc = give_back_doubtful(db, s);
@@ -344,8 +344,8 @@ static int write_starts(jobq *db, jobq_session *s, const jobq_ack *acks,
   int rc = n && v == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) v[i] = V_INT(ids[i]);
   if (rc == JOBQ_OK)
-    rc = jobq__sql_set(db, JOBQ_Q_STARTED, SQL_ARGS(V_COL('i', v, n), V_TEXT(s->id)), 0, NULL,
-                       NULL, NULL);
+    rc = jobq__sql_set(db, JOBQ_Q_STARTED, SQL_ARGS(V_COL('i', v, n), V_TEXT(s->id)), 0,
+                       &(const jobq_how){.defer = 1}, NULL, NULL, NULL);
   free(v);
   free(ids);
   return rc;

@@ -1220,7 +1220,7 @@ char *jobq__sql_put_rows(int rows) {
 int jobq__sql_query(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
                     size_t n) {
   *rows = NULL;
-  return db->store->query(db, id, args, n, rows);
+  return db->store->query(db, id, args, n, rows, NULL);
 }
 
 int jobq__rows_next(jobq *db, jobq_rows *r) { return db->store->next(db, r); }
@@ -1230,12 +1230,17 @@ void jobq__rows_done(jobq *db, jobq_rows *r) {
 }
 
 int jobq__sql_run(jobq *db, int id, const jobq_val *args, size_t n) {
-  return db->store->query(db, id, args, n, NULL);
+  return db->store->query(db, id, args, n, NULL, NULL);
+}
+
+int jobq__sql_defer(jobq *db, int id, const jobq_val *args, size_t n) {
+  static const jobq_how defer = {.defer = 1};
+  return db->store->query(db, id, args, n, NULL, &defer);
 }
 
 int jobq__sql_change(jobq *db, int id, int64_t *changed, const jobq_val *args,
                      size_t n) {
-  int rc = db->store->query(db, id, args, n, NULL);
+  int rc = db->store->query(db, id, args, n, NULL, NULL);
   if (rc == JOBQ_OK && changed != NULL) *changed = db->store->changes(db);
   return rc;
 }
@@ -1375,7 +1380,7 @@ static size_t row_bytes(const jobq_val *args, size_t n, size_t i) {
 }
 
 int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
-                  jobq_set_fn each, void *ctx, int64_t *changed) {
+                  const jobq_how *how, jobq_set_fn each, void *ctx, int64_t *changed) {
   size_t m = 0;
   for (size_t a = 0; a < n; a++)
     if (args[a].type == 'c') m = args[a].len;
@@ -1384,7 +1389,7 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
   jobq_rows *r = NULL;
   if (!spelled_rows(db->store->dialect, id)) {
     /* The store binds each column whole (PostgreSQL: an array). */
-    int rc = db->store->query(db, id, args, n, each ? &r : NULL);
+    int rc = db->store->query(db, id, args, n, each ? &r : NULL, how);
     if (rc != JOBQ_OK) return rc;
     if (changed != NULL) *changed = db->store->changes(db);
     if (each == NULL) return JOBQ_OK;
@@ -1427,7 +1432,8 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
       for (size_t i = 0; i < rows; i++)
         flat[base + a * rows + i] = col ? col[at + (i < k ? i : k - 1)] : V_NULL;
     }
-    rc = db->store->query(db, jobq__stmt(id, (int)v), flat, base + base * rows, each ? &r : NULL);
+    rc = db->store->query(db, jobq__stmt(id, (int)v), flat, base + base * rows, each ? &r : NULL,
+                          how);
     if (rc == JOBQ_OK && changed != NULL) *changed += db->store->changes(db);
     if (rc == JOBQ_OK && each != NULL) {
       rc = each(db, r, at, k, ctx);

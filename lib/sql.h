@@ -141,6 +141,9 @@ static inline jobq_val jobq__v_col(char kind, const jobq_val *v, size_t n) {
 
 /* Runs statement id and drops its rows. */
 int jobq__sql_run(jobq *db, int id, const jobq_val *args, size_t n);
+/* The same, but the library never asks what it did: a store may send
+ * it with the next statement and report its failure then (jobq_how). */
+int jobq__sql_defer(jobq *db, int id, const jobq_val *args, size_t n);
 /* Runs it; *changed (may be NULL) gets how many rows it changed. */
 int jobq__sql_change(jobq *db, int id, int64_t *changed, const jobq_val *args,
                      size_t n);
@@ -186,13 +189,13 @@ int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
  * row twice), or, for an INSERT (exact), statements of exactly 64, 16, 4
  * or 1 rows; at most most rows a statement (0: no limit), and no more
  * bytes of text and bytes than db->stmt_bytes (0: no limit) but for a
- * lone row.  each (may be NULL) gets each statement's rows with the
- * first of its rows and their number; *changed (may be NULL) the rows
- * changed in all.
+ * lone row.  how (may be NULL) goes with each statement (store.h).  each
+ * (may be NULL) gets each statement's rows with the first of its rows
+ * and their number; *changed (may be NULL) the rows changed in all.
  */
 typedef int (*jobq_set_fn)(jobq *db, jobq_rows *r, size_t first, size_t n, void *ctx);
 int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
-                  jobq_set_fn each, void *ctx, int64_t *changed);
+                  const jobq_how *how, jobq_set_fn each, void *ctx, int64_t *changed);
 
 /* Columns of the current row. */
 int64_t jobq__col_int(jobq *db, jobq_rows *r, int col);

@@ -110,7 +110,7 @@ int jobq__tally_attempts(jobq *db, jobq_session *s, const jobq_ack *acks, size_t
     char *clean = NULL;
     if (len > 0 && jobq__utf8_clean(text, len, &clean, &len) != JOBQ_OK)
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    rc = jobq__sql_run(db, JOBQ_Q_ATTEMPT_ADD,
+    rc = jobq__sql_defer(db, JOBQ_Q_ATTEMPT_ADD,
                        SQL_ARGS(V_INT(a->id), V_INT(h ? h->attempt : 0),
                                 V_TEXT(a->kind == JOBQ_ACK_FAIL ? "failed" : "retry"),
                                 len > 0 ? V_TEXTN(clean ? clean : text, len) : V_NULL,
@@ -133,7 +133,7 @@ int jobq__tally_write(jobq *db, jobq_session *s) {
     int nonzero = 0;
     for (int c = 0; c < JOBQ_TALLY_COUNTERS; c++) nonzero |= v[c] != 0;
     if (!nonzero) continue;
-    rc = jobq__sql_run(db, JOBQ_Q_TALLY_ADD,
+    rc = jobq__sql_defer(db, JOBQ_Q_TALLY_ADD,
                        SQL_ARGS(V_INT(-1), V_TEXT(s->id), V_TEXT(s->tally[i].queue),
                                 V_INT(v[0]), V_INT(v[1]), V_INT(v[2]), V_INT(v[3]),
                                 V_INT(v[4]), V_INT(v[5]), V_INT(v[6]), V_INT(v[7]),
@@ -159,7 +159,7 @@ static int fold(jobq *db) {
   if ((rc = jobq__tally_read(db, JOBQ_Q_TALLY_OLD, before, &t, &n)) != JOBQ_OK) return rc;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     const jobq_tally *x = &t[i];
-    rc = jobq__sql_run(db, JOBQ_Q_TALLY_ADD,
+    rc = jobq__sql_defer(db, JOBQ_Q_TALLY_ADD,
                        SQL_ARGS(V_INT(0), V_TEXT(""), V_TEXT(x->queue), V_INT(x->claimed),
                                 V_INT(x->empty_claims), V_INT(x->done), V_INT(x->failed),
                                 V_INT(x->retried), V_INT(x->dead), V_INT(x->cancelled),

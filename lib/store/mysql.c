@@ -694,7 +694,11 @@ static jobq_rows *rows_new(stmt *s, MYSQL_STMT *st) {
 
 #define MAX_INLINE_PARAMS 80
 
-static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows) {
+static int my_next(jobq *db, jobq_rows *r);
+static int64_t my_col_int(jobq_rows *r, int col);
+
+static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
+                    const jobq_how *how) {
   my *c = conn(db);
   if (rows != NULL) *rows = NULL;
   if (c->aborted)
@@ -767,6 +771,13 @@ static int my_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
     rc = stmt_fail(db, st, stmt_what(id));
     stmt_release(&own);
     return rc;
+  }
+  if (rows == NULL && how != NULL && how->ids != NULL) {
+    /* Statements run at once: the ids are there now. */
+    jobq_rows *r = rows_new(NULL, st);
+    size_t got = 0;
+    while (r != NULL && got < how->nids && my_next(db, r) == 1) how->ids[got++] = my_col_int(r, 0);
+    if (r != NULL) rows_free(r);
   }
   if (rows == NULL) {
     mysql_stmt_free_result(st);

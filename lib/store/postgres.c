@@ -533,6 +533,7 @@ typedef struct later {
   char *copy;                    /* the values, one after the other */
   const char *values[MAX_PARAMS];
   int lengths[MAX_PARAMS], formats[MAX_PARAMS];
+  int late;                      /* it may go with the commit */
   int64_t *ids;                  /* where the rows' first column goes, or NULL */
   size_t nids;
 } later;
@@ -814,30 +815,9 @@ typedef struct sendable {
   const int *lengths, *formats;
 } sendable;
 
-/* Which statements may wait: the store's own that return nothing used,
- * and the library's that make sure of a queue (its changes are never
- * asked for), that lock a session's row for an acknowledgement (its
- * rows are never read then) and that add to the counters (sent with the
- * commit). */
-static int may_wait(int id) {
-  switch (id) {
-    case JOBQ_Q_COUNT_ADD:
-    case JOBQ_Q_TALLY_ADD:
-    case JOBQ_Q_ATTEMPT_ADD:
-    case JOBQ_Q_QUEUE_ENSURE:
-    case JOBQ_Q_SESSION_LOCK:
-    case PG_LOCK_SHARED:
-    case PG_LOCK:
-    case PG_LOCKS:
-    case PG_ENSURE_QUEUES:
-    case PG_LOCK_QUEUES:
-    case PG_LOCK_JOB_QUEUES:
-    case PG_LOCK_JOB_KEYS:
-    case PG_LOCK_KEYS:
-    case JOBQ_Q_STARTED: return 1;
-    default: return 0;
-  }
-}
+/* The store's own statements held like the library's deferred ones: the
+ * locks, and the wake-ups, which go with the commit. */
+static const jobq_how held = {.defer = 1}, with_commit = {.defer = 1, .late = 1};
 
 static void later_clear(pg *c) {
   for (int i = 0; i < c->nlater; i++) free(c->later[i].copy);
@@ -847,7 +827,7 @@ static void later_clear(pg *c) {
 /* Holds statement id with its values for the next round trip; 0 when it
  * cannot wait (the list is full, or out of memory) and must run now. */
 static int later_add(pg *c, int id, int n, const char *const *values, const int *lengths,
-                     const int *formats) {
+                     const int *formats, const jobq_how *how) {
   if (c->nlater == MAX_LATER) return 0;
   size_t size = 0;
   for (int i = 0; i < n; i++) size += values[i] ? (size_t)lengths[i] + 1 : 0;
@@ -856,7 +836,9 @@ static int later_add(pg *c, int id, int n, const char *const *values, const int 
   if (l->copy == NULL) return 0;
   l->id = id;
   l->n = n;
-  l->ids = NULL;
+  l->late = how->late;
+  l->ids = how->ids;
+  l->nids = how->nids;
   char *p = l->copy;
   for (int i = 0; i < n; i++) {
     l->lengths[i] = lengths[i];
@@ -961,10 +943,6 @@ static int insert_ids(jobq *db, PGresult *res, int64_t *ids, size_t nids) {
   return JOBQ_OK;
 }
 
-/* Statements held for the commit's round trip: the counters (lib/counts.c)
- * and the wake-ups.  Held last, they come after every other. */
-static int with_commit(int id) { return id == JOBQ_Q_COUNT_ADD || id == PG_NOTIFY; }
-
 static const char *sent_what(const sendable *q) {
   if (q->id >= 0) return stmt_what(q->id);
   return strcmp(q->sql, "COMMIT") == 0 ? "committing" : "starting a transaction";
@@ -992,7 +970,9 @@ static int exec_pending(jobq *db, const sendable *q, PGresult **res) {
   c->begin_pending = 0;
   if (begin) all[k++] = (sendable){.id = -1, .sql = "BEGIN"};
   int before = c->nlater;
-  while (c->commit_with && before > 0 && with_commit(c->later[before - 1].id)) before--;
+  /* What may go with the commit (the counters, lib/counts.c, and the
+   * wake-ups) is held last: after the claim that ends the transaction. */
+  while (c->commit_with && before > 0 && c->later[before - 1].late) before--;
   const size_t at = (size_t)(begin + before);
   for (int i = 0; i < c->nlater; i++) {
     const later *l = &c->later[i];
@@ -1041,19 +1021,13 @@ static int run_after(jobq *db, const char *sql, const char *what) {
   return rc;
 }
 
-/* Runs statement id with a, or holds it for the next round trip (below).
- * With ids: an INSERT of nids jobs, whose ids go there (insert_ids), held
- * in a transaction of the library's own until its next round trip (the
- * commit's, for a put), run at once in a caller's. */
-static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
-                 int64_t *ids, size_t nids);
-
-static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows) {
-  return query(db, id, a, n, rows, NULL, 0);
-}
-
-static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
-                 int64_t *ids, size_t nids) {
+/* Runs statement id with a, or holds it for the next round trip, when how
+ * allows and the transaction is the library's own (lazy): a statement
+ * whose result is not read, or an INSERT whose ids may come with the
+ * commit's round trip (insert_ids).  In a caller's transaction, every
+ * statement runs at once. */
+static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
+                    const jobq_how *how) {
   pg *c = conn(db);
   if (n > MAX_PARAMS) return jobq__fail(db, JOBQ_EINVAL, "too many parameters");
   int rc = prepare(db, id);
@@ -1094,11 +1068,9 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
     for (size_t i = 0; i < ncols; i++) free(cols[i].p);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
-  if (rows == NULL && c->lazy && (ids != NULL || may_wait(id)) &&
-      later_add(c, id, (int)n, values, lengths, formats)) {
+  if (rows == NULL && c->lazy && how != NULL && how->defer &&
+      later_add(c, id, (int)n, values, lengths, formats, how)) {
     for (size_t i = 0; i < ncols; i++) free(cols[i].p);
-    c->later[c->nlater - 1].ids = ids;
-    c->later[c->nlater - 1].nids = nids;
     return JOBQ_OK;
   }
   PGresult *res;
@@ -1114,7 +1086,7 @@ static int query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows
   const char *t = PQcmdTuples(res);
   c->changes = t && *t ? strtoll(t, NULL, 10) : 0;
   if (rows == NULL) {
-    rc = ids != NULL ? insert_ids(db, res, ids, nids) : JOBQ_OK;
+    rc = how != NULL && how->ids != NULL ? insert_ids(db, res, how->ids, how->nids) : JOBQ_OK;
     PQclear(res);
     return rc;
   }
@@ -2172,8 +2144,8 @@ static int notify_later(jobq *db) {
   int rc = a.failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : prepare(db, PG_NOTIFY);
   const char *values[] = {a.p};
   const int lengths[] = {(int)a.len}, formats[] = {1};
-  if (rc == JOBQ_OK && !later_add(c, PG_NOTIFY, 1, values, lengths, formats))
-    rc = pg_query(db, PG_NOTIFY, SQL_ARGS(arr_val(&a)), NULL);
+  if (rc == JOBQ_OK && !later_add(c, PG_NOTIFY, 1, values, lengths, formats, &with_commit))
+    rc = pg_query(db, PG_NOTIFY, SQL_ARGS(arr_val(&a)), NULL, NULL);
   free(a.p);
   return rc;
 }
@@ -2248,7 +2220,8 @@ static int pg_lock(jobq *db, const jobq_lock *l, size_t n) {
   if (n == 1) {
     char *name = lock_name(l);
     if (name == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    int rc = pg_query(db, l->exclusive ? PG_LOCK : PG_LOCK_SHARED, SQL_ARGS(V_TEXT(name)), NULL);
+    int rc = pg_query(db, l->exclusive ? PG_LOCK : PG_LOCK_SHARED, SQL_ARGS(V_TEXT(name)), NULL,
+                      &held);
     free(name);
     return rc;
   }
@@ -2264,7 +2237,7 @@ static int pg_lock(jobq *db, const jobq_lock *l, size_t n) {
   }
   int rc = lnames.failed || modes.failed
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-               : pg_query(db, PG_LOCKS, SQL_ARGS(arr_val(&lnames), arr_val(&modes)), NULL);
+               : pg_query(db, PG_LOCKS, SQL_ARGS(arr_val(&lnames), arr_val(&modes)), NULL, &held);
   free(lnames.p);
   free(modes.p);
   return rc;
@@ -2401,7 +2374,7 @@ static int refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
   c->stats_checked_ms = now;
   jobq_rows *r;
   may_vacuum = may_vacuum && c->vacuum == NULL && !c->vacuum_lock && now >= c->vacuum_next_ms;
-  int rc = pg_query(db, PG_TABLE_STATS, SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r);
+  int rc = pg_query(db, PG_TABLE_STATS, SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r, NULL);
   if (rc != JOBQ_OK) return rc;
   int stale = 0, dirty = 0;
   c->reltuples = INT64_MAX; /* a role that may not analyze: no look before the next */
@@ -2488,7 +2461,7 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
     rc = pg_query(db, PG_CLAIM,
                   SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now),
                            arr_val(&tok)),
-                  &r);
+                  &r, NULL);
   free(a.p);
   free(tok.p);
   int fused = c->commit_with;
@@ -2594,24 +2567,24 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
   names_clear(&distinct);
   free(distinct.v);
   if (rc == JOBQ_OK && dq.failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&dq)), NULL);
+  if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&dq)), NULL, &held);
+  if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&dq)), NULL, &held);
   free(dq.p);
   /* The keys' locks after the queues', as lib/order.c takes them. */
   if (rc == JOBQ_OK && keyed)
-    rc = pg_query(db, PG_LOCK_KEYS, SQL_ARGS(arr_val(&q), arr_val(&k)), NULL);
+    rc = pg_query(db, PG_LOCK_KEYS, SQL_ARGS(arr_val(&q), arr_val(&k)), NULL, &held);
   /* In a transaction of the library's own, the INSERT goes with the
    * COMMIT, and the ids come back with it: a put is one round trip. */
   if (rc == JOBQ_OK && keyed)
-    rc = query(db, PG_PUT_KEYED,
+    rc = pg_query(db, PG_PUT_KEYED,
                SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
                         arr_val(&ma), arr_val(&to), arr_val(&bo), arr_val(&k)),
-               NULL, ids, n);
+               NULL, &(const jobq_how){.defer = 1, .ids = ids, .nids = n});
   else if (rc == JOBQ_OK)
-    rc = query(db, PG_PUT_PLAIN,
+    rc = pg_query(db, PG_PUT_PLAIN,
                SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
                         arr_val(&ma), arr_val(&to), arr_val(&bo)),
-               NULL, ids, n);
+               NULL, &(const jobq_how){.defer = 1, .ids = ids, .nids = n});
   for (size_t i = 0; i < nall; i++) free(all[i]->p);
   if (rc != JOBQ_OK) return rc;
   for (size_t i = 0; i < n; i++)
@@ -2622,7 +2595,9 @@ static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
 
 static int pg_insert_later(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id) {
   int rc = put_stats(db);
-  return rc == JOBQ_OK ? query(db, id, a, n, NULL, new_id, 1) : rc;
+  return rc == JOBQ_OK ? pg_query(db, id, a, n, NULL,
+                                  &(const jobq_how){.defer = 1, .ids = new_id, .nids = 1})
+                        : rc;
 }
 
 /* ---------------------------------------------------------------- wake-ups */

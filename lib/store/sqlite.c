@@ -404,7 +404,15 @@ static int bind(jobq *db, sqlite3_stmt *st, const jobq_val *a, size_t n) {
   return JOBQ_OK;
 }
 
-static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows **rows) {
+static int int64_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every statement runs at once: a commit waits for the disk, a statement
+ * for nothing. */
+static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows **rows,
+                    const jobq_how *how) {
   sqlite3_stmt *st = stmt(db, id);
   if (st == NULL) return db->err;
   int rc = bind(db, st, args, n);
@@ -414,8 +422,11 @@ static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows 
     return JOBQ_OK;
   }
   int s;
-  while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-  }
+  size_t got = 0;
+  while ((s = sqlite3_step(st)) == SQLITE_ROW)
+    if (how != NULL && how->ids != NULL && got < how->nids)
+      how->ids[got++] = sqlite3_column_int64(st, 0);
+  if (how != NULL && how->ids != NULL) qsort(how->ids, got, sizeof *how->ids, int64_cmp);
   sqlite3_reset(st);
   if (s != SQLITE_DONE) return sq_fail(db, s, sq_what(id));
   return JOBQ_OK;
@@ -1098,7 +1109,7 @@ static int cand_cmp(const void *a, const void *b) {
 static int candidates(jobq *db, const char *queue, size_t max, cand **c,
                       size_t *n, size_t *cap) {
   jobq_rows *r;
-  int rc = sq_query(db, SQ_CANDIDATES, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max), V_INT(now_ms())), &r);
+  int rc = sq_query(db, SQ_CANDIDATES, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max), V_INT(now_ms())), &r, NULL);
   if (rc != JOBQ_OK) return rc;
   int got;
   while ((got = sq_next(db, r)) == 1) {
@@ -1127,7 +1138,7 @@ static int claim_queues(jobq *db, const char *const *queues, size_t nq,
   jobq_rows *r;
   int rc = JOBQ_OK, failed = 0;
   if (nq == 0) {
-    if ((rc = sq_query(db, JOBQ_Q_QUEUES_ACTIVE, SQL_ARGS(), &r)) != JOBQ_OK) return rc;
+    if ((rc = sq_query(db, JOBQ_Q_QUEUES_ACTIVE, SQL_ARGS(), &r, NULL)) != JOBQ_OK) return rc;
     int got;
     while ((got = sq_next(db, r)) == 1) {
       char **v = realloc(*names, (*nn + 1) * sizeof *v);
@@ -1173,11 +1184,12 @@ static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
   if (list.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   jobq_rows *r;
   int rc = sq_query(db, SQ_CLAIM,
-                    SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id), V_INT(started), V_INT(now_ms())), NULL);
+                    SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id), V_INT(started), V_INT(now_ms())), NULL,
+                    NULL);
   if (rc == JOBQ_OK && sq_changes(db) != (int64_t)(to - from))
     rc = jobq__fail(db, JOBQ_EDB, "claimed %lld of %zu ready jobs: expected all of them",
                     (long long)sq_changes(db), to - from);
-  if (rc == JOBQ_OK) rc = sq_query(db, SQ_CLAIMED, SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id)), &r);
+  if (rc == JOBQ_OK) rc = sq_query(db, SQ_CLAIMED, SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id)), &r, NULL);
   int failed = 0, row = 0;
   while (rc == JOBQ_OK && *got < to && (row = sq_next(db, r)) == 1) {
     jobq_job *j = &out[*got];
@@ -1297,7 +1309,7 @@ static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids
 /* PRAGMA data_version: changes when another connection commits. */
 static int data_version(jobq *db, int64_t *v) {
   jobq_rows *r;
-  int rc = sq_query(db, SQ_DATA_VERSION, SQL_ARGS(), &r);
+  int rc = sq_query(db, SQ_DATA_VERSION, SQL_ARGS(), &r, NULL);
   if (rc != JOBQ_OK) return rc;
   int got = sq_next(db, r);
   *v = got == 1 ? sq_col_int(r, 0) : 0;

@@ -82,6 +82,21 @@ typedef struct jobq_val {
   size_t len;
 } jobq_val;
 
+/* How a statement may run, beside at once (query's how; NULL: at once,
+ * as every statement may).  defer: its result is not read (rows NULL),
+ * so a store may hold it and send it with the next statement, reporting
+ * its failure then; late: as late as the commit, after the statement
+ * that ends the transaction; ids (with defer): the first column of its
+ * nids rows, ascending, goes there by the commit at the latest.  ends:
+ * the last statement of a transaction of the library's own (a claim): a
+ * store may send the COMMIT with it, what waits for the commit between
+ * them, and then sets db->txn_committed. */
+typedef struct jobq_how {
+  int defer, late, ends;
+  int64_t *ids;
+  size_t nids;
+} jobq_how;
+
 /* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
  * and the queue, and the key for 'k'; shared or exclusive. */
 typedef struct jobq_lock {
@@ -126,8 +141,8 @@ typedef struct jobq_store {
    * not NULL) gets a cursor before the first row, to be stepped with
    * next() and given back with done(); without rows, the result is
    * dropped.  Cursors of different statements may be open together. */
-  int (*query)(jobq *db, int id, const jobq_val *args, size_t n,
-               jobq_rows **rows);
+  int (*query)(jobq *db, int stmt, const jobq_val *args, size_t n, jobq_rows **rows,
+               const jobq_how *how);
   /* 1: a row is there; 0: no more (the cursor stays to be given back);
    * < 0: an error, recorded on db. */
   int (*next)(jobq *db, jobq_rows *r);
