@@ -425,11 +425,6 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
 
 /* ---------------------------------------------------------------- completions at once */
 
-static int lock_order(const void *x, const void *y) {
-  const jobq_lock *a = x, *b = y;
-  return jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
-}
-
 /* COMPLETE's rows: a job archived (its ack done, its queue counted), or
  * (id 0) a queue with a job made ready. */
 typedef struct complete_ctx {
@@ -467,9 +462,9 @@ static int completed(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) 
  * where the general way takes six.  The locks of every job of the batch
  * come first, known from what the session holds (lib/held.c): its
  * queue's, shared, so that no barrier comes or goes meanwhile, and its
- * key's, in jobq__lock_cmp() order, so that the ones left to the
- * general way, which takes their locks again, wait for none out of that
- * order.  A batch with a job the session does not know goes the general
+ * key's, the queues' first, in jobq__lock_cmp() order, so that the ones
+ * left to the general way, which takes their locks again, wait for none
+ * out of that order.  A batch with a job the session does not know goes the general
  * way whole.  Each completion taken gets its status and outcome; the
  * others keep JOBQ_ACK_PENDING.
  */
@@ -502,13 +497,7 @@ static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n)
     v[2 * m + k] = V_BYTES(acks[i].data, acks[i].len);
     by_id[k++] = &acks[i];
   }
-  if (rc == JOBQ_OK) {
-    qsort(locks, nl, sizeof *locks, lock_order);
-    size_t d = 0;
-    for (size_t i = 0; i < nl; i++)
-      if (d == 0 || lock_order(&locks[d - 1], &locks[i]) != 0) locks[d++] = locks[i];
-    rc = db->store->lock(db, locks, d);
-  }
+  if (rc == JOBQ_OK) rc = db->store->lock(db, locks, jobq__locks_sort(locks, nl));
   if (rc == JOBQ_OK) {
     qsort(by_id, m, sizeof *by_id, ack_id_only);
     complete_ctx c = {by_id, m};

@@ -59,8 +59,12 @@ struct jobq {
                                   statement (jobq_how's ends) */
   int lost;
   /* Set by a store when it connects: the most bytes of values one
-   * statement may carry (0: no limit), for the sets of lib/sql.c. */
+   * statement may carry (0: no limit), for the sets of lib/sql.c; and
+   * how far apart the ids of the rows of one multi-row INSERT are (0:
+   * not known, one row a statement), where an INSERT does not return
+   * them (insert_id). */
   size_t stmt_bytes;
+  int64_t id_step;
   /* The login may not read payloads (the producer role): a put is
    * proved by its id and queue alone. */
   int mark_blind;
@@ -379,6 +383,10 @@ int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t
  * Under the keys' locks. */
 int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
                      unsigned char *taken);
+/* Sorts locks[0..n) as a batch takes them, every queue's lock before any
+ * key's, each by jobq__lock_cmp(), and drops the repeated ones (of a
+ * lock given twice, the first one's mode stays): how many are left. */
+size_t jobq__locks_sort(jobq_lock *locks, size_t n);
 /* The order in which a transaction that needs the locks of several jobs
  * takes them (<0, 0, >0 as strcmp): by queue, then key (none first), byte
  * by byte; every queue's lock before any key's.  Taken in any other order,
@@ -391,19 +399,6 @@ int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
 int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wait);
 /* Whether queue has an unfinished barrier. */
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
-/* For a store's put_plain (lib/put.c): each distinct queue of the n jobs
- * made sure of and locked for puts, then each key, in jobq__lock_cmp(),
- * and wait[i] set when job i must wait: for an unfinished barrier in its
- * queue, or for its key (as jobq__must_wait() and an earlier job of the
- * key in the batch would have it). */
-int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
-                            unsigned char *wait);
-/* Runs the store's statement id, jobq__sql_put_rows(rows)'s INSERT, for
- * the jobs o[0..rows), wait[] as jobq__put_plain_prepare() gave it;
- * v has room for rows * JOBQ_PUT_ROW_VALUES values.  An error unless it
- * inserted each of them. */
-int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
-                           const unsigned char *wait, size_t rows, jobq_val *v);
 /* Lets the next waiting job of queue's key run when its turn has come.
  * head_left: the key's one active (ready or running) job has just left
  * the hot table, so that none is active and the look for one is spared:

@@ -83,6 +83,23 @@ int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t
   return rc;
 }
 
+/* Queues' locks first (a queue's, then its barrier's), then keys'; each
+ * by jobq__lock_cmp(). */
+static int lock_rank(const void *x, const void *y) {
+  const jobq_lock *a = x, *b = y;
+  if ((a->kind == 'k') != (b->kind == 'k')) return a->kind == 'k' ? 1 : -1;
+  int c = jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
+  return c != 0 ? c : (a->kind > b->kind) - (a->kind < b->kind);
+}
+
+size_t jobq__locks_sort(jobq_lock *locks, size_t n) {
+  qsort(locks, n, sizeof *locks, lock_rank);
+  size_t d = 0;
+  for (size_t i = 0; i < n; i++)
+    if (d == 0 || lock_rank(&locks[d - 1], &locks[i]) != 0) locks[d++] = locks[i];
+  return d;
+}
+
 int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
                    const char *key_b) {
   int c = strcmp(queue_a, queue_b);

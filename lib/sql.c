@@ -262,6 +262,88 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
                   "?9, ?10, ?11, ?12, {now})"},
+    /* The queues ?1 (a column, each once) made sure of. */
+    [JOBQ_Q_QUEUES_ENSURE] =
+        {.what = "adding the queues",
+         .common = "INSERT INTO jobq_queues(name, created_at) SELECT column1, {now} FROM "
+                   "(VALUES {each:(?1)}) WHERE true ON CONFLICT (name) DO NOTHING",
+         .pg = "INSERT INTO jobq_queues(name, created_at) SELECT q, {now} FROM "
+               "unnest(?1::text[]) q ON CONFLICT (name) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) VALUES {each:(?1, {now})}"},
+    /* Jobs without a barrier, a unique key or an ordering key, put in
+     * the order given, after their queues' locks: ?1 queue, ?2 priority,
+     * ?3 run_at (0: now + ?4, the delay), ?5 payload, ?6 max_attempts, ?7
+     * timeout, ?8 backoff, all columns (PUT_KEYED_ROWS adds ?9 the key,
+     * ?10 whether an earlier job of the batch has it, ?11 the row's
+     * place).  A queue with an unfinished barrier gets them waiting.  The
+     * statement decides, so that PostgreSQL puts in one round trip, its
+     * ids read with the commit's. */
+    [JOBQ_Q_PUT_ROWS] =
+        {.what = "putting jobs",
+         .exact = 1,
+         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.column1, "
+                   "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
+                   "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
+                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) THEN "
+                   "'waiting' ELSE 'ready' END, u.column5, u.column6, u.column7, u.column8, "
+                   "{now} FROM (VALUES {each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)}) AS u",
+         .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+               "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+               "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+               "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
+               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
+               "?7::bigint[], ?8::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, "
+               "n) ORDER BY u.n RETURNING id",
+         .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+                  "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+                  "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+                  "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
+                  "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now} FROM ({each_union:SELECT ?1 "
+                  "AS q, ?2 AS p, ?3 AS r, ?4 AS d, ?5 AS pl, ?6 AS m, ?7 AS t, ?8 AS b, ?11 "
+                  "AS n}) u ORDER BY u.n"},
+    /* PUT_ROWS with ordering keys, after the keys' locks, so that the
+     * statement sees every job of its keys put or finished before: a
+     * keyed job waits behind an earlier one of its key in the batch, or
+     * as KEY_TAKEN decides (the key's jobs in the key index, or a dead
+     * job that blocks it). */
+    [JOBQ_Q_PUT_KEYED_ROWS] =
+        {.what = "putting jobs",
+         .exact = 1,
+         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.column1, "
+                   "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
+                   "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
+                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) OR "
+                   "u.column9 IS NOT NULL AND (u.column10 = 1 OR EXISTS (SELECT 1 FROM "
+                   "jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column9) OR "
+                   "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
+                   "x.order_key = u.column9)) THEN 'waiting' ELSE 'ready' END, u.column9, "
+                   "u.column5, u.column6, u.column7, u.column8, {now} FROM (VALUES "
+                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)}) AS u",
+         .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+               "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+               "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+               "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT NULL "
+               "AND (u.a = 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
+               "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
+               "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
+               "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
+               "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
+               "?7::bigint[], ?8::bigint[], ?9::text[], ?10::bigint[]) WITH ORDINALITY AS "
+               "u(q, p, r, d, pl, m, t, b, k, a, n) ORDER BY u.n RETURNING id",
+         .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+                  "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+                  "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+                  "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT "
+                  "NULL AND (u.a = 1 OR EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = "
+                  "u.q AND j.order_key = u.k) OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE "
+                  "x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' ELSE 'ready' END, "
+                  "u.k, u.pl, u.m, u.t, u.b, {now} FROM ({each_union:SELECT ?1 AS q, ?2 AS "
+                  "p, ?3 AS r, ?4 AS d, ?5 AS pl, ?6 AS m, ?7 AS t, ?8 AS b, ?9 AS k, ?10 AS "
+                  "a, ?11 AS n}) u ORDER BY u.n"},
     [JOBQ_Q_SESSION_INSERT] =
         {.what = "starting the session",
          .common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
@@ -1193,26 +1275,9 @@ char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder) {
   return spelled;
 }
 
-/* Each row: queue, priority, run_at (0: now + delay), delay, state,
- * ordering key, payload, max_attempts, timeout, backoff. */
-char *jobq__sql_put_rows(int rows) {
-  buf b = {malloc(256), 0, 256};
-  if (b.p == NULL) return NULL;
-  b.p[0] = '\0';
-  const char *head = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
-                     "payload, max_attempts, timeout_ms, backoff_ms, created_at) VALUES ";
-  put(&b, head, strlen(head));
-  for (int r = 0; r < rows; r++) {
-    char row[256];
-    int p = r * JOBQ_PUT_ROW_VALUES;
-    int len = snprintf(row, sizeof row,
-                       "%s(?%d, ?%d, CASE WHEN ?%d > 0 THEN ?%d ELSE {now} + ?%d END, ?%d, "
-                       "?%d, ?%d, ?%d, ?%d, ?%d, {now})",
-                       r ? ", " : "", p + 1, p + 2, p + 3, p + 3, p + 4, p + 5, p + 6, p + 7,
-                       p + 8, p + 9, p + 10);
-    put(&b, row, (size_t)len);
-  }
-  return b.p;
+int jobq__sql_returns(int dialect, int id) {
+  const char *t = own_text(dialect, id);
+  return t != NULL && strstr(t, "RETURNING") != NULL;
 }
 
 /* ---------------------------------------------------------------- running */
@@ -1349,7 +1414,7 @@ int jobq__sql_ids(jobq *db, int id, size_t max, int64_t **ids, size_t *nids,
 int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
                      const jobq_val *args, size_t n) {
   *inserted = 0;
-  if (db->store->insert_id != NULL) {
+  if (!jobq__sql_returns(db->store->dialect, id)) {
     int64_t changed = 0;
     int rc = jobq__sql_change(db, id, &changed, args, n);
     if (rc != JOBQ_OK) return rc;

@@ -32,7 +32,7 @@
   X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN) X(KEYS_TAKEN)                           \
   X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
   X(BLOCKED_BY)                                                             \
-  X(MAKE_READY) X(INSERT_JOB) X(SESSION_INSERT) X(SESSION_LOCK)             \
+  X(MAKE_READY) X(INSERT_JOB) X(QUEUES_ENSURE) X(PUT_ROWS) X(PUT_KEYED_ROWS) X(SESSION_INSERT) X(SESSION_LOCK)             \
   X(CLAIM_ENTER) X(CLAIM_HELD)                                              \
   X(SESSION_DELETE) X(SESSION_JOBS) X(STARTED) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \
   X(GUARD_SET)                                                              \
@@ -90,12 +90,9 @@ char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder);
  * ordering key's next job"), for messages: they never name a
  * statement. */
 const char *jobq__sql_what(int stmt);
-/* The INSERT of rows plain jobs at once (a store's put_plain), in the
- * common notation: JOBQ_PUT_ROW_VALUES values a row, as
- * jobq__put_plain_insert() binds them.  A new string, or NULL when out of
- * memory. */
-#define JOBQ_PUT_ROW_VALUES 10
-char *jobq__sql_put_rows(int rows);
+/* Whether statement id returns rows for dialect (an INSERT its new ids,
+ * RETURNING), where others read them with insert_id. */
+int jobq__sql_returns(int dialect, int id);
 
 /* ---------------------------------------------------------------- values */
 

@@ -265,10 +265,6 @@ enum {
   MY_PICK,
   MY_MARK_1,
   MY_MARK_N,
-  MY_PUT_1,
-  MY_PUT_4,
-  MY_PUT_16,
-  MY_PUT_64,
   MY_LOCK_KEYS,
   MY_LOCK_ADD_KEYS,
   MY__END
@@ -278,18 +274,12 @@ enum {
 static const char *const own_whats[] = {
     "taking a queue's lock",   "taking a queue's lock",   "taking a queue's lock",
     "claiming jobs",           "claiming jobs",           "claiming jobs",
-    "putting jobs",            "putting jobs",            "putting jobs",
-    "putting jobs",            "taking the keys' locks",  "taking the keys' locks"};
+    "taking the keys' locks",  "taking the keys' locks"};
 _Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_STMT_COUNT,
                "words for each statement");
 
 static const char *stmt_what(int id) {
   return id < JOBQ_STMT_COUNT ? jobq__sql_what(id) : own_whats[id - JOBQ_STMT_COUNT];
-}
-
-/* Rows of one multi-row INSERT of plain jobs, by statement. */
-static int put_rows(int id) {
-  return id == MY_PUT_64 ? 64 : id == MY_PUT_16 ? 16 : id == MY_PUT_4 ? 4 : 1;
 }
 
 /* A growing string; on ENOMEM it turns NULL and stays so. */
@@ -408,7 +398,7 @@ static char *own_text(int id) {
       break;
     default:
       free(b.p);
-      return jobq__sql_put_rows(put_rows(id));
+      return NULL;
   }
   return b.p;
 }
@@ -446,8 +436,6 @@ typedef struct my {
   int mariadb;
   long version;                /* major * 10000 + minor * 100 + patch */
   const char *collation;
-  int consecutive_ids;         /* multi-row inserts get consecutive ids */
-  int64_t id_step;             /* auto_increment_increment */
   unsigned long max_packet;    /* max_allowed_packet */
   int broken;                  /* the connection is lost: make it again */
   int aborted;                 /* the server ended the caller's transaction */
@@ -997,10 +985,12 @@ static int setup(jobq *db, MYSQL *m, const char *host) {
                c->redacted, flush);
     else
       db->warning[0] = '\0';
+    /* The rows of one INSERT take consecutive ids, auto_increment_increment
+     * apart, where the server hands them out so (innodb_autoinc_lock_mode 0
+     * or 1); otherwise one row a statement. */
     int lock_mode = row[4] ? (int)strtol(row[4], NULL, 10) : 2;
-    c->consecutive_ids = lock_mode <= 1;
-    c->id_step = row[5] ? strtoll(row[5], NULL, 10) : 1;
-    if (c->id_step < 1) c->id_step = 1;
+    int64_t step = row[5] ? strtoll(row[5], NULL, 10) : 1;
+    db->id_step = lock_mode <= 1 ? (step < 1 ? 1 : step) : 0;
     c->max_packet = row[6] ? strtoul(row[6], NULL, 10) : 4 << 20;
     /* What one statement may carry: well within max_allowed_packet. */
     db->stmt_bytes = c->max_packet > (1 << 20) ? c->max_packet / 2 : 1 << 19;
@@ -1954,44 +1944,6 @@ static int my_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
   return JOBQ_OK;
 }
 
-/* ---------------------------------------------------------------- fast paths */
-
-/* Bytes that one statement may carry: well within max_allowed_packet. */
-static size_t packet_budget(my *c) { return c->max_packet > (1 << 20) ? c->max_packet / 2 : 1 << 19; }
-
-static int my_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
-  my *c = conn(db);
-  unsigned char *wait = malloc(n ? n : 1);
-  jobq_val *v = malloc(64 * JOBQ_PUT_ROW_VALUES * sizeof *v);
-  int rc = wait != NULL && v != NULL ? jobq__put_plain_prepare(db, o, n, wait)
-                                     : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  size_t done = 0, budget = packet_budget(c);
-  while (rc == JOBQ_OK && done < n) {
-    /* The largest statement whose rows fit; one row each when the server
-     * may not hand out consecutive ids. */
-    size_t left = n - done, rows = 1, bytes = 0;
-    if (c->consecutive_ids) {
-      rows = left >= 64 ? 64 : left >= 16 ? 16 : left >= 4 ? 4 : 1;
-      for (size_t i = 0; i < rows; i++) bytes += o[done + i].payload_len;
-      while (rows > 1 && bytes > budget) {
-        rows /= 4;
-        bytes = 0;
-        for (size_t i = 0; i < rows; i++) bytes += o[done + i].payload_len;
-      }
-    }
-    int id = rows == 64 ? MY_PUT_64 : rows == 16 ? MY_PUT_16 : rows == 4 ? MY_PUT_4 : MY_PUT_1;
-    rc = jobq__put_plain_insert(db, id, &o[done], &wait[done], rows, v);
-    /* A multi-row insert takes consecutive ids (innodb_autoinc_lock_mode 0
-     * or 1), the first of them reported. */
-    for (size_t i = 0; rc == JOBQ_OK && i < rows; i++)
-      ids[done + i] = c->insert_id + (int64_t)i * c->id_step;
-    done += rows;
-  }
-  free(v);
-  free(wait);
-  return rc;
-}
-
 const jobq_store jobq__store_mysql = {
     .scheme = "mysql",
     .dialect = JOBQ_DIALECT_MYSQL,
@@ -2014,6 +1966,4 @@ const jobq_store jobq__store_mysql = {
     .insert_id = my_insert_id,
     .lock = my_lock,
     .claim = my_claim,
-    .put_plain = my_put_plain,
-    .put_plain_keys = 1,
 };

@@ -353,34 +353,10 @@ enum {
   PG_LOCK_SHARED,
   PG_LOCK,
   PG_LOCKS,
-  PG_ENSURE_QUEUES,
-  PG_LOCK_QUEUES,
-  PG_LOCK_JOB_QUEUES,
-  PG_LOCK_JOB_KEYS,
-  PG_LOCK_KEYS,
-  PG_PUT_PLAIN,
-  PG_PUT_KEYED,
   PG_NOTIFY,
   PG_TABLE_STATS,
   PG__END
 };
-
-/* The rows deleted from the hot table (d, each with its outcome, new
- * result and new error, NULL to keep the last) into the archive. */
-#define DELETED_RETURNING(OUTCOME, RESULT, ERROR) \
-  "RETURNING j.id, j.queue, j.priority, j.run_at, " OUTCOME " AS outcome, " \
-  "j.order_key, j.barrier, j.unique_key, j.payload, " RESULT " AS new_result, " \
-  "j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
-  "j.created_at, j.claimed_at, " ERROR " AS new_error, j.last_error, j.prev_lost"
-#define DELETED_INTO_ARCHIVE \
-  "INSERT INTO jobq_done(id, " \
-  "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, " \
-  "result, attempts, max_attempts, timeout_ms, backoff_ms, session, claim, " \
-  "created_at, claimed_at, finished_at, last_error, prev_lost) SELECT id, " \
-  "queue, priority, run_at, outcome, order_key, barrier, unique_key, payload, " \
-  "new_result, attempts, max_attempts, timeout_ms, backoff_ms, session, " \
-  "claim, created_at, claimed_at, {now}, coalesce(new_error, last_error), " \
-  "prev_lost FROM d"
 
 static const char *const own_sql[] = {
     /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
@@ -417,60 +393,6 @@ static const char *const own_sql[] = {
         "ELSE pg_advisory_xact_lock_shared(hashtextextended(x.name, 0)) END FROM (SELECT "
         "u.name, u.e FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(name, e, n) "
         "ORDER BY u.n) x",
-    [PG_ENSURE_QUEUES - JOBQ_STMT_COUNT] =
-        "INSERT INTO jobq_queues(name, created_at) SELECT DISTINCT q, {now} FROM "
-        "unnest($1::text[]) q ON CONFLICT (name) DO NOTHING",
-    /* Shared queue locks, taken in the names' byte order, as everywhere
-     * (lib/put.c). */
-    [PG_LOCK_QUEUES - JOBQ_STMT_COUNT] =
-        "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || q, 0)) FROM "
-        "(SELECT DISTINCT u.q COLLATE \"C\" AS q FROM unnest($1::text[]) AS u(q) ORDER BY "
-        "1) x",
-    [PG_LOCK_JOB_QUEUES - JOBQ_STMT_COUNT] =
-        "SELECT pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0)) "
-        "FROM (SELECT DISTINCT queue FROM jobq_jobs WHERE id = ANY($1::bigint[]) "
-        "ORDER BY queue) x",
-    /* The keys' locks of jobs $1, as PG_LOCK_KEYS takes them. */
-    [PG_LOCK_JOB_KEYS - JOBQ_STMT_COUNT] =
-        "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
-        "(SELECT DISTINCT queue COLLATE \"C\" AS q, order_key COLLATE \"C\" AS k FROM "
-        "jobq_jobs WHERE id = ANY($1::bigint[]) AND order_key IS NOT NULL ORDER BY 1, 2) x",
-    /* The keys' locks, "k:queue/key" as pg_lock() names them, each once
-     * and in the byte order of queue, then key. */
-    [PG_LOCK_KEYS - JOBQ_STMT_COUNT] =
-        "SELECT pg_advisory_xact_lock(hashtextextended('k:' || q || '/' || k, 0)) FROM "
-        "(SELECT DISTINCT u.q COLLATE \"C\" AS q, u.k COLLATE \"C\" AS k FROM "
-        "unnest($1::text[], $2::text[]) AS u(q, k) WHERE u.k IS NOT NULL ORDER BY 1, 2) x",
-    /* Plain jobs, in order; a queue with a barrier gets them waiting. */
-    [PG_PUT_PLAIN - JOBQ_STMT_COUNT] =
-        "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-        "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
-        "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
-        "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
-        "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now} FROM unnest($1::text[], "
-        "$2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], "
-        "$7::bigint[], $8::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, "
-        "n) ORDER BY u.n RETURNING id",
-    /* The same with ordering keys ($9, NULL for a job without), a
-     * statement of its own so that a plain batch does not sort for the
-     * window below; after PG_LOCK_KEYS, so that the statement sees every job of its keys put
-     * or finished before.  A keyed job waits behind an earlier one of its
-     * key in the batch, or as JOBQ_Q_KEY_TAKEN decides (the key's jobs in
-     * the key index, or a dead job that blocks it). */
-    [PG_PUT_KEYED - JOBQ_STMT_COUNT] =
-        "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-        "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
-        "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
-        "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT NULL "
-        "AND (u.nth > 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
-        "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
-        "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
-        "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
-        "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now} FROM (SELECT *, "
-        "row_number() OVER (PARTITION BY u.q, u.k ORDER BY u.n) AS nth FROM "
-        "unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::bytea[], "
-        "$6::integer[], $7::bigint[], $8::bigint[], $9::text[]) WITH ORDINALITY AS "
-        "u(q, p, r, d, pl, m, t, b, k, n)) u ORDER BY u.n RETURNING id",
     [PG_NOTIFY - JOBQ_STMT_COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
     /* A row when this role may analyze and vacuum the hot table (see
@@ -496,15 +418,8 @@ static const char *stmt_what(int id) {
   switch (id) {
     case PG_CLAIM: return "claiming jobs";
     case PG_LOCK_SHARED:
-    case PG_LOCK:
-    case PG_LOCK_QUEUES:
-    case PG_LOCK_JOB_QUEUES: return "taking a queue's lock";
+    case PG_LOCK: return "taking a queue's lock";
     case PG_LOCKS: return "taking the locks";
-    case PG_LOCK_JOB_KEYS:
-    case PG_LOCK_KEYS: return "taking the keys' locks";
-    case PG_ENSURE_QUEUES: return "adding the queues";
-    case PG_PUT_PLAIN:
-    case PG_PUT_KEYED: return "putting jobs";
     case PG_NOTIFY: return "sending wake-ups";
     case PG_TABLE_STATS: return "reading the job table's statistics";
     default: return jobq__sql_what(id);
@@ -732,11 +647,6 @@ static void arr_int8(array *a, int64_t v) {
   uint64_t be = htobe64((uint64_t)v);
   arr_i32(a, 8);
   arr_put(a, &be, 8);
-}
-
-static void arr_int4(array *a, int32_t v) {
-  arr_i32(a, 4);
-  arr_i32(a, v);
 }
 
 static void arr_bytes(array *a, const void *p, size_t n) {
@@ -1026,11 +936,21 @@ static int run_after(jobq *db, const char *sql, const char *what) {
  * whose result is not read, or an INSERT whose ids may come with the
  * commit's round trip (insert_ids).  In a caller's transaction, every
  * statement runs at once. */
+static int refresh_stats(jobq *db, int64_t rows, int may_vacuum);
+
 static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
                     const jobq_how *how) {
   pg *c = conn(db);
+  /* The planner's statistics looked at before a claim (refresh_stats),
+   * and before a put in a transaction of the library's own. */
+  int rc = JOBQ_OK;
+  if (how != NULL && how->claim > 0)
+    rc = refresh_stats(db, c->full_claim, 1);
+  else if (how != NULL && how->adds && c->lazy)
+    rc = refresh_stats(db, 0, 0);
+  if (rc != JOBQ_OK) return rc;
   if (n > MAX_PARAMS) return jobq__fail(db, JOBQ_EINVAL, "too many parameters");
-  int rc = prepare(db, id);
+  rc = prepare(db, id);
   /* Nothing was done yet in a lazy transaction: it runs again on a
    * connection made again. */
   if (rc == JOBQ_ECONN && c->begin_pending && PQstatus(c->conn) != CONNECTION_OK)
@@ -1085,6 +1005,8 @@ static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
   }
   const char *t = PQcmdTuples(res);
   c->changes = t && *t ? strtoll(t, NULL, 10) : 0;
+  if (how != NULL && how->claim > 0)
+    c->full_claim = (size_t)PQntuples(res) == how->claim ? PQntuples(res) : 0;
   if (rows == NULL) {
     rc = how != NULL && how->ids != NULL ? insert_ids(db, res, how->ids, how->nids) : JOBQ_OK;
     PQclear(res);
@@ -2311,6 +2233,17 @@ static int claimed_cmp(const void *a, const void *b) {
  * `jobq bench --workload scale`, up to 58 in one second; without them
  * the claims at 64 processes went a quarter faster (13133 to 14359
  * jobs/s against 10257 to 10919). */
+/* The look of refresh_stats, once a second, before a put in a
+ * transaction of the library's own; it leaves the vacuums to the
+ * claimers, whose work leaves the dead rows.  Puts plan their looks for
+ * a barrier and for a key's jobs once per connection, as every
+ * statement; planned on a table that vacuum found empty, they scan the
+ * whole table for each job put, and a burst of puts into an idle queue
+ * with no claimer at work slowed down as it filled the table until
+ * autovacuum analyzed it: 50000 jobs in batches of 1000 took 80 s here.
+ * The jobs a put sends are not counted as a claim's batch is: they may
+ * be claimed before the next put, and a producer beside fast workers
+ * would then analyze an empty table at every put. */
 #define STATS_CHECK_MS 1000
 #define VACUUM_RETRY_MS 10000  /* after one that could not start; the most */
 
@@ -2390,21 +2323,6 @@ static int refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
   rc = run_after(db, "SET LOCAL default_statistics_target = 10", "analyzing the job table");
   return rc == JOBQ_OK ? run_after(db, "ANALYZE (SKIP_LOCKED) jobq_jobs", "analyzing the job table")
                        : rc;
-}
-
-/* The look of refresh_stats, once a second, before a put in a
- * transaction of the library's own; it leaves the vacuums to the
- * claimers, whose work leaves the dead rows.  Puts plan their looks for
- * a barrier and for a key's jobs once per connection, as every
- * statement; planned on a table that vacuum found empty, they scan the
- * whole table for each job put, and a burst of puts into an idle queue
- * with no claimer at work slowed down as it filled the table until
- * autovacuum analyzed it: 50000 jobs in batches of 1000 took 80 s here.
- * The jobs a put sends are not counted as a claim's batch is: they may
- * be claimed before the next put, and a producer beside fast workers
- * would then analyze an empty table at every put. */
-static int put_stats(jobq *db) {
-  return conn(db)->lazy ? refresh_stats(db, 0, 0) : JOBQ_OK;
 }
 
 static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
@@ -2521,84 +2439,6 @@ static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t
 }
 
 /* ---------------------------------------------------------------- fast paths */
-
-static int pg_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
-  int keyed = 0;
-  for (size_t i = 0; i < n; i++) keyed = keyed || o[i].key != NULL;
-  array q, pr, ra, de, pl, ma, to, bo, k;
-  arr_begin(&q, OID_TEXT, n);
-  arr_begin(&pr, OID_INT4, n);
-  arr_begin(&ra, OID_INT8, n);
-  arr_begin(&de, OID_INT8, n);
-  arr_begin(&pl, OID_BYTEA, n);
-  arr_begin(&ma, OID_INT4, n);
-  arr_begin(&to, OID_INT8, n);
-  arr_begin(&bo, OID_INT8, n);
-  arr_begin(&k, OID_TEXT, keyed ? n : 0);
-  for (size_t i = 0; i < n; i++) {
-    const char *queue = o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE;
-    arr_bytes(&q, queue, strlen(queue));
-    arr_int4(&pr, o[i].priority);
-    arr_int8(&ra, o[i].run_at_ms);
-    arr_int8(&de, o[i].delay_ms);
-    arr_bytes(&pl, o[i].payload, o[i].payload_len);
-    arr_int4(&ma, o[i].max_attempts);
-    arr_int8(&to, o[i].timeout_ms);
-    arr_int8(&bo, o[i].backoff_ms);
-    if (!keyed) continue;
-    if (o[i].key != NULL)
-      arr_bytes(&k, o[i].key, strlen(o[i].key));
-    else
-      arr_null(&k);
-  }
-  array *all[] = {&q, &pr, &ra, &de, &pl, &ma, &to, &bo, &k};
-  const size_t nall = sizeof all / sizeof all[0];
-  int rc = put_stats(db);
-  for (size_t i = 0; i < nall; i++)
-    if (all[i]->failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  /* The queues once each: the server need not sort a thousand names. */
-  names distinct = {0};
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (names_add(&distinct, o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE) != 0)
-      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  array dq;
-  arr_begin(&dq, OID_TEXT, distinct.n);
-  for (size_t i = 0; i < distinct.n; i++) arr_bytes(&dq, distinct.v[i], strlen(distinct.v[i]));
-  names_clear(&distinct);
-  free(distinct.v);
-  if (rc == JOBQ_OK && dq.failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_ENSURE_QUEUES, SQL_ARGS(arr_val(&dq)), NULL, &held);
-  if (rc == JOBQ_OK) rc = pg_query(db, PG_LOCK_QUEUES, SQL_ARGS(arr_val(&dq)), NULL, &held);
-  free(dq.p);
-  /* The keys' locks after the queues', as lib/order.c takes them. */
-  if (rc == JOBQ_OK && keyed)
-    rc = pg_query(db, PG_LOCK_KEYS, SQL_ARGS(arr_val(&q), arr_val(&k)), NULL, &held);
-  /* In a transaction of the library's own, the INSERT goes with the
-   * COMMIT, and the ids come back with it: a put is one round trip. */
-  if (rc == JOBQ_OK && keyed)
-    rc = pg_query(db, PG_PUT_KEYED,
-               SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
-                        arr_val(&ma), arr_val(&to), arr_val(&bo), arr_val(&k)),
-               NULL, &(const jobq_how){.defer = 1, .ids = ids, .nids = n});
-  else if (rc == JOBQ_OK)
-    rc = pg_query(db, PG_PUT_PLAIN,
-               SQL_ARGS(arr_val(&q), arr_val(&pr), arr_val(&ra), arr_val(&de), arr_val(&pl),
-                        arr_val(&ma), arr_val(&to), arr_val(&bo)),
-               NULL, &(const jobq_how){.defer = 1, .ids = ids, .nids = n});
-  for (size_t i = 0; i < nall; i++) free(all[i]->p);
-  if (rc != JOBQ_OK) return rc;
-  for (size_t i = 0; i < n; i++)
-    if (o[i].run_at_ms == 0 && o[i].delay_ms == 0)
-      pg_wake(db, o[i].queue ? o[i].queue : JOBQ_DEFAULT_QUEUE);
-  return JOBQ_OK;
-}
-
-static int pg_insert_later(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id) {
-  int rc = put_stats(db);
-  return rc == JOBQ_OK ? pg_query(db, id, a, n, NULL,
-                                  &(const jobq_how){.defer = 1, .ids = new_id, .nids = 1})
-                        : rc;
-}
 
 /* ---------------------------------------------------------------- wake-ups */
 
@@ -2737,9 +2577,6 @@ const jobq_store jobq__store_postgres = {
     .changes = pg_changes,
     .lock = pg_lock,
     .claim = pg_claim,
-    .put_plain = pg_put_plain,
-    .put_plain_keys = 1,
-    .insert_later = pg_insert_later,
     .wake = pg_wake,
     .watch = pg_watch,
     .changed = pg_changed,

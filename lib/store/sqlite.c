@@ -209,25 +209,14 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
-/* This store's own statements, numbered after lib/sql.h's: the claim,
- * the completions and the puts of plain jobs (1, 4, 16 or 64 a
- * statement, whose text jobq__sql_put_rows() gives). */
+/* This store's own statements, numbered after lib/sql.h's. */
 enum {
   SQ_CANDIDATES = JOBQ_STMT_COUNT,
   SQ_CLAIM,
   SQ_CLAIMED,
   SQ_DATA_VERSION,
-  SQ_PUT_1,
-  SQ_PUT_4,
-  SQ_PUT_16,
-  SQ_PUT_64,
   SQ__END
 };
-
-/* Rows of one put statement, by statement. */
-static int put_rows(int id) {
-  return id == SQ_PUT_64 ? 64 : id == SQ_PUT_16 ? 16 : id == SQ_PUT_4 ? 4 : 1;
-}
 
 static const char *const own_sql[SQ__END - JOBQ_STMT_COUNT] = {
     [SQ_CANDIDATES - JOBQ_STMT_COUNT] =
@@ -264,10 +253,6 @@ static const char *sq_what(int id) {
     case SQ_CLAIM:
     case SQ_CLAIMED: return "claiming jobs";
     case SQ_DATA_VERSION: return "looking for changes";
-    case SQ_PUT_1:
-    case SQ_PUT_4:
-    case SQ_PUT_16:
-    case SQ_PUT_64: return "putting jobs";
     default: return jobq__sql_what(id);
   }
 }
@@ -364,10 +349,6 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
   char *text = NULL;
   if (id < JOBQ_STMT_COUNT) {
     text = jobq__sql_text(JOBQ_DIALECT_SQLITE, id, NULL, NULL);
-  } else if (id >= SQ_PUT_1) {
-    char *common = jobq__sql_put_rows(put_rows(id));
-    text = common ? jobq__sql_spell(JOBQ_DIALECT_SQLITE, common, NULL, NULL) : NULL;
-    free(common);
   } else {
     text = strdup(own_sql[id - JOBQ_STMT_COUNT]);
   }
@@ -461,7 +442,13 @@ static const void *sq_col_bytes(jobq_rows *r, int col, size_t *len) {
 
 static int64_t sq_changes(jobq *db) { return sqlite3_changes64(conn(db)->db); }
 
-static int64_t sq_insert_id(jobq *db) { return sqlite3_last_insert_rowid(conn(db)->db); }
+/* The rows of one INSERT take consecutive ids, as AUTOINCREMENT gives
+ * each one more than the largest yet, and the file is this
+ * transaction's alone: the first is the last less the others. */
+static int64_t sq_insert_id(jobq *db) {
+  sqlite3 *h = conn(db)->db;
+  return sqlite3_last_insert_rowid(h) - sqlite3_changes64(h) + 1;
+}
 
 /* ---------------------------------------------------------------- connection */
 
@@ -783,6 +770,7 @@ static int sq_open(jobq *db, const jobq_url *u) {
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
   c->busy_timeout_ms = busy;
+  db->id_step = 1;
   c->max_size = max_size;
   c->watch_fd = -1;
   c->path = strdup(u->path);
@@ -1273,37 +1261,6 @@ static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
   return JOBQ_OK;
 }
 
-/* ---------------------------------------------------------------- acks */
-
-/*
- * Plain jobs (no barrier or unique key; keyed ones too, each waiting as
- * jobq__put_plain_prepare() says) put 64 to a statement rather than one: a statement's start and end and its write of the AUTOINCREMENT
- * counter are then paid once for 64 rows (the bare inserts took 4.6 us a
- * job one to a statement, 2.8 us 64 to a statement, here).  The
- * rows of one statement take consecutive ids, as AUTOINCREMENT gives each
- * one more than the largest yet, and the file is this transaction's alone.
- */
-static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
-  unsigned char *wait = malloc(n ? n : 1);
-  jobq_val *v = malloc(64 * JOBQ_PUT_ROW_VALUES * sizeof *v);
-  int rc = wait != NULL && v != NULL ? jobq__put_plain_prepare(db, o, n, wait)
-                                     : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t done = 0; rc == JOBQ_OK && done < n;) {
-    size_t left = n - done;
-    int id = left >= 64 ? SQ_PUT_64 : left >= 16 ? SQ_PUT_16 : left >= 4 ? SQ_PUT_4 : SQ_PUT_1;
-    size_t rows = (size_t)put_rows(id);
-    rc = jobq__put_plain_insert(db, id, &o[done], &wait[done], rows, v);
-    /* The last row's id is the one reported. */
-    int64_t last = sq_insert_id(db);
-    for (size_t i = 0; rc == JOBQ_OK && i < rows; i++)
-      ids[done + i] = last - (int64_t)(rows - 1 - i);
-    done += rows;
-  }
-  free(v);
-  free(wait);
-  return rc;
-}
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* PRAGMA data_version: changes when another connection commits. */
@@ -1380,8 +1337,6 @@ const jobq_store jobq__store_sqlite = {
     .insert_id = sq_insert_id,
     .lock = sq_lock,
     .claim = sq_claim,
-    .put_plain = sq_put_plain,
-    .put_plain_keys = 1,
     .watch = sq_watch,
     .changed = sq_changed,
 };

@@ -95,6 +95,11 @@ typedef struct jobq_how {
   int defer, late, ends;
   int64_t *ids;
   size_t nids;
+  /* What the statement does to the hot table, for a store that keeps
+   * its engine's statistics (PostgreSQL): claim, it claims up to that
+   * many jobs; adds, it adds jobs. */
+  size_t claim;
+  int adds;
 } jobq_how;
 
 /* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
@@ -176,27 +181,6 @@ typedef struct jobq_store {
    * (jobq__session_doubt_claim). */
   int (*claim)(jobq *db, jobq_session *s, const char *const *queues,
                size_t nq, size_t max, jobq_job **jobs, size_t *n);
-  /* Optional fast paths.  put_plain: n validated jobs without barrier
-   * or unique key, and without key unless put_plain_keys (below), into
-   * ids (in a transaction of the library's own, the ids may come as late
-   * as its commit).  ack_plain: the acks it can do in one statement (see
-   * lib/ack.c; keyed completions as docs/internals/new-store.md says),
-   * of n jobs that are all different; each one taken gets
-   * its status and outcome, the others keep status 1 for the library to
-   * do.  started: marks the n jobs ids of session s that it still holds
-   * as started, in one statement (JOBQ_Q_SESSION_STARTED for each,
-   * otherwise). */
-  int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
-                   int64_t *ids);
-  /* Non-zero: put_plain also takes jobs with an ordering key (still
-   * without barrier or unique key), and makes the ones that must wait
-   * for their key wait as lib/order.c would, under the same locks. */
-  int put_plain_keys;
-  /* Runs statement id, an INSERT of one job that always inserts it and
-   * returns its id as a row, with a[0..n); the id goes to *new_id by the
-   * commit at the latest (in a transaction of the library's own it is
-   * sent with the next round trip).  NULL: such an INSERT runs at once. */
-  int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
    * commit anyway. */
