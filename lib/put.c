@@ -202,6 +202,17 @@ static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *ar
   return JOBQ_OK;
 }
 
+/* PUT_WAITS's rows: the places of the jobs that wait, marked in the
+ * column of waits. */
+static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  jobq_val *wait = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) wait[jobq__col_int(db, r, 0)] = V_INT(1);
+  return got < 0 ? got : JOBQ_OK;
+}
+
 /*
  * The jobs o[0..n), none with a barrier or a unique key, in a few set
  * statements however many they are: their queues made sure of, the
@@ -209,7 +220,8 @@ static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *ar
  * once, in jobq__lock_cmp() order), then the INSERT, which decides for
  * each job whether it waits, from the barriers and keys it sees under
  * those locks and from after[i], set here when an earlier job of the
- * batch has job i's key (keys: the batch's key table).  On PostgreSQL
+ * batch has job i's key (keys: the batch's key table); or a read
+ * (PUT_WAITS) decides it before, where the INSERT cannot.  On PostgreSQL
  * all of it goes with the commit, the ids read back with it: a put is
  * one round trip.
  */
@@ -270,6 +282,9 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
                                V_COL('t', v + 8 * n, n),  V_COL('i', v + 9 * n, n),
                                V_COL('i', v + 10 * n, n)};
+  /* Where the INSERT cannot look itself, a read first (PUT_WAITS). */
+  if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
+    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, args, COLS, 0, NULL, put_waits, v + 9 * n, NULL);
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,

@@ -262,9 +262,6 @@ enum {
   MY_LOCK_S = JOBQ_STMT_COUNT,
   MY_LOCK_X,
   MY_LOCK_ADD,
-  MY_PICK,
-  MY_MARK_1,
-  MY_MARK_N,
   MY_LOCK_KEYS,
   MY_LOCK_ADD_KEYS,
   MY__END
@@ -272,9 +269,8 @@ enum {
 
 /* What each statement does, in words, for messages. */
 static const char *const own_whats[] = {
-    "taking a queue's lock",   "taking a queue's lock",   "taking a queue's lock",
-    "claiming jobs",           "claiming jobs",           "claiming jobs",
-    "taking the keys' locks",  "taking the keys' locks"};
+    "taking a queue's lock", "taking a queue's lock", "taking a queue's lock",
+    "taking the keys' locks", "taking the keys' locks"};
 _Static_assert(sizeof own_whats / sizeof own_whats[0] == MY__END - JOBQ_STMT_COUNT,
                "words for each statement");
 
@@ -321,35 +317,6 @@ static void sb_each(sbuf *b, int from, int count, const char *sep, const char *p
 /* Appends "?from, ?from+1, ..." (count of them). */
 static void sb_params(sbuf *b, int from, int count) { sb_each(b, from, count, ", ", ""); }
 
-/* Appends "ELT(FIELD(id, ?ids...), ?values...)": of CHUNK values from
- * ?values, the one in the place of the row's id among CHUNK ids from
- * ?ids (as a string). */
-static void sb_by_id(sbuf *b, int ids, int values) {
-  sb_add(b, "ELT(FIELD(id, ");
-  sb_params(b, ids, CHUNK);
-  sb_add(b, "), ");
-  sb_params(b, values, CHUNK);
-  sb_add(b, ")");
-}
-
-#define ARCHIVE_COLS                                                          \
-  "id, queue, priority, run_at, outcome, order_key, barrier, unique_key, "    \
-  "payload, result, attempts, max_attempts, timeout_ms, backoff_ms, "         \
-  "session, claim, created_at, claimed_at, finished_at, last_error, "         \
-  "prev_lost"
-
-/* The claim time T is read once per claim and bound, as is whether the
- * jobs start at once or are held back (S).  Statements over a list of ids
- * name their index (or, for a DELETE, which takes no index hint, join the
- * ids to the table): on a table of a few rows the server's plan for a
- * list of ids was to scan the whole table or index, locking each row it
- * passed, so that a batch waited for any row another transaction held,
- * and two batches deadlocked. */
-#define MARK_SET(T, S)                                                        \
-  "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'running', session = ?1, started = " S \
-  ", claimed_at = " T ", attempts = attempts + 1, deadline_at = CASE "      \
-  "WHEN timeout_ms > 0 THEN " T " + timeout_ms END, "
-
 /* The text of own statement id in the common notation of lib/sql.h: a
  * new string, or NULL when out of memory. */
 static char *own_text(int id) {
@@ -376,26 +343,6 @@ static char *own_text(int id) {
       sb_each(&b, 1, CHUNK, "), ", "(");
       sb_add(&b, ")");
       break;
-    case MY_PICK:
-      /* ?1 the queue, ?2 how many. */
-      sb_add(&b,
-             "SELECT id, priority, run_at, queue, payload, attempts, max_attempts, "
-             "order_key, timeout_ms, prev_lost FROM jobq_jobs FORCE INDEX "
-             "(jobq_jobs_claim) WHERE queue = ?1 AND state = 'ready' AND run_at <= "
-             "{now} ORDER BY priority DESC, run_at, id LIMIT ?2{skip_locked}");
-      break;
-    case MY_MARK_1:
-      sb_add(&b, MARK_SET("?4", "?5") "claim = ?3 WHERE id = ?2");
-      break;
-    case MY_MARK_N:
-      /* ?1 the session, ?2..?33 the ids, ?34..?65 their claims, ?66 the
-       * claim time, ?67 started. */
-      sb_add(&b, MARK_SET("?66", "?67") "claim = ");
-      sb_by_id(&b, 2, 2 + CHUNK);
-      sb_add(&b, " WHERE id IN (");
-      sb_params(&b, 2, CHUNK);
-      sb_add(&b, ")");
-      break;
     default:
       free(b.p);
       return NULL;
@@ -403,12 +350,6 @@ static char *own_text(int id) {
   return b.p;
 }
 
-char *jobq__mysql_claim_sql(void) {
-  char *common = own_text(MY_PICK);
-  char *text = common ? jobq__sql_spell(JOBQ_DIALECT_MYSQL, common, NULL, NULL) : NULL;
-  free(common);
-  return text;
-}
 
 /* ---------------------------------------------------------------- state */
 
@@ -1759,191 +1700,6 @@ static int my_lock(jobq *db, const jobq_lock *l, size_t n) {
   return rc;
 }
 
-/* ---------------------------------------------------------------- claims */
-
-typedef struct claimed {
-  jobq_job job;
-  int64_t run_at;
-} claimed;
-
-static int claimed_cmp(const void *a, const void *b) {
-  const claimed *x = a, *y = b;
-  if (x->job.priority != y->job.priority) return x->job.priority > y->job.priority ? -1 : 1;
-  if (x->run_at != y->run_at) return x->run_at < y->run_at ? -1 : 1;
-  return (x->job.id > y->job.id) - (x->job.id < y->job.id);
-}
-
-static void claimed_free(claimed *cl, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(cl[i].job.queue);
-    free(cl[i].job.payload);
-    free(cl[i].job.key);
-  }
-  free(cl);
-}
-
-/* The unpaused queues to claim from, in name order: *names (free each, then
- * the array). */
-static int claim_queues(jobq *db, const char *const *queues, size_t nq, char ***names,
-                        size_t *n) {
-  *names = NULL;
-  *n = 0;
-  jobq_rows *r;
-  int rc = jobq__sql_query(db, JOBQ_Q_QUEUES_ACTIVE, &r, SQL_ARGS());
-  if (rc != JOBQ_OK) return rc;
-  size_t cap = 0;
-  int got, failed = 0;
-  while ((got = my_next(db, r)) == 1) {
-    size_t len;
-    const char *q = my_col_bytes(r, 0, &len);
-    int wanted = nq == 0;
-    for (size_t i = 0; i < nq && !wanted; i++)
-      wanted = strlen(queues[i]) == len && memcmp(queues[i], q, len) == 0;
-    if (!wanted) continue;
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 8;
-      char **v = realloc(*names, cap * sizeof *v);
-      if (v == NULL) {
-        failed = 1;
-        break;
-      }
-      *names = v;
-    }
-    if (((*names)[*n] = jobq__memdup(q, len, &failed)) == NULL) break;
-    (*n)++;
-  }
-  my_done(db, r);
-  if (got < 0) return got;
-  if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  return JOBQ_OK;
-}
-
-/* Reads the claimable rows of one queue (locked) into *cl. */
-static int pick(jobq *db, const char *queue, size_t max, claimed **cl, size_t *n,
-                size_t *cap) {
-  jobq_rows *r;
-  int rc = jobq__sql_query(db, MY_PICK, &r, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max)));
-  if (rc != JOBQ_OK) return rc;
-  int got, failed = 0;
-  while ((got = my_next(db, r)) == 1) {
-    if (*n == *cap) {
-      size_t nc = *cap ? *cap * 2 : 16;
-      claimed *v = realloc(*cl, nc * sizeof *v);
-      if (v == NULL) {
-        failed = 1;
-        break;
-      }
-      *cl = v;
-      *cap = nc;
-    }
-    claimed *c = &(*cl)[(*n)++];
-    memset(c, 0, sizeof *c);
-    jobq_job *j = &c->job;
-    j->id = my_col_int(r, 0);
-    j->priority = (int)my_col_int(r, 1);
-    c->run_at = j->run_at_ms = my_col_int(r, 2);
-    j->queue = jobq__col_text(db, r, 3, &failed);
-    j->payload = jobq__col_bytes(db, r, 4, &j->payload_len, &failed);
-    if (j->payload == NULL && !failed) j->payload = jobq__memdup("", 0, &failed);
-    j->attempt = (int)my_col_int(r, 5) + 1;
-    j->max_attempts = (int)my_col_int(r, 6);
-    j->key = jobq__col_text(db, r, 7, &failed);
-    j->timeout_ms = my_col_int(r, 8);
-    j->prev_lost = (int)my_col_int(r, 9);
-    if (failed) break;
-  }
-  my_done(db, r);
-  if (got < 0) return got;
-  if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  return JOBQ_OK;
-}
-
-/* Marks cl[0..n) running for session s, each with its new claim, at one
- * claim time on the database clock; the first s->start_now start at once,
- * the others are held back. */
-static int mark(jobq *db, jobq_session *s, claimed *cl, size_t n) {
-  int64_t now = 0;
-  int rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
-  if (rc != JOBQ_OK) return rc;
-  /* The tokens come from one draw. */
-  char *tokens = malloc(n * JOBQ_CLAIM_LEN + 1);
-  if (tokens == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jobq__random_hex(tokens, n * JOBQ_CLAIM_LEN / 2);
-  for (size_t i = 0; i < n; i++) {
-    memcpy(cl[i].job.claim, tokens + i * JOBQ_CLAIM_LEN, JOBQ_CLAIM_LEN);
-    cl[i].job.claim[JOBQ_CLAIM_LEN] = '\0';
-    cl[i].job.claimed_at_ms = now;
-  }
-  free(tokens);
-  size_t done = 0;
-  while (done < n) {
-    /* A chunk never straddles the start_now line. */
-    int started = done < s->start_now;
-    size_t end = started && s->start_now < n ? s->start_now : n;
-    size_t k = end - done > CHUNK ? CHUNK : end - done;
-    int64_t changed = 0;
-    if (k == 1) {
-      rc = jobq__sql_change(db, MY_MARK_1, &changed,
-                            SQL_ARGS(V_TEXT(s->id), V_INT(cl[done].job.id),
-                                     V_TEXT(cl[done].job.claim), V_INT(now), V_INT(started)));
-    } else {
-      jobq_val v[3 + 2 * CHUNK];
-      v[0] = V_TEXT(s->id);
-      for (size_t i = 0; i < CHUNK; i++) {
-        /* Unused places name job 0, which does not exist. */
-        v[1 + i] = V_INT(i < k ? cl[done + i].job.id : 0);
-        v[1 + CHUNK + i] = V_TEXT(i < k ? cl[done + i].job.claim : "");
-      }
-      v[1 + 2 * CHUNK] = V_INT(now);
-      v[2 + 2 * CHUNK] = V_INT(started);
-      rc = jobq__sql_change(db, MY_MARK_N, &changed, v, 3 + 2 * CHUNK);
-    }
-    if (rc != JOBQ_OK) return rc;
-    if (changed != (int64_t)k)
-      return jobq__fail(db, JOBQ_EDB, "claiming %zu locked jobs changed %lld", k,
-                        (long long)changed);
-    done += k;
-  }
-  return JOBQ_OK;
-}
-
-static int my_claim(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
-                    size_t max, jobq_job **jobs, size_t *n) {
-  char **names;
-  size_t nnames;
-  int rc = claim_queues(db, queues, nq, &names, &nnames);
-  claimed *cl = NULL;
-  size_t k = 0, cap = 0;
-  for (size_t i = 0; i < nnames && rc == JOBQ_OK; i++) rc = pick(db, names[i], max, &cl, &k, &cap);
-  for (size_t i = 0; i < nnames; i++) free(names[i]);
-  free(names);
-  if (rc == JOBQ_OK && k > 0) {
-    /* Several queues: the best of all of them, in claim order.  The rows
-     * locked beyond max stay locked until commit, a moment later. */
-    qsort(cl, k, sizeof *cl, claimed_cmp);
-    if (k > max) {
-      for (size_t i = max; i < k; i++) {
-        free(cl[i].job.queue);
-        free(cl[i].job.payload);
-        free(cl[i].job.key);
-      }
-      k = max;
-    }
-    rc = mark(db, s, cl, k);
-  }
-  jobq_job *out = rc == JOBQ_OK && k ? calloc(k, sizeof *out) : NULL;
-  if (rc == JOBQ_OK && k && out == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (rc != JOBQ_OK) {
-    claimed_free(cl, k);
-    return rc;
-  }
-  for (size_t i = 0; i < k; i++) out[i] = cl[i].job;
-  free(cl);
-  *jobs = out;
-  *n = k;
-  return JOBQ_OK;
-}
-
 const jobq_store jobq__store_mysql = {
     .scheme = "mysql",
     .dialect = JOBQ_DIALECT_MYSQL,
@@ -1965,5 +1721,4 @@ const jobq_store jobq__store_mysql = {
     .changes = my_changes,
     .insert_id = my_insert_id,
     .lock = my_lock,
-    .claim = my_claim,
 };

@@ -349,8 +349,7 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 
 /* This store's own statements, numbered after lib/sql.h's. */
 enum {
-  PG_CLAIM = JOBQ_STMT_COUNT,
-  PG_LOCK_SHARED,
+  PG_LOCK_SHARED = JOBQ_STMT_COUNT,
   PG_LOCK,
   PG_LOCKS,
   PG_NOTIFY,
@@ -359,31 +358,6 @@ enum {
 };
 
 static const char *const own_sql[] = {
-    /* $1 the queues (NULL: every queue), $2 how many, $3 the session, $4
-     * how many of them start at once (the rest are held back), $5 $2 claim
-     * tokens.  The lateral join walks the claim index of each queue in
-     * order; the rows it locked are updated where they lie (ctid), with no
-     * second look-up, and take their tokens in claim order.  The ctid list
-     * makes the plan fetch just those rows (a TID scan) whatever the
-     * statistics say: joined on ctid or id alone, a generic plan made
-     * with a large backlog analyzed expects $2 to be big and reads the
-     * whole table into a hash join, 13 ms a claim at 30000 jobs. */
-    [PG_CLAIM - JOBQ_STMT_COUNT] =
-        "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND "
-        "($1::text[] IS NULL OR name = ANY($1::text[]))), "
-        "c AS (SELECT j.ctid AS t, row_number() OVER (ORDER BY j.priority DESC, "
-        "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT ctid, id, priority, "
-        "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
-        "{now} ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) j "
-        "ORDER BY j.priority DESC, j.run_at, j.id LIMIT $2) "
-        "UPDATE jobq_jobs u SET state = 'running', session = $3, "
-        "started = CASE WHEN c.rn <= $4 THEN 1 ELSE 0 END, "
-        "claim = ($5::text[])[c.rn], claimed_at = {now}, "
-        "attempts = u.attempts + 1, deadline_at = CASE WHEN "
-        "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
-        "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
-        "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
-        "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at",
     [PG_LOCK_SHARED - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))",
     [PG_LOCK - JOBQ_STMT_COUNT] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
@@ -416,7 +390,6 @@ static const char *const own_sql[] = {
 /* What each statement does, for messages. */
 static const char *stmt_what(int id) {
   switch (id) {
-    case PG_CLAIM: return "claiming jobs";
     case PG_LOCK_SHARED:
     case PG_LOCK: return "taking a queue's lock";
     case PG_LOCKS: return "taking the locks";
@@ -436,7 +409,6 @@ typedef struct names {
 
 #define MAX_PARAMS 24 /* the most a statement binds: JOBQ_Q_BLOCK_8 */
 #define MAX_LATER 8
-#define CLAIM_PREFIX 16 /* hex characters a claim's tokens share (pg_claim) */
 
 /* A statement whose result no one reads, held until the next statement
  * whose result is read (or the commit) so that both go in one round trip:
@@ -496,7 +468,7 @@ typedef struct pg {
   int64_t vacuum_next_ms;      /* monotonic, none begins before (vacuum_reap) */
   int vacuum_wanted;           /* one starts when the transaction has ended */
   int vacuum_lock;             /* this connection holds the vacuums' lock */
-  int commit_with;             /* the next statement goes with the COMMIT (pg_claim) */
+  int commit_with;             /* the next statement goes with the COMMIT (jobq_how ends) */
   int committed;               /* it did: the transaction is over */
 } pg;
 
@@ -937,6 +909,7 @@ static int run_after(jobq *db, const char *sql, const char *what) {
  * commit's round trip (insert_ids).  In a caller's transaction, every
  * statement runs at once. */
 static int refresh_stats(jobq *db, int64_t rows, int may_vacuum);
+static int notify_later(jobq *db);
 
 static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **rows,
                     const jobq_how *how) {
@@ -993,9 +966,19 @@ static int pg_query(jobq *db, int id, const jobq_val *a, size_t n, jobq_rows **r
     for (size_t i = 0; i < ncols; i++) free(cols[i].p);
     return JOBQ_OK;
   }
-  PGresult *res;
+  /* The claim, the last statement of the library's own transaction:
+   * the counters, the wake-ups and the COMMIT go after it in its round
+   * trip (exec_pending). */
+  int fused = how != NULL && how->ends && c->lazy;
+  if (fused) rc = notify_later(db);
+  c->commit_with = fused && rc == JOBQ_OK;
+  PGresult *res = NULL;
   const sendable q = {id, NULL, (int)n, values, lengths, formats};
-  rc = exec_pending(db, &q, &res);
+  if (rc == JOBQ_OK) rc = exec_pending(db, &q, &res);
+  c->commit_with = 0;
+  /* Committed; or the connection broke with the COMMIT on its way
+   * (after the BEGIN went through: then nothing was sent). */
+  if (fused) db->txn_committed = c->committed ? 1 : rc == JOBQ_ECONN && !db->retry ? -1 : 0;
   for (size_t i = 0; i < ncols; i++) free(cols[i].p);
   if (rc != JOBQ_OK) return rc;
   if (!result_ok(res)) {
@@ -2165,19 +2148,7 @@ static int pg_lock(jobq *db, const jobq_lock *l, size_t n) {
   return rc;
 }
 
-/* ---------------------------------------------------------------- claims */
-
-typedef struct claimed {
-  jobq_job job;
-  int64_t run_at;
-} claimed;
-
-static int claimed_cmp(const void *a, const void *b) {
-  const claimed *x = a, *y = b;
-  if (x->job.priority != y->job.priority) return x->job.priority > y->job.priority ? -1 : 1;
-  if (x->run_at != y->run_at) return x->run_at < y->run_at ? -1 : 1;
-  return (x->job.id > y->job.id) - (x->job.id < y->job.id);
-}
+/* ---------------------------------------------------------------- statistics */
 
 /* The planner's statistics of the hot table, analyzed again when they
  * fell far behind it.  Vacuum that finds the table empty records no rows;
@@ -2325,121 +2296,6 @@ static int refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
                        : rc;
 }
 
-static int pg_claim(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
-                    size_t max, jobq_job **jobs, size_t *n) {
-  pg *c = conn(db);
-  int rc = refresh_stats(db, c->full_claim, 1);
-  if (rc != JOBQ_OK) return rc;
-  array a = {0};
-  jobq_val qv = V_NULL;
-  if (nq > 0) {
-    arr_begin(&a, OID_TEXT, nq);
-    for (size_t i = 0; i < nq; i++) arr_bytes(&a, queues[i], strlen(queues[i]));
-    if (a.failed) {
-      free(a.p);
-      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    }
-    qv = arr_val(&a);
-  }
-  /* A claim token for each job it may claim: a random start the claim's
-   * tokens share, so that its jobs can be found when no reply told which
-   * they are, and a random rest for each, so that one job's token does
-   * not tell another's.  The rests come from one draw. */
-  enum { REST = JOBQ_CLAIM_LEN - CLAIM_PREFIX };
-  char t[JOBQ_CLAIM_LEN + 1];
-  jobq__random_hex(t, CLAIM_PREFIX / 2);
-  char *rest = malloc(max * REST + 1);
-  array tok;
-  arr_begin(&tok, OID_TEXT, max);
-  if (rest != NULL) jobq__random_hex(rest, max * REST / 2);
-  for (size_t i = 0; i < max && rest != NULL; i++) {
-    memcpy(t + CLAIM_PREFIX, rest + i * REST, REST);
-    arr_bytes(&tok, t, JOBQ_CLAIM_LEN);
-  }
-  t[CLAIM_PREFIX] = '\0';
-  if (tok.failed || rest == NULL) {
-    free(a.p);
-    free(tok.p);
-    free(rest);
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  free(rest);
-  /* The claim is the last statement of the transaction (store.h): in the
-   * library's own, the counters, the wake-ups and the COMMIT go after it
-   * in its round trip, so that the rows it locks are held for no round
-   * trip more, while other claimers step over them. */
-  if (c->lazy) {
-    rc = jobq__counts_write(db);
-    if (rc == JOBQ_OK) rc = notify_later(db);
-    c->commit_with = 1;
-  }
-  jobq_rows *r = NULL;
-  size_t now = s->start_now < max ? s->start_now : max;
-  if (rc == JOBQ_OK)
-    rc = pg_query(db, PG_CLAIM,
-                  SQL_ARGS(qv, V_INT((int64_t)max), V_TEXT(s->id), V_INT((int64_t)now),
-                           arr_val(&tok)),
-                  &r, NULL);
-  free(a.p);
-  free(tok.p);
-  int fused = c->commit_with;
-  c->commit_with = 0;
-  if (rc == JOBQ_OK && c->committed) rc = jobq__failpoint(db, "claim.sent-commit");
-  /* The connection broke with the commit on its way: it may have gone
-   * through with jobs no reply named. */
-  if (rc == JOBQ_ECONN && fused && !db->retry && jobq__session_doubt_claim(db, s, t) != JOBQ_OK)
-    rc = JOBQ_ENOMEM;
-  if (rc != JOBQ_OK) {
-    if (r != NULL) pg_done(db, r);
-    return rc;
-  }
-  size_t got = (size_t)r->nrows, k = 0;
-  c->full_claim = got == max ? (int64_t)got : 0;
-  claimed *cl = got ? calloc(got, sizeof *cl) : NULL;
-  int failed = got && cl == NULL;
-  while (!failed && pg_next(db, r) == 1) {
-    jobq_job *j = &cl[k].job;
-    size_t len;
-    j->id = pg_col_int(r, 0);
-    j->queue = jobq__col_text(db, r, 1, &failed);
-    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
-    j->attempt = (int)pg_col_int(r, 3);
-    j->max_attempts = (int)pg_col_int(r, 4);
-    j->priority = (int)pg_col_int(r, 5);
-    j->key = jobq__col_text(db, r, 6, &failed);
-    j->timeout_ms = pg_col_int(r, 7);
-    j->prev_lost = (int)pg_col_int(r, 8);
-    snprintf(j->claim, sizeof j->claim, "%s", (const char *)pg_col_bytes(r, 9, &len));
-    cl[k].run_at = j->run_at_ms = pg_col_int(r, 10);
-    j->claimed_at_ms = pg_col_int(r, 11);
-    k++;
-  }
-  pg_done(db, r);
-  jobq_job *out = k ? calloc(k, sizeof *out) : NULL;
-  if (k && out == NULL) failed = 1;
-  if (!failed) {
-    /* The statement hands rows back in no order: claim order it is. */
-    if (k > 1) qsort(cl, k, sizeof *cl, claimed_cmp);
-    for (size_t i = 0; i < k; i++) out[i] = cl[i].job;
-  } else {
-    for (size_t i = 0; i < k; i++) {
-      free(cl[i].job.queue);
-      free(cl[i].job.payload);
-      free(cl[i].job.key);
-    }
-    free(out);
-    out = NULL;
-    k = 0;
-  }
-  free(cl);
-  if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  *jobs = out;
-  *n = k;
-  return JOBQ_OK;
-}
-
-/* ---------------------------------------------------------------- fast paths */
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The first wait before the LISTEN connection is opened again, doubled
@@ -2576,7 +2432,6 @@ const jobq_store jobq__store_postgres = {
     .col_bytes = pg_col_bytes,
     .changes = pg_changes,
     .lock = pg_lock,
-    .claim = pg_claim,
     .wake = pg_wake,
     .watch = pg_watch,
     .changed = pg_changed,

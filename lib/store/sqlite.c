@@ -211,47 +211,17 @@ _Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
 
 /* This store's own statements, numbered after lib/sql.h's. */
 enum {
-  SQ_CANDIDATES = JOBQ_STMT_COUNT,
-  SQ_CLAIM,
-  SQ_CLAIMED,
-  SQ_DATA_VERSION,
+  SQ_DATA_VERSION = JOBQ_STMT_COUNT,
   SQ__END
 };
 
 static const char *const own_sql[SQ__END - JOBQ_STMT_COUNT] = {
-    [SQ_CANDIDATES - JOBQ_STMT_COUNT] =
-        "SELECT id, priority, run_at FROM jobq_jobs WHERE queue = ?1 "
-        "AND state = 'ready' AND run_at <= ?3 "
-        "ORDER BY priority DESC, run_at, id LIMIT ?2",
-    /* The chosen jobs (?1, a JSON array of ids) marked running in one
-     * statement, started at once or held back (?3), at ?4 (this machine's
-     * clock, read once for the statement); each gets its own claim token.
-     * The file is this transaction's, so every one of them is still
-     * ready. */
-    [SQ_CLAIM - JOBQ_STMT_COUNT] =
-        "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, started = ?3, "
-        "claim = jobq_token(), claimed_at = ?4, "
-        "attempts = attempts + 1, "
-        "deadline_at = CASE WHEN timeout_ms > 0 THEN ?4 + timeout_ms END "
-        "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready'",
-    /* What the claim hands out of the jobs it just marked.  A second
-     * statement rather than RETURNING, which writes each row into a
-     * temporary table first and costs more; a join on the list rather
-     * than IN (SELECT ...), which copies the list into a temporary index
-     * first (the ids are distinct). */
-    [SQ_CLAIMED - JOBQ_STMT_COUNT] =
-        "SELECT j.id, queue, payload, attempts, max_attempts, priority, "
-        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM json_each(?1) a "
-        "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2",
     [SQ_DATA_VERSION - JOBQ_STMT_COUNT] = "PRAGMA data_version",
 };
 
 /* What a statement does, in words, for messages. */
 static const char *sq_what(int id) {
   switch (id) {
-    case SQ_CANDIDATES:
-    case SQ_CLAIM:
-    case SQ_CLAIMED: return "claiming jobs";
     case SQ_DATA_VERSION: return "looking for changes";
     default: return jobq__sql_what(id);
   }
@@ -458,19 +428,6 @@ static void fn_now(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
   sqlite3_result_int64(ctx, now_ms());
-}
-
-/* jobq_token(): a new claim token, JOBQ_CLAIM_LEN lowercase hex
- * characters from SQLite's own generator (as randomblob() draws them),
- * in one call instead of lower(hex(randomblob(16))). */
-static void fn_token(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  (void)argc;
-  (void)argv;
-  unsigned char b[JOBQ_CLAIM_LEN / 2];
-  char t[JOBQ_CLAIM_LEN + 1];
-  sqlite3_randomness((int)sizeof b, b);
-  jobq__hex(t, b, sizeof b);
-  sqlite3_result_text(ctx, t, JOBQ_CLAIM_LEN, SQLITE_TRANSIENT);
 }
 
 /* How long a checkpoint after a commit waits, in all, for the write lock
@@ -690,9 +647,6 @@ static int connect_file(jobq *db, int as_is, int64_t *objects) {
   src = sqlite3_create_function(c->db, "jobq_now", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                 NULL, fn_now, NULL, NULL);
   if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_now");
-  src = sqlite3_create_function(c->db, "jobq_token", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                NULL, fn_token, NULL, NULL);
-  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_token");
   return count_objects(db, objects);
 }
 
@@ -1021,246 +975,6 @@ static int sq_lock(jobq *db, const jobq_lock *locks, size_t n) {
   return JOBQ_OK;
 }
 
-/* ---------------------------------------------------------------- id lists */
-
-/* A growing JSON text of ids, made without printf, which took a
- * twentieth of a drain's instructions when every id of a batch went
- * through it; on ENOMEM it turns NULL. */
-typedef struct jtext {
-  char *p;
-  size_t len, cap;
-} jtext;
-
-/* Room for more characters and a NUL after them; 0 (and the text NULL)
- * when there is no memory. */
-static int jt_room(jtext *t, size_t more) {
-  if (t->p == NULL && t->cap != 0) return 0;
-  if (t->p != NULL && t->len + more < t->cap) return 1;
-  size_t cap = (t->len + more + 1) * 2;
-  char *q = realloc(t->p, cap);
-  if (q == NULL) {
-    free(t->p);
-    t->p = NULL;
-    t->cap = 1;
-    return 0;
-  }
-  t->p = q;
-  t->cap = cap;
-  return 1;
-}
-
-static void jt_add(jtext *t, const char *text) {
-  size_t n = strlen(text);
-  if (!jt_room(t, n)) return;
-  memcpy(t->p + t->len, text, n + 1);
-  t->len += n;
-}
-
-/* Appends an id to a JSON array begun with "[", after a comma unless it
- * is the first. */
-static void jt_id(jtext *t, int64_t v) {
-  char b[24];
-  size_t k = sizeof b - 1;
-  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do {
-    b[--k] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
-  if (v < 0) b[--k] = '-';
-  if (t->p != NULL && t->len > 0 && t->p[t->len - 1] != '[') b[--k] = ',';
-  b[sizeof b - 1] = '\0';
-  jt_add(t, b + k);
-}
-
-/* ---------------------------------------------------------------- claims */
-
-/*
- * Candidates come from the claim index, per queue, in claim order; the
- * best max of them across the queues are marked running by one UPDATE.
- * The file is held by this transaction, so no other claim can take them
- * meanwhile.
- */
-
-typedef struct cand {
-  int64_t id, run_at;
-  int priority;
-} cand;
-
-static int cand_cmp(const void *a, const void *b) {
-  const cand *x = a, *y = b;
-  if (x->priority != y->priority) return x->priority > y->priority ? -1 : 1;
-  if (x->run_at != y->run_at) return x->run_at < y->run_at ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
-}
-
-/* Appends up to max claimable jobs of queue to *c. */
-static int candidates(jobq *db, const char *queue, size_t max, cand **c,
-                      size_t *n, size_t *cap) {
-  jobq_rows *r;
-  int rc = sq_query(db, SQ_CANDIDATES, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max), V_INT(now_ms())), &r, NULL);
-  if (rc != JOBQ_OK) return rc;
-  int got;
-  while ((got = sq_next(db, r)) == 1) {
-    if (*n == *cap) {
-      size_t ncap = *cap ? *cap * 2 : 64;
-      cand *v = realloc(*c, ncap * sizeof *v);
-      if (v == NULL) {
-        got = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-        break;
-      }
-      *c = v;
-      *cap = ncap;
-    }
-    (*c)[(*n)++] = (cand){sq_col_int(r, 0), sq_col_int(r, 2), (int)sq_col_int(r, 1)};
-  }
-  sq_done(db, r);
-  return got < 0 ? got : JOBQ_OK;
-}
-
-/* The queues to claim from: the named ones that are not paused, or every
- * queue that is not. */
-static int claim_queues(jobq *db, const char *const *queues, size_t nq,
-                        char ***names, size_t *nn) {
-  *names = NULL;
-  *nn = 0;
-  jobq_rows *r;
-  int rc = JOBQ_OK, failed = 0;
-  if (nq == 0) {
-    if ((rc = sq_query(db, JOBQ_Q_QUEUES_ACTIVE, SQL_ARGS(), &r, NULL)) != JOBQ_OK) return rc;
-    int got;
-    while ((got = sq_next(db, r)) == 1) {
-      char **v = realloc(*names, (*nn + 1) * sizeof *v);
-      if (v == NULL) {
-        failed = 1;
-        break;
-      }
-      *names = v;
-      (*names)[(*nn)++] = jobq__col_text(db, r, 0, &failed);
-    }
-    sq_done(db, r);
-    rc = got < 0 ? got : JOBQ_OK;
-  } else {
-    for (size_t i = 0; i < nq && rc == JOBQ_OK && !failed; i++) {
-      int dup = 0;
-      for (size_t j = 0; j < i; j++) dup |= strcmp(queues[i], queues[j]) == 0;
-      int64_t paused;
-      if (dup) continue;
-      rc = jobq__sql_int(db, JOBQ_Q_QUEUE_PAUSED, 1, &paused, SQL_ARGS(V_TEXT(queues[i])));
-      if (rc != JOBQ_OK || paused) continue;
-      char **v = realloc(*names, (*nn + 1) * sizeof *v);
-      if (v == NULL) {
-        failed = 1;
-        break;
-      }
-      *names = v;
-      (*names)[(*nn)++] = jobq__strdup(queues[i], &failed);
-    }
-  }
-  if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  return rc;
-}
-
-/* Marks c[from..to) running for session s (started or held back), and
- * appends them to out[*got..], with c[*got..] rewritten to match. */
-static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
-                int started, jobq_job *out, size_t *got) {
-  /* The ids as a JSON array: "[1,2,3]". */
-  jtext list = {0};
-  jt_add(&list, "[");
-  for (size_t i = from; i < to; i++) jt_id(&list, c[i].id);
-  jt_add(&list, "]");
-  if (list.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jobq_rows *r;
-  int rc = sq_query(db, SQ_CLAIM,
-                    SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id), V_INT(started), V_INT(now_ms())), NULL,
-                    NULL);
-  if (rc == JOBQ_OK && sq_changes(db) != (int64_t)(to - from))
-    rc = jobq__fail(db, JOBQ_EDB, "claimed %lld of %zu ready jobs: expected all of them",
-                    (long long)sq_changes(db), to - from);
-  if (rc == JOBQ_OK) rc = sq_query(db, SQ_CLAIMED, SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id)), &r, NULL);
-  int failed = 0, row = 0;
-  while (rc == JOBQ_OK && *got < to && (row = sq_next(db, r)) == 1) {
-    jobq_job *j = &out[*got];
-    j->id = sq_col_int(r, 0);
-    j->queue = jobq__col_text(db, r, 1, &failed);
-    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
-    j->attempt = (int)sq_col_int(r, 3);
-    j->max_attempts = (int)sq_col_int(r, 4);
-    j->priority = (int)sq_col_int(r, 5);
-    j->key = jobq__col_text(db, r, 6, &failed);
-    j->timeout_ms = sq_col_int(r, 7);
-    j->prev_lost = (int)sq_col_int(r, 8);
-    size_t tl;
-    snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 9, &tl));
-    c[*got].id = j->id;
-    c[*got].priority = j->priority;
-    c[*got].run_at = j->run_at_ms = sq_col_int(r, 10);
-    j->claimed_at_ms = sq_col_int(r, 11);
-    (*got)++;
-  }
-  if (rc == JOBQ_OK) sq_done(db, r);
-  if (row < 0) rc = row;
-  if (rc == JOBQ_OK && *got != to)
-    rc = jobq__fail(db, JOBQ_EDB, "read back %zu of the %zu jobs claimed: expected all of them",
-                    *got - from, to - from);
-  free(list.p);
-  if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  return rc;
-}
-
-static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
-                    size_t nq, size_t max, jobq_job **jobs, size_t *n) {
-  char **names;
-  size_t nn;
-  int rc = claim_queues(db, queues, nq, &names, &nn);
-  cand *c = NULL;
-  size_t nc = 0, cap = 0;
-  for (size_t i = 0; i < nn && rc == JOBQ_OK; i++)
-    rc = candidates(db, names[i], max, &c, &nc, &cap);
-  for (size_t i = 0; i < nn; i++) free(names[i]);
-  free(names);
-  if (rc != JOBQ_OK) {
-    free(c);
-    return rc;
-  }
-  if (nc > 1) qsort(c, nc, sizeof *c, cand_cmp);
-  if (nc > max) nc = max;
-  if (nc == 0) {
-    free(c);
-    return JOBQ_OK;
-  }
-  jobq_job *out = calloc(nc, sizeof *out);
-  if (out == NULL) {
-    free(c);
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  /* The first start_now jobs start at once, the others are held back. */
-  size_t now = s->start_now < nc ? s->start_now : nc, got = 0;
-  if (now > 0) rc = mark(db, s, c, 0, now, 1, out, &got);
-  if (rc == JOBQ_OK && now < nc) rc = mark(db, s, c, now, nc, 0, out, &got);
-  if (rc != JOBQ_OK) {
-    free(c);
-    jobq_jobs_free(out, got);
-    return rc;
-  }
-  /* SQ_CLAIMED promises no order (it reads the list's, which is claim
-   * order): claim order it is, in one pass when already so. */
-  for (size_t i = 1; i < got; i++) {
-    for (size_t k = i; k > 0 && cand_cmp(&c[k], &c[k - 1]) < 0; k--) {
-      cand tc = c[k];
-      c[k] = c[k - 1];
-      c[k - 1] = tc;
-      jobq_job tj = out[k];
-      out[k] = out[k - 1];
-      out[k - 1] = tj;
-    }
-  }
-  free(c);
-  *jobs = out;
-  *n = got;
-  return JOBQ_OK;
-}
-
 /* ---------------------------------------------------------------- wake-ups */
 
 /* PRAGMA data_version: changes when another connection commits. */
@@ -1336,7 +1050,6 @@ const jobq_store jobq__store_sqlite = {
     .changes = sq_changes,
     .insert_id = sq_insert_id,
     .lock = sq_lock,
-    .claim = sq_claim,
     .watch = sq_watch,
     .changed = sq_changed,
 };

@@ -169,18 +169,6 @@ typedef struct jobq_store {
    * takes none. */
   int (*lock)(jobq *db, const jobq_lock *locks, size_t n);
 
-  /* --- what each engine does its own way --- */
-  /* Claims up to max ready jobs of the session from the nq queues (all
-   * unpaused queues when nq is 0), in one statement where the engine
-   * allows; the session and identity were checked in this transaction.
-   * The claim is the last statement of the library's own transaction
-   * (lib/claim.c): a store may commit it with the claim, having written
-   * the counters first (jobq__counts_write), and its commit then has
-   * nothing left to do.  Should the outcome of such a commit be unknown,
-   * the store leaves the claim's jobs to the session's next transaction
-   * (jobq__session_doubt_claim). */
-  int (*claim)(jobq *db, jobq_session *s, const char *const *queues,
-               size_t nq, size_t max, jobq_job **jobs, size_t *n);
   /* Notes that queue got a job that is ready now, for the store to tell
    * watchers when the transaction commits.  NULL when watchers see every
    * commit anyway. */
@@ -204,9 +192,4 @@ extern const jobq_store jobq__store_mysql;
  * refused in why, otherwise. */
 int jobq__mysql_version_check(const char *info, int *mariadb, long *version,
                               char *why, size_t len);
-/* MariaDB / MySQL: the text of the statement that picks a queue's jobs to
- * claim (parameters: the queue, how many), for a test to EXPLAIN it.  A
- * new string (free with free()), or NULL when out of memory. */
-char *jobq__mysql_claim_sql(void);
-
 #endif
