@@ -143,11 +143,6 @@ int jobq_roles_sql(jobq *db, char **sql) {
   int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
-  if (db->store->roles == NULL)
-    return jobq__fail(db, JOBQ_ENOTSUP,
-                      "the %s store has no roles: protect the database file with its "
-                      "permissions instead",
-                      db->store->scheme);
   return db->store->roles(db, sql);
 }
 

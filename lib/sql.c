@@ -1336,8 +1336,9 @@ static char *spell_rows(const char *t, size_t rows) {
 char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder) {
   int id = stmt % JOBQ_Q__COUNT, v = stmt / JOBQ_Q__COUNT;
   const char *t = own_text(dialect, id);
-  if (v == 0 || !spelled_rows(dialect, id)) return jobq__sql_spell(dialect, t, order, norder);
-  char *rows = spell_rows(t, texts[id].exact ? exact_rows[v] : CHUNK_ROWS);
+  if (!spelled_rows(dialect, id)) return jobq__sql_spell(dialect, t, order, norder);
+  /* Variant 0, which jobq__sql_set() never runs, is one row. */
+  char *rows = spell_rows(t, v == 0 ? 1 : texts[id].exact ? exact_rows[v] : CHUNK_ROWS);
   char *spelled = rows ? jobq__sql_spell(dialect, rows, order, norder) : NULL;
   free(rows);
   return spelled;

@@ -8,6 +8,7 @@
  */
 #include "helpers.h"
 #include "sql.h"
+#include "store/store.h"
 
 #include <ctype.h>
 
@@ -337,8 +338,61 @@ static void test_statements_in_words(void **state) {
   }
 }
 
+/* A store is an engine: every member of its table is there, and the
+ * library branches on none. */
+static void test_stores_are_whole(void **state) {
+  (void)state;
+  const jobq_store *stores[] = {&jobq__store_sqlite, &jobq__store_postgres, &jobq__store_mysql};
+  for (size_t i = 0; i < sizeof stores / sizeof stores[0]; i++) {
+    const jobq_store *s = stores[i];
+    const void *members[] = {
+        (const void *)s->open,    (const void *)s->close,   (const void *)s->native,
+        (const void *)s->migrate, (const void *)s->roles,   (const void *)s->doctor,
+        (const void *)s->begin,   (const void *)s->commit,  (const void *)s->rollback,
+        (const void *)s->query,   (const void *)s->next,    (const void *)s->done,
+        (const void *)s->is_null, (const void *)s->col_int, (const void *)s->col_bytes,
+        (const void *)s->changes, (const void *)s->insert_id, (const void *)s->lock,
+        (const void *)s->wake,    (const void *)s->watch,   (const void *)s->changed};
+    assert_non_null(s->scheme);
+    for (size_t m = 0; m < sizeof members / sizeof members[0]; m++)
+      if (members[m] == NULL) fail_msg("the %s store lacks member %zu", s->scheme, m);
+  }
+}
+
+/* Every statement, and every variant of a set statement, spells for
+ * every dialect that has it: no token of the notation is left, and a
+ * variant's rows are spelled out. */
+static void test_statements_spell(void **state) {
+  (void)state;
+  const int dialects[] = {JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL};
+  for (size_t d = 0; d < 3; d++) {
+    for (int stmt = 0; stmt < JOBQ_STMT_COUNT; stmt++) {
+      if (jobq__sql_none(dialects[d], stmt % JOBQ_Q__COUNT)) continue;
+      int *order = NULL;
+      size_t norder = 0;
+      char *text = jobq__sql_text(dialects[d], stmt, &order, &norder);
+      if (text == NULL) fail_msg("statement %d of dialect %d does not spell", stmt, (int)d);
+      if (strstr(text, "{each") != NULL || strstr(text, "{now}") != NULL)
+        fail_msg("statement %d of dialect %d keeps a token: %s", stmt, (int)d, text);
+      if (dialects[d] == JOBQ_DIALECT_MYSQL && stmt >= JOBQ_Q__COUNT &&
+          strchr(text, '?') != NULL && norder == 0)
+        fail_msg("statement %d: no parameters found in %s", stmt, text);
+      free(order);
+      free(text);
+    }
+  }
+  /* A chunk of a set statement names each of its rows' values. */
+  char *t = jobq__sql_text(JOBQ_DIALECT_SQLITE, jobq__stmt(JOBQ_Q_DELETE_ROWS, 1), NULL, NULL);
+  assert_non_null(t);
+  assert_non_null(strstr(t, "IN (?2, ?3, "));
+  assert_non_null(strstr(t, "?33)"));
+  free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stores_are_whole),
+      cmocka_unit_test(test_statements_spell),
       cmocka_unit_test(test_durations),
       cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_url_redact),

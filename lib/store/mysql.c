@@ -1614,13 +1614,14 @@ static int lock_row(jobq *db, char kind, const char *queue, const char *key, int
   if (rc != JOBQ_OK) return rc;
   int take = exclusive ? MY_LOCK_X : MY_LOCK_S;
   for (int tries = 0; tries < 3; tries++) {
-    int yes;
-    rc = jobq__sql_exists(db, take, &yes, SQL_ARGS(V_BYTES(name, len)));
-    if (rc != JOBQ_OK || yes) return rc;
+    jobq_rows *r;
+    if ((rc = my_query(db, take, SQL_ARGS(V_BYTES(name, len)), &r, NULL)) != JOBQ_OK) return rc;
+    int got = my_next(db, r);
+    my_done(db, r);
+    if (got != 0) return got < 0 ? got : JOBQ_OK;
     /* The first use of this name: the new row is ours until commit. */
-    int64_t added = 0;
-    rc = jobq__sql_change(db, MY_LOCK_ADD, &added, SQL_ARGS(V_BYTES(name, len)));
-    if (rc != JOBQ_OK || added == 1) return rc;
+    rc = my_query(db, MY_LOCK_ADD, SQL_ARGS(V_BYTES(name, len)), NULL, NULL);
+    if (rc != JOBQ_OK || my_changes(db) == 1) return rc;
     /* Another transaction added it meanwhile: take it as usual. */
   }
   return jobq__fail(db, JOBQ_EBUSY, "the lock row '%s' keeps vanishing: try again", name);
@@ -1649,7 +1650,7 @@ static int lock_key_rows(jobq *db, const char *queue, const char *const *keys, s
     for (size_t i = k; i < CHUNK; i++) v[i] = V_NULL;
     unsigned char found[CHUNK] = {0};
     jobq_rows *r;
-    if ((rc = jobq__sql_query(db, MY_LOCK_KEYS, &r, v, CHUNK)) != JOBQ_OK) break;
+    if ((rc = my_query(db, MY_LOCK_KEYS, v, CHUNK, &r, NULL)) != JOBQ_OK) break;
     int got;
     size_t i = 0;
     while ((got = my_next(db, r)) == 1) {
@@ -1669,8 +1670,8 @@ static int lock_key_rows(jobq *db, const char *queue, const char *const *keys, s
     if (missing == 0) continue;
     if ((rc = jobq__failpoint(db, "put.keys-missing")) != JOBQ_OK) break;
     for (i = missing; i < CHUNK; i++) v[i] = v[missing - 1];
-    int64_t added = 0;
-    rc = jobq__sql_change(db, MY_LOCK_ADD_KEYS, &added, v, CHUNK);
+    rc = my_query(db, MY_LOCK_ADD_KEYS, v, CHUNK, NULL, NULL);
+    int64_t added = rc == JOBQ_OK ? my_changes(db) : 0;
     for (i = 0; rc == JOBQ_OK && added != (int64_t)missing && i < k; i++)
       if (!found[i]) rc = lock_row(db, 'k', queue, keys[at + i], 1);
   }
@@ -1700,6 +1701,25 @@ static int my_lock(jobq *db, const jobq_lock *l, size_t n) {
   return rc;
 }
 
+/* ---------------------------------------------------------------- wake-ups */
+
+/* There is no NOTIFY: workers poll, and every look may have news. */
+static void my_wake(jobq *db, const char *queue) {
+  (void)db;
+  (void)queue;
+}
+
+static int my_watch(jobq *db, int *fd) {
+  *fd = -1;
+  return jobq__fail(db, JOBQ_ENOTSUP, "the mysql store cannot watch for new work: poll instead");
+}
+
+static int my_changed(jobq *db, int (*wanted)(const jobq *db, const char *queue)) {
+  (void)db;
+  (void)wanted;
+  return 1;
+}
+
 const jobq_store jobq__store_mysql = {
     .scheme = "mysql",
     .dialect = JOBQ_DIALECT_MYSQL,
@@ -1721,4 +1741,7 @@ const jobq_store jobq__store_mysql = {
     .changes = my_changes,
     .insert_id = my_insert_id,
     .lock = my_lock,
+    .wake = my_wake,
+    .watch = my_watch,
+    .changed = my_changed,
 };

@@ -1042,6 +1042,12 @@ static const void *pg_col_bytes(jobq_rows *r, int col, size_t *len) {
 
 static int64_t pg_changes(jobq *db) { return conn(db)->changes; }
 
+/* Every INSERT of the library's returns its ids as rows (RETURNING). */
+static int64_t pg_insert_id(jobq *db) {
+  (void)db;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- connection */
 
 /* jobq's own options; every other option is libpq's (PQconninfoParse
@@ -2370,7 +2376,7 @@ static int pg_watch(jobq *db, int *fd) {
  * its wait is over, and says that wake-ups are not coming (the caller
  * claims and keeps polling); once there is one again, 1: what was sent
  * meanwhile went unheard. */
-static int pg_changed(jobq *db) {
+static int pg_changed(jobq *db, int (*wanted)(const jobq *db, const char *queue)) {
   pg *c = conn(db);
   if (c->watch_fd < 0) return 1;
   if (c->listener != NULL && !PQconsumeInput(c->listener)) {
@@ -2391,7 +2397,9 @@ static int pg_changed(jobq *db) {
       memcpy(c->listen_why, db->errmsg, sizeof c->listen_why);
       c->listen_failures++;
       int n = c->listen_failures;
-      int64_t wait = jobq__backoff_ms(LISTEN_RETRY_MS, n < 6 ? n : 6, jobq__rand(db));
+      /* Doubled after each failure, with jitter in [0.5, 1.5). */
+      int64_t base = (int64_t)LISTEN_RETRY_MS << (n < 6 ? n - 1 : 5);
+      int64_t wait = base / 2 + (int64_t)(jobq__rand(db) % (uint64_t)base);
       if (wait > LISTEN_RETRY_MAX_MS) wait = LISTEN_RETRY_MAX_MS;
       c->listen_retry_ms = now + wait;
     }
@@ -2406,7 +2414,7 @@ static int pg_changed(jobq *db) {
   PGnotify *note;
   while ((note = PQnotifies(c->listener)) != NULL) {
     changed |= note->be_pid != self &&
-               (note->extra[0] == '\0' || jobq__watching(db, note->extra));
+               (note->extra[0] == '\0' || wanted(db, note->extra));
     PQfreemem(note);
   }
   return changed;
@@ -2415,6 +2423,7 @@ static int pg_changed(jobq *db) {
 const jobq_store jobq__store_postgres = {
     .scheme = "postgres",
     .dialect = JOBQ_DIALECT_PG,
+    .named_wakes = 1,
     .open = pg_open,
     .close = pg_close,
     .native = pg_native,
@@ -2431,6 +2440,7 @@ const jobq_store jobq__store_postgres = {
     .col_int = pg_col_int,
     .col_bytes = pg_col_bytes,
     .changes = pg_changes,
+    .insert_id = pg_insert_id,
     .lock = pg_lock,
     .wake = pg_wake,
     .watch = pg_watch,

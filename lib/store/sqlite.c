@@ -1015,7 +1015,10 @@ static int sq_watch(jobq *db, int *fd) {
   return JOBQ_OK;
 }
 
-static int sq_changed(jobq *db) {
+/* Any commit of another connection counts: the log does not say whose
+ * queue it was for. */
+static int sq_changed(jobq *db, int (*wanted)(const jobq *db, const char *queue)) {
+  (void)wanted;
   sq *c = conn(db);
   if (c->watch_fd >= 0) {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -1030,6 +1033,19 @@ static int sq_changed(jobq *db) {
   return changed;
 }
 
+/* Watchers see every commit anyway. */
+static void sq_wake(jobq *db, const char *queue) {
+  (void)db;
+  (void)queue;
+}
+
+static int sq_roles(jobq *db, char **sql) {
+  *sql = NULL;
+  return jobq__fail(db, JOBQ_ENOTSUP,
+                    "the sqlite store has no roles: protect the database file with its "
+                    "permissions instead");
+}
+
 const jobq_store jobq__store_sqlite = {
     .scheme = "sqlite",
     .dialect = JOBQ_DIALECT_SQLITE,
@@ -1037,6 +1053,7 @@ const jobq_store jobq__store_sqlite = {
     .close = sq_close,
     .native = sq_native,
     .migrate = sq_migrate,
+    .roles = sq_roles,
     .doctor = sq_doctor,
     .begin = sq_begin,
     .commit = sq_commit,
@@ -1050,6 +1067,7 @@ const jobq_store jobq__store_sqlite = {
     .changes = sq_changes,
     .insert_id = sq_insert_id,
     .lock = sq_lock,
+    .wake = sq_wake,
     .watch = sq_watch,
     .changed = sq_changed,
 };

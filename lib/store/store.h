@@ -1,24 +1,29 @@
 /*
  * store.h - the table of functions behind which each database engine
- * lives, chosen by the URL's scheme (like SQLite's sqlite3_vfs).  A store
- * knows SQL and its engine, nothing about processes or terminals.
+ * lives, chosen by the URL's scheme (like SQLite's sqlite3_vfs): an
+ * engine, not a policy.  A store knows SQL and its engine, nothing about
+ * jobs, processes or terminals.
  *
- * The job logic (the files of lib/) is written once.  It speaks to a store through a
- * small statement executor: it names a statement of lib/sql.h and binds
- * values; the store prepares that statement's text in its own dialect
- * (jobq__sql_text()), runs it and hands back rows.  On top of the
- * executor, each store brings what must be its own: connecting, the
- * schema, transactions, the claim (one short transaction shaped for the
- * engine's locking), and optional set-based fast paths for batches.
+ * The library (lib/) owns every rule and plans every statement: it names
+ * a statement of lib/sql.h, whose text lib/sql.c holds for each dialect,
+ * and binds values, single ones or columns of a set statement; the store
+ * prepares the text, runs it and hands back rows.  Beside that executor a
+ * store brings what is its engine's own: the connection (made again when
+ * it breaks), transactions, named locks, wake-ups, the schema's text,
+ * the roles' SQL and its doctor's checks.  Every member is required.
  *
  * A store that makes its connection again (a restart, a failover) adds 1
- * to db->connects: the library then checks the database (lib/mark.c).
+ * to db->connects, and does so only where the library sees it before the
+ * statements of a transaction: in begin(), or, for a lazy transaction
+ * whose first round trip found the connection broken, by failing that
+ * statement with JOBQ_ECONN and db->retry set, so that the library runs
+ * the transaction again and its checks first (lib/mark.c, lib/session.c).
  *
- * Transactions belong to the library: every statement except those of
- * open, close, native, migrate, watch and changed runs inside a transaction
- * (or savepoint) that the library began with begin() and ends with commit()
- * or rollback().  A store function that fails records its message with
- * jobq__fail() and leaves the rollback to the library.
+ * Transactions belong to the library: every statement but those of open,
+ * close, native, migrate, roles, doctor, watch and changed runs inside a
+ * transaction (or savepoint) that the library began with begin() and ends
+ * with commit() or rollback().  A store function that fails records its
+ * message with jobq__fail() and leaves the rollback to the library.
  *
  * To add a store, see docs/internals/new-store.md.
  */
@@ -118,34 +123,47 @@ typedef struct jobq_rows jobq_rows;
 
 typedef struct jobq_store {
   const char *scheme;
-  int dialect;
+  int dialect;                 /* which texts of lib/sql.c it runs */
+  int named_wakes;             /* 1: a wake-up names its queue (watchers may
+                                  keep to theirs); 0: every commit wakes */
 
-  /* Connects; db->conn holds the store's state.  Validates url options
-   * the store knows and refuses unknown ones (JOBQ_EURL). */
+  /* --- connection --- */
+  /* Checks the URL's options it knows, refusing the others (JOBQ_EURL),
+   * and connects; db->conn holds the store's state.  Sets db->warning,
+   * db->stmt_bytes and db->id_step as its engine says. */
   int (*open)(jobq *db, const jobq_url *url);
   void (*close)(jobq *db);
   void *(*native)(jobq *db);
-  /* Creates or migrates the schema in its own transaction. */
+  /* Creates or migrates the schema, outside any transaction. */
   int (*migrate)(jobq *db);
-  /* SQL for least-privilege roles (jobq_roles_sql); NULL: none. */
+  /* SQL for least-privilege roles (jobq_roles_sql), a new string; or
+   * JOBQ_ENOTSUP, saying why, for an engine without roles. */
   int (*roles)(jobq *db, char **sql);
   /* The engine's own checks for jobq_doctor(), added with
    * jobq__check_add() (lib/doctor.c). */
   int (*doctor)(jobq *db, jobq__checks *checks);
 
+  /* --- transactions --- */
   /* depth 0: a real transaction that may write; depth > 0: a savepoint.
    * lazy (the library's own transactions, never jobq_begin()'s): the
    * store may send the BEGIN with the transaction's first statement, as
-   * no one else uses the connection before it. */
+   * no one else uses the connection before it, and hold the statements
+   * jobq_how lets it hold.  A connection found broken is made again here
+   * (see above). */
   int (*begin)(jobq *db, int depth, int lazy);
   int (*commit)(jobq *db, int depth);
   int (*rollback)(jobq *db, int depth);
 
   /* --- the executor --- */
-  /* Runs statement id of lib/sql.h with n values.  *rows (when rows is
-   * not NULL) gets a cursor before the first row, to be stepped with
-   * next() and given back with done(); without rows, the result is
-   * dropped.  Cursors of different statements may be open together. */
+  /* Runs stmt (a statement of lib/sql.h or a variant, jobq__stmt), its
+   * text jobq__sql_text(dialect, stmt), with values args[0..n): single
+   * ones, and on a dialect whose set statements take columns whole
+   * (PostgreSQL), columns (V_COL; an array each).  Values past the text's
+   * highest parameter are not bound.  *rows (when rows is not NULL) gets
+   * a cursor before the first row, to be stepped with next() and given
+   * back with done(); without rows, the result is dropped.  how (may be
+   * NULL) says what else may be done (store.h's jobq_how).  Cursors of
+   * different statements may be open together. */
   int (*query)(jobq *db, int stmt, const jobq_val *args, size_t n, jobq_rows **rows,
                const jobq_how *how);
   /* 1: a row is there; 0: no more (the cursor stays to be given back);
@@ -159,26 +177,32 @@ typedef struct jobq_store {
   const void *(*col_bytes)(jobq_rows *r, int col, size_t *len);
   /* Rows changed by the last statement run. */
   int64_t (*changes)(jobq *db);
-  /* The id given by the last INSERT into jobq_jobs, for dialects whose
-   * insert cannot return it as a row (NULL otherwise). */
+  /* The id of the first row the last INSERT into jobq_jobs put (the
+   * others' follow it, db->id_step apart); 0 on a dialect whose INSERT
+   * returns its ids as rows. */
   int64_t (*insert_id)(jobq *db);
 
+  /* --- locks --- */
   /* Takes the named locks locks[0..n), one after the other in that
    * order, until the transaction ends; lib/order.c says which and why.
    * A store whose writers take turns (one holds the whole database)
-   * takes none. */
+   * takes none and returns JOBQ_OK. */
   int (*lock)(jobq *db, const jobq_lock *locks, size_t n);
 
+  /* --- wake-ups --- */
   /* Notes that queue got a job that is ready now, for the store to tell
-   * watchers when the transaction commits.  NULL when watchers see every
-   * commit anyway. */
+   * watchers when the transaction commits (nothing to do where watchers
+   * see every commit, or there are no wake-ups). */
   void (*wake)(jobq *db, const char *queue);
-  /* Wake-ups (outside transactions): watch() sets *fd to a descriptor
-   * that turns readable on another connection's commit; changed() drains
-   * it and returns 1 when something changed since its last call.  NULL
-   * when the store cannot watch. */
+  /* Outside transactions: watch() sets *fd to a descriptor that turns
+   * readable on another connection's commit (JOBQ_ENOTSUP, saying so,
+   * where the engine has no wake-ups); changed() drains it and returns 1
+   * when something changed since its last call that concerns the handle:
+   * a wake-up of a queue that wanted(db, queue) says it watches (every
+   * one where wake-ups do not name their queue; always 1 without
+   * wake-ups), or < 0 on an error. */
   int (*watch)(jobq *db, int *fd);
-  int (*changed)(jobq *db);
+  int (*changed)(jobq *db, int (*wanted)(const jobq *db, const char *queue));
 } jobq_store;
 
 extern const jobq_store jobq__store_sqlite;
