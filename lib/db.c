@@ -69,6 +69,7 @@ static int open_url(const char *url, int readonly, jobq **out) {
   }
   if (rc == JOBQ_OK) rc = db->store->open(db, &u);
   jobq__url_release(&u);
+  if (rc == JOBQ_OK) rc = jobq__schema_check(db);
   if (rc != JOBQ_OK) {
     if (db->store != NULL && db->conn != NULL) db->store->close(db);
     db->conn = NULL;
@@ -135,7 +136,7 @@ int jobq_init(jobq *db) {
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   jobq__need(db, JOBQ__ROLE_OWNER);
-  return db->store->migrate(db);
+  return jobq__migrate(db);
 }
 
 int jobq_roles_sql(jobq *db, char **sql) {

@@ -262,6 +262,13 @@ void jobq__marks_forget(jobq *db);
 /* The doctor's check of the writes the handle knows of. */
 int jobq__marks_doctor(jobq *db, jobq__checks *c);
 
+/* lib/migrate.c: at open, the schema's version read (the store
+ * connected): a newer one refused, a missing or older one noted
+ * (db->schema_missing), or made on an embedded database; and the runner
+ * of jobq_init(). */
+int jobq__schema_check(jobq *db);
+int jobq__migrate(jobq *db);
+
 /* Checks the database identity against what db has seen, inside a
  * transaction; records it the first time.  JOBQ_EIDENTITY on a different
  * queue id or a job sequence that went back without an epoch change. */

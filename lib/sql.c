@@ -132,6 +132,34 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs') "
                   "FROM jobq_meta WHERE id = 1"},
+    /* The schema (lib/migrate.c): whether jobq_meta is there (on
+     * PostgreSQL, in the schema the connection's search_path names first,
+     * named: a login that may not use it is told so by the next read,
+     * not that it has no schema), its version, and what else an SQLite
+     * file holds. */
+    [JOBQ_Q_SCHEMA_HAS_META] =
+        {.what = "reading the schema version",
+         .common = "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = "
+                   "'jobq_meta'",
+         .pg = "SELECT CASE WHEN to_regclass(split_part(current_setting('search_path'), ',', "
+               "1) || '.jobq_meta') IS NULL THEN 0 ELSE 1 END",
+         .mysql = "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                  "DATABASE() AND TABLE_NAME = 'jobq_meta'"},
+    [JOBQ_Q_SCHEMA_VERSION] = {.what = "reading the schema version",
+                               .common = "SELECT version FROM jobq_meta WHERE id = 1"},
+    [JOBQ_Q_SCHEMA_OBJECTS] = {.what = "reading the database",
+                               .common = "SELECT count(*) FROM sqlite_schema",
+                               .pg = "",
+                               .mysql = ""},
+    /* The identity of a new database: ?1 its queue id, epoch 1. */
+    [JOBQ_Q_META_INSERT] =
+        {.what = "writing the database's identity",
+         .common = "INSERT INTO jobq_meta(id, version, queue_id, epoch, created_at) VALUES "
+                   "(1, 0, ?1, 1, {now}) ON CONFLICT (id) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_meta(id, version, queue_id, epoch, created_at) "
+                  "VALUES (1, 0, ?1, 1, {now})"},
+    [JOBQ_Q_META_VERSION_SET] = {.what = "migrating the schema",
+                                 .common = "UPDATE jobq_meta SET version = ?1 WHERE id = 1"},
     [JOBQ_Q_QUEUE_ENSURE] =
         {.what = "adding the queue",
          .common = "INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "

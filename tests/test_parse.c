@@ -347,7 +347,8 @@ static void test_stores_are_whole(void **state) {
     const jobq_store *s = stores[i];
     const void *members[] = {
         (const void *)s->open,    (const void *)s->close,   (const void *)s->native,
-        (const void *)s->migrate, (const void *)s->roles,   (const void *)s->doctor,
+        (const void *)s->schema,  (const void *)s->schema_begin, (const void *)s->schema_end,
+        (const void *)s->schema_run, (const void *)s->roles, (const void *)s->doctor,
         (const void *)s->begin,   (const void *)s->commit,  (const void *)s->rollback,
         (const void *)s->query,   (const void *)s->next,    (const void *)s->done,
         (const void *)s->is_null, (const void *)s->col_int, (const void *)s->col_bytes,

@@ -72,22 +72,22 @@
 /* ---------------------------------------------------------------- schema */
 
 /* {bin} is the binary NO PAD collation of the server. */
-static const char *const schema_v1[] = {
-    "CREATE TABLE IF NOT EXISTS jobq_queues ("
+static const jobq_step v1_steps[] = {
+    {"CREATE TABLE IF NOT EXISTS jobq_queues ("
     "  name VARCHAR(63) NOT NULL PRIMARY KEY,"
     "  paused SMALLINT NOT NULL DEFAULT 0,"
     "  key_policy VARCHAR(8) NOT NULL DEFAULT 'block' CHECK (key_policy IN ('block','skip')),"
     "  created_at BIGINT NOT NULL"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    "CREATE TABLE IF NOT EXISTS jobq_counts ("
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {"CREATE TABLE IF NOT EXISTS jobq_counts ("
     "  queue VARCHAR(63) NOT NULL,"
     "  shard SMALLINT NOT NULL,"
     "  n_done BIGINT NOT NULL DEFAULT 0,"
     "  n_dead BIGINT NOT NULL DEFAULT 0,"
     "  n_cancelled BIGINT NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (queue, shard)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    "CREATE TABLE IF NOT EXISTS jobq_sessions ("
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {"CREATE TABLE IF NOT EXISTS jobq_sessions ("
     "  id VARCHAR(32) NOT NULL PRIMARY KEY,"
     "  epoch BIGINT NOT NULL,"
     "  name VARCHAR(255) NOT NULL,"
@@ -101,8 +101,8 @@ static const char *const schema_v1[] = {
     "  done BIGINT NOT NULL DEFAULT 0,"
     "  failed BIGINT NOT NULL DEFAULT 0,"
     "  INDEX jobq_sessions_expires (expires_at)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    /* The claim index: the claim's WHERE (queue, state) and its ORDER BY. */
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {/* The claim index: the claim's WHERE (queue, state) and its ORDER BY. */
     "CREATE TABLE IF NOT EXISTS jobq_jobs ("
     "  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
     "  queue VARCHAR(63) NOT NULL,"
@@ -132,8 +132,8 @@ static const char *const schema_v1[] = {
     "  INDEX jobq_jobs_barrier (queue, barrier, id),"
     "  INDEX jobq_jobs_queue (queue, id),"
     "  UNIQUE INDEX jobq_jobs_unique (queue, unique_key)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    "CREATE TABLE IF NOT EXISTS jobq_done ("
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {"CREATE TABLE IF NOT EXISTS jobq_done ("
     "  id BIGINT NOT NULL PRIMARY KEY,"
     "  queue VARCHAR(63) NOT NULL,"
     "  priority INT NOT NULL,"
@@ -157,26 +157,25 @@ static const char *const schema_v1[] = {
     "  prev_lost SMALLINT NOT NULL DEFAULT 0,"
     "  INDEX jobq_done_finished (finished_at),"
     "  INDEX jobq_done_outcome (outcome, queue, id)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    "CREATE TABLE IF NOT EXISTS jobq_blocked ("
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {"CREATE TABLE IF NOT EXISTS jobq_blocked ("
     "  queue VARCHAR(63) NOT NULL,"
     "  order_key VARCHAR(255) NOT NULL,"
     "  job_id BIGINT NOT NULL,"
     "  PRIMARY KEY (queue, order_key),"
     "  INDEX jobq_blocked_job (job_id)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    /* The named locks of lib/order.c, one row each. */
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {/* The named locks of lib/order.c, one row each. */
     "CREATE TABLE IF NOT EXISTS jobq_locks ("
     "  name VARBINARY(330) NOT NULL PRIMARY KEY"
-    ") ENGINE=InnoDB",
+    ") ENGINE=InnoDB", NULL},
+    {NULL, NULL},
 };
-
-#define NSCHEMA (sizeof schema_v1 / sizeof schema_v1[0])
 
 /* Version 2: the sessions' figures per minute (lib/tally.c) and the
  * attempts that ended without finishing their job. */
-static const char *const schema_v2[] = {
-    "CREATE TABLE IF NOT EXISTS jobq_tally ("
+static const jobq_step v2_steps[] = {
+    {"CREATE TABLE IF NOT EXISTS jobq_tally ("
     "  at_minute BIGINT NOT NULL,"
     "  session VARCHAR(32) NOT NULL,"
     "  queue VARCHAR(63) NOT NULL,"
@@ -199,8 +198,8 @@ static const char *const schema_v2[] = {
     "  w8 BIGINT NOT NULL DEFAULT 0,"
     "  w9 BIGINT NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (at_minute, session, queue)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
-    "CREATE TABLE IF NOT EXISTS jobq_attempts ("
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {"CREATE TABLE IF NOT EXISTS jobq_attempts ("
     "  id BIGINT AUTO_INCREMENT PRIMARY KEY,"
     "  job_id BIGINT NOT NULL,"
     "  attempt INTEGER NOT NULL,"
@@ -212,25 +211,37 @@ static const char *const schema_v2[] = {
     "  ended_at BIGINT NOT NULL,"
     "  INDEX jobq_attempts_job (job_id),"
     "  INDEX jobq_attempts_ended (ended_at)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {NULL, NULL},
 };
 
-#define NSCHEMA_V2 (sizeof schema_v2 / sizeof schema_v2[0])
-
 /* Version 3: the checks that no writer may pass, whatever its rights: a
- * running job has a session, and times are in the one range of jobq.h.
- * Each is added unless it is there (add_check), so that an interrupted
- * init can run again. */
-static const struct {
-  const char *name, *check;
-} checks_v3[] = {
-    {"jobq_jobs_claimed", "state <> 'running' OR session IS NOT NULL"},
-    {"jobq_jobs_times",
-     "run_at BETWEEN 0 AND 253402300799999 AND timeout_ms BETWEEN 0 AND 3153600000000"},
+ * running job has a session, and times are in the one range of jobq.h. */
+#define CHECK_MADE(NAME)                                                          \
+  "SELECT count(*) FROM information_schema.TABLE_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = " \
+  "DATABASE() AND TABLE_NAME = 'jobq_jobs' AND CONSTRAINT_NAME = '" NAME "'"
+static const jobq_step v3_steps[] = {
+    {"ALTER TABLE jobq_jobs ADD CONSTRAINT jobq_jobs_claimed CHECK (state <> 'running' OR "
+     "session IS NOT NULL)",
+     CHECK_MADE("jobq_jobs_claimed")},
+    {"ALTER TABLE jobq_jobs ADD CONSTRAINT jobq_jobs_times CHECK (run_at BETWEEN 0 AND "
+     "253402300799999 AND timeout_ms BETWEEN 0 AND 3153600000000)",
+     CHECK_MADE("jobq_jobs_times")},
+    {NULL, NULL},
+};
+
+/* Version 4: the stall guard's look (lib/session.c) and the horizon of
+ * pruned jobs (lib/mark.c), in one change. */
+static const jobq_step v4_steps[] = {
+    {"ALTER TABLE jobq_meta ADD COLUMN guard_at BIGINT NOT NULL DEFAULT 0, ADD COLUMN "
+     "pruned_before BIGINT NOT NULL DEFAULT 0",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_meta' AND COLUMN_NAME = 'guard_at'"},
+    {NULL, NULL},
 };
 
 /* Version 5: the schedules of periodic jobs (lib/cron.c). */
-static const char schema_v5[] =
+static const jobq_step v5_steps[] = {{
     "CREATE TABLE IF NOT EXISTS jobq_cron ("
     "  name VARCHAR(63) NOT NULL PRIMARY KEY,"
     "  queue VARCHAR(63) NOT NULL,"
@@ -252,8 +263,23 @@ static const char schema_v5[] =
     "  created_at BIGINT NOT NULL,"
     "  updated_at BIGINT NOT NULL,"
     "  INDEX jobq_cron_next (next_at)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}";
-_Static_assert(JOBQ_SCHEMA_VERSION == 5, "add the new version's statements to my_migrate");
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL}, {NULL, NULL}};
+static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
+                                        "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
+                                        "  version INT NOT NULL,"
+                                        "  queue_id VARCHAR(36) NOT NULL,"
+                                        "  epoch BIGINT NOT NULL,"
+                                        "  created_at BIGINT NOT NULL"
+                                        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}",
+                                        NULL},
+                                       {NULL, NULL}};
+/* The steps of lib/migrate.c.  Every change of a table commits at once:
+ * each step may run again after an interrupted init (IF NOT EXISTS, or
+ * its check), and the version moves after each version's steps. */
+static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
+                                          v5_steps};
+_Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
+               "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -1041,8 +1067,6 @@ static int seconds_opt(jobq *db, const char *k, const char *v, unsigned *out) {
   return rc;
 }
 
-static int check_schema(jobq *db);
-
 static int my_open(jobq *db, const jobq_url *u) {
   my *c = calloc(1, sizeof *c);
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -1116,7 +1140,7 @@ static int my_open(jobq *db, const jobq_url *u) {
                       "larger max_allowed_packet on the server",
                       db->max_payload, c->redacted, c->max_packet,
                       c->max_packet > 65536 ? c->max_packet - 65536 : 0);
-  return check_schema(db);
+  return JOBQ_OK;
 }
 
 static void my_close(jobq *db) {
@@ -1143,44 +1167,41 @@ static void *my_native(jobq *db) { return conn(db)->conn; }
 
 /* ---------------------------------------------------------------- schema */
 
-/* The schema version in the database: 0 when jobq never initialised it. */
-static int schema_version(jobq *db, int64_t *version) {
+/* One initialiser at a time (tables are made outside transactions, each
+ * change committed at once); the others then find it done.  No limit on
+ * a statement's time meanwhile. */
+static int my_schema_begin(jobq *db) {
   my *c = conn(db);
-  *version = 0;
   MYSQL_RES *res;
   MYSQL_ROW row = query_row(db, c->conn,
-                            "SELECT count(*) FROM information_schema.TABLES WHERE "
-                            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_meta'",
-                            &res, "reading the schema version");
+                            "SELECT GET_LOCK(CONCAT('jobq_init.', DATABASE()), 60)", &res,
+                            "initialising the schema");
   if (row == NULL) return db->err;
-  int exists = row[0] && strcmp(row[0], "0") != 0;
+  int locked = row[0] && strcmp(row[0], "1") == 0;
   mysql_free_result(res);
-  if (!exists) return JOBQ_OK;
-  if (mysql_real_query(c->conn, "SELECT version FROM jobq_meta WHERE id = 1", 42) != 0)
-    return conn_fail(db, "reading the schema version");
-  res = mysql_store_result(c->conn);
-  if (res == NULL) return conn_fail(db, "reading the schema version");
-  row = mysql_fetch_row(res);
-  if (row != NULL && row[0] != NULL) *version = strtoll(row[0], NULL, 10);
-  mysql_free_result(res);
-  return JOBQ_OK;
+  if (!locked)
+    return jobq__fail(db, JOBQ_EBUSY,
+                      "initialising the schema of '%s': another jobq init held its lock "
+                      "for a minute: try again",
+                      c->redacted);
+  return run_plain(db, c->mariadb ? "SET SESSION max_statement_time = 0"
+                                  : "SET SESSION max_execution_time = 0",
+                   "initialising the schema");
 }
 
-static int too_new(jobq *db, int64_t version) {
+/* Back to the connection's own limit, and the lock given back. */
+static int my_schema_end(jobq *db, int ok) {
+  (void)ok;
   my *c = conn(db);
-  return jobq__fail(db, JOBQ_ESCHEMA,
-                    "the jobq schema in '%s' is version %lld, newer than this jobq "
-                    "understands (%d): expected a newer jobq",
-                    c->redacted, (long long)version, JOBQ_SCHEMA_VERSION);
-}
-
-/* At open: the schema must be there (jobq init makes it) and not newer. */
-static int check_schema(jobq *db) {
-  int64_t version;
-  int rc = schema_version(db, &version);
-  if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
-  db->schema_missing = version < JOBQ_SCHEMA_VERSION;
+  char sql[96];
+  long long ms = (long long)c->statement_timeout_ms;
+  if (c->mariadb)
+    snprintf(sql, sizeof sql, "SET SESSION max_statement_time = %lld.%03lld", ms / 1000,
+             ms % 1000);
+  else
+    snprintf(sql, sizeof sql, "SET SESSION max_execution_time = %lld", ms);
+  if (!c->broken) mysql_real_query(c->conn, sql, strlen(sql));
+  if (!c->broken) run_plain(db, "DO RELEASE_LOCK(CONCAT('jobq_init.', DATABASE()))", "");
   return JOBQ_OK;
 }
 
@@ -1198,145 +1219,14 @@ static int run_ddl(jobq *db, const char *ddl) {
   return rc;
 }
 
-/* Writes jobq_meta's one row (the new queue id bound), unless it is there. */
-static int meta_row(jobq *db) {
-  my *c = conn(db);
-  char uuid[37];
-  jobq__uuid(uuid);
-  const char *sql =
-      "INSERT IGNORE INTO jobq_meta(id, version, queue_id, epoch, created_at) VALUES "
-      "(1, 0, ?, 1, CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', "
-      "UTC_TIMESTAMP(6)) DIV 1000 AS SIGNED))";
-  MYSQL_STMT *st = mysql_stmt_init(c->conn);
-  if (st == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  MYSQL_BIND b;
-  memset(&b, 0, sizeof b);
-  b.buffer_type = MYSQL_TYPE_STRING;
-  b.buffer = uuid;
-  b.buffer_length = strlen(uuid);
-  int rc = JOBQ_OK;
-  if (mysql_stmt_prepare(st, sql, strlen(sql)) != 0 || mysql_stmt_bind_param(st, &b) != 0 ||
-      mysql_stmt_execute(st) != 0)
-    rc = stmt_fail(db, st, "writing jobq_meta");
-  mysql_stmt_close(st);
-  return rc;
-}
-
-/* Adds CHECK (check) to jobq_jobs as constraint name, unless it is
- * there.  Both are ours, never input. */
-static int add_check(jobq *db, const char *name, const char *check) {
-  my *c = conn(db);
-  char sql[512];
-  snprintf(sql, sizeof sql,
-           "SELECT count(*) FROM information_schema.TABLE_CONSTRAINTS WHERE "
-           "CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs' AND "
-           "CONSTRAINT_NAME = '%s'",
-           name);
+static int my_schema_run(jobq *db, const char *sql, int64_t *first) {
+  if (first == NULL) return run_ddl(db, sql);
   MYSQL_RES *res;
-  MYSQL_ROW row = query_row(db, c->conn, sql, &res, "migrating the schema");
+  MYSQL_ROW row = query_row(db, conn(db)->conn, sql, &res, "migrating the schema");
   if (row == NULL) return db->err;
-  int there = row[0] != NULL && strcmp(row[0], "0") != 0;
+  *first = row[0] ? strtoll(row[0], NULL, 10) : 0;
   mysql_free_result(res);
-  if (there) return JOBQ_OK;
-  snprintf(sql, sizeof sql, "ALTER TABLE jobq_jobs ADD CONSTRAINT %s CHECK (%s)", name,
-           check);
-  return run_plain(db, sql, "migrating the schema");
-}
-
-static int my_migrate(jobq *db) {
-  my *c = conn(db);
-  if (db->txn_depth > 0)
-    return jobq__fail(db, JOBQ_ESTATE,
-                      "jobq_init inside a transaction: expected it outside "
-                      "jobq_begin/jobq_commit (creating tables commits)");
-  /* One initialiser at a time (tables are made outside transactions); the
-   * others then find it done. */
-  MYSQL_RES *res;
-  MYSQL_ROW row = query_row(db, c->conn,
-                            "SELECT GET_LOCK(CONCAT('jobq_init.', DATABASE()), 60)", &res,
-                            "initialising the schema");
-  if (row == NULL) return db->err;
-  int locked = row[0] && strcmp(row[0], "1") == 0;
-  mysql_free_result(res);
-  if (!locked)
-    return jobq__fail(db, JOBQ_EBUSY,
-                      "initialising the schema of '%s': another jobq init held its lock "
-                      "for a minute: try again",
-                      c->redacted);
-  int64_t version = 0;
-  int rc = run_plain(db, "SET SESSION max_statement_time = 0", "initialising the schema");
-  if (!c->mariadb) rc = run_plain(db, "SET SESSION max_execution_time = 0", "initialising the schema");
-  if (rc == JOBQ_OK) rc = schema_version(db, &version);
-  if (rc == JOBQ_OK && version > JOBQ_SCHEMA_VERSION) rc = too_new(db, version);
-  if (rc == JOBQ_OK && version < 1) {
-    /* Every statement may run again after an interrupted init. */
-    rc = run_ddl(db,
-                 "CREATE TABLE IF NOT EXISTS jobq_meta ("
-                 "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
-                 "  version INT NOT NULL,"
-                 "  queue_id VARCHAR(36) NOT NULL,"
-                 "  epoch BIGINT NOT NULL,"
-                 "  created_at BIGINT NOT NULL"
-                 ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}");
-    if (rc == JOBQ_OK) rc = meta_row(db);
-    for (size_t i = 0; i < NSCHEMA && rc == JOBQ_OK; i++) rc = run_ddl(db, schema_v1[i]);
-    if (rc == JOBQ_OK)
-      rc = run_plain(db, "UPDATE jobq_meta SET version = 1 WHERE id = 1",
-                     "initialising the schema");
-  }
-  if (rc == JOBQ_OK && version < 2) {
-    for (size_t i = 0; i < NSCHEMA_V2 && rc == JOBQ_OK; i++) rc = run_ddl(db, schema_v2[i]);
-    if (rc == JOBQ_OK)
-      rc = run_plain(db, "UPDATE jobq_meta SET version = 2 WHERE id = 1",
-                     "migrating the schema");
-  }
-  if (rc == JOBQ_OK && version < 3) {
-    for (size_t i = 0; i < sizeof checks_v3 / sizeof checks_v3[0] && rc == JOBQ_OK; i++)
-      rc = add_check(db, checks_v3[i].name, checks_v3[i].check);
-    if (rc == JOBQ_OK)
-      rc = run_plain(db, "UPDATE jobq_meta SET version = 3 WHERE id = 1",
-                     "migrating the schema");
-  }
-  if (rc == JOBQ_OK && version < 4) {
-    /* The stall guard's look (lib/session.c) and the horizon of pruned
-     * jobs (lib/mark.c).  Table changes commit at once: an init that
-     * stopped between them finds the first one made. */
-    row = query_row(db, c->conn,
-                    "SELECT count(*) FROM information_schema.COLUMNS WHERE "
-                    "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_meta' AND "
-                    "COLUMN_NAME = 'guard_at'",
-                    &res, "migrating the schema");
-    int made = row != NULL && row[0] != NULL && strcmp(row[0], "0") != 0;
-    if (row == NULL) rc = db->err;
-    if (res != NULL) mysql_free_result(res);
-    if (rc == JOBQ_OK && !made)
-      rc = run_plain(db,
-                     "ALTER TABLE jobq_meta ADD COLUMN guard_at BIGINT NOT NULL DEFAULT 0, "
-                     "ADD COLUMN pruned_before BIGINT NOT NULL DEFAULT 0",
-                     "migrating the schema");
-    if (rc == JOBQ_OK)
-      rc = run_plain(db, "UPDATE jobq_meta SET version = 4 WHERE id = 1",
-                     "migrating the schema");
-  }
-  if (rc == JOBQ_OK && version < 5) {
-    rc = run_ddl(db, schema_v5);
-    if (rc == JOBQ_OK)
-      rc = run_plain(db, "UPDATE jobq_meta SET version = 5 WHERE id = 1",
-                     "migrating the schema");
-  }
-  /* Back to the connection's own limit. */
-  char sql[96];
-  long long ms = (long long)c->statement_timeout_ms;
-  if (c->mariadb)
-    snprintf(sql, sizeof sql, "SET SESSION max_statement_time = %lld.%03lld", ms / 1000,
-             ms % 1000);
-  else
-    snprintf(sql, sizeof sql, "SET SESSION max_execution_time = %lld", ms);
-  if (!c->broken) mysql_real_query(c->conn, sql, strlen(sql));
-  if (!c->broken) run_plain(db, "DO RELEASE_LOCK(CONCAT('jobq_init.', DATABASE()))", "");
-  if (rc != JOBQ_OK) return rc;
-  db->schema_missing = 0;
-  return jobq__ok(db);
+  return JOBQ_OK;
 }
 
 /* ---------------------------------------------------------------- roles */
@@ -1726,7 +1616,10 @@ const jobq_store jobq__store_mysql = {
     .open = my_open,
     .close = my_close,
     .native = my_native,
-    .migrate = my_migrate,
+    .schema = versions,
+    .schema_begin = my_schema_begin,
+    .schema_end = my_schema_end,
+    .schema_run = my_schema_run,
     .roles = my_roles,
     .doctor = my_doctor,
     .begin = my_begin,

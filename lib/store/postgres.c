@@ -154,9 +154,8 @@ enum {
   "END\n"                                                                      \
   "$fn$"
 
-static const char *const migrations[] = {
-    /* version 1 */
-    "CREATE TABLE jobq_queues ("
+/* version 1 */
+static const jobq_step v1_steps[] = {{"CREATE TABLE jobq_queues ("
     "  name text COLLATE \"C\" PRIMARY KEY,"
     "  paused smallint NOT NULL DEFAULT 0,"
     "  key_policy text NOT NULL DEFAULT 'block' CHECK (key_policy IN ('block','skip')),"
@@ -258,10 +257,11 @@ static const char *const migrations[] = {
     "  job_id bigint NOT NULL,"
     "  PRIMARY KEY (queue, order_key)) WITH (vacuum_truncate = false);"
     "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);"
-    "CREATE " PUT_FUNCTION ";",
-    /* version 2: the sessions' figures per minute (lib/tally.c) and the
+    "CREATE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
+
+/* version 2: the sessions' figures per minute (lib/tally.c) and the
      * attempts that ended without finishing their job. */
-    "CREATE TABLE jobq_tally ("
+static const jobq_step v2_steps[] = {{"CREATE TABLE jobq_tally ("
     "  at_minute bigint NOT NULL,"
     "  session text NOT NULL,"
     "  queue text NOT NULL,"
@@ -297,25 +297,28 @@ static const char *const migrations[] = {
     "  ended_at bigint NOT NULL"
     ");"
     "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
-    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
-    /* version 3: the checks that no writer may pass, whatever its rights:
+    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);", NULL}, {NULL, NULL}};
+
+/* version 3: the checks that no writer may pass, whatever its rights:
      * a running job has a session, and times are in the one range of
      * jobq.h.  NOT VALID: they hold for every row written from now on,
      * without reading the rows there are.  The SQL put checks its delay
      * and timeout the same way (version 4). */
-    "ALTER TABLE jobq_jobs"
+static const jobq_step v3_steps[] = {{"ALTER TABLE jobq_jobs"
     "  ADD CONSTRAINT jobq_jobs_claimed CHECK (state <> 'running' OR session IS NOT NULL)"
     "    NOT VALID,"
     "  ADD CONSTRAINT jobq_jobs_times CHECK (run_at BETWEEN 0 AND 253402300799999"
-    "    AND timeout_ms BETWEEN 0 AND 3153600000000) NOT VALID;",
-    /* version 4: the stall guard's look (lib/session.c), the horizon of
+    "    AND timeout_ms BETWEEN 0 AND 3153600000000) NOT VALID;", NULL}, {NULL, NULL}};
+
+/* version 4: the stall guard's look (lib/session.c), the horizon of
      * pruned jobs (lib/mark.c), and jobq_put() with its own search_path,
      * its argument messages and the one range of times. */
-    "ALTER TABLE jobq_meta ADD COLUMN guard_at bigint NOT NULL DEFAULT 0,"
+static const jobq_step v4_steps[] = {{"ALTER TABLE jobq_meta ADD COLUMN guard_at bigint NOT NULL DEFAULT 0,"
     "  ADD COLUMN pruned_before bigint NOT NULL DEFAULT 0;"
-    "CREATE OR REPLACE " PUT_FUNCTION ";",
-    /* version 5: the schedules of periodic jobs (lib/cron.c). */
-    "CREATE TABLE jobq_cron ("
+    "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
+
+/* version 5: the schedules of periodic jobs (lib/cron.c). */
+static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
     "  name text COLLATE \"C\" PRIMARY KEY,"
     "  queue text COLLATE \"C\" NOT NULL,"
     "  spec text NOT NULL,"
@@ -335,11 +338,22 @@ static const char *const migrations[] = {
     "  last_error text,"
     "  created_at bigint NOT NULL,"
     "  updated_at bigint NOT NULL);"
-    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);",
-};
+    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);", NULL}, {NULL, NULL}};
 
-#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
-_Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
+static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
+                                        "  id integer PRIMARY KEY CHECK (id = 1),"
+                                        "  version integer NOT NULL,"
+                                        "  queue_id text NOT NULL,"
+                                        "  epoch bigint NOT NULL,"
+                                        "  created_at bigint NOT NULL)",
+                                        NULL},
+                                       {NULL, NULL}};
+/* The steps of lib/migrate.c, a version a step, in the migration's one
+ * transaction. */
+static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
+                                          v5_steps};
+_Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
+               "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -1576,8 +1590,6 @@ static PGconn *connect_to(jobq *db) {
   return NULL;
 }
 
-static int check_schema(jobq *db);
-
 static int pg_open(jobq *db, const jobq_url *u) {
   pg *c = calloc(1, sizeof *c);
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -1590,7 +1602,7 @@ static int pg_open(jobq *db, const jobq_url *u) {
   if (rc == JOBQ_OK) rc = pg_params(db, u);
   if (rc != JOBQ_OK) return rc;
   if ((c->conn = connect_to(db)) == NULL) return db->err;
-  return check_schema(db);
+  return JOBQ_OK;
 }
 
 static void listener_drop(pg *c);
@@ -1625,120 +1637,55 @@ static void *pg_native(jobq *db) { return conn(db)->conn; }
 
 /* ---------------------------------------------------------------- schema */
 
-/* The schema version in the database: 0 when jobq never initialised it. */
-static int schema_version(jobq *db, int64_t *version) {
-  pg *c = conn(db);
-  *version = 0;
-  const char *values[1] = {c->schema};
-  PGresult *res = PQexecParams(
-      c->conn,
-      "SELECT to_regclass(quote_ident($1) || '.jobq_meta') IS NOT NULL", 1, NULL,
-      values, NULL, NULL, 0);
-  int rc = JOBQ_OK;
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    rc = pg_fail(db, res, "reading the schema version");
-  } else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
-    PQclear(res);
-    res = PQexec(c->conn, "SELECT version FROM jobq_meta WHERE id = 1");
-    if (PQresultStatus(res) != PGRES_TUPLES_OK)
-      rc = pg_fail(db, res, "reading the schema version");
-    else if (PQntuples(res) == 1)
-      *version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-  }
-  PQclear(res);
-  return rc;
-}
-
-static int too_new(jobq *db, int64_t version) {
-  pg *c = conn(db);
-  return jobq__fail(db, JOBQ_ESCHEMA,
-                    "the jobq schema in '%s' (schema %s) is version %lld, newer than "
-                    "this jobq understands (%d): expected a newer jobq",
-                    c->redacted, c->schema, (long long)version, JOBQ_SCHEMA_VERSION);
-}
-
-/* At open: the schema must be there (jobq init makes it) and not newer. */
-static int check_schema(jobq *db) {
-  int64_t version;
-  int rc = schema_version(db, &version);
-  if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
-  /* Until jobq init made it, only jobq_init() may go on. */
-  db->schema_missing = version < JOBQ_SCHEMA_VERSION;
-  return JOBQ_OK;
-}
-
-static int pg_migrate(jobq *db) {
+/* A migration is one transaction, one initialiser at a time (the others
+ * then find it done), with the schema made if it is not public.  Its
+ * search_path is the schema and then pg_temp, which would be searched
+ * first if it were not named: the one that jobq_put() keeps (SET
+ * search_path FROM CURRENT). */
+static int pg_schema_begin(jobq *db) {
   pg *c = conn(db);
   int rc = run_plain(db, "BEGIN", "initialising the schema");
-  if (rc != JOBQ_OK) return rc;
-  /* One initialiser at a time; the others then find it done. */
-  rc = run_plain(db, "SELECT pg_advisory_xact_lock(7236982757301234)", "initialising the schema");
+  if (rc == JOBQ_OK)
+    rc = run_plain(db, "SELECT pg_advisory_xact_lock(7236982757301234)",
+                   "initialising the schema");
+  const char *values[1] = {c->schema};
   if (rc == JOBQ_OK && strcmp(c->schema, "public") != 0) {
-    const char *values[1] = {c->schema};
     PGresult *res = PQexecParams(
         c->conn, "SELECT format('CREATE SCHEMA IF NOT EXISTS %I', $1::text)", 1, NULL,
         values, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
       rc = pg_fail(db, res, "creating the schema");
-    } else {
-      /* The identifier was checked at open and quoted by format(). */
+    else /* the identifier was checked at open and quoted by format() */
       rc = run_plain(db, PQgetvalue(res, 0, 0), "creating the schema");
-    }
     PQclear(res);
   }
-  /* For this transaction, the schema and then pg_temp, which would be
-   * searched first if it were not named: the search_path that jobq_put()
-   * keeps (SET search_path FROM CURRENT). */
   if (rc == JOBQ_OK) {
-    const char *values[1] = {c->schema};
     PGresult *res = PQexecParams(
         c->conn, "SELECT set_config('search_path', format('%I, pg_temp', $1::text), true)", 1,
         NULL, values, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) rc = pg_fail(db, res, "initialising the schema");
     PQclear(res);
   }
-  int64_t version = 0;
-  if (rc == JOBQ_OK) rc = schema_version(db, &version);
-  if (rc == JOBQ_OK && version > JOBQ_SCHEMA_VERSION) rc = too_new(db, version);
-  if (rc == JOBQ_OK && version == 0) {
-    rc = run_plain(db,
-                   "CREATE TABLE jobq_meta ("
-                   "  id integer PRIMARY KEY CHECK (id = 1),"
-                   "  version integer NOT NULL,"
-                   "  queue_id text NOT NULL,"
-                   "  epoch bigint NOT NULL,"
-                   "  created_at bigint NOT NULL)",
-                   "creating jobq_meta");
-    char uuid[37];
-    jobq__uuid(uuid);
-    const char *values[1] = {uuid};
-    if (rc == JOBQ_OK) {
-      PGresult *res = PQexecParams(
-          c->conn,
-          "INSERT INTO jobq_meta(id, version, queue_id, epoch, created_at) VALUES "
-          "(1, 0, $1, 1, floor(extract(epoch FROM statement_timestamp()) * 1000))",
-          1, NULL, values, NULL, NULL, 0);
-      if (PQresultStatus(res) != PGRES_COMMAND_OK) rc = pg_fail(db, res, "writing jobq_meta");
-      PQclear(res);
-    }
-  }
-  for (int64_t v = version; rc == JOBQ_OK && v < JOBQ_SCHEMA_VERSION; v++) {
-    rc = run_plain(db, migrations[v], "migrating the schema");
-    if (rc == JOBQ_OK) {
-      char sql[64];
-      snprintf(sql, sizeof sql, "UPDATE jobq_meta SET version = %lld", (long long)v + 1);
-      rc = run_plain(db, sql, "migrating the schema");
-    }
-  }
-  if (rc == JOBQ_OK) rc = run_plain(db, "COMMIT", "initialising the schema");
-  if (rc != JOBQ_OK) {
-    PGresult *res = PQexec(c->conn, "ROLLBACK");
-    PQclear(res);
-    return rc;
-  }
-  db->schema_missing = 0;
+  if (rc != JOBQ_OK) PQclear(PQexec(c->conn, "ROLLBACK"));
+  return rc;
+}
+
+static int pg_schema_end(jobq *db, int ok) {
+  if (ok) return run_plain(db, "COMMIT", "initialising the schema");
+  PQclear(PQexec(conn(db)->conn, "ROLLBACK"));
   return JOBQ_OK;
+}
+
+static int pg_schema_run(jobq *db, const char *sql, int64_t *first) {
+  PGresult *res = PQexec(conn(db)->conn, sql);
+  ExecStatusType st = PQresultStatus(res);
+  int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK
+               ? JOBQ_OK
+               : pg_fail(db, res, "migrating the schema");
+  if (rc == JOBQ_OK && first != NULL)
+    *first = PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+  PQclear(res);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- roles */
@@ -2427,7 +2374,10 @@ const jobq_store jobq__store_postgres = {
     .open = pg_open,
     .close = pg_close,
     .native = pg_native,
-    .migrate = pg_migrate,
+    .schema = versions,
+    .schema_begin = pg_schema_begin,
+    .schema_end = pg_schema_end,
+    .schema_run = pg_schema_run,
     .roles = pg_roles,
     .doctor = pg_doctor,
     .begin = pg_begin,

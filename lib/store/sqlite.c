@@ -32,11 +32,13 @@
 
 /* ---------------------------------------------------------------- schema */
 
-/* CHECKs are written with OR, not IN: SQLite builds a temporary table for
- * an IN list on every statement that checks it. */
-static const char *const migrations[] = {
-    /* version 1 */
-    "CREATE TABLE jobq_queues ("
+/* The schema's steps (lib/migrate.c), a version a step, run while the
+ * migration holds the file: a failed one leaves nothing.  CHECKs are
+ * written with OR, not IN: SQLite builds a temporary table for an IN list
+ * on every statement that checks it. */
+
+/* version 1 */
+static const jobq_step v1_steps[] = {{"CREATE TABLE jobq_queues ("
     "  name TEXT PRIMARY KEY,"
     "  paused INTEGER NOT NULL DEFAULT 0,"
     "  key_policy TEXT NOT NULL DEFAULT 'block' CHECK (key_policy = 'block' OR key_policy = 'skip'),"
@@ -132,10 +134,11 @@ static const char *const migrations[] = {
     "  job_id INTEGER NOT NULL,"
     "  PRIMARY KEY (queue, order_key)"
     ");"
-    "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);",
-    /* version 2: the sessions' figures per minute (lib/tally.c) and the
+    "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);", NULL}, {NULL, NULL}};
+
+/* version 2: the sessions' figures per minute (lib/tally.c) and the
      * attempts that ended without finishing their job. */
-    "CREATE TABLE jobq_tally ("
+static const jobq_step v2_steps[] = {{"CREATE TABLE jobq_tally ("
     "  at_minute INTEGER NOT NULL,"
     "  session TEXT NOT NULL,"
     "  queue TEXT NOT NULL,"
@@ -171,16 +174,19 @@ static const char *const migrations[] = {
     "  ended_at INTEGER NOT NULL"
     ");"
     "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
-    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
-    /* version 3: nothing.  Its checks are for the roles of the servers,
+    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);", NULL}, {NULL, NULL}};
+
+/* version 3: nothing.  Its checks are for the roles of the servers,
      * and a file has none: whoever may write it may do anything. */
-    "",
-    /* version 4: the stall guard's look (lib/session.c) and the horizon
+static const jobq_step v3_steps[] = {{"", NULL}, {NULL, NULL}};
+
+/* version 4: the stall guard's look (lib/session.c) and the horizon
      * of pruned jobs (lib/mark.c). */
-    "ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;",
-    /* version 5: the schedules of periodic jobs (lib/cron.c). */
-    "CREATE TABLE jobq_cron ("
+static const jobq_step v4_steps[] = {{"ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;", NULL}, {NULL, NULL}};
+
+/* version 5: the schedules of periodic jobs (lib/cron.c). */
+static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
     "  name TEXT PRIMARY KEY,"
     "  queue TEXT NOT NULL,"
     "  spec TEXT NOT NULL,"
@@ -201,11 +207,20 @@ static const char *const migrations[] = {
     "  created_at INTEGER NOT NULL,"
     "  updated_at INTEGER NOT NULL"
     ");"
-    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);",
-};
+    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);", NULL}, {NULL, NULL}};
 
-#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
-_Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
+static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
+                                        "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+                                        "  version INTEGER NOT NULL,"
+                                        "  queue_id TEXT NOT NULL,"
+                                        "  epoch INTEGER NOT NULL,"
+                                        "  created_at INTEGER NOT NULL)",
+                                        NULL},
+                                       {NULL, NULL}};
+static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
+                                          v5_steps};
+_Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
+               "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
@@ -565,9 +580,6 @@ static int check_path(jobq *db, const char *path) {
   return rc;
 }
 
-static int sq_migrate(jobq *db);
-static int schema_version(jobq *db, int64_t *version);
-static int too_new(jobq *db, int64_t version);
 
 /* The smallest max_size: a schema and a few jobs; and the largest, about
  * what SQLite's page count allows with its default 4 KiB pages. */
@@ -608,15 +620,19 @@ static char *immutable_uri(const char *path) {
   return uri;
 }
 
-/* How many tables, indexes, views and triggers the file holds; reading
- * it makes sure the file is a database before anything is written. */
+/* How many tables, indexes, views and triggers the file holds when
+ * jobq's are not there (another application's); reading it makes sure
+ * the file is a database before anything is written. */
 static int count_objects(jobq *db, int64_t *n) {
   sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(conn(db)->db, "SELECT count(*) FROM sqlite_schema", -1, &st,
-                              NULL);
+  int rc = sqlite3_prepare_v2(conn(db)->db,
+                              "SELECT count(*), coalesce(sum(name = 'jobq_meta'), 0) FROM "
+                              "sqlite_schema",
+                              -1, &st, NULL);
   if (rc == SQLITE_OK) {
     rc = sqlite3_step(st);
-    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    /* jobq's file, or a new one: none of another application's. */
+    *n = rc == SQLITE_ROW && sqlite3_column_int64(st, 1) == 0 ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
   }
   return rc == SQLITE_ROW ? JOBQ_OK : sq_fail(db, rc, "reading the database");
@@ -729,7 +745,7 @@ static int sq_open(jobq *db, const jobq_url *u) {
   c->watch_fd = -1;
   c->path = strdup(u->path);
   if (c->path == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int64_t objects = 0, version = 0;
+  int64_t objects = 0;
   rc = connect_file(db, 0, &objects);
   /* A file in WAL mode that we may not write, in a folder that we may
    * not write either, with no process on it (none left its shared
@@ -740,18 +756,11 @@ static int sq_open(jobq *db, const jobq_url *u) {
     c->db = NULL;
     rc = connect_file(db, 1, &objects);
   }
-  if (rc == JOBQ_OK) rc = schema_version(db, &version);
   if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
   /* A handle that only reads writes nothing; a file of another
    * application is left as it is, journal mode included, until
-   * jobq_init() is asked to add jobq's tables to it. */
-  int foreign = version == 0 && objects > 0;
-  if (db->readonly || foreign) {
-    if (version < JOBQ_SCHEMA_VERSION) db->schema_missing = foreign ? JOBQ__SCHEMA_FOREIGN : 1;
-    return JOBQ_OK;
-  }
-  return sq_migrate(db);
+   * jobq_init() is asked to add jobq's tables to it (sq_schema_begin). */
+  return db->readonly || objects > 0 ? JOBQ_OK : prepare_file(db);
 }
 
 static void sq_close(jobq *db) {
@@ -771,88 +780,31 @@ static void sq_close(jobq *db) {
 
 static void *sq_native(jobq *db) { return conn(db)->db; }
 
-/* The schema version in the file: 0 when jobq never initialised it. */
-static int schema_version(jobq *db, int64_t *version) {
-  sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(conn(db)->db,
-                              "SELECT version FROM jobq_meta WHERE id = 1", -1,
-                              &st, NULL);
-  if (rc != SQLITE_OK) {
-    *version = 0;
-    /* "no such table" means a fresh file. */
-    if (rc == SQLITE_ERROR) return JOBQ_OK;
-    return sq_fail(db, rc, "reading the schema version");
-  }
-  rc = sqlite3_step(st);
-  *version = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_finalize(st);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-    return sq_fail(db, rc, "reading the schema version");
+/* ---------------------------------------------------------------- schema steps */
+
+/* A migration holds the whole file (BEGIN IMMEDIATE): another process
+ * initialising meanwhile finds it done.  A file of another application
+ * gets WAL and the rest now, when jobq is asked to add its tables. */
+static int sq_schema_begin(jobq *db) {
+  int rc = prepare_file(db);
+  return rc == JOBQ_OK ? exec(db, "BEGIN IMMEDIATE", "initialising the schema") : rc;
+}
+
+static int sq_schema_end(jobq *db, int ok) {
+  if (ok) return exec(db, "COMMIT", "initialising the schema");
+  sqlite3_exec(conn(db)->db, "ROLLBACK", NULL, NULL, NULL);
   return JOBQ_OK;
 }
 
-static int too_new(jobq *db, int64_t version) {
-  return jobq__fail(db, JOBQ_ESCHEMA,
-                    "the schema of '%s' is version %lld, newer than this jobq "
-                    "understands (%d): expected a newer jobq",
-                    conn(db)->path, (long long)version, JOBQ_SCHEMA_VERSION);
-}
-
-static int sq_migrate(jobq *db) {
-  int64_t version;
-  int rc = prepare_file(db);
-  if (rc == JOBQ_OK) rc = schema_version(db, &version);
-  if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
-  if (version == JOBQ_SCHEMA_VERSION) {
-    db->schema_missing = 0;
-    return JOBQ_OK;
-  }
-  rc = exec(db, "BEGIN IMMEDIATE", "initialising the schema");
-  if (rc != JOBQ_OK) return rc;
-  /* Another process may have initialised it meanwhile. */
-  rc = schema_version(db, &version);
-  if (rc == JOBQ_OK && version > JOBQ_SCHEMA_VERSION) rc = too_new(db, version);
-  if (rc == JOBQ_OK && version == 0) {
-    rc = exec(db,
-              "CREATE TABLE jobq_meta ("
-              "  id INTEGER PRIMARY KEY CHECK (id = 1),"
-              "  version INTEGER NOT NULL,"
-              "  queue_id TEXT NOT NULL,"
-              "  epoch INTEGER NOT NULL,"
-              "  created_at INTEGER NOT NULL)",
-              "creating jobq_meta");
-    char uuid[37];
-    jobq__uuid(uuid);
-    sqlite3_stmt *st;
-    int src = SQLITE_OK;
-    if (rc == JOBQ_OK) {
-      src = sqlite3_prepare_v2(conn(db)->db,
-                               "INSERT INTO jobq_meta(id, version, queue_id, "
-                               "epoch, created_at) VALUES (1, 0, ?1, 1, jobq_now())",
-                               -1, &st, NULL);
-      if (src == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
-        src = sqlite3_step(st);
-        sqlite3_finalize(st);
-      }
-      if (src != SQLITE_DONE) rc = sq_fail(db, src, "writing jobq_meta");
-    }
-  }
-  for (int64_t v = version; rc == JOBQ_OK && v < JOBQ_SCHEMA_VERSION; v++) {
-    rc = exec(db, migrations[v], "migrating the schema");
-    if (rc == JOBQ_OK) {
-      char sql[64];
-      snprintf(sql, sizeof sql, "UPDATE jobq_meta SET version = %lld", (long long)v + 1);
-      rc = exec(db, sql, "migrating the schema");
-    }
-  }
-  if (rc == JOBQ_OK && (rc = exec(db, "COMMIT", "initialising the schema")) == JOBQ_OK) {
-    db->schema_missing = 0;
-    return JOBQ_OK;
-  }
-  sqlite3_exec(conn(db)->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc;
+static int sq_schema_run(jobq *db, const char *sql, int64_t *first) {
+  if (first == NULL) return exec(db, sql, "migrating the schema");
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(conn(db)->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return sq_fail(db, rc, "migrating the schema");
+  rc = sqlite3_step(st);
+  *first = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? JOBQ_OK : sq_fail(db, rc, "migrating the schema");
 }
 
 /* ---------------------------------------------------------------- doctor */
@@ -1052,7 +1004,11 @@ const jobq_store jobq__store_sqlite = {
     .open = sq_open,
     .close = sq_close,
     .native = sq_native,
-    .migrate = sq_migrate,
+    .schema = versions,
+    .init_on_open = 1,
+    .schema_begin = sq_schema_begin,
+    .schema_end = sq_schema_end,
+    .schema_run = sq_schema_run,
     .roles = sq_roles,
     .doctor = sq_doctor,
     .begin = sq_begin,

@@ -107,6 +107,15 @@ typedef struct jobq_how {
   int adds;
 } jobq_how;
 
+/* One step of a migration: sql, a schema statement (or several, where
+ * the engine takes them in one call); unless (may be NULL), a query whose
+ * first column is not 0 when the step was made already: an engine whose
+ * schema changes commit one by one has every step made so, that an
+ * interrupted jobq init can run again. */
+typedef struct jobq_step {
+  const char *sql, *unless;
+} jobq_step;
+
 /* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
  * and the queue, and the key for 'k'; shared or exclusive. */
 typedef struct jobq_lock {
@@ -134,8 +143,25 @@ typedef struct jobq_store {
   int (*open)(jobq *db, const jobq_url *url);
   void (*close)(jobq *db);
   void *(*native)(jobq *db);
-  /* Creates or migrates the schema, outside any transaction. */
-  int (*migrate)(jobq *db);
+  /* --- the schema --- */
+  /* The steps of each version: schema[0] makes jobq_meta, schema[v]
+   * (1 to JOBQ_SCHEMA_VERSION) takes the schema from version v - 1 to v;
+   * each list ends with a step whose sql is NULL.  lib/migrate.c runs
+   * them, and keeps the version. */
+  const jobq_step *const *schema;
+  /* 1: an embedded database, whose schema the first open that may write
+   * makes (jobq_init() on the others). */
+  int init_on_open;
+  /* Around a migration, outside any transaction: schema_begin takes the
+   * lock that keeps initialisers one at a time and begins what the
+   * engine can undo; schema_end ends it (ok: commits) and gives the lock
+   * back, leaving the connection as it was for the next transaction. */
+  int (*schema_begin)(jobq *db);
+  int (*schema_end)(jobq *db, int ok);
+  /* Runs a step's text as it is but for the engine's own spellings; with
+   * first, *first gets the first column of its first row (0 when there
+   * is none). */
+  int (*schema_run)(jobq *db, const char *sql, int64_t *first);
   /* SQL for least-privilege roles (jobq_roles_sql), a new string; or
    * JOBQ_ENOTSUP, saying why, for an engine without roles. */
   int (*roles)(jobq *db, char **sql);
