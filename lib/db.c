@@ -67,6 +67,7 @@ static int open_url(const char *url, int readonly, jobq **out) {
     else
       db->max_payload = (size_t)bytes;
   }
+  if (rc == JOBQ_OK) rc = jobq__url_check(db, &u, db->store->options);
   if (rc == JOBQ_OK) rc = db->store->open(db, &u);
   jobq__url_release(&u);
   if (rc == JOBQ_OK) rc = jobq__schema_check(db);

@@ -251,6 +251,74 @@ static void test_open_errors(void **state) {
   jobq_close(db);
 }
 
+/* A store's table of URL options, as the library checks and reads it:
+ * one message for each way an option is bad, naming the option and what
+ * was expected; numbers as their kind reads them, the default for an
+ * option not given or not a number; a host list split with its ports. */
+static void test_url_options(void **state) {
+  (void)state;
+  const jobq_option *pg = jobq__store_postgres.options;
+  const jobq_option *my = jobq__store_mysql.options;
+  jobq_url u;
+  assert_int_equal(jobq__url_parse(NULL,
+                                   "postgres://u@a:1,[::1]:2,b/db?sslmode=require&"
+                                   "connect_timeout=1500ms&notify=off&statement_timeout=2s",
+                                   &u),
+                   JOBQ_OK);
+  assert_int_equal(jobq__url_check(NULL, &u, pg), JOBQ_OK);
+  assert_int_equal(jobq__url_number(&u, pg, "connect_timeout", 10), 2);
+  assert_int_equal(jobq__url_number(&u, pg, "statement_timeout", 30000), 2000);
+  assert_int_equal(jobq__url_number(&u, pg, "keepalives", 7), 7);
+  /* Words and text are no numbers. */
+  assert_int_equal(jobq__url_number(&u, pg, "sslmode", -1), -1);
+  assert_int_equal(jobq__url_number(&u, pg, "notify", -1), -1);
+  jobq_host *hosts;
+  size_t n;
+  assert_int_equal(jobq__url_hosts(NULL, &u, 5432, &hosts, &n), JOBQ_OK);
+  assert_int_equal(n, 3);
+  assert_string_equal(hosts[0].name, "a");
+  assert_int_equal(hosts[0].port, 1);
+  assert_string_equal(hosts[1].name, "::1");
+  assert_int_equal(hosts[1].port, 2);
+  assert_string_equal(hosts[2].name, "b");
+  assert_int_equal(hosts[2].port, 5432);
+  jobq__url_hosts_free(hosts, n);
+  jobq__url_release(&u);
+
+  const struct {
+    const char *url, *want;
+  } bad[] = {
+      {"postgres://h/db?notify=maybe", "invalid notify 'maybe' in the database url: expected on or off"},
+      {"postgres://h/db?connect_timeout=soon",
+       "invalid connect_timeout 'soon' in the database url: expected seconds from 0 to 86400"},
+      {"postgres://h/db?keepalives=2",
+       "invalid keepalives '2' in the database url: expected an integer from 0 to 1"},
+      {"postgres://h/db?schema=Jobs", "invalid schema 'Jobs' in the database url: expected 1 to 63"},
+      {"postgres://h/db?replication=database",
+       "option 'replication' in the database url: jobq needs an ordinary connection"},
+      {"postgres://h/db?sslmode=requir",
+       "invalid sslmode 'requir' in the database url: expected disable, allow"},
+      {"postgres://h/db?target_session_attrs=standby", "expected read-write, primary or any"},
+      {"mysql://h/db?bogus=1",
+       "unknown option 'bogus' in the database url: expected connect_timeout, "
+       "lock_wait_timeout, statement_timeout, sslmode, sslca, sslcert, sslkey, socket or "
+       "max_payload"},
+      {"mysql://h/db?statement_timeout=0s",
+       "invalid statement_timeout '0s' in the database url: expected a duration from 1ms to 1d"},
+      {"mysql://h/db?sslmode=prefer", "expected disable, require, verify-ca or verify-full"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *msg = open_fails(bad[i].url, JOBQ_EURL);
+    if (strstr(msg, bad[i].want) == NULL)
+      fail_msg("'%s': '%s', expected '%s'", bad[i].url, msg, bad[i].want);
+    free(msg);
+  }
+  /* Words are whole words of the list. */
+  assert_int_equal(jobq__url_parse(NULL, "mysql://h/db?sslmode=verify", &u), JOBQ_OK);
+  assert_int_equal(jobq__url_check(NULL, &u, my), JOBQ_EURL);
+  jobq__url_release(&u);
+}
+
 static void test_open_options(void **state) {
   tq *t = *state;
   char url[sizeof t->url + 64];
@@ -355,6 +423,7 @@ static void test_stores_are_whole(void **state) {
         (const void *)s->changes, (const void *)s->insert_id, (const void *)s->lock,
         (const void *)s->wake,    (const void *)s->watch,   (const void *)s->changed};
     assert_non_null(s->scheme);
+    assert_non_null(s->options);
     for (size_t m = 0; m < sizeof members / sizeof members[0]; m++)
       if (members[m] == NULL) fail_msg("the %s store lacks member %zu", s->scheme, m);
   }
@@ -399,6 +468,7 @@ int main(void) {
       cmocka_unit_test(test_url_redact),
       TQ_TEST(test_open_errors),
       TQ_TEST(test_open_options),
+      cmocka_unit_test(test_url_options),
       cmocka_unit_test(test_error_vocabulary),
       cmocka_unit_test(test_version_and_free),
       cmocka_unit_test(test_state_names),

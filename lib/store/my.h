@@ -41,8 +41,7 @@ typedef struct my {
   char *user, *password, *dbname, *socket;
   char *sslca, *sslcert, *sslkey;
   int sslmode;                 /* 0 disable, 1 require, 2 verify */
-  char **hosts;
-  unsigned *ports;
+  jobq_host *hosts;            /* the URL's host list (none: the default) */
   size_t nhosts;
   unsigned connect_timeout_s;
   unsigned lock_wait_s;
@@ -70,6 +69,9 @@ struct jobq_rows {
 };
 
 static inline my *my_conn(jobq *db) { return db->conn; }
+
+/* The options of its URLs (my_connect.c). */
+extern const jobq_option my_options[];
 
 /* The schema's steps (my_schema.c). */
 extern const jobq_step *const my_versions[JOBQ_SCHEMA_VERSION + 1];

@@ -198,7 +198,7 @@ MYSQL *my_connect_any(jobq *db) {
   if (jobq__libmariadb_load(db) != JOBQ_OK) return NULL;
   jobq__error denied = {JOBQ_OK, ""};
   for (size_t i = 0; i < c->nhosts && m == NULL; i++) {
-    m = connect_host(db, c->hosts[i], c->ports[i]);
+    m = connect_host(db, c->hosts[i].name, c->hosts[i].port);
     if (m == NULL && db->err == JOBQ_EDENIED && denied.err == JOBQ_OK)
       jobq__error_keep(db, &denied);
   }
@@ -213,99 +213,38 @@ static int set_string(char **dst, const char *src) {
   return src && *dst == NULL ? JOBQ_ENOMEM : JOBQ_OK;
 }
 
-/* Splits "a:1,[::1]:2,b" into hosts and ports (0: the default). */
-static int split_hosts(my *c, const char *list) {
-  size_t n = 1;
-  for (const char *p = list; *p; p++) n += *p == ',';
-  c->hosts = calloc(n, sizeof *c->hosts);
-  c->ports = calloc(n, sizeof *c->ports);
-  if (c->hosts == NULL || c->ports == NULL) return JOBQ_ENOMEM;
-  const char *s = list;
-  while (c->nhosts < n) {
-    size_t len = strcspn(s, ","), hl = len;
-    const char *host = s, *port = NULL;
-    if (s[0] == '[') {
-      const char *close = memchr(s, ']', len);
-      host = s + 1;
-      hl = close ? (size_t)(close - s) - 1 : len - 1;
-      if (close && (size_t)(close - s) + 1 < len) port = close + 2;
-    } else {
-      const char *colon = memchr(s, ':', len);
-      if (colon != NULL) hl = (size_t)(colon - s), port = colon + 1;
-    }
-    char *h = malloc(hl + 1);
-    if (h == NULL) return JOBQ_ENOMEM;
-    memcpy(h, host, hl);
-    h[hl] = '\0';
-    c->hosts[c->nhosts] = h;
-    c->ports[c->nhosts] = port ? (unsigned)strtoul(port, NULL, 10) : DEFAULT_PORT;
-    c->nhosts++;
-    s += len;
-    if (*s != ',') break;
-    s++;
-  }
-  return JOBQ_OK;
-}
-
-/* A duration option in whole seconds, 1 s to a day. */
-static int seconds_opt(jobq *db, const char *k, const char *v, unsigned *out) {
-  int64_t s;
-  int rc = jobq__url_seconds(db, k, v, 1, 86400, &s);
-  if (rc == JOBQ_OK) *out = (unsigned)s;
-  return rc;
-}
+/* The options of its URLs (lib/url.c checks them). */
+const jobq_option my_options[] = {
+    {"connect_timeout", 's', 1, 86400, NULL},
+    {"lock_wait_timeout", 's', 1, 86400, NULL},
+    {"statement_timeout", 'd', 1, 86400000, "a duration from 1ms to 1d, like 30s"},
+    {"sslmode", 'c', 0, 0, "disable, require, verify-ca or verify-full"},
+    {"sslca", 't', 0, 0, NULL},
+    {"sslcert", 't', 0, 0, NULL},
+    {"sslkey", 't', 0, 0, NULL},
+    {"socket", 't', 0, 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
 
 int my_open(jobq *db, const jobq_url *u) {
   my *c = calloc(1, sizeof *c);
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
   c->redacted = db->url_redacted;
-  c->connect_timeout_s = 10;
   /* A lock wait times out (and the transaction runs again) before the
-   * statement does. */
-  c->lock_wait_s = 20;
-  c->statement_timeout_ms = 30000;
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < u->nopts && rc == JOBQ_OK; i++) {
-    const char *k = u->keys[i], *v = u->values[i];
-    if (strcmp(k, "max_payload") == 0) {
-      /* the library's */
-    } else if (strcmp(k, "connect_timeout") == 0) {
-      rc = seconds_opt(db, k, v, &c->connect_timeout_s);
-    } else if (strcmp(k, "lock_wait_timeout") == 0) {
-      rc = seconds_opt(db, k, v, &c->lock_wait_s);
-    } else if (strcmp(k, "statement_timeout") == 0) {
-      if (jobq_parse_duration(v, &c->statement_timeout_ms) != JOBQ_OK ||
-          c->statement_timeout_ms < 1 || c->statement_timeout_ms > 86400000LL)
-        rc = jobq__fail(db, JOBQ_EURL,
-                        "invalid statement_timeout '%s' in the database url: expected a "
-                        "duration from 1ms to 1d, like 30s",
-                        v);
-    } else if (strcmp(k, "sslmode") == 0) {
-      if (strcmp(v, "disable") == 0) c->sslmode = 0;
-      else if (strcmp(v, "require") == 0) c->sslmode = 1;
-      else if (strcmp(v, "verify-ca") == 0 || strcmp(v, "verify-full") == 0) c->sslmode = 2;
-      else
-        rc = jobq__fail(db, JOBQ_EURL,
-                        "invalid sslmode '%s' in the database url: expected disable, "
-                        "require, verify-ca or verify-full",
-                        v);
-    } else if (strcmp(k, "sslca") == 0 || strcmp(k, "sslcert") == 0 ||
-               strcmp(k, "sslkey") == 0 || strcmp(k, "socket") == 0) {
-      char **dst = strcmp(k, "sslca") == 0     ? &c->sslca
-                   : strcmp(k, "sslcert") == 0 ? &c->sslcert
-                   : strcmp(k, "sslkey") == 0  ? &c->sslkey
-                                               : &c->socket;
-      if (set_string(dst, v) != JOBQ_OK) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    } else {
-      rc = jobq__fail(db, JOBQ_EURL,
-                      "unknown option '%s' in the database url: expected connect_timeout, "
-                      "lock_wait_timeout, statement_timeout, sslmode, sslca, sslcert, "
-                      "sslkey, socket or max_payload",
-                      k);
-    }
-  }
-  if (rc != JOBQ_OK) return rc;
+   * statement does: 20 s against 30 s by default. */
+  c->connect_timeout_s = (unsigned)jobq__url_number(u, my_options, "connect_timeout", 10);
+  c->lock_wait_s = (unsigned)jobq__url_number(u, my_options, "lock_wait_timeout", 20);
+  c->statement_timeout_ms = jobq__url_number(u, my_options, "statement_timeout", 30000);
+  const char *mode = jobq__url_opt(u, "sslmode");
+  c->sslmode = mode == NULL || strcmp(mode, "disable") == 0 ? 0
+               : strcmp(mode, "require") == 0               ? 1
+                                                            : 2;
+  const char *const texts[] = {"sslca", "sslcert", "sslkey", "socket"};
+  char **dst[] = {&c->sslca, &c->sslcert, &c->sslkey, &c->socket};
+  for (size_t i = 0; i < 4; i++)
+    if (set_string(dst[i], jobq__url_opt(u, texts[i])) != JOBQ_OK)
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   if (u->dbname == NULL || *u->dbname == '\0')
     return jobq__fail(db, JOBQ_EURL,
                       "database url '%s' names no database: expected "
@@ -317,9 +256,10 @@ int my_open(jobq *db, const jobq_url *u) {
                       c->redacted);
   if (set_string(&c->user, u->user) != JOBQ_OK ||
       set_string(&c->password, u->password) != JOBQ_OK ||
-      set_string(&c->dbname, u->dbname) != JOBQ_OK ||
-      (u->host != NULL && *u->host != '\0' && split_hosts(c, u->host) != JOBQ_OK))
+      set_string(&c->dbname, u->dbname) != JOBQ_OK)
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = jobq__url_hosts(db, u, DEFAULT_PORT, &c->hosts, &c->nhosts);
+  if (rc != JOBQ_OK) return rc;
   if ((c->conn = my_connect_any(db)) == NULL) return db->err;
   if (db->max_payload + 65536 > c->max_packet)
     return jobq__fail(db, JOBQ_EURL,
@@ -336,9 +276,7 @@ void my_close(jobq *db) {
   if (c == NULL) return;
   my_stmts_release(c);
   if (c->conn != NULL) mysql_close(c->conn);
-  for (size_t i = 0; i < c->nhosts; i++) free(c->hosts[i]);
-  free(c->hosts);
-  free(c->ports);
+  jobq__url_hosts_free(c->hosts, c->nhosts);
   if (c->password != NULL) memset(c->password, 0, strlen(c->password));
   free(c->user);
   free(c->password);

@@ -78,6 +78,7 @@ static int my_changed(jobq *db, int (*wanted)(const jobq *db, const char *queue)
 const jobq_store jobq__store_mysql = {
     .scheme = "mysql",
     .dialect = JOBQ_DIALECT_MYSQL,
+    .options = my_options,
     .open = my_open,
     .close = my_close,
     .native = my_native,

@@ -136,6 +136,9 @@ typedef struct sendable {
   const int *lengths, *formats;
 } sendable;
 
+/* The options of its URLs (pg_options.c). */
+extern const jobq_option pg_options[];
+
 /* The schema's steps (pg_schema.c). */
 extern const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1];
 

@@ -254,8 +254,6 @@ int pg_open(jobq *db, const jobq_url *u) {
   pg *c = calloc(1, sizeof *c);
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
-  c->notify = 1;
-  c->statement_timeout_ms = 30000;
   c->redacted = db->url_redacted;
   c->watch_fd = -1;
   int rc = jobq__libpq_load(db);

@@ -1,12 +1,13 @@
 /*
- * pg_options.c - the PostgreSQL store's URL: libpq reads it
+ * pg_options.c - the PostgreSQL store's URL: the table of its options
+ * (jobq's own, and libpq's whose bad values would only show when
+ * connecting), which lib/url.c checks; libpq reads the URL
  * (PQconninfoParse: URLs, Unix socket folders, its keyword/value form),
- * jobq's own options are taken out and checked, libpq's numeric ones
- * checked where a bad value would only show when connecting, TCP
- * keepalives set where the URL says nothing, and the host, hostaddr and
- * port lists split into the hosts a connection tries in turn.
+ * jobq's own options are taken out, durations passed on as the numbers
+ * libpq takes, TCP keepalives set where the URL says nothing, and the
+ * host, hostaddr and port lists split into the hosts a connection tries
+ * in turn.
  */
-#include <ctype.h>
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
@@ -21,23 +22,34 @@
 
 /* ---------------------------------------------------------------- connection */
 
-/* jobq's own options; every other option is libpq's (PQconninfoParse
- * knows them all), passed on as it is. */
-static const char *const own_options[] = {"schema", "notify", "statement_timeout",
-                                          "max_payload", NULL};
-
-/* libpq's numeric options, checked here so that a bad one is a bad URL
- * rather than a connection that fails: seconds (passed on as a number)
- * or integers. */
-static const struct {
-  const char *key;
-  int seconds;
-  int64_t min, max;
-} numeric_options[] = {
-    {"connect_timeout", 1, 0, 86400},   {"keepalives", 0, 0, 1},
-    {"keepalives_idle", 1, 0, 86400},   {"keepalives_interval", 1, 0, 86400},
-    {"keepalives_count", 0, 0, 1000},   {"tcp_user_timeout", 0, 0, 86400000},
+/* The options of its URLs (lib/url.c checks them): jobq's own, then
+ * those of libpq's that jobq checks, where a bad value would only show
+ * when connecting; every other option is libpq's (PQconninfoParse knows
+ * them all), passed on as it is. */
+const jobq_option pg_options[] = {
+    {"schema", 'n', 0, 0, "1 to 63 characters of a-z, 0-9 and '_', not starting with a digit"},
+    {"notify", 'c', 0, 0, "on or off"},
+    {"statement_timeout", 'd', 1, 86400000, "a duration from 1ms to 1d, like 30s"},
+    {"replication", 'x', 0, 0, "jobq needs an ordinary connection, not a replication one"},
+    {"sslmode", 'c', 0, 0, "disable, allow, prefer, require, verify-ca or verify-full"},
+    /* jobq refuses a standby: only the sessions that may be a primary. */
+    {"target_session_attrs", 'c', 0, 0, "read-write, primary or any (jobq needs a primary)"},
+    /* Passed on as numbers: seconds, or integers. */
+    {"connect_timeout", 's', 0, 86400, NULL},
+    {"keepalives", 'i', 0, 1, NULL},
+    {"keepalives_idle", 's', 0, 86400, NULL},
+    {"keepalives_interval", 's', 0, 86400, NULL},
+    {"keepalives_count", 'i', 0, 1000, NULL},
+    {"tcp_user_timeout", 'i', 0, 86400000, NULL},
+    {NULL, '*', 0, 0, "a libpq connection option such as sslmode, host or connect_timeout"},
+    {NULL, 0, 0, 0, NULL},
 };
+
+/* jobq's own options, not libpq's. */
+static int is_own_option(const char *k) {
+  return strcmp(k, "schema") == 0 || strcmp(k, "notify") == 0 ||
+         strcmp(k, "statement_timeout") == 0 || strcmp(k, "max_payload") == 0;
+}
 
 /* What jobq sets where the URL does not: TCP keepalives and a limit on
  * unacknowledged data, so that a connection to a server that went away
@@ -47,12 +59,6 @@ static const struct {
 static const char *const tcp_defaults[][2] = {
     {"keepalives_idle", "10"}, {"keepalives_interval", "5"}, {"keepalives_count", "3"},
     {"tcp_user_timeout", "30000"}};
-
-static int is_own_option(const char *k) {
-  for (int i = 0; own_options[i]; i++)
-    if (strcmp(k, own_options[i]) == 0) return 1;
-  return 0;
-}
 
 static const char *param(const pg *c, const char *key) {
   for (int i = 0; i < c->nparams; i++)
@@ -138,80 +144,6 @@ static int split_list(const char *list, char ***out, int *n) {
   return JOBQ_OK;
 }
 
-/* Checks an identifier of ours: [a-z_][a-z0-9_]{0,62}. */
-static int identifier_ok(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > 63 || !(islower((unsigned char)s[0]) || s[0] == '_')) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
-      return 0;
-  return 1;
-}
-
-/* jobq's own option k = v. */
-static int own_option(jobq *db, const char *k, const char *v) {
-  pg *c = pg_conn(db);
-  if (strcmp(k, "schema") == 0) {
-    if (!identifier_ok(v))
-      return jobq__fail(db, JOBQ_EURL,
-                        "invalid schema '%s' in the database url: expected 1 to 63 "
-                        "characters of a-z, 0-9 and '_', not starting with a digit",
-                        v);
-    free(c->schema);
-    if ((c->schema = strdup(v)) == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  } else if (strcmp(k, "notify") == 0) {
-    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-      return jobq__fail(db, JOBQ_EURL,
-                        "invalid notify '%s' in the database url: expected on or off", v);
-    c->notify = strcmp(v, "on") == 0;
-  } else if (strcmp(k, "statement_timeout") == 0) {
-    if (jobq_parse_duration(v, &c->statement_timeout_ms) != JOBQ_OK ||
-        c->statement_timeout_ms < 1 || c->statement_timeout_ms > 86400000LL)
-      return jobq__fail(db, JOBQ_EURL,
-                        "invalid statement_timeout '%s' in the database url: expected a "
-                        "duration from 1ms to 1d, like 30s",
-                        v);
-  }
-  return JOBQ_OK; /* max_payload is the library's */
-}
-
-/* libpq's option k = v, checked where a bad value would only show when
- * connecting; *value is what to pass on (v, or a number in place of a
- * duration, in buf). */
-static int libpq_option(jobq *db, const char *k, const char *v, char *buf, size_t len,
-                        const char **value) {
-  *value = v;
-  if (strcmp(k, "replication") == 0)
-    return jobq__fail(db, JOBQ_EURL,
-                      "option 'replication' in the database url: jobq needs an ordinary "
-                      "connection, not a replication one");
-  if (strcmp(k, "sslmode") == 0 && strcmp(v, "disable") != 0 && strcmp(v, "allow") != 0 &&
-      strcmp(v, "prefer") != 0 && strcmp(v, "require") != 0 && strcmp(v, "verify-ca") != 0 &&
-      strcmp(v, "verify-full") != 0)
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid sslmode '%s' in the database url: expected disable, allow, "
-                      "prefer, require, verify-ca or verify-full",
-                      v);
-  /* jobq refuses a standby: only the sessions that may be a primary. */
-  if (strcmp(k, "target_session_attrs") == 0 && strcmp(v, "any") != 0 &&
-      strcmp(v, "read-write") != 0 && strcmp(v, "primary") != 0)
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid target_session_attrs '%s' in the database url: expected "
-                      "read-write, primary or any (jobq needs a primary)",
-                      v);
-  for (size_t i = 0; i < sizeof numeric_options / sizeof numeric_options[0]; i++) {
-    if (strcmp(k, numeric_options[i].key) != 0) continue;
-    int64_t n;
-    int rc = numeric_options[i].seconds
-                 ? jobq__url_seconds(db, k, v, numeric_options[i].min, numeric_options[i].max, &n)
-                 : jobq__url_int(db, k, v, numeric_options[i].min, numeric_options[i].max, &n);
-    if (rc != JOBQ_OK) return rc;
-    snprintf(buf, len, "%lld", (long long)n);
-    *value = buf;
-  }
-  return JOBQ_OK;
-}
-
 /* PQconninfoParse could not read the URL: its message, which quotes the
  * URL it was given, with the URL redacted. */
 static int libpq_refused(jobq *db, const jobq_url *u, const char *err) {
@@ -278,27 +210,25 @@ int pg_params(jobq *db, const jobq_url *u) {
       rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; i < u->nopts && rc == JOBQ_OK; i++) {
     const char *k = u->keys[i], *v = u->values[i];
+    if (is_own_option(k)) continue;
     const PQconninfoOption *o = opts;
     while (o->keyword != NULL && strcmp(o->keyword, k) != 0) o++;
+    if (o->keyword == NULL) {
+      rc = jobq__url_unknown(db, u, pg_options, i);
+      break;
+    }
+    /* A number of seconds or an integer as libpq takes it. */
     char buf[32];
-    const char *value;
-    if (is_own_option(k))
-      rc = own_option(db, k, v);
-    else if (o->keyword == NULL)
-      rc = jobq__fail(db, JOBQ_EURL,
-                      "unknown option '%s' in the database url: expected schema, notify, "
-                      "statement_timeout, max_payload, or a libpq connection option such as "
-                      "sslmode, host or connect_timeout",
-                      k);
-    else if ((rc = libpq_option(db, k, v, buf, sizeof buf, &value)) == JOBQ_OK &&
-             param_set(c, k, value) != JOBQ_OK)
+    int64_t n = jobq__url_number(u, pg_options, k, -1);
+    if (n >= 0) snprintf(buf, sizeof buf, "%lld", (long long)n);
+    if (param_set(c, k, n >= 0 ? buf : v) != JOBQ_OK)
       rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    if (rc == JOBQ_EURL && jobq__url_after_secret(u, i))
-      rc = jobq__fail(db, JOBQ_EURL,
-                      "invalid database url '%s': an option after the password is unknown "
-                      "or has a bad value (write '&' in a password as %%26)",
-                      c->redacted);
   }
+  const char *notify = jobq__url_opt(u, "notify"), *schema = jobq__url_opt(u, "schema");
+  c->notify = notify == NULL || strcmp(notify, "on") == 0;
+  c->statement_timeout_ms = jobq__url_number(u, pg_options, "statement_timeout", 30000);
+  if (rc == JOBQ_OK && (c->schema = strdup(schema ? schema : "public")) == NULL)
+    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   PQconninfoFree(opts);
   if (rc != JOBQ_OK) return rc;
   const char *t = param(c, "connect_timeout"); /* checked above: a number */
@@ -309,8 +239,6 @@ int pg_params(jobq *db, const jobq_url *u) {
     if (param(c, tcp_defaults[i][0]) == NULL &&
         param_set(c, tcp_defaults[i][0], tcp_defaults[i][1]) != JOBQ_OK)
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (c->schema == NULL && (c->schema = strdup("public")) == NULL)
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   return split_hosts(db);
 }
 

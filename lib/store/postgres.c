@@ -37,6 +37,7 @@
 const jobq_store jobq__store_postgres = {
     .scheme = "postgres",
     .dialect = JOBQ_DIALECT_PG,
+    .options = pg_options,
     .named_wakes = 1,
     .open = pg_open,
     .close = pg_close,

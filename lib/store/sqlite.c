@@ -586,6 +586,13 @@ static int check_path(jobq *db, const char *path) {
 #define MIN_SIZE (64 * 1024)
 #define MAX_SIZE (4096LL << 30)
 
+/* The options of its URLs (lib/url.c checks them). */
+static const jobq_option options[] = {
+    {"busy_timeout", 'd', 0, 86400000, "a duration from 0 to 1d, like 10s"},
+    {"max_size", 'z', MIN_SIZE, MAX_SIZE, "a size from 64KiB to 4096GiB, like 1GiB"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 /* Caps the file at bytes (whole pages; never below what it holds now). */
 static int limit_size(jobq *db, int64_t bytes) {
   sqlite3_stmt *st;
@@ -698,31 +705,10 @@ static int prepare_file(jobq *db) {
 }
 
 static int sq_open(jobq *db, const jobq_url *u) {
-  for (size_t i = 0; i < u->nopts; i++) {
-    if (strcmp(u->keys[i], "busy_timeout") != 0 &&
-        strcmp(u->keys[i], "max_payload") != 0 &&
-        strcmp(u->keys[i], "max_size") != 0)
-      return jobq__fail(db, JOBQ_EURL,
-                        "unknown option '%s' in the database url: expected "
-                        "busy_timeout, max_payload or max_size",
-                        u->keys[i]);
-  }
-  /* A cap on the file, as a full disk would set one. */
-  int64_t max_size = 0;
-  const char *ms = jobq__url_opt(u, "max_size");
-  if (ms != NULL && (jobq_parse_size(ms, &max_size) != JOBQ_OK || max_size < MIN_SIZE ||
-                     max_size > MAX_SIZE))
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid max_size '%s' in the database url: expected a "
-                      "size from 64KiB to 4096GiB, like 1GiB",
-                      ms);
-  int64_t busy = 10000;
-  const char *bt = jobq__url_opt(u, "busy_timeout");
-  if (bt != NULL && (jobq_parse_duration(bt, &busy) != JOBQ_OK || busy > 86400000LL))
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid busy_timeout '%s' in the database url: expected "
-                      "a duration from 0 to 1d, like 10s",
-                      bt);
+  /* A cap on the file, as a full disk would set one; and how long a
+   * locked file is waited for. */
+  int64_t max_size = jobq__url_number(u, options, "max_size", 0);
+  int64_t busy = jobq__url_number(u, options, "busy_timeout", 10000);
   /* RETURNING and the ->> operator. */
   if (sqlite3_libversion_number() < 3038000)
     return jobq__fail(db, JOBQ_ENOTSUP,
@@ -1001,6 +987,7 @@ static int sq_roles(jobq *db, char **sql) {
 const jobq_store jobq__store_sqlite = {
     .scheme = "sqlite",
     .dialect = JOBQ_DIALECT_SQLITE,
+    .options = options,
     .open = sq_open,
     .close = sq_close,
     .native = sq_native,

@@ -64,14 +64,10 @@ const char *jobq__url_opt(const jobq_url *url, const char *key);
  * of a password that held an unescaped '&', and a message must not name
  * it nor its value. */
 int jobq__url_after_secret(const jobq_url *url, size_t i);
-/* Numeric options, checked the same way by every store: an integer from
- * min to max; or seconds from min_s to max_s, given as a number of
- * seconds or as a duration ("1500ms" counts as 2).  JOBQ_EURL with a
- * message naming the option otherwise. */
+/* value (of key, a part of a URL such as a port) as an integer from min
+ * to max, into *out; JOBQ_EURL with a message naming key otherwise. */
 int jobq__url_int(jobq *db, const char *key, const char *value, int64_t min, int64_t max,
                   int64_t *out);
-int jobq__url_seconds(jobq *db, const char *key, const char *value, int64_t min_s,
-                      int64_t max_s, int64_t *out_s);
 
 /* SQL dialects: which text of a statement a store prepares. */
 enum { JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL };
@@ -107,6 +103,43 @@ typedef struct jobq_how {
   int adds;
 } jobq_how;
 
+/* An option of a store's URLs, checked by the library before open()
+ * (jobq__url_check): kind 'd' a duration in milliseconds, 's' seconds (a
+ * number, or a duration rounded up), 'i' an integer, 'z' a size in bytes,
+ * each from min to max; 'n' a name of ours ([a-z_][a-z0-9_]{0,62}); 'c'
+ * one of the words of expected ("on or off"); 't' any text; 'x' refused,
+ * expected saying why; '*' (its key NULL) any other key, the store's to
+ * check (its client library's), expected naming them.  expected: what a
+ * message says was expected.  A table ends with an entry of kind 0;
+ * max_payload, the library's, is in none. */
+typedef struct jobq_option {
+  const char *key;
+  char kind;
+  int64_t min, max;
+  const char *expected;
+} jobq_option;
+
+/* The hosts of a URL's host list ("a:1,[::1]:2,b"), each with its port
+ * (the default when it names none), as jobq__url_hosts() splits them. */
+typedef struct jobq_host {
+  char *name;
+  unsigned port;
+} jobq_host;
+
+/* The library's checks of a URL for a store (lib/url.c): its options
+ * against the store's table, with one message for each way one is bad
+ * (an option after a password hidden); the value of an option of a
+ * numeric kind as its kind reads it (dflt when it is not given, or not
+ * numeric); and the host list split
+ * (*hosts freed with jobq__url_hosts_free; none: *n 0). */
+int jobq__url_check(jobq *db, const jobq_url *url, const jobq_option *table);
+int64_t jobq__url_number(const jobq_url *url, const jobq_option *table, const char *key,
+                         int64_t dflt);
+int jobq__url_unknown(jobq *db, const jobq_url *url, const jobq_option *table, size_t i);
+int jobq__url_hosts(jobq *db, const jobq_url *url, unsigned dflt, jobq_host **hosts,
+                    size_t *n);
+void jobq__url_hosts_free(jobq_host *hosts, size_t n);
+
 /* One step of a migration: sql, a schema statement (or several, where
  * the engine takes them in one call); unless (may be NULL), a query whose
  * first column is not 0 when the step was made already: an engine whose
@@ -135,10 +168,11 @@ typedef struct jobq_store {
   int dialect;                 /* which texts of lib/sql.c it runs */
   int named_wakes;             /* 1: a wake-up names its queue (watchers may
                                   keep to theirs); 0: every commit wakes */
+  const jobq_option *options;  /* its URLs' options, checked before open */
 
   /* --- connection --- */
-  /* Checks the URL's options it knows, refusing the others (JOBQ_EURL),
-   * and connects; db->conn holds the store's state.  Sets db->warning,
+  /* Connects, with the URL's options (checked against options); db->conn
+   * holds the store's state.  Sets db->warning,
    * db->stmt_bytes and db->id_step as its engine says. */
   int (*open)(jobq *db, const jobq_url *url);
   void (*close)(jobq *db);
