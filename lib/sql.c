@@ -105,9 +105,9 @@ typedef struct text {
   const char *what;    /* what it does, in words, for messages */
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
-  /* A set statement whose rows each add a row (an INSERT): run in
-   * statements of exactly 64, 16, 4 or 1 rows where the dialect spells
-   * rows out, never padded (see jobq__sql_set). */
+  /* A set statement whose rows each add a row (an INSERT): where the
+   * dialect spells rows out, never run with a row repeated (see
+   * jobq__sql_set). */
   int exact;
 } text;
 
@@ -702,17 +702,15 @@ static const text texts[JOBQ_Q__COUNT] = {
      * moved): where it is ?1 (PostgreSQL), its outcome ?2, result ?3
      * (done only), error ?4 (NULL: kept) and id ?5, all columns.
      * PostgreSQL moves them in one statement, by TID scan (see
-     * REQUEUE_ROWS); the others then delete them with DELETE_ROWS
-     * (SQLite's rows repeated to fill a chunk are grouped away). */
+     * REQUEUE_ROWS); the others then delete them with DELETE_ROWS. */
     [JOBQ_Q_ARCHIVE_ROWS] =
         {.what = "archiving jobs",
          .common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT j.id, j.queue, j.priority, "
                    "j.run_at, v.column2, j.order_key, j.barrier, j.unique_key, j.payload, "
                    "v.column3, j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, "
                    "j.session, j.claim, j.created_at, j.claimed_at, {now}, coalesce(v.column4, "
-                   "j.last_error), j.prev_lost FROM (SELECT column1, column2, column3, column4 "
-                   "FROM (VALUES {each:(?5, ?2, ?3, ?4)}) GROUP BY column1) AS v CROSS JOIN "
-                   "jobq_jobs j ON j.id = v.column1",
+                   "j.last_error), j.prev_lost FROM (VALUES {each:(?5, ?2, ?3, ?4)}) AS v "
+                   "CROSS JOIN jobq_jobs j ON j.id = v.column1",
          .pg = "WITH a AS (SELECT * FROM unnest(?1::tid[], ?2::text[], ?3::bytea[], "
                "?4::text[], ?5::bigint[]) AS a(t, outcome, result, error, id)), d AS (DELETE "
                "FROM jobq_jobs j USING a WHERE j.ctid = a.t AND j.ctid = ANY(?1::tid[]) AND "
@@ -1251,10 +1249,16 @@ char *jobq__sql_spell(int dialect, const char *t, int **order,
 
 /* ---------------------------------------------------------------- sets */
 
-/* The rows a statement of each variant spells out: a padded chunk, or
- * one of the exact sizes. */
-static const size_t exact_rows[JOBQ_SQL_VARIANTS] = {0, 64, 16, 4, 1};
-#define CHUNK_ROWS 32
+/* The rows a statement of variant v (1 to 7) spells out: 64, 32 ... 1. */
+#define MOST_ROWS 64
+static size_t variant_rows(int v) { return (size_t)MOST_ROWS >> (v - 1); }
+
+/* Whether dialect fills a short chunk's statement with its last row
+ * again, rather than running a smaller one: where a statement costs a
+ * round trip (MariaDB), one statement of up to MOST_ROWS rows is run
+ * for any number of them; elsewhere (SQLite) a chunk is cut into
+ * statements of 64, 32 ... 1 rows, none repeated. */
+static int fills(int dialect) { return dialect == JOBQ_DIALECT_MYSQL; }
 
 /* The text statement id has for dialect, before spelling. */
 static const char *own_text(int dialect, int id) {
@@ -1366,7 +1370,7 @@ char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder) {
   const char *t = own_text(dialect, id);
   if (!spelled_rows(dialect, id)) return jobq__sql_spell(dialect, t, order, norder);
   /* Variant 0, which jobq__sql_set() never runs, is one row. */
-  char *rows = spell_rows(t, v == 0 ? 1 : texts[id].exact ? exact_rows[v] : CHUNK_ROWS);
+  char *rows = spell_rows(t, v == 0 ? 1 : variant_rows(v));
   char *spelled = rows ? jobq__sql_spell(dialect, rows, order, norder) : NULL;
   free(rows);
   return spelled;
@@ -1559,38 +1563,38 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
     jobq__rows_done(db, r);
     return rc;
   }
-  const int exact = texts[id].exact;
-  const size_t slots = exact ? exact_rows[1] : CHUNK_ROWS, budget = db->stmt_bytes;
+  const int fill = fills(db->store->dialect) && !texts[id].exact;
+  const size_t budget = db->stmt_bytes;
   /* The values as spell_rows() places them. */
   const size_t base = text_args(own_text(db->store->dialect, id));
   if (n > base) n = base;
-  jobq_val *flat = malloc((base + base * slots) * sizeof *flat);
+  jobq_val *flat = malloc((base + base * MOST_ROWS) * sizeof *flat);
   if (flat == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   int rc = JOBQ_OK;
   for (size_t at = 0; at < m && rc == JOBQ_OK;) {
     /* The rows of this statement: as many as there are room for, and
-     * as fit in a statement; at least one. */
-    size_t k = m - at < slots ? m - at : slots, v = 1;
+     * as fit in a statement; at least one.  Its variant: the fewest rows
+     * that hold them where a dialect fills, else the most that they
+     * fill. */
+    size_t k = m - at < MOST_ROWS ? m - at : MOST_ROWS;
     if (most > 0 && k > most) k = most;
-    if (exact) {
-      while (exact_rows[v] > k) v++;
-      k = exact_rows[v];
-      for (size_t bytes = SIZE_MAX; budget > 0 && k > 1; k = exact_rows[++v]) {
-        bytes = 0;
-        for (size_t i = 0; i < k; i++) bytes += row_bytes(args, n, at + i);
-        if (bytes <= budget) break;
-      }
-    } else if (budget > 0) {
+    if (budget > 0) {
       size_t bytes = row_bytes(args, n, at), fit = 1;
       while (fit < k && (bytes += row_bytes(args, n, at + fit)) <= budget) fit++;
       k = fit;
     }
-    size_t rows = exact ? k : CHUNK_ROWS;
+    int v = 1;
+    if (fill)
+      while (v < JOBQ_SQL_VARIANTS - 1 && variant_rows(v + 1) >= k) v++;
+    else
+      while (variant_rows(v) > k) v++;
+    size_t rows = variant_rows(v);
+    if (!fill) k = rows;
     for (size_t a = 0; a < base; a++) {
       flat[a] = a < n && args[a].type != 'c' ? args[a] : V_NULL;
       const jobq_val *col = a < n && args[a].type == 'c' ? args[a].p : NULL;
-      /* A chunk's rows after its last are that row again: a set
-       * statement is the same with a row twice. */
+      /* A statement's rows after the chunk's last are that row again:
+       * a set statement is the same with a row twice. */
       for (size_t i = 0; i < rows; i++)
         flat[base + a * rows + i] = col ? col[at + (i < k ? i : k - 1)] : V_NULL;
     }

@@ -65,10 +65,10 @@ enum {
       JOBQ_Q__COUNT
 };
 
-/* A statement's variants: 0, the statement as written; 1 to 4, a set
- * statement with its rows spelled out (jobq__sql_set).  A store keeps a
+/* A statement's variants: 0, the statement as written; 1 to 7, a set
+ * statement with 64, 32 ... 1 rows spelled out (jobq__sql_set).  A store keeps a
  * prepared statement for each stmt from 0 to JOBQ_STMT_COUNT. */
-#define JOBQ_SQL_VARIANTS 5
+#define JOBQ_SQL_VARIANTS 8
 #define JOBQ_STMT_COUNT (JOBQ_Q__COUNT * JOBQ_SQL_VARIANTS)
 static inline int jobq__stmt(int id, int variant) { return id + variant * JOBQ_Q__COUNT; }
 
@@ -182,11 +182,13 @@ int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
  * (V_COL) of the same number of rows, m, beside single values, runs over
  * all of them.  A dialect that takes a column whole (PostgreSQL's arrays)
  * runs it once.  One whose text spells its rows out ({each:TEMPLATE} in
- * lib/sql.c) runs it a chunk of rows at a time: 32 rows a statement, the
- * last row of a short chunk repeated (a set statement is the same with a
- * row twice), or, for an INSERT (exact), statements of exactly 64, 16, 4
- * or 1 rows; at most most rows a statement (0: no limit), and no more
- * bytes of text and bytes than db->stmt_bytes (0: no limit) but for a
+ * lib/sql.c) runs it a chunk of up to 64 rows at a time: where a
+ * statement costs a round trip (MariaDB), in one statement of 64, 32 ...
+ * or 1 rows, the chunk's last row repeated to fill it (a set statement is
+ * the same with a row twice); elsewhere, and for an INSERT (exact), in
+ * statements of exactly 64, 32 ... or 1 rows.  At most most rows a
+ * statement (0: no limit), and no more bytes of text and bytes than
+ * db->stmt_bytes (0: no limit) but for a
  * lone row.  how (may be NULL) goes with each statement (store.h).  each
  * (may be NULL) gets each statement's rows with the first of its rows
  * and their number; *changed (may be NULL) the rows changed in all.

@@ -15,7 +15,7 @@
 #define MARIADB_MIN 100600L /* 10.6: SKIP LOCKED */
 #define MYSQL_MIN 80001L    /* 8.0.1: SKIP LOCKED */
 #define DEFAULT_PORT 3306
-#define CHUNK 32            /* rows per claim-marking and archiving statement */
+#define CHUNK 32            /* keys' locks per statement (my_txn.c) */
 
 /* This store's own statements, numbered after lib/sql.h's. */
 enum {
