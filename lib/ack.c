@@ -111,7 +111,7 @@ typedef struct ack_job {
   jobq_ack *a;
   jobq_jobref ref; /* queue and key are the ack_job's own */
   jobq_ack_plan plan;
-  unsigned char at[16]; /* where the store's ack_rows found the row */
+  unsigned char at[16]; /* where ACK_ROWS found the row (PostgreSQL: its ctid) */
   size_t at_len;
 } ack_job;
 

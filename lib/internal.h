@@ -359,8 +359,8 @@ jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, s
                                 jobq_ack_got *got, int *failed);
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
 
-/* The status of an ack that nobody has taken yet (a store's ack_plain
- * leaves it on the acks it does not take). */
+/* The status of an ack that nobody has taken yet (the completions at
+ * once leave it on the acks they do not take, lib/ack.c). */
 #define JOBQ_ACK_PENDING 1
 
 /* ---------------------------------------------------------------- ordering
@@ -412,11 +412,6 @@ int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
  * made after every finish of a keyed job, it would walk the key index's
  * entries of the key's finished jobs that vacuum has not removed yet. */
 int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left);
-/* jobq__promote_key(db, queue, keys[i], 1) for each of queue's keys
- * keys[0..n) whose active job has just left, after one look (one
- * statement where the store has keys_taken) for which of them have a job
- * or a dead head's hold at all: the others have nothing to hand on. */
-int jobq__promote_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
 /* Moves a job that was in state from (JOBQ_STATE_WAITING, _READY or
  * _RUNNING) to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or
  * _CANCELLED), counts it, and lets the jobs that waited for it run.  A

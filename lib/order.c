@@ -211,17 +211,6 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
   return make_ready(db, queue, next);
 }
 
-int jobq__promote_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
-  if (n == 0) return JOBQ_OK;
-  unsigned char *taken = malloc(n);
-  if (taken == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int rc = jobq__keys_taken(db, queue, keys, n, taken);
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (taken[i]) rc = jobq__promote_key(db, queue, keys[i], 1);
-  free(taken);
-  return rc;
-}
-
 /* The first unfinished barrier of queue: *id (0: none) and whether it
  * waits. */
 static int first_barrier(jobq *db, const char *queue, int64_t *id, int *waiting) {
@@ -327,8 +316,8 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const voi
  * them) that left with the outcome of r[i]: blocks[i], whether its queue's
  * key policy is 'block' (looked at once a queue, when a keyed job of it
  * died), and left[i], whether its key, unless a dead head now holds it,
- * still has a job or a hold, as KEY_TAKEN finds (one look a queue where
- * the store has keys_taken); 0 for a job without a key. */
+ * still has a job or a hold, as KEY_TAKEN finds (one look a queue,
+ * KEYS_TAKEN); 0 for a job without a key. */
 static int follow_ups(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                       size_t n, unsigned char *blocks, unsigned char *left) {
   const char **keys = malloc(n * sizeof *keys);

@@ -94,7 +94,7 @@ static void txn_over(pg *c) {
 
 /* A lazy BEGIN waits for the first statement (exec_pending), which
  * saves a round trip on every transaction of the library's own; so do
- * the statements that may wait (may_wait).  In a caller's transaction
+ * the statements that may wait (jobq_how).  In a caller's transaction
  * (jobq_begin) every statement runs at once: the caller's own statements
  * on the connection come next. */
 int pg_begin(jobq *db, int depth, int lazy) {

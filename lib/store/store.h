@@ -20,10 +20,11 @@
  * the transaction again and its checks first (lib/mark.c, lib/session.c).
  *
  * Transactions belong to the library: every statement but those of open,
- * close, native, migrate, roles, doctor, watch and changed runs inside a
- * transaction (or savepoint) that the library began with begin() and ends
- * with commit() or rollback().  A store function that fails records its
- * message with jobq__fail() and leaves the rollback to the library.
+ * close, native, the schema's members, roles, doctor, watch and changed
+ * runs inside a transaction (or savepoint) that the library began with
+ * begin() and ends with commit() or rollback().  A store function that
+ * fails records its message with jobq__fail() and leaves the rollback to
+ * the library.
  *
  * To add a store, see docs/internals/new-store.md.
  */
