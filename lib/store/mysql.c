@@ -30,16 +30,14 @@
  * utf8mb4_0900_bin on MySQL): compared byte for byte, trailing spaces
  * included.  Payloads and results are LONGBLOBs.
  *
- * A claim is one short transaction: per queue, SELECT ... ORDER BY
- * priority DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED over the claim
- * index (queue, state, priority DESC, run_at, id), which serves the ORDER BY
- * without a sort on MariaDB 10.8+ and MySQL 8 (descending index keys), then
- * one UPDATE for up to 32 claimed rows, each with its own claim token made
- * here from random bytes.  Batches of plain jobs go in as multi-row INSERTs
- * when the server hands out consecutive ids (innodb_autoinc_lock_mode 0 or
- * 1), keyed ones too, their keys locked and looked at 32 to a statement;
- * batches of completions move to the archive 32 at a time, keyed ones
- * too when the batch has nothing else, each key then handed on.
+ * The claim's pick (lib/sql.c's CLAIM_PICK) names the claim index
+ * (queue, state, priority DESC, run_at, id), which serves the ORDER BY
+ * without a sort on MariaDB 10.8+ and MySQL 8 (descending index keys).
+ * There is no RETURNING: an INSERT's ids come from insert_id, and the
+ * rows of a multi-row INSERT take consecutive ids only where the server
+ * hands them out so (innodb_autoinc_lock_mode 0 or 1: db->id_step).  Set
+ * statements spell their rows out, up to 64 to a statement, within half
+ * of max_allowed_packet (db->stmt_bytes).
  *
  * Errors: a deadlock (1213) has rolled the whole transaction back; a lock
  * wait timeout (1205) only the statement, so the store rolls back the rest
@@ -48,6 +46,10 @@
  * handle refuses everything but a rollback until the caller starts again.
  * A lost connection is made again (with its prepared statements) before
  * the next transaction.
+ *
+ * The files: my_connect.c (the URL, connections), my_exec.c (the
+ * executor, errors), my_txn.c (transactions, named locks), my_schema.c,
+ * my_roles.c, my_doctor.c; my.h holds what they share.
  *
  * Every value is bound (prepared statements, made once per connection).
  * Connections use CLIENT_FOUND_ROWS, so that an UPDATE counts the rows it

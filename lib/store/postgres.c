@@ -3,25 +3,29 @@
  * many machines.
  *
  * Transactions are READ COMMITTED, the engine's default: every statement
- * sees what committed before it began, which the named locks of
- * lib/order.c rely on (a statement after a lock sees the work of whoever
- * held it).  A claim is one statement: per queue, the oldest ready jobs by
- * the claim index, locked with FOR UPDATE SKIP LOCKED so that claimers
- * never wait for each other, and marked running in the same statement.
- * The database clock is statement_timestamp(), so a statement that waited
- * for a lock still decides with the time it runs at.  Named locks are
- * transaction-scoped advisory locks, named by hashtextextended() of the
- * lock's name, so that the jobq_put() SQL function takes the same ones.
+ * sees what committed before it began, which the library's named locks
+ * rely on (a statement after a lock sees the work of whoever held it).
+ * Named locks are transaction-scoped advisory locks, named by
+ * hashtextextended() of the lock's name, so that the jobq_put() SQL
+ * function takes the same ones.  The database clock is
+ * statement_timestamp(), so a statement that waited for a lock still
+ * decides with the time it runs at.
  *
- * Batches of plain jobs (no ordering key, no barrier, no unique key) are
- * put with one INSERT from arrays, and completed with one statement that
- * moves them to the archive; everything else goes through the common
- * logic, statement by statement.  Arrays travel in binary.
+ * Round trips are what cost here.  In a transaction of the library's
+ * own, BEGIN goes with the first statement, a statement whose result is
+ * not read waits for the next one (jobq_how), a put's INSERT and its ids
+ * come with the commit, and a claim takes the COMMIT with it: a put is
+ * one round trip, a claim or a batch of completions two.  Columns of set
+ * statements travel as binary arrays; statements are prepared once per
+ * connection and results come back in binary; every value is bound.  A
+ * wake-up is a NOTIFY on channel "jobq" whose payload is a queue name,
+ * sent once per committed transaction that made work ready; the watcher
+ * LISTENs on a connection of its own.
  *
- * Every value is bound.  Statements are prepared once per connection and
- * results come back in binary.  A wake-up is a NOTIFY on channel "jobq"
- * whose payload is a queue name, sent once per committed transaction that
- * made work ready; the watcher LISTENs on a second connection of its own.
+ * The files: pg_options.c (the URL), pg_connect.c (connections),
+ * pg_exec.c (the executor), pg_txn.c (transactions, locks), pg_wake.c
+ * (wake-ups), pg_vacuum.c (planner statistics and vacuum), pg_schema.c,
+ * pg_roles.c, pg_doctor.c; pg.h holds what they share.
  *
  * libpq reads the URL (PQconninfoParse: URLs, Unix socket folders, its
  * keyword/value form), and the store keeps every parameter, jobq's own
