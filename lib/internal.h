@@ -43,7 +43,9 @@ struct jobq {
    * that jobq_expect() told of.  connects: how many times a store made
    * its connection again (a store adds 1 each time); checked: its value
    * at the last check.  lost: a check found a write missing, and every
-   * write is refused until the epoch rises. */
+   * write is refused until the epoch rises.  unchecked: the mark is a
+   * completion no transaction read back since it was written; the next
+   * write reads it back before it replaces it. */
   struct jobq__mark {
     int64_t id;
     char queue[JOBQ_QUEUE_MAX + 1];  /* "" when not known */
@@ -57,7 +59,7 @@ struct jobq {
   unsigned txn_connects;       /* connects when the transaction began */
   int txn_committed;           /* a store committed with the transaction's last
                                   statement (jobq_how's ends) */
-  int lost;
+  int lost, unchecked;
   /* Set by a store when it connects: the most bytes of values one
    * statement may carry (0: no limit), for the sets of lib/sql.c; and
    * how far apart the ids of the rows of one multi-row INSERT are (0:
@@ -252,7 +254,8 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms);
 int jobq__marks_check(jobq *db);
 /* For a transaction that writes (a put, an acknowledgement): the identity
  * and the marks checked when the handle has not looked since its
- * connection was made (again), or a check found a write missing. */
+ * connection was made (again), or a check found a write missing; else
+ * the mark alone when it is a completion not read back since. */
 int jobq__write_check(jobq *db);
 /* Whether jobq__write_check() would look. */
 int jobq__write_check_due(const jobq *db);

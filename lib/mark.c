@@ -16,6 +16,16 @@
  * the handle with JOBQ_EIDENTITY, saying what is missing, until an
  * operator bumps the epoch (jobq__marks_forget).
  *
+ * A completion is also read back by the handle's next write, in its
+ * transaction, before a newer completion replaces it: the completions
+ * form a chain, each proving the one before.  Without it a restore
+ * between two heartbeats could go unseen: a worker that claims a job
+ * whose completion the restore lost, runs it again and completes it, has
+ * a new mark, and its next heartbeat finds that.  With it, that
+ * completion is refused and the loss told.  (Puts are not chained:
+ * reading a payload back on every put would slow a producer, and a lost
+ * put runs nothing twice.)
+ *
  * A completion that was pruned since is not missing: every prune records
  * before which finish time it may have deleted archived jobs
  * (jobq_meta.pruned_before), and a write made before that horizon, or not
@@ -71,6 +81,7 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms) 
     m->id = acks[i].id;
     memcpy(m->claim, acks[i].claim, sizeof m->claim);
     m->mono_ms = mono_ms;
+    db->unchecked = 1;
     return;
   }
 }
@@ -81,6 +92,7 @@ void jobq__marks_forget(jobq *db) {
   db->expected = NULL;
   db->nexpected = 0;
   db->lost = 0;
+  db->unchecked = 0;
 }
 
 /* Whether the database has m: 1, 0, or an error. */
@@ -197,6 +209,7 @@ int jobq__marks_check(jobq *db) {
   }
   if (!own) keep_newest(db);
   db->lost = 0;
+  db->unchecked = 0;
   db->checked = db->connects;
   return JOBQ_OK;
 }
@@ -206,7 +219,7 @@ int jobq__write_check_due(const jobq *db) {
 }
 
 int jobq__write_check(jobq *db) {
-  if (!jobq__write_check_due(db)) return JOBQ_OK;
+  if (!jobq__write_check_due(db)) return db->unchecked ? jobq__marks_check(db) : JOBQ_OK;
   int rc = jobq__identity_check(db);
   return rc == JOBQ_OK ? jobq__marks_check(db) : rc;
 }

@@ -297,8 +297,11 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
       rc = jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
-    /* On a connection made again: is it still the database it was? */
-    if (rc == JOBQ_OK && jobq__write_check_due(db)) rc = jobq__marks_check(db);
+    /* On a connection made again: is it still the database it was?  And
+     * is the last completion still there, before a job lost with it is
+     * handed out again (lib/mark.c)? */
+    if (rc == JOBQ_OK && (jobq__write_check_due(db) || db->unchecked))
+      rc = jobq__marks_check(db);
   } else {
     /* An acknowledgement goes on, alive or not: its claim tokens are its
      * fence.  It only locks the row, and reads nothing back (a store may

@@ -23,15 +23,7 @@ if [[ -z $PYTHON ]]; then
 fi
 NODE_PKG=$ROOT/clients/node
 
-# A library built with AddressSanitizer loads into python3 and node only
-# after its runtime; their own memory is not checked (no leak checks).
-SANITIZED=""
-if readelf -d "$JOBQ_LIBRARY" 2>/dev/null | grep -q 'libasan'; then
-  SANITIZED=$(${CC:-cc} -print-file-name=libasan.so)
-  SAN_ENV=(LD_PRELOAD="$SANITIZED" ASAN_OPTIONS=detect_leaks=0:abort_on_error=0)
-else
-  SAN_ENV=()
-fi
+san_env "$JOBQ_LIBRARY"
 
 # wanted CASE: JOBQ_TEST_CASE picks it, or picks nothing.
 wanted() {

@@ -220,8 +220,9 @@ for attempt in range(3):
         time.sleep(0.2)
 q.close()
 PY
-  JOBQ_LIBRARY=$lib PYTHONPATH=$root/clients/python /usr/bin/python3 "$D/prod.py" "$P" \
-    <"$D/go" >"$D/prod.out" 2>"$D/prod.err" &
+  san_env "$lib"
+  env "${SAN_ENV[@]}" JOBQ_LIBRARY="$lib" PYTHONPATH="$root/clients/python" \
+    /usr/bin/python3 "$D/prod.py" "$P" <"$D/go" >"$D/prod.out" 2>"$D/prod.err" &
   local pid=$!
   exec 7>"$D/go"
   wait_until 20 "grep -q '^put' '$D/prod.out'" || fail "the producer's first put: $(cat "$D/prod.err")"

@@ -139,6 +139,18 @@ run_chaos() {
   fi
 }
 
+# san_env LIB: SAN_ENV gets what a program of another language (python3,
+# node) needs in its environment to load LIB: nothing, or, for a library
+# built with AddressSanitizer, its runtime loaded first (that program's
+# own memory is not checked: no leak checks).
+san_env() {
+  SAN_ENV=()
+  if readelf -d "$1" 2>/dev/null | grep -q 'libasan'; then
+    SAN_ENV=(LD_PRELOAD="$(${CC:-cc} -print-file-name=libasan.so)"
+             ASAN_OPTIONS=detect_leaks=0:abort_on_error=0)
+  fi
+}
+
 # schema_version: the schema version this jobq makes, read from a new
 # SQLite file (for tests that must not name it).
 schema_version() {

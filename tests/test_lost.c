@@ -1,7 +1,7 @@
 /*
  * test_lost.c - a database that lost acknowledged writes, whatever its
  * identity and job sequence say: restored under a live worker (found by
- * its heartbeat), under a live producer (found when its connection is
+ * its heartbeat, or before that by its next claim or completion), under a live producer (found when its connection is
  * made again, though another job took the lost one's id), and under a
  * worker started afterwards (the receipts of jobq_expect()); refused
  * until the epoch is bumped, listed by jobq_doctor(), and not confused
@@ -83,6 +83,58 @@ static void test_restored_under_a_live_worker(void **state) {
   jobq_jobs_free(again, 1);
   jobq_jobs_free(ja, 1);
   jobq_jobs_free(jb, 1);
+  jobq_session_close(s);
+}
+
+/* The same restore, found before the next heartbeat: the worker's next
+ * claim reads its last completion back before it hands out a job, so b,
+ * whose completion the restore lost, is not handed out again. */
+static void test_restored_before_the_next_claim(void **state) {
+  tq *t = *state;
+  th_put(t->db, "q", "a");
+  int64_t b = th_put(t->db, "q", "b");
+  jobq_session *s = th_session(t->db, 60000);
+  jobq_job *ja = th_claim_one(s, "q");
+  assert_rc(jobq_complete(s, ja, NULL, 0, NULL), JOBQ_OK);
+  th_backup(t, "backup");
+  jobq_job *jb = th_claim_one(s, "q");
+  assert_rc(jobq_complete(s, jb, NULL, 0, NULL), JOBQ_OK);
+  th_restore(t, "backup");
+  jobq_job *jobs = NULL;
+  size_t n = 0;
+  assert_rc(jobq_claim(s, NULL, 0, 5, &jobs, &n), JOBQ_EIDENTITY);
+  assert_int_equal(n, 0);
+  char want[64];
+  snprintf(want, sizeof want, "job %lld, completed by this worker", (long long)b);
+  th_assert_msg(t->db, want);
+  jobq_jobs_free(ja, 1);
+  jobq_jobs_free(jb, 1);
+  jobq_session_close(s);
+}
+
+/* A worker holds a and b from before the backup, and completes a after
+ * it; the restore loses a's completion.  Its completion of b, whose
+ * claim the restored database still has, reads a's back first and is
+ * refused: b's completion would otherwise become the worker's last, and
+ * a's loss would go unseen. */
+static void test_restored_between_two_completions(void **state) {
+  tq *t = *state;
+  int64_t a = th_put(t->db, "q", "a");
+  th_put(t->db, "q", "b");
+  jobq_session *s = th_session(t->db, 60000);
+  size_t n = 0;
+  jobq_job *jobs = th_claim(s, "q", 2, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(jobs[0].id, a);
+  th_backup(t, "backup");
+  assert_rc(jobq_complete(s, &jobs[0], NULL, 0, NULL), JOBQ_OK);
+  th_restore(t, "backup");
+  assert_rc(jobq_complete(s, &jobs[1], NULL, 0, NULL), JOBQ_EIDENTITY);
+  char want[64];
+  snprintf(want, sizeof want, "job %lld, completed by this worker", (long long)a);
+  th_assert_msg(t->db, want);
+  assert_int_equal(th_state(t->db, jobs[1].id), JOBQ_STATE_RUNNING);
+  jobq_jobs_free(jobs, n);
   jobq_session_close(s);
 }
 
@@ -301,6 +353,8 @@ static void test_job_the_worker_no_longer_holds(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_restored_under_a_live_worker),
+      TQ_TEST(test_restored_before_the_next_claim),
+      TQ_TEST(test_restored_between_two_completions),
       TQ_TEST(test_put_lost_on_a_new_connection),
       TQ_TEST(test_pruned_is_not_lost),
       TQ_TEST(test_expected_receipts),

@@ -635,10 +635,11 @@ class Chaos:
                          int(f[7])))
         return rows, int(hot.stdout.strip() or "0")
 
-    def sessions_lost(self):
-        """pid -> times (ns) its foreman gave up its session, killing its
-        jobs at once (from the foremen's --log-times logs, whose times are
-        on their own clocks)."""
+    def sessions_lost(self, suspended=False):
+        """pid -> times (ns) its foreman gave up its session (and, with
+        suspended, also when it suspended it for want of a heartbeat),
+        killing its jobs at once either way (from the foremen's
+        --log-times logs, whose times are on their own clocks)."""
         out = {}
         for name in os.listdir(self.dir):
             if not name.startswith("foreman-"):
@@ -646,7 +647,8 @@ class Chaos:
             offset_ns = self.clock_offset(int(name[len("foreman-"):-len(".log")])) * 10**9
             with open(os.path.join(self.dir, name), errors="replace") as f:
                 for line in f:
-                    if "session lost" not in line or not line[:4].isdigit():
+                    if not line[:4].isdigit() or ("session lost" not in line and not (
+                            suspended and "no heartbeat succeeded for" in line)):
                         continue
                     stamp, rest = line.split(" ", 1)
                     pid = int(rest.split("[", 1)[1].split("]", 1)[0])
@@ -657,7 +659,7 @@ class Chaos:
 
     def runs(self):
         """Per job: the runs, each {attempt, claim, start, end, foreman}."""
-        lost = self.sessions_lost()
+        lost = self.sessions_lost(suspended=True)
         out = {}
         open_runs = {}
         with open(self.exec_log) as f:
@@ -677,7 +679,8 @@ class Chaos:
         # A run that never logged its end was killed: with its process
         # (SIGKILL, sent just after the event's time: it runs no more), or
         # with its foreman, whose guard kills its jobs at once, or by its
-        # foreman when it lost its session (both within 100 ms).
+        # foreman when it lost or suspended its session (both within
+        # 100 ms).
         for rs in out.values():
             rs.sort(key=lambda r: r["start"])
             for r in rs:
@@ -857,9 +860,12 @@ class Chaos:
             if (t_up - t_kill) / 1e9 >= LEASE_S / 2:
                 continue
             for pid, ts in lost.items():
-                # Not a loss that a fault of its own (a cut, a pause) explains.
+                # Not a loss that a fault of its own (a cut, a pause) explains:
+                # one that began before it, by at most the longest such fault
+                # (2.5 leases) and the lease, since before the failover too
+                # (the faults come from a thread of their own).
                 n = sum(1 for t in ts if t_kill <= t <= t_kill + limit * 1e9 and not any(
-                    t_kill <= te <= t and d == pid for te, k, d in self.events
+                    t - 4 * LEASE_S * 1e9 <= te <= t and d == pid for te, k, d in self.events
                     if k in ("cut_host", "pause_foreman")))
                 if n:
                     sessions_lost += n
