@@ -184,13 +184,7 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
     fm_maybe_finish(fm);
     return;
   }
-  if (op->rc == JOBQ_EEXPIRED) {
-    char why[600];
-    snprintf(why, sizeof why, "%s", op->errmsg);
-    fm_op_free(op);
-    fm_session_lost(fm, why);
-    return;
-  }
+  if (fm_op_expired(fm, op)) return;
   if (op->rc == JOBQ_ETOOBIG || op->rc == JOBQ_EINVAL) {
     /* Not temporary: record the failure to record instead of the result. */
     fm_logp(FM_ERR, "ack_failed",

@@ -568,6 +568,10 @@ void fm_notify_close(struct fm *fm);
  * jobs are killed and nothing of it is acknowledged any more; a new
  * session is opened.  why is for the log. */
 void fm_session_lost(struct fm *fm, const char *why);
+/* When op, back from the database thread, found the session gone
+ * (JOBQ_EEXPIRED): frees op, gives the session up with its message, and
+ * returns 1; 0 otherwise, op untouched. */
+int fm_op_expired(struct fm *fm, struct fm_op *op);
 /* 1 when no heartbeat has succeeded for a lease (on this host's monotonic
  * clock, from when the last good one was sent): the session may be gone,
  * and the foreman suspends it (foreman.c). */

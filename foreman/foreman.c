@@ -408,13 +408,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm_kick(fm);
     return;
   }
-  if (op->rc == JOBQ_EEXPIRED) {
-    char why[600];
-    snprintf(why, sizeof why, "%s", op->errmsg);
-    fm_op_free(op);
-    fm_session_lost(fm, why);
-    return;
-  }
+  if (fm_op_expired(fm, op)) return;
   if (op->rc != JOBQ_OK) {
     if (stop_for_good(fm, op->rc, "cannot claim jobs", op->errmsg)) {
       fm_op_free(op);
@@ -699,13 +693,7 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     fm_acker_flush(fm);
     return;
   }
-  if (op->rc == JOBQ_EEXPIRED) {
-    char why[600];
-    snprintf(why, sizeof why, "%s", op->errmsg);
-    fm_op_free(op);
-    fm_session_lost(fm, why);
-    return;
-  }
+  if (fm_op_expired(fm, op)) return;
   if (!fm->beat_failing) {
     char d[FM_DUR_BUF];
     int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
@@ -733,6 +721,15 @@ static void on_beat(uv_timer_t *t) {
   }
   fm->beat_out = 1;
   fm_db_submit(fm, op, 1);
+}
+
+int fm_op_expired(struct fm *fm, struct fm_op *op) {
+  if (op->rc != JOBQ_EEXPIRED) return 0;
+  char why[600];
+  snprintf(why, sizeof why, "%s", op->errmsg);
+  fm_op_free(op);
+  fm_session_lost(fm, why);
+  return 1;
 }
 
 void fm_session_lost(struct fm *fm, const char *why) {

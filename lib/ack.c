@@ -111,7 +111,7 @@ typedef struct ack_job {
   jobq_ack *a;
   jobq_jobref ref; /* queue and key are the ack_job's own */
   jobq_ack_plan plan;
-  unsigned char at[16]; /* where the store's ack_rows found the row */
+  unsigned char at[16]; /* where ACK_ROWS found the row (PostgreSQL: its ctid) */
   size_t at_len;
 } ack_job;
 
@@ -202,7 +202,7 @@ static int ack(jobq *db, jobq_session *s, jobq_ack *a) {
   ack_job j;
   int rc = ack_read(db, s, a, &j);
   if (rc <= 0) return rc;
-  rc = ack_leaves(&j) ? jobq__order_lock(db, &j.ref, 1) : JOBQ_OK;
+  rc = ack_leaves(&j) ? jobq__lock_job(db, &j.ref, 1) : JOBQ_OK;
   if (rc == JOBQ_OK) rc = ack_apply(db, &j);
   ack_job_free(&j);
   return rc;
@@ -216,7 +216,7 @@ static int ack_id_cmp(const void *x, const void *y) {
 
 static int ack_job_cmp(const void *x, const void *y) {
   const jobq_jobref *a = &((const ack_job *)x)->ref, *b = &((const ack_job *)y)->ref;
-  int c = jobq__lock_order(a->queue, a->key, b->queue, b->key);
+  int c = jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
   return c != 0 ? c : (a->id > b->id) - (a->id < b->id);
 }
 
@@ -245,25 +245,51 @@ jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, s
   return g;
 }
 
+/* ACK_ROWS's rows: each acknowledgement's whose claim holds. */
+typedef struct got_ctx {
+  jobq_ack **acks;
+  jobq_ack_got *got;
+} got_ctx;
+
+static int got_rows(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  got_ctx *g = arg;
+  int row, failed = 0;
+  while ((row = jobq__rows_next(db, r)) == 1) {
+    jobq_ack_got *e = jobq__ack_got_row(db, r, g->acks + first, n, g->got + first, &failed);
+    if (e == NULL || jobq__col_null(db, r, 9)) continue;
+    size_t len;
+    const void *at = db->store->col_bytes(r, 9, &len);
+    e->at_len = len < sizeof e->at ? len : sizeof e->at;
+    memcpy(e->at, at, e->at_len);
+  }
+  if (row < 0) return row;
+  return failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+}
+
 /* ack_read() for each distinct job of pending[0..m) (ack_id_cmp()
- * order), in one statement of the store's: jobs[0..*nj) get the ones
- * whose claims hold. */
+ * order), by one set statement (ACK_ROWS, in id order): jobs[0..*nj) get
+ * the ones whose claims hold. */
 static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m,
                          ack_job *jobs, size_t *nj) {
   jobq_ack **acks = malloc(m * sizeof *acks);
   jobq_ack_got *got = calloc(m, sizeof *got);
-  if (acks == NULL || got == NULL) {
+  jobq_val *ids = malloc(m * sizeof *ids);
+  if (acks == NULL || got == NULL || ids == NULL) {
     free(acks);
     free(got);
+    free(ids);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   size_t n = 0;
   for (size_t i = 0; i < m; i++) {
     if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
     pending[i]->status = JOBQ_ELOST;
+    ids[n] = V_INT(pending[i]->id);
     acks[n++] = pending[i];
   }
-  int rc = db->store->ack_rows(db, s, acks, n, got);
+  got_ctx g = {acks, got};
+  int rc = jobq__sql_set(db, JOBQ_Q_ACK_ROWS, SQL_ARGS(V_COL('i', ids, n), V_TEXT(s->id)), 0,
+                         NULL, got_rows, &g, NULL);
   for (size_t i = 0; i < n; i++) {
     if (rc == JOBQ_OK && got[i].found) {
       ack_job *j = &jobs[(*nj)++];
@@ -276,27 +302,36 @@ static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m
     free(got[i].key);
     if (rc == JOBQ_OK) rc = ack_before(db, acks[i]);
   }
+  free(ids);
   free(acks);
   free(got);
   return rc;
 }
 
 /* The jobs of jobs[0..n) (read by ack_read_many()) that go back to their
- * queues, in one statement of the store's; each one sent gets its
+ * queues, by one set statement (REQUEUE_ROWS); each one sent gets its
  * status. */
 static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
-  jobq_requeue *r = malloc(n * sizeof *r);
+  jobq_val *v = malloc(5 * n * sizeof *v);
   char **clean = calloc(n, sizeof *clean);
-  int rc = r == NULL || clean == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  int rc = v == NULL || clean == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   size_t k = 0;
+  jobq_val *at = v, *delay = v + n, *back = v + 2 * n, *error = v + 3 * n, *id = v + 4 * n;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     jobq_ack_plan p = jobs[i].plan;
     if (p.state != JOBQ_STATE_READY) continue;
     rc = plan_error(db, &p, &clean[k]);
-    r[k++] = (jobq_requeue){jobs[i].at, jobs[i].at_len, jobs[i].a->id, p.delay_ms,
-                            !p.spend, p.error, p.error_len};
+    at[k] = jobs[i].at_len ? V_BYTES(jobs[i].at, jobs[i].at_len) : V_NULL;
+    delay[k] = V_INT(p.delay_ms);
+    back[k] = V_INT(!p.spend);
+    error[k] = V_TEXTN(p.error, p.error_len);
+    id[k++] = V_INT(jobs[i].a->id);
   }
-  if (rc == JOBQ_OK && k > 0) rc = db->store->requeue(db, r, k);
+  if (rc == JOBQ_OK && k > 0)
+    rc = jobq__sql_set(db, JOBQ_Q_REQUEUE_ROWS,
+                       SQL_ARGS(V_COL('r', at, k), V_COL('i', delay, k), V_COL('i', back, k),
+                                V_COL('t', error, k), V_COL('i', id, k)),
+                       0, NULL, NULL, NULL, NULL);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     if (jobs[i].plan.state != JOBQ_STATE_READY) continue;
     if (jobs[i].plan.delay_ms == 0) jobq__wake(db, jobs[i].ref.queue);
@@ -305,17 +340,17 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
   }
   for (size_t i = 0; clean != NULL && i < k; i++) free(clean[i]);
   free(clean);
-  free(r);
+  free(v);
   return rc;
 }
 
-/* Whether j's job leaves the hot table and is no barrier: the store's
- * archive() takes it (archive_many). */
+/* Whether j's job leaves the hot table and is no barrier: ARCHIVE_ROWS
+ * takes it (archive_many). */
 static int ack_leaves_at_once(const ack_job *j) { return ack_leaves(j) && !j->ref.barrier; }
 
 /* The jobs of jobs[0..n) (read by ack_read_many(), in ack_job_cmp()
- * order) that leave the hot table and are no barrier, in one statement
- * of the store's; each one archived gets its status. */
+ * order) that leave the hot table and are no barrier, by set statements;
+ * each one archived gets its status. */
 static int archive_many(jobq *db, ack_job *jobs, size_t n) {
   jobq_archive_row *r = malloc(n * sizeof *r);
   const jobq_jobref **refs = malloc(n * sizeof *refs);
@@ -349,11 +384,11 @@ static int archive_many(jobq *db, ack_job *jobs, size_t n) {
 }
 
 /* Many acknowledgements, pending[] in ack_id_cmp() order: every job's
- * row read and locked first, in id order (in one statement where the
- * store has ack_rows), then the queue and key locks of every job that
- * leaves the hot table, each once, in jobq__lock_order() as a put takes
- * them, then each job sent where it goes (those back to their queues in
- * one statement where the store has requeue).  Finished in the batch's
+ * row read and locked first, in id order (ACK_ROWS), then the queue and
+ * key locks of every job that leaves the hot table, each once, in
+ * jobq__lock_cmp() as a put takes them, then each job sent where it goes
+ * (those back to their queues by REQUEUE_ROWS, those out of the hot
+ * table by ARCHIVE_ROWS, barriers one at a time).  Finished in the batch's
  * order, two jobs of other keys took
  * their locks the other way round from a put of both keys, and the two
  * transactions deadlocked (on PostgreSQL each such deadlock costs a
@@ -370,31 +405,110 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   size_t nj = 0;
-  int rc = JOBQ_OK, batched = db->store->ack_rows != NULL;
-  if (batched) {
-    rc = ack_read_many(db, s, pending, m, jobs, &nj);
-  } else {
-    for (size_t i = 0; i < m && rc == JOBQ_OK; i++) {
-      if (i > 0 && pending[i]->id == pending[i - 1]->id) continue;
-      int got = ack_read(db, s, pending[i], &jobs[nj]);
-      if (got < 0) rc = got;
-      nj += got > 0;
-    }
-  }
+  int rc = ack_read_many(db, s, pending, m, jobs, &nj);
   size_t nl = 0;
   if (rc == JOBQ_OK) qsort(jobs, nj, sizeof *jobs, ack_job_cmp);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
     if (ack_leaves(&jobs[i])) leaving[nl++] = &jobs[i].ref;
-  if (rc == JOBQ_OK) rc = jobq__order_lock_finishing(db, leaving, nl);
+  if (rc == JOBQ_OK) rc = jobq__lock_finishing(db, leaving, nl);
   free(leaving);
-  if (rc == JOBQ_OK && batched && db->store->requeue != NULL) rc = requeue_many(db, jobs, nj);
-  if (rc == JOBQ_OK && batched && db->store->archive != NULL) rc = archive_many(db, jobs, nj);
+  if (rc == JOBQ_OK) rc = requeue_many(db, jobs, nj);
+  if (rc == JOBQ_OK) rc = archive_many(db, jobs, nj);
   for (size_t i = 0; i < nj && rc == JOBQ_OK; i++)
     if (jobs[i].a->status != JOBQ_OK) rc = ack_apply(db, &jobs[i]);
   for (size_t i = 0; i < nj; i++) ack_job_free(&jobs[i]);
   free(jobs);
   for (size_t i = 1; i < m && rc == JOBQ_OK; i++)
     if (pending[i]->id == pending[i - 1]->id) rc = ack(db, s, pending[i]);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- completions at once */
+
+/* COMPLETE's rows: a job archived (its ack done, its queue counted), or
+ * (id 0) a queue with a job made ready. */
+typedef struct complete_ctx {
+  jobq_ack **by_id;
+  size_t n;
+} complete_ctx;
+
+static int completed(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  complete_ctx *c = arg;
+  int row, rc = JOBQ_OK, failed = 0;
+  while (rc == JOBQ_OK && (row = jobq__rows_next(db, r)) == 1) {
+    jobq_ack key = {.id = jobq__col_int(db, r, 0)}, *kp = &key;
+    char *queue = jobq__col_text(db, r, 1, &failed);
+    if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (key.id == 0) {
+      jobq__wake(db, queue);
+    } else {
+      rc = jobq__count_add(db, queue, 1, 0, 0);
+      jobq_ack **hit = bsearch(&kp, c->by_id, c->n, sizeof *c->by_id, ack_id_only);
+      if (hit != NULL) {
+        (*hit)->status = JOBQ_OK;
+        (*hit)->outcome = JOBQ_STATE_DONE;
+      }
+    }
+    free(queue);
+  }
+  return rc != JOBQ_OK ? rc : row < 0 ? row : JOBQ_OK;
+}
+
+/*
+ * The completions of acks[0..n) (all different jobs) in one statement
+ * (COMPLETE), where the dialect has one: one round trip on PostgreSQL,
+ * where the general way takes six.  The locks of every job of the batch
+ * come first, known from what the session holds (lib/held.c): its
+ * queue's, shared, so that no barrier comes or goes meanwhile, and its
+ * key's, the queues' first, in jobq__lock_cmp() order, so that the ones
+ * left to the general way, which takes their locks again, wait for none
+ * out of that order.  A batch with a job the session does not know goes the general
+ * way whole.  Each completion taken gets its status and outcome; the
+ * others keep JOBQ_ACK_PENDING.
+ */
+static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
+  if (jobq__sql_none(db->store->dialect, JOBQ_Q_COMPLETE) || s->held_unknown) return JOBQ_OK;
+  size_t m = 0;
+  int keyed = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct jobq_held_job *h = jobq__held_find(s, acks[i].id);
+    if (h == NULL) return JOBQ_OK;
+    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
+    m++;
+    keyed = keyed || h->key != NULL;
+  }
+  if (m == 0) return JOBQ_OK;
+  jobq_lock *locks = malloc(2 * n * sizeof *locks);
+  jobq_val *v = malloc(3 * m * sizeof *v);
+  jobq_ack **by_id = malloc(m * sizeof *by_id);
+  int rc = locks == NULL || v == NULL || by_id == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  size_t nl = 0, k = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const struct jobq_held_job *h = jobq__held_find(s, acks[i].id);
+    locks[nl++] = (jobq_lock){'q', 0, h->queue, NULL};
+    if (h->key != NULL) locks[nl++] = (jobq_lock){'k', 1, h->queue, h->key};
+    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
+    v[k] = V_INT(acks[i].id);
+    v[m + k] = V_TEXT(acks[i].claim);
+    v[2 * m + k] = V_BYTES(acks[i].data, acks[i].len);
+    by_id[k++] = &acks[i];
+  }
+  if (rc == JOBQ_OK) rc = db->store->lock(db, locks, jobq__locks_sort(locks, nl));
+  if (rc == JOBQ_OK) {
+    qsort(by_id, m, sizeof *by_id, ack_id_only);
+    complete_ctx c = {by_id, m};
+    rc = jobq__sql_set(db, keyed ? JOBQ_Q_COMPLETE : JOBQ_Q_COMPLETE_UNKEYED,
+                       SQL_ARGS(V_COL('i', v, m), V_COL('t', v + m, m), V_COL('b', v + 2 * m, m),
+                                V_TEXT(s->id), V_INT(keyed)),
+                       0, NULL, completed, &c, NULL);
+  }
+  free(locks);
+  free(v);
+  free(by_id);
   return rc;
 }
 
@@ -430,13 +544,13 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   qsort(pending, n, sizeof *pending, ack_id_cmp);
   int repeated = 0;
   for (size_t i = 1; i < n; i++) repeated = repeated || pending[i]->id == pending[i - 1]->id;
-  /* The store takes what it can in one statement (it may leave a lone
-   * one), unless a job comes twice: its second ack must find the first's
-   * work.  The rest, one by one. */
+  /* Completions at once where the dialect can, unless a job comes
+   * twice: its second ack must find the first's work.  The rest, by set
+   * statements (ack_many), or alone. */
   int rc = JOBQ_OK;
   size_t m = n;
-  if (db->store->ack_plain != NULL && !repeated) {
-    rc = db->store->ack_plain(db, s, acks, n);
+  if (!repeated) {
+    rc = complete_at_once(db, s, acks, n);
     m = 0;
     for (size_t i = 0; i < n; i++)
       if (pending[i]->status == JOBQ_ACK_PENDING) pending[m++] = pending[i];
@@ -448,7 +562,6 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
 }
 
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
-  if (rc == JOBQ_OK) jobq__session_acked(s, acks, n);
   for (size_t i = 0; i < n; i++) {
     if (rc != JOBQ_OK) {
       acks[i].status = rc;
@@ -459,7 +572,9 @@ void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
     if (acks[i].outcome == JOBQ_STATE_DONE) s->done++;
     else if (acks[i].kind == JOBQ_ACK_FAIL) s->failed++;
   }
+  /* The figures from what the session held, then the jobs let go. */
   if (rc == JOBQ_OK) jobq__tally_acked(s, acks, n);
+  if (rc == JOBQ_OK) jobq__session_acked(s, acks, n);
 }
 
 int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
@@ -478,7 +593,7 @@ int jobq_ack_many(jobq_session *s, jobq_ack *acks, size_t n) {
     if (rc == JOBQ_OK) rc = jobq__failpoint(db, "ack.before-commit");
     rc = jobq__txn_end(db, rc);
   } while (jobq__txn_retry(db, rc, &attempt));
-  if (rc == JOBQ_OK) jobq__session_noted(s);
+  if (rc == JOBQ_OK) jobq__session_committed(s);
   if (rc == JOBQ_OK && own) jobq__mark_acks(db, acks, n, began);
   jobq__ack_done(s, acks, n, rc);
   if (rc == JOBQ_OK && (rc = jobq__failpoint(db, "ack.after-commit")) != JOBQ_OK)

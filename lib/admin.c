@@ -85,7 +85,7 @@ static int retry(jobq *db, int64_t id) {
                       (long long)id, a.unique, (long long)holder);
   }
   jobq_jobref ref = {id, a.queue, a.key, a.barrier};
-  if (rc == JOBQ_OK) rc = jobq__order_lock(db, &ref, 0);
+  if (rc == JOBQ_OK) rc = jobq__lock_job(db, &ref, 0);
   /* A dead head that blocks its key becomes the key's head again. */
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
   int wait = 0;
@@ -130,7 +130,7 @@ static int retry_dead_plain(jobq *db, const char *queue, int64_t after, int64_t 
   jobq_jobref ref = {0, queue, NULL, 0};
   int pending = 0;
   int64_t barrier = 0;
-  int rc = jobq__order_lock(db, &ref, 0);
+  int rc = jobq__lock_job(db, &ref, 0);
   if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, queue, &pending);
   if (rc != JOBQ_OK || pending) return rc;
   rc = jobq__sql_int(db, JOBQ_Q_DEAD_BARRIER, 0, &barrier,
@@ -219,7 +219,7 @@ static int cancel_blocking(jobq *db, int64_t id, int *now) {
     rc = jobq__fail(db, JOBQ_ESTATE, "job %lld is already %s: nothing to cancel",
                     (long long)id, jobq_state_name(a.outcome));
   jobq_jobref ref = {id, a.queue, a.key, 0};
-  if (rc == JOBQ_OK) rc = jobq__order_lock(db, &ref, 0);
+  if (rc == JOBQ_OK) rc = jobq__lock_job(db, &ref, 0);
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_MARK_CANCELLED, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK) rc = jobq__count_add(db, a.queue, 0, -1, 1);
@@ -243,7 +243,7 @@ int jobq__cancel(jobq *db, int64_t id, int *now) {
   } else {
     *now = 1;
     const char *e = "cancelled by an operator";
-    rc = jobq__order_lock(db, &ref, 1);
+    rc = jobq__lock_job(db, &ref, 1);
     if (rc == JOBQ_OK)
       rc = jobq__archive(db, &ref, state, JOBQ_STATE_CANCELLED, NULL, 0, e, strlen(e));
   }
@@ -276,7 +276,7 @@ static int set_queue(jobq *db, const char *queue, int paused, const char *policy
   int rc, attempt = 0;
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
-    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
+    rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
     if (rc == JOBQ_OK && paused >= 0)
       rc = jobq__sql_run(db, JOBQ_Q_SET_PAUSED, SQL_ARGS(V_TEXT(queue), V_INT(paused)));
     /* A resumed queue's ready jobs are work again: watchers hear of it. */

@@ -175,7 +175,7 @@ static int purge_unblock(jobq *db, purge_part *p) {
 static int purge_jobs(jobq *db, void *arg) {
   purge_part *p = arg;
   jobq_jobref ref = {0, p->queue, NULL, 1};
-  int rc = jobq__order_lock(db, &ref, 0);
+  int rc = jobq__lock_job(db, &ref, 0);
   int running = 0;
   if (rc == JOBQ_OK && p->first)
     rc = jobq__sql_exists(db, JOBQ_Q_PURGE_RUNNING, &running, SQL_ARGS(V_TEXT(p->queue)));
@@ -202,7 +202,7 @@ static int purge_done(jobq *db, void *arg) {
   purge_part *p = arg;
   jobq_jobref ref = {0, p->queue, NULL, 1};
   int64_t bound = -1;
-  int rc = jobq__order_lock(db, &ref, 0);
+  int rc = jobq__lock_job(db, &ref, 0);
   if (rc == JOBQ_OK)
     rc = jobq__sql_int(db, JOBQ_Q_PURGE_DONE_BOUND, -1, &bound,
                          SQL_ARGS(V_TEXT(p->queue), V_INT(p->after), V_INT(p->last_id),

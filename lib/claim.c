@@ -2,8 +2,12 @@
  * claim.c - taking ready jobs for a session: one short transaction for a
  * whole batch, refused when the database's identity changed or the
  * session is gone; and a worker's steady rhythm, acknowledging one batch
- * and claiming the next in the same transaction.
+ * and claiming the next in the same transaction.  Where the dialect can,
+ * a claim is one statement that picks, locks, marks and returns the jobs
+ * (PostgreSQL); elsewhere each queue's best jobs are picked, then marked.
+ * Claim tokens are made here.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +29,212 @@ static int jobq__claim_check(jobq *db, const char *const *queues, size_t nq, siz
   if (max > CLAIM_MAX)
     return jobq__fail(db, JOBQ_EINVAL, "invalid claim size '%zu': expected 1 to %d",
                       max, CLAIM_MAX);
+  return JOBQ_OK;
+}
+
+/* ---------------------------------------------------------------- taking jobs */
+
+/* The hex characters a claim's tokens share: by them, the jobs of a
+ * claim whose commit's reply was lost can be found. */
+#define CLAIM_PREFIX 16
+
+/* Claim order: priority (higher first), then run_at, then id. */
+static int claim_order(const void *x, const void *y) {
+  const jobq_job *a = x, *b = y;
+  if (a->priority != b->priority) return a->priority > b->priority ? -1 : 1;
+  if (a->run_at_ms != b->run_at_ms) return a->run_at_ms < b->run_at_ms ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The jobs a claim's statements return (the columns lib/sql.c gives for
+ * CLAIM and CLAIM_PICK), appended to jobs[0..*n). */
+typedef struct taken {
+  jobq_job *v;
+  size_t n, cap;
+} taken;
+
+static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *arg) {
+  (void)first;
+  (void)count;
+  taken *t = arg;
+  int got, failed = 0;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    if (t->n == t->cap) {
+      size_t cap = t->cap ? t->cap * 2 : 16;
+      jobq_job *v = realloc(t->v, cap * sizeof *v);
+      if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      t->v = v;
+      t->cap = cap;
+    }
+    jobq_job *j = &t->v[t->n++];
+    memset(j, 0, sizeof *j);
+    j->id = jobq__col_int(db, r, 0);
+    j->queue = jobq__col_text(db, r, 1, &failed);
+    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
+    if (j->payload == NULL && !failed) j->payload = jobq__memdup("", 0, &failed);
+    j->attempt = (int)jobq__col_int(db, r, 3);
+    j->max_attempts = (int)jobq__col_int(db, r, 4);
+    j->priority = (int)jobq__col_int(db, r, 5);
+    j->key = jobq__col_text(db, r, 6, &failed);
+    j->timeout_ms = jobq__col_int(db, r, 7);
+    j->prev_lost = (int)jobq__col_int(db, r, 8);
+    size_t len;
+    const char *claim = db->store->col_bytes(r, 9, &len);
+    snprintf(j->claim, sizeof j->claim, "%.*s", (int)len, claim);
+    j->run_at_ms = jobq__col_int(db, r, 10);
+    j->claimed_at_ms = jobq__col_int(db, r, 11);
+    if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  return got < 0 ? got : JOBQ_OK;
+}
+
+/* max claim tokens in tok[0..max) (each JOBQ_CLAIM_LEN + 1 bytes, in
+ * *buf, freed by the caller): a random start they share, prefix, so that
+ * the claim's jobs can be found when no reply told which they are, and a
+ * random rest for each, so that one job's token does not tell another's.
+ * The rests come from one draw. */
+static int tokens(jobq *db, size_t max, char prefix[CLAIM_PREFIX + 1], char **buf) {
+  enum { REST = JOBQ_CLAIM_LEN - CLAIM_PREFIX, SIZE = JOBQ_CLAIM_LEN + 1 };
+  char *rest = malloc(max * REST + 1), *t = malloc(max * SIZE);
+  if (rest == NULL || t == NULL) {
+    free(rest);
+    free(t);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  jobq__random_hex(prefix, CLAIM_PREFIX / 2);
+  jobq__random_hex(rest, max * REST / 2);
+  for (size_t i = 0; i < max; i++) {
+    memcpy(t + i * SIZE, prefix, CLAIM_PREFIX);
+    memcpy(t + i * SIZE + CLAIM_PREFIX, rest + i * REST, REST);
+    t[i * SIZE + JOBQ_CLAIM_LEN] = '\0';
+  }
+  free(rest);
+  *buf = t;
+  return JOBQ_OK;
+}
+
+/*
+ * The claim in one statement (CLAIM), the transaction's last: the
+ * counters go before it, and a store may send them and the COMMIT with
+ * it (PostgreSQL: one round trip, so that the rows the claim locks are
+ * held for no round trip more, while other claimers step over them).
+ * Should the outcome of such a commit be unknown, no job is known: the
+ * session's next transaction gives back what it holds under the claim's
+ * tokens.
+ */
+static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
+                         size_t max, taken *t) {
+  char prefix[CLAIM_PREFIX + 1], *tok;
+  int rc = tokens(db, max, prefix, &tok);
+  jobq_val *v = rc == JOBQ_OK ? malloc((nq + max) * sizeof *v) : NULL;
+  if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == JOBQ_OK && i < nq; i++) v[i] = V_TEXT(queues[i]);
+  for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
+    v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
+  if (rc == JOBQ_OK) rc = jobq__counts_write(db);
+  size_t now = s->start_now < max ? s->start_now : max;
+  jobq_rows *r = NULL;
+  db->txn_committed = 0;
+  if (rc == JOBQ_OK)
+    rc = db->store->query(db, JOBQ_Q_CLAIM,
+                          SQL_ARGS(nq ? V_COL('t', v, nq) : V_NULL, V_INT((int64_t)max),
+                                   V_TEXT(s->id), V_INT((int64_t)now), V_COL('t', v + nq, max)),
+                          &r, &(const jobq_how){.ends = 1, .claim = max});
+  if (rc == JOBQ_OK) {
+    rc = taken_rows(db, r, 0, 0, t);
+    jobq__rows_done(db, r);
+  }
+  if (rc == JOBQ_OK && db->txn_committed == 1) rc = jobq__failpoint(db, "claim.sent-commit");
+  /* The connection broke with the commit on its way: it may have gone
+   * through with jobs no reply named. */
+  if (rc == JOBQ_ECONN && db->txn_committed != 0 && jobq__session_doubt_claim(db, s, prefix) != JOBQ_OK)
+    rc = JOBQ_ENOMEM;
+  free(v);
+  free(tok);
+  return rc;
+}
+
+/* The claim in steps: each queue's jobs picked (CLAIM_PICK), the best
+ * max of them marked running (CLAIM_MARK), those that start at once and
+ * those held back apart, at one claim time on the database clock. */
+static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
+                          size_t max, taken *t) {
+  char **names = NULL;
+  size_t nn = 0;
+  int rc = jobq__sql_texts(db, JOBQ_Q_QUEUES_ACTIVE, &names, &nn, SQL_ARGS());
+  for (size_t i = 0; i < nn && rc == JOBQ_OK; i++) {
+    int wanted = nq == 0;
+    for (size_t k = 0; k < nq && !wanted; k++) wanted = strcmp(queues[k], names[i]) == 0;
+    if (wanted) {
+      jobq_rows *r;
+      rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK, &r,
+                           SQL_ARGS(V_TEXT(names[i]), V_INT((int64_t)max)));
+      if (rc == JOBQ_OK) {
+        rc = taken_rows(db, r, 0, 0, t);
+        jobq__rows_done(db, r);
+      }
+    }
+  }
+  jobq__texts_free(names, nn);
+  if (rc != JOBQ_OK || t->n == 0) return rc;
+  /* Several queues: the best of all of them.  The rows locked beyond max
+   * stay locked until commit, a moment later. */
+  qsort(t->v, t->n, sizeof *t->v, claim_order);
+  while (t->n > max) {
+    jobq_job *j = &t->v[--t->n];
+    free(j->queue);
+    free(j->payload);
+    free(j->key);
+  }
+  char prefix[CLAIM_PREFIX + 1], *tok = NULL;
+  int64_t now = 0;
+  rc = tokens(db, t->n, prefix, &tok);
+  if (rc == JOBQ_OK) rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
+  jobq_val *v = rc == JOBQ_OK ? malloc(2 * t->n * sizeof *v) : NULL;
+  if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == JOBQ_OK && i < t->n; i++) {
+    jobq_job *j = &t->v[i];
+    memcpy(j->claim, tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN + 1);
+    j->claimed_at_ms = now;
+    v[i] = V_INT(j->id);
+    v[t->n + i] = V_TEXT(j->claim);
+  }
+  /* The first start_now start at once, the others are held back. */
+  size_t start = s->start_now < t->n ? s->start_now : t->n;
+  for (int started = 1; rc == JOBQ_OK && started >= 0; started--) {
+    size_t from = started ? 0 : start, k = started ? start : t->n - start;
+    int64_t changed = 0;
+    if (k > 0)
+      rc = jobq__sql_set(db, JOBQ_Q_CLAIM_MARK,
+                         SQL_ARGS(V_TEXT(s->id), V_INT(started), V_INT(now),
+                                  V_COL('i', v + from, k), V_COL('t', v + t->n + from, k)),
+                         0, NULL, NULL, NULL, &changed);
+    if (rc == JOBQ_OK && changed != (int64_t)k)
+      rc = jobq__fail(db, JOBQ_EDB, "claiming %zu locked jobs changed %lld", k,
+                      (long long)changed);
+  }
+  free(v);
+  free(tok);
+  return rc;
+}
+
+/* Claims up to max ready jobs for s from the nq queues (all unpaused
+ * queues when nq is 0), in claim order, as the transaction's last
+ * statements: *jobs and *n (jobq_jobs_free). */
+static int claim_jobs(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
+                      size_t max, jobq_job **jobs, size_t *n) {
+  taken t = {NULL, 0, 0};
+  int rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM)
+               ? claim_in_steps(db, s, queues, nq, max, &t)
+               : claim_at_once(db, s, queues, nq, max, &t);
+  if (rc != JOBQ_OK) {
+    jobq_jobs_free(t.v, t.n);
+    return rc;
+  }
+  /* A statement hands rows back in no promised order. */
+  if (t.n > 1) qsort(t.v, t.n, sizeof *t.v, claim_order);
+  *jobs = t.v;
+  *n = t.n;
   return JOBQ_OK;
 }
 
@@ -84,7 +294,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     /* The claim comes last: a store may commit with it (store.h). */
     if (rc == JOBQ_OK && nacks > 0) rc = jobq__failpoint(db, "ack.before-commit");
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
-    if (rc == JOBQ_OK && max > 0) rc = db->store->claim(db, s, queues, nq, max, jobs, n);
+    if (rc == JOBQ_OK && max > 0) rc = claim_jobs(db, s, queues, nq, max, jobs, n);
     rc = jobq__txn_end(db, rc);
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
     if (rc == JOBQ_ECONN && *n > 0) rc = claim_outcome(db, s, *jobs, *n, rc);
@@ -95,7 +305,7 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     }
   } while (jobq__txn_retry(db, rc, &attempt));
   if (rc == JOBQ_OK) {
-    jobq__session_noted(s);
+    jobq__session_committed(s);
     jobq__session_claimed(s, *jobs, *n);
     if (max > 0) jobq__tally_claimed(s, *jobs, *n);
     jobq__mark_acks(db, acks, nacks, began);

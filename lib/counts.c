@@ -57,6 +57,8 @@ int jobq__counts_write(jobq *db) {
   if (db->ncounts == 0) return JOBQ_OK;
   qsort(db->counts, db->ncounts, sizeof *db->counts, by_queue);
   int64_t shard = (int64_t)(jobq__rand(db) % SHARDS);
+  /* Nothing reads them, and they may go with the commit. */
+  static const jobq_how late = {.defer = 1, .late = 1};
   int rc = JOBQ_OK;
   for (size_t i = 0; i < db->ncounts && rc == JOBQ_OK;) {
     /* Savepoints released leave a queue in more than one entry. */
@@ -67,9 +69,10 @@ int jobq__counts_write(jobq *db) {
       sum.cancelled += db->counts[i].cancelled;
     }
     if (sum.done != 0 || sum.dead != 0 || sum.cancelled != 0)
-      rc = jobq__sql_run(db, JOBQ_Q_COUNT_ADD,
-                         SQL_ARGS(V_TEXT(sum.queue), V_INT(shard), V_INT(sum.done),
-                                  V_INT(sum.dead), V_INT(sum.cancelled)));
+      rc = db->store->query(db, JOBQ_Q_COUNT_ADD,
+                            SQL_ARGS(V_TEXT(sum.queue), V_INT(shard), V_INT(sum.done),
+                                     V_INT(sum.dead), V_INT(sum.cancelled)),
+                            NULL, &late);
   }
   /* Written: a store that commits with the claim (store.h) writes them
    * before the commit would, which then finds nothing to add. */

@@ -67,8 +67,10 @@ static int open_url(const char *url, int readonly, jobq **out) {
     else
       db->max_payload = (size_t)bytes;
   }
+  if (rc == JOBQ_OK) rc = jobq__url_check(db, &u, db->store->options);
   if (rc == JOBQ_OK) rc = db->store->open(db, &u);
   jobq__url_release(&u);
+  if (rc == JOBQ_OK) rc = jobq__schema_check(db);
   if (rc != JOBQ_OK) {
     if (db->store != NULL && db->conn != NULL) db->store->close(db);
     db->conn = NULL;
@@ -135,7 +137,7 @@ int jobq_init(jobq *db) {
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
   jobq__need(db, JOBQ__ROLE_OWNER);
-  return db->store->migrate(db);
+  return jobq__migrate(db);
 }
 
 int jobq_roles_sql(jobq *db, char **sql) {
@@ -143,11 +145,6 @@ int jobq_roles_sql(jobq *db, char **sql) {
   int rc = jobq__usable(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
-  if (db->store->roles == NULL)
-    return jobq__fail(db, JOBQ_ENOTSUP,
-                      "the %s store has no roles: protect the database file with its "
-                      "permissions instead",
-                      db->store->scheme);
   return db->store->roles(db, sql);
 }
 
@@ -172,6 +169,7 @@ static int txn_begin(jobq *db, int lazy) {
   jobq__ok(db);
   db->retry = 0;
   rc = db->store->begin(db, db->txn_depth, lazy);
+  if (rc == JOBQ_OK && db->txn_depth == 0) db->txn_connects = db->connects;
   if (rc == JOBQ_OK) db->txn_depth++;
   return rc;
 }
@@ -179,11 +177,17 @@ static int txn_begin(jobq *db, int lazy) {
 int jobq__txn_begin(jobq *db) { return txn_begin(db, 1); }
 
 int jobq__txn_end(jobq *db, int rc) {
-  /* A store may make its connection again with the transaction's first
-   * statement (it found the old one broken): nothing of it commits before
-   * the database is known to be the one it was (lib/mark.c). */
-  if (rc == JOBQ_OK && db->txn_depth == 1 && db->identity_known && db->connects != db->checked)
-    rc = jobq__write_check(db);
+  /* Nothing commits on a connection made again after the transaction
+   * began: its checks (lib/mark.c, lib/session.c) ran on the old one.  A
+   * store that made it again tells with db->connects; the transaction
+   * runs again, and its checks with it. */
+  if (rc == JOBQ_OK && db->txn_depth == 1 && db->connects != db->txn_connects) {
+    db->retry = 1;
+    rc = jobq__fail(db, JOBQ_ECONN,
+                    "the connection to '%s' was made again during the transaction: run it "
+                    "again",
+                    db->url_redacted);
+  }
   if (rc == JOBQ_OK && db->txn_depth == 1) rc = jobq__counts_write(db);
   db->txn_depth--;
   if (rc == JOBQ_OK) {

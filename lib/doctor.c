@@ -159,7 +159,7 @@ int jobq_doctor(jobq *db, jobq_check **out, size_t *n) {
   jobq__need(db, JOBQ__ROLE_READER);
   jobq__checks c = {0};
   rc = check_identity(db, &c);
-  if (rc == JOBQ_OK && db->store->doctor != NULL) rc = db->store->doctor(db, &c);
+  if (rc == JOBQ_OK) rc = db->store->doctor(db, &c);
   if (rc == JOBQ_OK) rc = jobq__marks_doctor(db, &c);
   if (rc == JOBQ_OK) rc = check_sessions(db, &c);
   if (rc == JOBQ_OK) rc = check_dead(db, &c);

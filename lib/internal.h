@@ -56,7 +56,17 @@ struct jobq {
   } mark, *expected;
   size_t nexpected;
   unsigned connects, checked;
+  unsigned txn_connects;       /* connects when the transaction began */
+  int txn_committed;           /* a store committed with the transaction's last
+                                  statement (jobq_how's ends) */
   int lost, unchecked;
+  /* Set by a store when it connects: the most bytes of values one
+   * statement may carry (0: no limit), for the sets of lib/sql.c; and
+   * how far apart the ids of the rows of one multi-row INSERT are (0:
+   * not known, one row a statement), where an INSERT does not return
+   * them (insert_id). */
+  size_t stmt_bytes;
+  int64_t id_step;
   /* The login may not read payloads (the producer role): a put is
    * proved by its id and queue alone. */
   int mark_blind;
@@ -109,43 +119,39 @@ struct jobq_session {
     char claim[JOBQ_CLAIM_LEN + 1];
   } *doubtful;
   size_t ndoubtful, capdoubtful;
-  /* The queues this session has claimed jobs from, so that a store can
-   * lock the queues of its acknowledgements without looking the jobs up;
-   * queues_unknown once there were too many to keep (or no memory). */
-  char **queues;
-  size_t nqueues;
-  int queues_unknown;
-  /* Whether this session has claimed a job with an ordering key: only
-   * then may its completions need the keys' locks. */
-  int keyed;
-  /* What it did since its figures were last written, per queue, and the
-   * jobs it holds by id (lib/tally.c). */
+  /* What it did since its figures were last written, per queue
+   * (lib/tally.c). */
   struct jobq_tally_acc {
     char queue[JOBQ_QUEUE_MAX + 1];
     int64_t v[JOBQ_TALLY_COUNTERS];
   } *tally;
   size_t ntally;
+  int64_t folded_ms;     /* monotonic, when it last folded old minutes */
+  /* The jobs its claims handed to the worker that no acknowledgement has
+   * ended yet, by id (lib/held.c); held_unknown once they could not all
+   * be kept (no memory).  reconciled: the handle's connects when the
+   * session last compared them with what the database shows under it
+   * (jobq__session_reconcile). */
   struct jobq_held_job {
     int64_t id;          /* 0: a free slot */
     int64_t claimed_at;
     int attempt;
-    uint16_t queue;      /* its entry in tally */
+    char claim[JOBQ_CLAIM_LEN + 1];
+    char queue[JOBQ_QUEUE_MAX + 1];
+    char *key;           /* its ordering key (owned), or NULL */
   } *held;
   size_t nheld, capheld;
-  int64_t folded_ms;     /* monotonic, when it last folded old minutes */
-  /* The jobs its claims handed to the worker that no acknowledgement has
-   * ended yet, by id (sorted), with their claim tokens; handed_unknown
-   * once they could not all be kept (no memory).  reconciled: the
-   * handle's connects when the session last compared them with what the
-   * database shows under it (jobq__session_reconcile). */
-  struct jobq_handed {
-    int64_t id;
-    char claim[JOBQ_CLAIM_LEN + 1];
-  } *handed;
-  size_t nhanded, caphanded;
-  int handed_unknown;
+  int held_unknown;
   unsigned reconciled;
 };
+
+/* lib/held.c: the jobs s holds.  add: the n jobs of a claim (a job
+ * claimed again renewed); find: a job's entry, or NULL; drop: the job
+ * no longer held; release: all freed. */
+void jobq__held_add(jobq_session *s, const jobq_job *jobs, size_t n);
+struct jobq_held_job *jobq__held_find(const jobq_session *s, int64_t id);
+void jobq__held_drop(jobq_session *s, int64_t id);
+void jobq__held_release(jobq_session *s);
 
 /* lib/tally.c: counting claims (after their commit) and acknowledgements
  * (after theirs: statuses and outcomes set); recording, in the
@@ -259,6 +265,13 @@ void jobq__marks_forget(jobq *db);
 /* The doctor's check of the writes the handle knows of. */
 int jobq__marks_doctor(jobq *db, jobq__checks *c);
 
+/* lib/migrate.c: at open, the schema's version read (the store
+ * connected): a newer one refused, a missing or older one noted
+ * (db->schema_missing), or made on an embedded database; and the runner
+ * of jobq_init(). */
+int jobq__schema_check(jobq *db);
+int jobq__migrate(jobq *db);
+
 /* Checks the database identity against what db has seen, inside a
  * transaction; records it the first time.  JOBQ_EIDENTITY on a different
  * queue id or a job sequence that went back without an epoch change. */
@@ -286,8 +299,45 @@ int64_t jobq__mono_ms(void);
  * [0.5, 1.5) drawn from rnd. */
 int64_t jobq__backoff_ms(int64_t base_ms, int attempt, uint64_t rnd);
 
-/* Where an acknowledged job goes, given what its row says
- * (jobq_ack_row, lib/store/store.h). */
+/* What an acknowledgement reads of its job's row (JOBQ_Q_ACK_ROW), for
+ * where the job goes (jobq__ack_plan) and the locks it takes to go there
+ * (lib/order.c). */
+typedef struct jobq_ack_row {
+  int attempts;
+  int max_attempts;
+  int64_t backoff_ms;
+  int cancel_requested;
+} jobq_ack_row;
+
+/* What ACK_ROWS read for one acknowledgement: found when its claim
+ * holds, then the row, the job's queue and ordering key (malloc'd, key
+ * NULL when it has none), and where the row is, for REQUEUE_ROWS and
+ * ARCHIVE_ROWS in the same transaction (PostgreSQL: its ctid). */
+typedef struct jobq_ack_got {
+  int found;
+  jobq_ack_row row;
+  char *queue, *key;
+  int barrier;
+  unsigned char at[16];
+  size_t at_len;
+} jobq_ack_got;
+
+/* A job leaving the hot table by an acknowledgement, not a barrier:
+ * where ACK_ROWS found its row, its outcome
+ * (done, dead or cancelled), its result (done only) and its new last
+ * error (NULL: kept). */
+typedef struct jobq_archive_row {
+  const unsigned char *at;
+  size_t at_len;
+  int64_t id;
+  int state;
+  const void *result;
+  size_t result_len;
+  const char *error;
+  size_t error_len;
+} jobq_archive_row;
+
+/* Where an acknowledged job goes, given what its row says. */
 typedef struct jobq_ack_plan {
   int state;          /* JOBQ_STATE_READY, _DONE, _DEAD or _CANCELLED */
   int64_t delay_ms;   /* READY: run_at = now + delay_ms */
@@ -303,7 +353,7 @@ typedef struct jobq_ack_plan {
  * how the transaction ended). */
 int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n);
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
-/* For a store's ack_rows: the ack of acks[0..n) (ids ascending) whose job
+/* For ACK_ROWS: the ack of acks[0..n) (ids ascending) whose job
  * is r's current row, with the columns id, claim, attempts, max_attempts,
  * backoff_ms, cancel_requested, queue, order_key, barrier, recorded in
  * its entry of got[0..n); that entry, or NULL when no ack has that job
@@ -312,8 +362,8 @@ jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, s
                                 jobq_ack_got *got, int *failed);
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
 
-/* The status of an ack that nobody has taken yet (a store's ack_plain
- * leaves it on the acks it does not take). */
+/* The status of an ack that nobody has taken yet (the completions at
+ * once leave it on the acks they do not take, lib/ack.c). */
 #define JOBQ_ACK_PENDING 1
 
 /* ---------------------------------------------------------------- ordering
@@ -327,58 +377,44 @@ typedef struct jobq_jobref {
   int barrier;
 } jobq_jobref;
 
-/* Takes the locks under which a job's place in its queue's order may be
+/* Takes the named locks under which a job's place in its queue's order may be
  * read or changed (put, finish, retry), on stores with concurrent
  * writers.  finishing: the job leaves the hot table. */
-int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing);
-/* The locks of jobs[0..n), all finishing, sorted by jobq__lock_order():
- * as jobq__order_lock() would take them one job after the other, each
+int jobq__lock_job(jobq *db, const jobq_jobref *job, int finishing);
+/* The locks of jobs[0..n), all finishing, sorted by jobq__lock_cmp():
+ * as jobq__lock_job() would take them one job after the other, each
  * once. */
-int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n);
+int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n);
 /* The locks of queue's ordering keys keys[0..n), distinct and sorted
  * (strcmp), in that order; the queue's taken before. */
-int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
+int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
 /* taken[i] set when queue's key keys[i] (distinct, sorted) has a job, in
  * any state, or a dead one that blocks it: a new job of the key waits.
  * Under the keys' locks. */
 int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
                      unsigned char *taken);
+/* Sorts locks[0..n) as a batch takes them, every queue's lock before any
+ * key's, each by jobq__lock_cmp(), and drops the repeated ones (of a
+ * lock given twice, the first one's mode stays): how many are left. */
+size_t jobq__locks_sort(jobq_lock *locks, size_t n);
 /* The order in which a transaction that needs the locks of several jobs
  * takes them (<0, 0, >0 as strcmp): by queue, then key (none first), byte
  * by byte; every queue's lock before any key's.  Taken in any other order,
  * two transactions that need the same two keys deadlock. */
-int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
-                     const char *key_b);
+int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
+                   const char *key_b);
 /* Whether a new job (id 0) or a retried one (its id) must wait.  For a
  * new job that is no barrier, barrier_known may say whether its queue has
  * an unfinished barrier (0 or 1; -1: look). */
 int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wait);
 /* Whether queue has an unfinished barrier. */
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
-/* For a store's put_plain (lib/put.c): each distinct queue of the n jobs
- * made sure of and locked for puts, then each key, in jobq__lock_order(),
- * and wait[i] set when job i must wait: for an unfinished barrier in its
- * queue, or for its key (as jobq__must_wait() and an earlier job of the
- * key in the batch would have it). */
-int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
-                            unsigned char *wait);
-/* Runs the store's statement id, jobq__sql_put_rows(rows)'s INSERT, for
- * the jobs o[0..rows), wait[] as jobq__put_plain_prepare() gave it;
- * v has room for rows * JOBQ_PUT_ROW_VALUES values.  An error unless it
- * inserted each of them. */
-int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
-                           const unsigned char *wait, size_t rows, jobq_val *v);
 /* Lets the next waiting job of queue's key run when its turn has come.
  * head_left: the key's one active (ready or running) job has just left
  * the hot table, so that none is active and the look for one is spared:
  * made after every finish of a keyed job, it would walk the key index's
  * entries of the key's finished jobs that vacuum has not removed yet. */
 int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left);
-/* jobq__promote_key(db, queue, keys[i], 1) for each of queue's keys
- * keys[0..n) whose active job has just left, after one look (one
- * statement where the store has keys_taken) for which of them have a job
- * or a dead head's hold at all: the others have nothing to hand on. */
-int jobq__promote_keys(jobq *db, const char *queue, const char *const *keys, size_t n);
 /* Moves a job that was in state from (JOBQ_STATE_WAITING, _READY or
  * _RUNNING) to the archive with its outcome (JOBQ_STATE_DONE, _DEAD or
  * _CANCELLED), counts it, and lets the jobs that waited for it run.  A
@@ -388,10 +424,9 @@ int jobq__archive(jobq *db, const jobq_jobref *job, int from, int state,
                   const void *result, size_t result_len, const char *error,
                   size_t error_len);
 /* jobq__archive() for running jobs r[0..n) (jobs[0..n), none a barrier,
- * in jobq__lock_order()) in the store's one statement (its archive()),
- * then what follows for each, and each queue's look for a barrier once.
- * Their rows are locked by the store's ack_rows() and their order locks
- * held. */
+ * in jobq__lock_cmp()) by set statements (ARCHIVE_ROWS), then what
+ * follows for each, and each queue's look for a barrier once.  Their
+ * rows are locked by ACK_ROWS and their order locks held. */
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n);
 /* Adds to a queue's counters of finished jobs (lib/counts.c), inside a
@@ -439,13 +474,13 @@ void jobq__wake(jobq *db, const char *queue);
  * too); for a claim, checks that the database is the same and the session
  * alive and of its epoch; gives back the jobs of its doubtful claims
  * (jobq__session_doubt()); and writes what jobq_session_started() learned
- * (jobq__session_noted() forgets it once the transaction committed),
+ * (jobq__session_committed() forgets it once the transaction committed),
  * but for the jobs that acks, the transaction's acknowledgements, end. */
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks);
 /* Once a transaction of s committed: forgets what it wrote (the starts
  * noted, the doubtful claims given back). */
-void jobq__session_noted(jobq_session *s);
+void jobq__session_committed(jobq_session *s);
 /* Remembers the n jobs of a claim whose outcome is unknown: the session's
  * next transaction gives back those it holds (jobq__session_enter and
  * heartbeats).  JOBQ_ENOMEM when they cannot be remembered. */
@@ -454,8 +489,7 @@ int jobq__session_doubt(jobq *db, jobq_session *s, const jobq_job *jobs, size_t 
  * the commit's): every job s holds under a claim token that begins with
  * prefix. */
 int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix);
-/* Notes the n jobs s was handed by a claim: their queues in s->queues,
- * and the jobs among those the worker holds. */
+/* Notes the n jobs s was handed by a claim: the worker holds them. */
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n);
 /* The n jobs that a claim took but the caller was not given after all
  * (a failpoint after its commit): no longer held by the worker. */

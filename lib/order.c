@@ -33,14 +33,12 @@
 
 /* ---------------------------------------------------------------- locks */
 
-static int lock(jobq *db, char kind, const char *queue, const char *key,
-                int exclusive) {
-  if (db->store->lock == NULL) return JOBQ_OK;
-  return db->store->lock(db, kind, queue, key, exclusive);
+static int lock(jobq *db, char kind, const char *queue, const char *key, int exclusive) {
+  const jobq_lock l = {kind, exclusive, queue, key};
+  return db->store->lock(db, &l, 1);
 }
 
-int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
-  if (db->store->lock == NULL) return JOBQ_OK;
+int jobq__lock_job(jobq *db, const jobq_jobref *job, int finishing) {
   int rc = lock(db, 'q', job->queue, NULL, job->barrier);
   if (rc == JOBQ_OK && finishing && !job->barrier) {
     /* Finishing next to a waiting barrier: one finisher at a time, so
@@ -53,8 +51,8 @@ int jobq__order_lock(jobq *db, const jobq_jobref *job, int finishing) {
   return rc;
 }
 
-int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
-  if (db->store->lock == NULL || n == 0) return JOBQ_OK;
+int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
+  if (n == 0) return JOBQ_OK;
   const char **keys = malloc(n * sizeof *keys);
   if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   int rc = JOBQ_OK;
@@ -68,23 +66,42 @@ int jobq__order_lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t 
       const char *key = jobs[end]->key;
       if (key != NULL && (nkeys == 0 || strcmp(keys[nkeys - 1], key) != 0)) keys[nkeys++] = key;
     }
-    rc = jobq__order_lock(db, &queue, 1);
-    if (rc == JOBQ_OK) rc = jobq__order_lock_keys(db, queue.queue, keys, nkeys);
+    rc = jobq__lock_job(db, &queue, 1);
+    if (rc == JOBQ_OK) rc = jobq__lock_keys(db, queue.queue, keys, nkeys);
   }
   free(keys);
   return rc;
 }
 
-int jobq__order_lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
-  if (db->store->lock == NULL || n == 0) return JOBQ_OK;
-  if (db->store->lock_keys != NULL) return db->store->lock_keys(db, queue, keys, n);
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = lock(db, 'k', queue, keys[i], 1);
+int jobq__lock_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
+  if (n == 0) return JOBQ_OK;
+  jobq_lock *l = malloc(n * sizeof *l);
+  if (l == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) l[i] = (jobq_lock){'k', 1, queue, keys[i]};
+  int rc = db->store->lock(db, l, n);
+  free(l);
   return rc;
 }
 
-int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b,
-                     const char *key_b) {
+/* Queues' locks first (a queue's, then its barrier's), then keys'; each
+ * by jobq__lock_cmp(). */
+static int lock_rank(const void *x, const void *y) {
+  const jobq_lock *a = x, *b = y;
+  if ((a->kind == 'k') != (b->kind == 'k')) return a->kind == 'k' ? 1 : -1;
+  int c = jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
+  return c != 0 ? c : (a->kind > b->kind) - (a->kind < b->kind);
+}
+
+size_t jobq__locks_sort(jobq_lock *locks, size_t n) {
+  qsort(locks, n, sizeof *locks, lock_rank);
+  size_t d = 0;
+  for (size_t i = 0; i < n; i++)
+    if (d == 0 || lock_rank(&locks[d - 1], &locks[i]) != 0) locks[d++] = locks[i];
+  return d;
+}
+
+int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
+                   const char *key_b) {
   int c = strcmp(queue_a, queue_b);
   if (c != 0) return c;
   if (key_a == NULL || key_b == NULL) return (key_a != NULL) - (key_b != NULL);
@@ -93,39 +110,69 @@ int jobq__lock_order(const char *queue_a, const char *key_a, const char *queue_b
 
 /* ---------------------------------------------------------------- decisions */
 
-static int exists_qk(jobq *db, int id, const char *queue, const char *key,
-                     int *yes) {
-  return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
+/* Whether look (a statement of queue ?1 and key ?2) finds a row. */
+static int key_has(jobq *db, int look, const char *queue, const char *key, int *yes) {
+  return jobq__sql_exists(db, look, yes, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
 }
 
-static int exists_qi(jobq *db, int id, const char *queue, int64_t num,
-                     int *yes) {
-  return jobq__sql_exists(db, id, yes, SQL_ARGS(V_TEXT(queue), V_INT(num)));
+/* Whether look (a statement of queue ?1 and the jobs before id ?2) finds
+ * a row. */
+static int queue_has_before(jobq *db, int look, const char *queue, int64_t id, int *yes) {
+  return jobq__sql_exists(db, look, yes, SQL_ARGS(V_TEXT(queue), V_INT(id)));
+}
+
+static int text_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* KEYS_TAKEN's rows, each a key found: its place in the keys set. */
+typedef struct taken_ctx {
+  const char *const *keys;
+  size_t n;
+  unsigned char *taken;
+} taken_ctx;
+
+static int key_taken_row(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  taken_ctx *t = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    int failed = 0;
+    char *key = jobq__col_text(db, r, 0, &failed);
+    if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    const char *const *hit = key ? bsearch(&key, t->keys, t->n, sizeof *t->keys, text_cmp) : NULL;
+    if (hit != NULL) t->taken[hit - t->keys] = 1;
+    free(key);
+  }
+  return got < 0 ? got : JOBQ_OK;
 }
 
 int jobq__keys_taken(jobq *db, const char *queue, const char *const *keys, size_t n,
                      unsigned char *taken) {
-  if (db->store->keys_taken != NULL) return db->store->keys_taken(db, queue, keys, n, taken);
-  int rc = JOBQ_OK;
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    int yes;
-    rc = exists_qk(db, JOBQ_Q_KEY_TAKEN, queue, keys[i], &yes);
-    taken[i] = (unsigned char)yes;
-  }
+  memset(taken, 0, n);
+  if (n == 0) return JOBQ_OK;
+  jobq_val *v = malloc(n * sizeof *v);
+  if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) v[i] = V_TEXT(keys[i]);
+  taken_ctx t = {keys, n, taken};
+  int rc = jobq__sql_set(db, JOBQ_Q_KEYS_TAKEN, SQL_ARGS(V_TEXT(queue), V_COL('t', v, n)), 0,
+                         NULL, key_taken_row, &t, NULL);
+  free(v);
   return rc;
 }
 
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes) {
-  return exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, INT64_MAX, yes);
+  return queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, queue, INT64_MAX, yes);
 }
 
 int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait) {
   int yes = barrier_known, rc = JOBQ_OK;
   *wait = 1;
   if (j->barrier) {
-    rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id ? j->id : INT64_MAX, &yes);
+    rc = queue_has_before(db, JOBQ_Q_ANY_BEFORE, j->queue, j->id ? j->id : INT64_MAX, &yes);
   } else if (j->id != 0 || barrier_known < 0) {
-    rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
+    rc = queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, j->queue, j->id ? j->id : INT64_MAX,
                    &yes);
   }
   if (rc != JOBQ_OK || yes) return rc;
@@ -134,11 +181,11 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait
      * one that blocks it (one look for both); a retried one is older than
      * the key's waiting jobs and waits only for a running (or ready) one,
      * or a blocking dead one. */
-    rc = exists_qk(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_TAKEN, j->queue, j->key,
+    rc = key_has(db, j->id ? JOBQ_Q_KEY_ACTIVE : JOBQ_Q_KEY_TAKEN, j->queue, j->key,
                    &yes);
     if (rc != JOBQ_OK || yes) return rc;
     if (j->id != 0 &&
-        ((rc = exists_qk(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes))
+        ((rc = key_has(db, JOBQ_Q_BLOCKED, j->queue, j->key, &yes)) != JOBQ_OK || yes))
       return rc;
   }
   *wait = 0;
@@ -152,27 +199,16 @@ static int make_ready(jobq *db, const char *queue, int64_t id) {
 
 int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_left) {
   int yes, rc;
-  if ((rc = exists_qk(db, JOBQ_Q_BLOCKED, queue, key, &yes)) != JOBQ_OK || yes) return rc;
+  if ((rc = key_has(db, JOBQ_Q_BLOCKED, queue, key, &yes)) != JOBQ_OK || yes) return rc;
   if (!head_left &&
-      ((rc = exists_qk(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes))
+      ((rc = key_has(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes))
     return rc;
   int64_t next;
   rc = jobq__sql_int(db, JOBQ_Q_KEY_NEXT, 0, &next, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
   if (rc != JOBQ_OK || next == 0) return rc;
-  if ((rc = exists_qi(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
+  if ((rc = queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
     return rc;
   return make_ready(db, queue, next);
-}
-
-int jobq__promote_keys(jobq *db, const char *queue, const char *const *keys, size_t n) {
-  if (n == 0) return JOBQ_OK;
-  unsigned char *taken = malloc(n);
-  if (taken == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int rc = jobq__keys_taken(db, queue, keys, n, taken);
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (taken[i]) rc = jobq__promote_key(db, queue, keys[i], 1);
-  free(taken);
-  return rc;
 }
 
 /* The first unfinished barrier of queue: *id (0: none) and whether it
@@ -194,7 +230,7 @@ static int promote_barrier(jobq *db, const char *queue) {
   int waiting, yes;
   int rc = first_barrier(db, queue, &id, &waiting);
   if (rc != JOBQ_OK || !waiting) return rc;
-  if ((rc = exists_qi(db, JOBQ_Q_ANY_BEFORE, queue, id, &yes)) != JOBQ_OK || yes) return rc;
+  if ((rc = queue_has_before(db, JOBQ_Q_ANY_BEFORE, queue, id, &yes)) != JOBQ_OK || yes) return rc;
   return make_ready(db, queue, id);
 }
 
@@ -280,8 +316,8 @@ int jobq__archive(jobq *db, const jobq_jobref *j, int from, int state, const voi
  * them) that left with the outcome of r[i]: blocks[i], whether its queue's
  * key policy is 'block' (looked at once a queue, when a keyed job of it
  * died), and left[i], whether its key, unless a dead head now holds it,
- * still has a job or a hold, as KEY_TAKEN finds (one look a queue where
- * the store has keys_taken); 0 for a job without a key. */
+ * still has a job or a hold, as KEY_TAKEN finds (one look a queue,
+ * KEYS_TAKEN); 0 for a job without a key. */
 static int follow_ups(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                       size_t n, unsigned char *blocks, unsigned char *left) {
   const char **keys = malloc(n * sizeof *keys);
@@ -337,12 +373,40 @@ static int hold_keys(jobq *db, const jobq_archive_row *r, const jobq_jobref *con
   return rc;
 }
 
+/* ARCHIVE_ROWS for r[0..n), then DELETE_ROWS where the dialect's
+ * ARCHIVE_ROWS leaves the rows. */
+static int archive_rows(jobq *db, const jobq_archive_row *r, size_t n) {
+  jobq_val *v = malloc(5 * n * sizeof *v);
+  if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  jobq_val *at = v, *outcome = v + n, *result = v + 2 * n, *error = v + 3 * n, *id = v + 4 * n;
+  for (size_t i = 0; i < n; i++) {
+    at[i] = r[i].at_len ? V_BYTES(r[i].at, r[i].at_len) : V_NULL;
+    outcome[i] = V_TEXT(jobq_state_name(r[i].state));
+    result[i] = r[i].state == JOBQ_STATE_DONE ? V_BYTES(r[i].result, r[i].result_len) : V_NULL;
+    error[i] = V_TEXTN(r[i].error, r[i].error_len);
+    id[i] = V_INT(r[i].id);
+  }
+  int64_t moved = 0;
+  int rc = jobq__sql_set(db, JOBQ_Q_ARCHIVE_ROWS,
+                         SQL_ARGS(V_COL('r', at, n), V_COL('t', outcome, n), V_COL('b', result, n),
+                                  V_COL('t', error, n), V_COL('i', id, n)),
+                         0, NULL, NULL, NULL, &moved);
+  /* Every row was locked by this transaction: each is there to move. */
+  if (rc == JOBQ_OK && moved != (int64_t)n)
+    rc = jobq__fail(db, JOBQ_EDB, "archiving %zu jobs moved %lld", n, (long long)moved);
+  if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_DELETE_ROWS))
+    rc = jobq__sql_set(db, JOBQ_Q_DELETE_ROWS, SQL_ARGS(V_COL('i', id, n)), 0, NULL, NULL, NULL,
+                       NULL);
+  free(v);
+  return rc;
+}
+
 int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *const *jobs,
                        size_t n) {
   if (n == 0) return JOBQ_OK;
   unsigned char *blocks = malloc(n), *left = malloc(n);
   int rc = blocks == NULL || left == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                                          : db->store->archive(db, r, n);
+                                          : archive_rows(db, r, n);
   /* Each key has one running job: the keys of the batch are distinct,
    * and each one's next job goes after all of them left.  Most keys
    * often have none: those are found at once.  A key that a dead head

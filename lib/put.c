@@ -4,10 +4,10 @@
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
  * barrier goes in as `waiting` (lib/order.c).  Jobs without a barrier or
- * unique key, one or many, keyed or not, go through the store's set-based
- * fast path: one round trip on PostgreSQL, where the general way takes
- * three for one job; on MariaDB a statement for many jobs, or for many
- * keys' locks or looks, where the general way takes three or four a job.
+ * unique key, one or many, keyed or not, go in by set statements: one
+ * round trip on PostgreSQL, where the general way takes three for one
+ * job; a statement for up to 64 jobs on MariaDB and SQLite, where the
+ * general way takes three or four a job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +69,7 @@ static size_t *key_slot(const keys_put *k, const jobq_put_opts *opts, const char
 static int queue_key_cmp(const void *a, const void *b) {
   const jobq_put_opts *x = *(const jobq_put_opts *const *)a;
   const jobq_put_opts *y = *(const jobq_put_opts *const *)b;
-  return jobq__lock_order(queue_of(x), x->key, queue_of(y), y->key);
+  return jobq__lock_cmp(queue_of(x), x->key, queue_of(y), y->key);
 }
 
 /* The keys of the jobs by[from..to) of one queue, sorted by key, each
@@ -92,17 +92,14 @@ static void queue_keys(const jobq_put_opts **by, size_t from, size_t to, const c
 
 /* Makes sure of the n jobs' queues and takes their named locks (lib/order.c)
  * before anything is decided: each queue's (exclusive where the batch puts
- * a barrier), then each key's, each once, in jobq__lock_order().  Taken
+ * a barrier), then each key's, each once, in jobq__lock_cmp().  Taken
  * as each job came, two batches of the same keys in other orders
- * deadlocked, again on every retry.  wait (NULL: not asked): wait[i] set
- * when job i must wait, for an unfinished barrier in its queue, or for its
- * key: the key had a job before, or job i is not the batch's first of it. */
-static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char *wait) {
+ * deadlocked, again on every retry. */
+static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
   const jobq_put_opts **by = malloc((n ? n : 1) * sizeof *by);
   const jobq_put_opts **first = malloc((n ? n : 1) * sizeof *first);
   const char **keys = malloc((n ? n : 1) * sizeof *keys);
-  unsigned char *taken = malloc(n ? n : 1);
-  int rc = by == NULL || first == NULL || keys == NULL || taken == NULL
+  int rc = by == NULL || first == NULL || keys == NULL
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) by[i] = &opts[i];
@@ -116,30 +113,19 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n, unsigned char
     jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
       qref.barrier = qref.barrier || by[end]->barrier;
-    rc = jobq__sql_run(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
-    if (rc == JOBQ_OK) rc = jobq__order_lock(db, &qref, 0);
-    int yes = 0;
-    if (rc == JOBQ_OK && wait != NULL) rc = jobq__barrier_pending(db, qref.queue, &yes);
-    for (size_t k = i; k < end && wait != NULL; k++) wait[by[k] - opts] = (unsigned char)yes;
+    rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
+    if (rc == JOBQ_OK) rc = jobq__lock_job(db, &qref, 0);
   }
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
     const char *queue = queue_of(by[i]);
     for (end = i; end < n && strcmp(queue_of(by[end]), queue) == 0; end++) continue;
     size_t nkeys;
     queue_keys(by, i, end, keys, first, &nkeys);
-    rc = jobq__order_lock_keys(db, queue, keys, nkeys);
-    if (rc != JOBQ_OK || wait == NULL || nkeys == 0) continue;
-    rc = jobq__keys_taken(db, queue, keys, nkeys, taken);
-    for (size_t k = i, key = 0; rc == JOBQ_OK && k < end; k++) {
-      if (by[k]->key == NULL) continue;
-      while (strcmp(keys[key], by[k]->key) != 0) key++;
-      if (by[k] != first[key] || taken[key]) wait[by[k] - opts] = 1;
-    }
+    rc = jobq__lock_keys(db, queue, keys, nkeys);
   }
   free(by);
   free(first);
   free(keys);
-  free(taken);
   return rc;
 }
 
@@ -176,9 +162,11 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
                           V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
   const size_t nrow = sizeof row / sizeof row[0];
   int inserted = 1;
-  /* Without a unique key the row always goes in: its id may come later. */
-  if (o->unique_key == NULL && db->store->insert_later != NULL)
-    rc = db->store->insert_later(db, JOBQ_Q_INSERT_JOB, row, nrow, id);
+  /* Without a unique key the row always goes in: where the INSERT
+   * returns its id, the id may come later (with the commit). */
+  if (o->unique_key == NULL && jobq__sql_returns(db->store->dialect, JOBQ_Q_INSERT_JOB))
+    rc = db->store->query(db, JOBQ_Q_INSERT_JOB, row, nrow, NULL,
+                          &(const jobq_how){.defer = 1, .adds = 1, .ids = id, .nids = 1});
   else
     rc = jobq__sql_insert(db, JOBQ_Q_INSERT_JOB, id, &inserted, row, nrow);
   if (rc != JOBQ_OK) return rc;
@@ -195,39 +183,122 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
   return JOBQ_OK;
 }
 
-/* ---------------------------------------------------------------- plain batches */
+/* ---------------------------------------------------------------- sets of jobs */
 
-int jobq__put_plain_prepare(jobq *db, const jobq_put_opts *opts, size_t n,
-                            unsigned char *wait) {
-  return lock_all(db, opts, n, wait);
+/* PUT_ROWS's rows on a dialect whose INSERT does not return the new ids:
+ * they are consecutive, db->id_step apart, from the first of each
+ * statement's (insert_id). */
+typedef struct rows_put {
+  int64_t *ids;
+} rows_put;
+
+static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  rows_put *p = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) continue;
+  if (got < 0) return got;
+  int64_t id = db->store->insert_id(db);
+  for (size_t i = 0; i < n; i++) p->ids[first + i] = id + (int64_t)i * db->id_step;
+  return JOBQ_OK;
 }
 
-int jobq__put_plain_insert(jobq *db, int id, const jobq_put_opts *o,
-                           const unsigned char *wait, size_t rows, jobq_val *v) {
-  for (size_t i = 0; i < rows; i++) {
-    jobq_val *row = &v[i * JOBQ_PUT_ROW_VALUES];
-    row[0] = V_TEXT(queue_of(&o[i]));
-    row[1] = V_INT(o[i].priority);
-    row[2] = V_INT(o[i].run_at_ms);
-    row[3] = V_INT(o[i].delay_ms);
-    row[4] = V_TEXT(wait[i] ? "waiting" : "ready");
-    row[5] = V_TEXT(o[i].key);
-    row[6] = V_BYTES(o[i].payload, o[i].payload_len);
-    row[7] = V_INT(o[i].max_attempts);
-    row[8] = V_INT(o[i].timeout_ms);
-    row[9] = V_INT(o[i].backoff_ms);
+/* PUT_WAITS's rows: the places of the jobs that wait, marked in the
+ * column of waits. */
+static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  jobq_val *wait = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) wait[jobq__col_int(db, r, 0)] = V_INT(1);
+  return got < 0 ? got : JOBQ_OK;
+}
+
+/*
+ * The jobs o[0..n), none with a barrier or a unique key, in a few set
+ * statements however many they are: their queues made sure of, the
+ * queues' shared locks and the keys' locks taken (queues first, each
+ * once, in jobq__lock_cmp() order), then the INSERT, which decides for
+ * each job whether it waits, from the barriers and keys it sees under
+ * those locks and from after[i], set here when an earlier job of the
+ * batch has job i's key (keys: the batch's key table); or a read
+ * (PUT_WAITS) decides it before, where the INSERT cannot.  On PostgreSQL
+ * all of it goes with the commit, the ids read back with it: a put is
+ * one round trip.
+ */
+static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
+                    const keys_put *keys) {
+  enum { COLS = 11 };
+  jobq_val *v = malloc(COLS * n * sizeof *v);
+  jobq_lock *locks = malloc(2 * n * sizeof *locks);
+  if (v == NULL || locks == NULL) {
+    free(v);
+    free(locks);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
-  int64_t changed = 0;
-  int rc = jobq__sql_change(db, id, &changed, v, rows * JOBQ_PUT_ROW_VALUES);
-  if (rc == JOBQ_OK && changed != (int64_t)rows)
-    rc = jobq__fail(db, JOBQ_EDB, "putting %zu jobs inserted %lld", rows, (long long)changed);
+  int keyed = 0;
+  size_t nl = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *queue = queue_of(&o[i]);
+    locks[nl++] = (jobq_lock){'q', 0, queue, NULL};
+    if (o[i].key != NULL) locks[nl++] = (jobq_lock){'k', 1, queue, o[i].key};
+    int after = 0;
+    if (o[i].key != NULL && keys->slot != NULL) {
+      size_t *slot = key_slot(keys, o, queue, o[i].key);
+      after = *slot != 0;
+      if (!after) *slot = i + 1;
+    }
+    keyed = keyed || o[i].key != NULL;
+    v[i] = V_TEXT(queue);
+    v[n + i] = V_INT(o[i].priority);
+    v[2 * n + i] = V_INT(o[i].run_at_ms);
+    v[3 * n + i] = V_INT(o[i].delay_ms);
+    v[4 * n + i] = V_BYTES(o[i].payload, o[i].payload_len);
+    v[5 * n + i] = V_INT(o[i].max_attempts);
+    v[6 * n + i] = V_INT(o[i].timeout_ms);
+    v[7 * n + i] = V_INT(o[i].backoff_ms);
+    v[8 * n + i] = V_TEXT(o[i].key);
+    v[9 * n + i] = V_INT(after);
+    v[10 * n + i] = V_INT((int64_t)i);
+  }
+  /* The queues once each: the server need not sort a thousand names.
+   * The locks' list has them, in order, once made distinct. */
+  nl = jobq__locks_sort(locks, nl);
+  size_t q = 0;
+  jobq_val *queues = malloc(nl * sizeof *queues);
+  int rc = queues == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  for (size_t i = 0; i < nl && rc == JOBQ_OK; i++)
+    if (locks[i].kind == 'q') queues[q++] = V_TEXT(locks[i].queue);
+  static const jobq_how defer = {.defer = 1};
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_set(db, JOBQ_Q_QUEUES_ENSURE, SQL_ARGS(V_COL('t', queues, q)), 0, &defer,
+                       NULL, NULL, NULL);
+  if (rc == JOBQ_OK) rc = db->store->lock(db, locks, nl);
+  const int returns = jobq__sql_returns(db->store->dialect, JOBQ_Q_PUT_ROWS);
+  const jobq_how how = {.defer = 1, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
+  rows_put p = {ids};
+  const jobq_val args[COLS] = {V_COL('t', v, n),          V_COL('i', v + n, n),
+                               V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
+                               V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
+                               V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
+                               V_COL('t', v + 8 * n, n),  V_COL('i', v + 9 * n, n),
+                               V_COL('i', v + 10 * n, n)};
+  /* Where the INSERT cannot look itself, a read first (PUT_WAITS). */
+  if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
+    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, args, COLS, 0, NULL, put_waits, v + 9 * n, NULL);
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
+                       returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,
+                       &p, NULL);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (o[i].run_at_ms == 0 && o[i].delay_ms == 0) jobq__wake(db, queue_of(&o[i]));
+  free(queues);
+  free(locks);
+  free(v);
   return rc;
 }
 
-/* Whether the store's put_plain takes o. */
-static int plain(const jobq *db, const jobq_put_opts *o) {
-  return (o->key == NULL || db->store->put_plain_keys) && !o->barrier && o->unique_key == NULL;
-}
+/* Whether put_rows() takes o. */
+static int plain(const jobq_put_opts *o) { return !o->barrier && o->unique_key == NULL; }
 
 /* index_names: prefix messages with "job N: " (jobq_put_many). */
 static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
@@ -238,16 +309,16 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   jobq__need(db, JOBQ__ROLE_PRODUCER);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
-  int all_plain = db->store->put_plain != NULL, keyed = 0;
+  int all_plain = 1, keyed = 0;
   for (size_t i = 0; i < n; i++) {
     rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
-    all_plain = all_plain && plain(db, &opts[i]);
+    all_plain = all_plain && plain(&opts[i]);
     keyed = keyed || opts[i].key != NULL;
   }
   if (existed != NULL) memset(existed, 0, n);
   keys_put keys = {NULL, 0};
-  if (keyed && n > 1 && !all_plain) {
+  if (keyed && n > 1) {
     if (n > SIZE_MAX / 4 / sizeof *keys.slot) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     size_t size = 4;
     while (size < 2 * n) size *= 2;
@@ -261,12 +332,12 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
     /* On a connection made again: is it still the database it was? */
     rc = jobq__write_check(db);
+    if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
     if (rc == JOBQ_OK && all_plain && n > 0) {
-      rc = db->store->put_plain(db, opts, n, ids);
+      rc = put_rows(db, opts, n, ids, &keys);
     } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
-      if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
-      rc = lock_all(db, opts, n, NULL);
+      rc = lock_all(db, opts, n);
       for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
         jobq_put_opts o = opts[i];
         if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;

@@ -16,7 +16,7 @@
 
 #include "internal.h"
 
-static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+static int write_starts(jobq *db, jobq_session *s, const jobq_ack *acks,
                                       size_t nacks);
 static int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
                       int64_t *held_ms);
@@ -117,11 +117,9 @@ void jobq_session_close(jobq_session *s) {
     } while (jobq__txn_retry(db, rc, &attempt));
   }
   jobq__tally_release(s);
+  jobq__held_release(s);
   free(s->started);
   free(s->doubtful);
-  free(s->handed);
-  for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i]);
-  free(s->queues);
   free(s);
 }
 
@@ -192,7 +190,7 @@ static int finish_held(jobq *db, const held *h, int finish) {
   int state;
   int got = jobq__job_ref(db, h->id, &ref, &state);
   if (got != 1) return got < 0 ? got : JOBQ_OK;
-  int rc = jobq__order_lock(db, &ref, 1);
+  int rc = jobq__lock_job(db, &ref, 1);
   if (rc == JOBQ_OK) rc = jobq__archive(db, &ref, state, finish, NULL, 0, e, strlen(e));
   jobq__job_ref_release(&ref);
   return rc;
@@ -309,12 +307,12 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
      * fence.  It only locks the row, and reads nothing back (a store may
      * send it with the next statement). */
     rc = jobq__write_check(db);
-    if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
+    if (rc == JOBQ_OK) rc = jobq__sql_defer(db, JOBQ_Q_SESSION_LOCK, SQL_ARGS(V_TEXT(s->id)));
   }
   if (rc != JOBQ_OK) return rc;
   rc = give_back_doubtful(db, s);
   if (rc == JOBQ_OK) rc = jobq__session_reconcile(db, s);
-  return rc == JOBQ_OK ? jobq__session_note_started(db, s, acks, nacks) : rc;
+  return rc == JOBQ_OK ? write_starts(db, s, acks, nacks) : rc;
 }
 
 static int id_cmp(const void *a, const void *b) {
@@ -322,7 +320,7 @@ static int id_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack *acks,
+static int write_starts(jobq *db, jobq_session *s, const jobq_ack *acks,
                                       size_t nacks) {
   if (s->nstarted == 0) return JOBQ_OK;
   /* Every kind of acknowledgement ends its claim, and a claim that ends
@@ -333,7 +331,7 @@ static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack 
     for (size_t i = 0; i < nacks; i++) acked[i] = acks[i].id;
     qsort(acked, nacks, sizeof *acked, id_cmp);
   }
-  /* s->started stays as it is until a commit (jobq__session_noted): a
+  /* s->started stays as it is until a commit (jobq__session_committed): a
    * transaction that fails leaves it for the next one. */
   int64_t *ids = malloc(s->nstarted * sizeof *ids);
   if (ids == NULL) {
@@ -345,18 +343,18 @@ static int jobq__session_note_started(jobq *db, jobq_session *s, const jobq_ack 
     if (acked == NULL || !bsearch(&s->started[i], acked, nacks, sizeof *acked, id_cmp))
       ids[n++] = s->started[i];
   free(acked);
-  int rc = JOBQ_OK;
-  if (db->store->started != NULL && n > 0)
-    rc = db->store->started(db, s, ids, n);
-  else
-    for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-      rc = jobq__sql_run(db, JOBQ_Q_SESSION_STARTED,
-                         SQL_ARGS(V_INT(ids[i]), V_TEXT(s->id)));
+  jobq_val *v = n ? malloc(n * sizeof *v) : NULL;
+  int rc = n && v == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) v[i] = V_INT(ids[i]);
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_set(db, JOBQ_Q_STARTED, SQL_ARGS(V_COL('i', v, n), V_TEXT(s->id)), 0,
+                       &(const jobq_how){.defer = 1}, NULL, NULL, NULL);
+  free(v);
   free(ids);
   return rc;
 }
 
-void jobq__session_noted(jobq_session *s) {
+void jobq__session_committed(jobq_session *s) {
   s->nstarted = 0;
   s->ndoubtful = 0;
   s->reconciled = s->db->connects;
@@ -382,81 +380,14 @@ int jobq__session_doubt_claim(jobq *db, jobq_session *s, const char *prefix) {
   return JOBQ_OK;
 }
 
-/* The most queues a session keeps by name; a session that claims from
- * more leaves its stores to find the queues of its acknowledgements. */
-#define SESSION_QUEUES 32
-
-static int handed_cmp(const void *a, const void *b) {
-  int64_t x = ((const struct jobq_handed *)a)->id, y = ((const struct jobq_handed *)b)->id;
-  return (x > y) - (x < y);
-}
-
-/* The entry of job id among the first n (sorted), or NULL. */
-static struct jobq_handed *handed_in(const jobq_session *s, size_t n, int64_t id) {
-  struct jobq_handed key = {.id = id};
-  return n ? bsearch(&key, s->handed, n, sizeof key, handed_cmp) : NULL;
-}
-
-static struct jobq_handed *handed_find(const jobq_session *s, int64_t id) {
-  return handed_in(s, s->nhanded, id);
-}
-
-/* Takes ids[0..n) out of the jobs the worker holds. */
-static void handed_remove(jobq_session *s, const int64_t *ids, size_t n) {
-  size_t gone = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct jobq_handed *h = handed_find(s, ids[i]);
-    if (h != NULL && h->claim[0] != '\0') {
-      h->claim[0] = '\0';
-      gone++;
-    }
-  }
-  if (gone == 0) return;
-  size_t k = 0;
-  for (size_t i = 0; i < s->nhanded; i++)
-    if (s->handed[i].claim[0] != '\0') s->handed[k++] = s->handed[i];
-  s->nhanded = k;
-}
-
 void jobq__session_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
-  int64_t *ids = n ? malloc(n * sizeof *ids) : NULL;
-  if (ids == NULL) return; /* they linger: a reconcile keeps them running */
-  size_t k = 0;
+  /* Every acknowledgement ends the claim, and so does a lost one. */
   for (size_t i = 0; i < n; i++)
-    if (acks[i].status == JOBQ_OK || acks[i].status == JOBQ_ELOST) ids[k++] = acks[i].id;
-  handed_remove(s, ids, k);
-  free(ids);
+    if (acks[i].status == JOBQ_OK || acks[i].status == JOBQ_ELOST) jobq__held_drop(s, acks[i].id);
 }
 
 void jobq__session_unhanded(jobq_session *s, const jobq_job *jobs, size_t n) {
-  for (size_t i = 0; i < n; i++) handed_remove(s, &jobs[i].id, 1);
-}
-
-/* Adds the n jobs of a claim to the jobs the worker holds. */
-static void handed_add(jobq_session *s, const jobq_job *jobs, size_t n) {
-  if (s->handed_unknown || n == 0) return;
-  if (s->nhanded + n > s->caphanded) {
-    size_t cap = s->caphanded ? s->caphanded : 64;
-    while (cap < s->nhanded + n) cap *= 2;
-    struct jobq_handed *v = realloc(s->handed, cap * sizeof *v);
-    if (v == NULL) {
-      /* Not known any more: the session no longer reconciles. */
-      s->handed_unknown = 1;
-      return;
-    }
-    s->handed = v;
-    s->caphanded = cap;
-  }
-  /* A job claimed again (after a retry) has its entry already, among
-   * the sorted ones; the new ones go after them, then all are sorted. */
-  size_t sorted = s->nhanded;
-  for (size_t i = 0; i < n; i++) {
-    struct jobq_handed *h = handed_in(s, sorted, jobs[i].id);
-    if (h == NULL) h = &s->handed[s->nhanded++];
-    h->id = jobs[i].id;
-    memcpy(h->claim, jobs[i].claim, sizeof h->claim);
-  }
-  qsort(s->handed, s->nhanded, sizeof *s->handed, handed_cmp);
+  for (size_t i = 0; i < n; i++) jobq__held_drop(s, jobs[i].id);
 }
 
 /* The last error of a job its session still had that its worker no
@@ -466,12 +397,12 @@ static const char not_held[] =
     "latest writes (a failover or a restore)";
 
 int jobq__session_reconcile(jobq *db, jobq_session *s) {
-  if (s->reconciled == db->connects || s->handed_unknown) return JOBQ_OK;
+  if (s->reconciled == db->connects || s->held_unknown) return JOBQ_OK;
   held *h;
   size_t n;
   int rc = session_jobs(db, s->id, &h, &n);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    const struct jobq_handed *mine = handed_find(s, h[i].id);
+    const struct jobq_held_job *mine = jobq__held_find(s, h[i].id);
     if (mine != NULL && strcmp(mine->claim, h[i].claim) == 0) continue;
     int finish = ending(&h[i], 1);
     if (finish != 0) {
@@ -487,19 +418,7 @@ int jobq__session_reconcile(jobq *db, jobq_session *s) {
 }
 
 void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
-  handed_add(s, jobs, n);
-  for (size_t i = 0; i < n; i++) s->keyed = s->keyed || jobs[i].key != NULL;
-  for (size_t i = 0; i < n && !s->queues_unknown; i++) {
-    size_t k = 0;
-    while (k < s->nqueues && strcmp(s->queues[k], jobs[i].queue) != 0) k++;
-    if (k < s->nqueues) continue;
-    if (s->queues == NULL) s->queues = malloc(SESSION_QUEUES * sizeof *s->queues);
-    char *q = s->queues != NULL && s->nqueues < SESSION_QUEUES ? strdup(jobs[i].queue) : NULL;
-    if (q == NULL)
-      s->queues_unknown = 1;
-    else
-      s->queues[s->nqueues++] = q;
-  }
+  jobq__held_add(s, jobs, n);
 }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
@@ -521,7 +440,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   if (rc == JOBQ_OK && changed != 0) rc = jobq__tally_write(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_reconcile(db, s);
-  if (rc == JOBQ_OK && changed != 0) rc = jobq__session_note_started(db, s, NULL, 0);
+  if (rc == JOBQ_OK && changed != 0) rc = write_starts(db, s, NULL, 0);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
                     "session '%s' has expired and was reaped: stop its jobs "
@@ -555,7 +474,7 @@ int jobq_heartbeat(jobq_session *s, int64_t **cancel, size_t *ncancel) {
     free(ids);
     return rc;
   }
-  jobq__session_noted(s);
+  jobq__session_committed(s);
   jobq__tally_written(s);
   jobq__tally_fold(db, s);
   if (cancel != NULL) {

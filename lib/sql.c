@@ -34,6 +34,35 @@
   "session, claim, created_at, claimed_at, finished_at, last_error, "         \
   "prev_lost"
 
+/* The rows deleted from the hot table (d, each with its outcome, new
+ * result and new error, NULL to keep the last) into the archive, in a
+ * PostgreSQL statement. */
+#define DELETED_RETURNING(OUTCOME, RESULT, ERROR)                               \
+  "RETURNING j.id, j.queue, j.priority, j.run_at, " OUTCOME " AS outcome, "     \
+  "j.order_key, j.barrier, j.unique_key, j.payload, " RESULT " AS new_result, " \
+  "j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
+  "j.created_at, j.claimed_at, " ERROR " AS new_error, j.last_error, j.prev_lost"
+#define DELETED_INTO_ARCHIVE                                                    \
+  "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, run_at, " \
+  "outcome, order_key, barrier, unique_key, payload, new_result, attempts, "    \
+  "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, claimed_at, " \
+  "{now}, coalesce(new_error, last_error), prev_lost FROM d"
+
+/* The head of COMPLETE and COMPLETE_UNKEYED: the completions ?1 to ?3
+ * of session ?4 deleted (d) and archived (i, its ids and queues). */
+#define COMPLETE_ARCHIVE                                                         \
+  "WITH a AS (SELECT * FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[]) AS "   \
+  "a(id, claim, result)), d AS (DELETE FROM jobq_jobs j USING a WHERE "          \
+  "j.id = a.id AND j.claim = a.claim AND coalesce(j.session, '') = ?4 AND j.state = " \
+  "'running' AND (j.order_key IS NULL OR ?5::boolean) AND j.barrier = 0 AND NOT "  \
+  "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "  \
+  DELETED_RETURNING("'done'", "a.result", "NULL::text") "), i AS ("              \
+  DELETED_INTO_ARCHIVE " RETURNING id, queue)"
+
+/* MariaDB: of the values ?V of each row, the one in the place of the
+ * row's id among the ids ?I (see REQUEUE_ROWS). */
+#define BY_ID(I, V) "ELT(FIELD(id, {each:" I "}), {each:" V "})"
+
 /* An archived job back into the hot table in state STATE, with a fresh
  * attempt count: the head of a statement, its WHERE on jobq_done to
  * follow. */
@@ -76,6 +105,10 @@ typedef struct text {
   const char *what;    /* what it does, in words, for messages */
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
+  /* A set statement whose rows each add a row (an INSERT): where the
+   * dialect spells rows out, never run with a row repeated (see
+   * jobq__sql_set). */
+  int exact;
 } text;
 
 static const text texts[JOBQ_Q__COUNT] = {
@@ -99,6 +132,34 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs') "
                   "FROM jobq_meta WHERE id = 1"},
+    /* The schema (lib/migrate.c): whether jobq_meta is there (on
+     * PostgreSQL, in the schema the connection's search_path names first,
+     * named: a login that may not use it is told so by the next read,
+     * not that it has no schema), its version, and what else an SQLite
+     * file holds. */
+    [JOBQ_Q_SCHEMA_HAS_META] =
+        {.what = "reading the schema version",
+         .common = "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = "
+                   "'jobq_meta'",
+         .pg = "SELECT CASE WHEN to_regclass(split_part(current_setting('search_path'), ',', "
+               "1) || '.jobq_meta') IS NULL THEN 0 ELSE 1 END",
+         .mysql = "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                  "DATABASE() AND TABLE_NAME = 'jobq_meta'"},
+    [JOBQ_Q_SCHEMA_VERSION] = {.what = "reading the schema version",
+                               .common = "SELECT version FROM jobq_meta WHERE id = 1"},
+    [JOBQ_Q_SCHEMA_OBJECTS] = {.what = "reading the database",
+                               .common = "SELECT count(*) FROM sqlite_schema",
+                               .pg = "",
+                               .mysql = ""},
+    /* The identity of a new database: ?1 its queue id, epoch 1. */
+    [JOBQ_Q_META_INSERT] =
+        {.what = "writing the database's identity",
+         .common = "INSERT INTO jobq_meta(id, version, queue_id, epoch, created_at) VALUES "
+                   "(1, 0, ?1, 1, {now}) ON CONFLICT (id) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_meta(id, version, queue_id, epoch, created_at) "
+                  "VALUES (1, 0, ?1, 1, {now})"},
+    [JOBQ_Q_META_VERSION_SET] = {.what = "migrating the schema",
+                                 .common = "UPDATE jobq_meta SET version = ?1 WHERE id = 1"},
     [JOBQ_Q_QUEUE_ENSURE] =
         {.what = "adding the queue",
          .common = "INSERT INTO jobq_queues(name, created_at) VALUES (?1, {now}) "
@@ -159,6 +220,16 @@ static const text texts[JOBQ_Q__COUNT] = {
                                 "?2 AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1) "
                                 "UNION ALL (SELECT 1 FROM jobq_blocked WHERE queue = ?1 AND "
                                 "order_key = ?2) LIMIT 1"},
+    /* KEY_TAKEN for each of queue ?1's keys ?2 (a column): the keys
+     * found. */
+    [JOBQ_Q_KEYS_TAKEN] =
+        {.what = "looking for the keys' jobs",
+         .common = "SELECT order_key FROM jobq_jobs WHERE queue = ?1 AND order_key IN "
+                   "({each:?2}) GROUP BY order_key UNION SELECT order_key FROM jobq_blocked "
+                   "WHERE queue = ?1 AND order_key IN ({each:?2})",
+         .pg = "SELECT u.k FROM unnest(?2::text[]) AS u(k) WHERE EXISTS (SELECT 1 FROM "
+               "jobq_jobs j WHERE j.queue = ?1 AND j.order_key = u.k) OR EXISTS (SELECT 1 "
+               "FROM jobq_blocked b WHERE b.queue = ?1 AND b.order_key = u.k)"},
     [JOBQ_Q_KEY_ACTIVE] = {.what = "looking for the ordering key's active job",
                            .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                            "order_key = ?2 AND state IN ('ready', 'running') LIMIT 1",
@@ -219,6 +290,94 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
                   "?9, ?10, ?11, ?12, {now})"},
+    /* The queues ?1 (a column, each once) made sure of. */
+    [JOBQ_Q_QUEUES_ENSURE] =
+        {.what = "adding the queues",
+         .common = "INSERT INTO jobq_queues(name, created_at) SELECT column1, {now} FROM "
+                   "(VALUES {each:(?1)}) WHERE true ON CONFLICT (name) DO NOTHING",
+         .pg = "INSERT INTO jobq_queues(name, created_at) SELECT q, {now} FROM "
+               "unnest(?1::text[]) q ON CONFLICT (name) DO NOTHING",
+         .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) VALUES {each:(?1, {now})}"},
+    /* MariaDB / MySQL: which of the jobs of a put (PUT_ROWS's columns,
+     * ?11 each one's place) must wait, as PUT_KEYED_ROWS decides
+     * elsewhere: their places, each job's values compared as they are
+     * (in the columns' collation).  A read of its own, before the INSERT,
+     * for the reads within an INSERT lock the rows they read, and a put
+     * that held a key's lock then waited for the row of a job being
+     * finished, whose finisher waited for the key's lock. */
+    [JOBQ_Q_PUT_WAITS] =
+        {.what = "looking for the jobs' keys and barriers",
+         .common = "",
+         .mysql = "{each_union:SELECT ?11 FROM DUAL WHERE ?10 = 1 OR EXISTS (SELECT 1 FROM "
+                  "jobq_jobs b WHERE b.queue = ?1 AND b.barrier = 1) OR ?9 IS NOT NULL AND "
+                  "(EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND j.order_key = ?9) "
+                  "OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = ?1 AND x.order_key "
+                  "= ?9))}"},
+    /* Jobs without a barrier, a unique key or an ordering key, put in
+     * the order given, after their queues' locks: ?1 queue, ?2 priority,
+     * ?3 run_at (0: now + ?4, the delay), ?5 payload, ?6 max_attempts, ?7
+     * timeout, ?8 backoff, all columns (PUT_KEYED_ROWS adds ?9 the key
+     * and ?10, whether an earlier job of the batch has it).  A queue with
+     * an unfinished barrier gets them waiting.  The statement decides, so
+     * that PostgreSQL puts in one round trip, its ids read with the
+     * commit's; on MariaDB, PUT_WAITS has decided (?10). */
+    [JOBQ_Q_PUT_ROWS] =
+        {.what = "putting jobs",
+         .exact = 1,
+         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.column1, "
+                   "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
+                   "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
+                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) THEN "
+                   "'waiting' ELSE 'ready' END, u.column5, u.column6, u.column7, u.column8, "
+                   "{now} FROM (VALUES {each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)}) AS u",
+         .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+               "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+               "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+               "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
+               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
+               "?7::bigint[], ?8::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, "
+               "n) ORDER BY u.n RETURNING id",
+         .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+                  "max_attempts, timeout_ms, backoff_ms, created_at) VALUES {each:(?1, ?2, "
+                  "CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?10 = 1 THEN "
+                  "'waiting' ELSE 'ready' END, ?5, ?6, ?7, ?8, {now})}"},
+    /* PUT_ROWS with ordering keys, after the keys' locks, so that the
+     * statement sees every job of its keys put or finished before: a
+     * keyed job waits behind an earlier one of its key in the batch, or
+     * as KEY_TAKEN decides (the key's jobs in the key index, or a dead
+     * job that blocks it). */
+    [JOBQ_Q_PUT_KEYED_ROWS] =
+        {.what = "putting jobs",
+         .exact = 1,
+         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.column1, "
+                   "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
+                   "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
+                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) OR "
+                   "u.column9 IS NOT NULL AND (u.column10 = 1 OR EXISTS (SELECT 1 FROM "
+                   "jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column9) OR "
+                   "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
+                   "x.order_key = u.column9)) THEN 'waiting' ELSE 'ready' END, u.column9, "
+                   "u.column5, u.column6, u.column7, u.column8, {now} FROM (VALUES "
+                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)}) AS u",
+         .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+               "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+               "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
+               "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT NULL "
+               "AND (u.a = 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
+               "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
+               "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
+               "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
+               "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
+               "?7::bigint[], ?8::bigint[], ?9::text[], ?10::bigint[]) WITH ORDINALITY AS "
+               "u(q, p, r, d, pl, m, t, b, k, a, n) ORDER BY u.n RETURNING id",
+         .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+                  "max_attempts, timeout_ms, backoff_ms, created_at) VALUES {each:(?1, ?2, "
+                  "CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?10 = 1 THEN "
+                  "'waiting' ELSE 'ready' END, ?9, ?5, ?6, ?7, ?8, {now})}"},
     [JOBQ_Q_SESSION_INSERT] =
         {.what = "starting the session",
          .common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
@@ -255,6 +414,68 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
                   "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
                   "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
+    /* The columns a claim hands out (lib/claim.c): id, queue, payload,
+     * attempt, max_attempts, priority, order_key, timeout_ms, prev_lost,
+     * claim, run_at, claimed_at. */
+    /* PostgreSQL's claim in one statement: ?1 the queues (a column, or
+     * NULL: every queue), ?2 how many, ?3 the session, ?4 how many of
+     * them start at once (the rest are held back), ?5 ?2 claim tokens (a
+     * column).  The lateral join walks the claim index of each queue in
+     * order, FOR UPDATE SKIP LOCKED; the rows it locked are updated where
+     * they lie (ctid), with no second look-up, and take their tokens in
+     * claim order.  The ctid list makes the plan fetch just those rows (a
+     * TID scan) whatever the statistics say: joined on ctid or id alone,
+     * a generic plan made with a large backlog analyzed expects ?2 to be
+     * big and reads the whole table into a hash join, 13 ms a claim at
+     * 30000 jobs.  The others pick (CLAIM_PICK), then mark (CLAIM_MARK). */
+    [JOBQ_Q_CLAIM] =
+        {.what = "claiming jobs",
+         .common = "",
+         .pg = "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND "
+               "(?1::text[] IS NULL OR name = ANY(?1::text[]))), "
+               "c AS (SELECT j.ctid AS t, row_number() OVER (ORDER BY j.priority DESC, "
+               "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT ctid, id, priority, "
+               "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
+               "{now} ORDER BY priority DESC, run_at, id LIMIT ?2 FOR UPDATE SKIP LOCKED) j "
+               "ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
+               "UPDATE jobq_jobs u SET state = 'running', session = ?3, "
+               "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "
+               "claim = (?5::text[])[c.rn], claimed_at = {now}, "
+               "attempts = u.attempts + 1, deadline_at = CASE WHEN "
+               "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
+               "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
+               "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
+               "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"},
+    /* Queue ?1's jobs to claim, up to ?2, in claim order, by the claim
+     * index (MariaDB: named, so that the ORDER BY needs no sort; locked
+     * and skipping the rows others hold).  The claim and its time are the
+     * library's to give (CLAIM_MARK). */
+    [JOBQ_Q_CLAIM_PICK] =
+        {.what = "claiming jobs",
+         .common = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                   "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs WHERE queue = ?1 "
+                   "AND state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id "
+                   "LIMIT ?2",
+         .pg = "",
+         .mysql = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                  "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs FORCE INDEX "
+                  "(jobq_jobs_claim) WHERE queue = ?1 AND state = 'ready' AND run_at <= {now} "
+                  "ORDER BY priority DESC, run_at, id LIMIT ?2{skip_locked}"},
+    /* The picked jobs ?4 (a column) marked running for session ?1,
+     * started at once or held back (?2), claimed at ?3, each with its
+     * claim ?5 (a column).  Their rows are this transaction's: locked by
+     * the pick, or the file is (SQLite). */
+    [JOBQ_Q_CLAIM_MARK] =
+        {.what = "claiming jobs",
+         .common = "UPDATE jobq_jobs SET state = 'running', session = ?1, started = ?2, "
+                   "claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE WHEN "
+                   "timeout_ms > 0 THEN ?3 + timeout_ms END, claim = v.column2 FROM (VALUES "
+                   "{each:(?4, ?5)}) AS v WHERE jobq_jobs.id = v.column1 AND state = 'ready'",
+         .pg = "",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'running', session = ?1, "
+                  "started = ?2, claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE "
+                  "WHEN timeout_ms > 0 THEN ?3 + timeout_ms END, claim = " BY_ID("?4", "?5")
+                  " WHERE id IN ({each:?4})"},
     [JOBQ_Q_SESSION_DELETE] = {.what = "ending the session",
                                .common = "DELETE FROM jobq_sessions WHERE id = ?1"},
     /* On MariaDB/MySQL through the session's index by name: on a table of a
@@ -273,9 +494,17 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_CLAIM_HELD] = {.what = "reading the jobs of a claim",
                            .common = "SELECT id, claim FROM jobq_jobs WHERE session = ?1 "
                            "AND substr(claim, 1, ?3) = ?2 AND state = 'running'"},
-    [JOBQ_Q_SESSION_STARTED] = {.what = "noting the jobs the session started",
-                                .common = "UPDATE jobq_jobs SET started = 1 WHERE id = "
-                                "?1 AND session = ?2"},
+    /* The held-back jobs ?1 (a column) that session ?2 started and still
+     * holds.  On PostgreSQL the session is compared through coalesce(),
+     * so that no plan starts from the session's index (see
+     * PG's COMPLETE). */
+    [JOBQ_Q_STARTED] = {.what = "noting the jobs the session started",
+                        .common = "UPDATE jobq_jobs SET started = 1 WHERE id IN ({each:?1}) "
+                                  "AND session = ?2 AND started = 0",
+                        .pg = "UPDATE jobq_jobs SET started = 1 WHERE id = ANY(?1::bigint[]) "
+                              "AND coalesce(session, '') = ?2 AND started = 0",
+                        .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET started = 1 WHERE "
+                                 "id IN ({each:?1}) AND session = ?2 AND started = 0"},
     [JOBQ_Q_HEARTBEAT] =
         {.what = "renewing the session's lease",
          .common = "UPDATE jobq_sessions SET heartbeat_at = {now}, expires_at = {now} + "
@@ -358,6 +587,63 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
          "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
          "AND claim = ?3 AND state = 'running'{for_update}"},
+    /* PostgreSQL only (a writable WITH): the completions ?1 (ids), ?2
+     * (claims), ?3 (results), all columns, of session ?4, of jobs that
+     * are no barrier in queues without one, fenced like ACK_ROW and moved
+     * to the archive in one statement, under their queues' shared locks;
+     * with ?5 (1), under their keys' locks, also of jobs with ordering
+     * keys, each key handed on to its next waiting job as lib/order.c
+     * does (the key not blocked; no barrier before it, since the queue
+     * has none).  Its rows are the ids archived with their queues, for
+     * the counters (lib/counts.c), then (id 0) the queues of the jobs
+     * made ready.  The session is compared through coalesce() so that no
+     * plan starts from the session's index: analyzed while the session
+     * held nothing, it promises one job, and that plan compared each of
+     * the session's jobs with every acknowledgement (1000 by 1000:
+     * 180 ms).  The primary key finds each job at once. */
+    [JOBQ_Q_COMPLETE] =
+        {.what = "completing jobs",
+         .common = "",
+         .pg = COMPLETE_ARCHIVE ", k AS (SELECT DISTINCT queue, order_key FROM d WHERE "
+               "order_key IS NOT NULL), p AS (UPDATE jobq_jobs w SET state = 'ready' FROM k "
+               "WHERE w.id = (SELECT x.id FROM jobq_jobs x WHERE x.queue = k.queue AND "
+               "(x.order_key, x.state) >= (k.order_key, 'waiting') AND (x.order_key, "
+               "x.state) <= (k.order_key, 'waiting') AND x.order_key IS NOT NULL ORDER BY "
+               "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
+               "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
+               "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
+               "0::bigint, queue FROM p"},
+    /* The same when no job of the batch has a key: no key to hand on, so
+     * neither the update of the next job nor jobq_blocked (fewer
+     * relations to lock, less to plan). */
+    [JOBQ_Q_COMPLETE_UNKEYED] = {.what = "completing jobs",
+                                 .common = "",
+                                 .pg = COMPLETE_ARCHIVE " SELECT id, queue FROM i"},
+    /* ACK_ROW for each of the jobs ?1 (a column, ids ascending) of
+     * session ?2, each locked in that order, in the columns of
+     * jobq__ack_got_row(): id, claim (which the library compares), the
+     * row's columns, and where the row is (PostgreSQL: its ctid, for
+     * REQUEUE_ROWS and ARCHIVE_ROWS; NULL elsewhere).  PostgreSQL looks
+     * each job up by its id alone, as the claim looks up each queue: read
+     * as one set ("id = ANY", or joined to the ids), the generic plan
+     * made on an emptied table read the whole table; and compares the
+     * session through coalesce(), so that no plan starts from the
+     * session's index (see COMPLETE). */
+    [JOBQ_Q_ACK_ROWS] =
+        {.what = "reading the acknowledged jobs",
+         .common = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
+                   "queue, order_key, barrier, NULL FROM jobq_jobs WHERE id IN ({each:?1}) AND "
+                   "session = ?2 AND state = 'running' ORDER BY id",
+         .pg = "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
+               "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
+               "unnest(?1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
+               "attempts, max_attempts, backoff_ms, cancel_requested, queue, order_key, "
+               "barrier FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = ?2 AND "
+               "state = 'running' FOR UPDATE) j",
+         .mysql = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
+                  "queue, order_key, barrier, NULL FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE "
+                  "id IN ({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id "
+                  "FOR UPDATE"},
     [JOBQ_Q_ACK_DONE_BEFORE] = {.what = "looking for an earlier acknowledgement",
                                 .common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
                                 "AND claim = ?2"},
@@ -372,6 +658,33 @@ static const text texts[JOBQ_Q__COUNT] = {
          "NULL, run_at = {now} + ?2, attempts = attempts - ?3, claim = CASE "
          "WHEN ?3 = 1 THEN NULL ELSE claim END, last_error = coalesce(?4, "
          "last_error), prev_lost = 0 WHERE id = ?1"},
+    /* ACK_REQUEUE for each job whose row ACK_ROWS read and locked in
+     * this transaction: where it is ?1 (PostgreSQL), its delay ?2,
+     * give-back ?3, error ?4 and id ?5, all columns.  PostgreSQL finds
+     * the rows by TID scan, whatever the statistics.  MariaDB names the
+     * index of a list of ids: on a table of a few rows the server's plan
+     * for a list was to scan it, locking each row it passed, so that a
+     * batch waited for any row another transaction held, and two batches
+     * deadlocked. */
+    [JOBQ_Q_REQUEUE_ROWS] =
+        {.what = "sending jobs back to their queues",
+         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, "
+                   "run_at = {now} + v.column2, attempts = attempts - v.column3, claim = CASE "
+                   "WHEN v.column3 = 1 THEN NULL ELSE claim END, last_error = "
+                   "coalesce(v.column4, last_error), prev_lost = 0 FROM (VALUES "
+                   "{each:(?5, ?2, ?3, ?4)}) AS v WHERE jobq_jobs.id = v.column1",
+         .pg = "UPDATE jobq_jobs j SET state = 'ready', session = NULL, deadline_at = NULL, "
+               "run_at = {now} + a.delay, attempts = j.attempts - a.back, claim = CASE WHEN "
+               "a.back = 1 THEN NULL ELSE j.claim END, last_error = coalesce(a.error, "
+               "j.last_error), prev_lost = 0 FROM unnest(?1::tid[], ?2::bigint[], "
+               "?3::bigint[], ?4::text[], ?5::bigint[]) AS a(t, delay, back, error, id) WHERE "
+               "j.ctid = a.t AND j.ctid = ANY(?1::tid[]) AND j.id = a.id",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'ready', session = NULL, "
+                  "deadline_at = NULL, run_at = {now} + CAST(" BY_ID("?5", "?2") " AS SIGNED), "
+                  "attempts = attempts - CAST(" BY_ID("?5", "?3") " AS SIGNED), claim = CASE "
+                  "WHEN CAST(" BY_ID("?5", "?3") " AS SIGNED) = 1 THEN NULL ELSE claim END, "
+                  "last_error = coalesce(" BY_ID("?5", "?4") ", last_error), prev_lost = 0 "
+                  "WHERE id IN ({each:?5})"},
     [JOBQ_Q_JOB_ORDER] = {.what = "reading the job's queue and key",
                           .common = "SELECT queue, order_key, barrier FROM jobq_jobs "
                           "WHERE id = ?1"},
@@ -384,6 +697,40 @@ static const text texts[JOBQ_Q__COUNT] = {
          "jobq_jobs WHERE id = ?1"},
     [JOBQ_Q_DELETE_JOB] = {.what = "removing the finished job",
                            .common = "DELETE FROM jobq_jobs WHERE id = ?1"},
+    /* ARCHIVE and DELETE_JOB for each job whose row ACK_ROWS read and
+     * locked in this transaction (and that no other statement of it
+     * moved): where it is ?1 (PostgreSQL), its outcome ?2, result ?3
+     * (done only), error ?4 (NULL: kept) and id ?5, all columns.
+     * PostgreSQL moves them in one statement, by TID scan (see
+     * REQUEUE_ROWS); the others then delete them with DELETE_ROWS. */
+    [JOBQ_Q_ARCHIVE_ROWS] =
+        {.what = "archiving jobs",
+         .common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT j.id, j.queue, j.priority, "
+                   "j.run_at, v.column2, j.order_key, j.barrier, j.unique_key, j.payload, "
+                   "v.column3, j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, "
+                   "j.session, j.claim, j.created_at, j.claimed_at, {now}, coalesce(v.column4, "
+                   "j.last_error), j.prev_lost FROM (VALUES {each:(?5, ?2, ?3, ?4)}) AS v "
+                   "CROSS JOIN jobq_jobs j ON j.id = v.column1",
+         .pg = "WITH a AS (SELECT * FROM unnest(?1::tid[], ?2::text[], ?3::bytea[], "
+               "?4::text[], ?5::bigint[]) AS a(t, outcome, result, error, id)), d AS (DELETE "
+               "FROM jobq_jobs j USING a WHERE j.ctid = a.t AND j.ctid = ANY(?1::tid[]) AND "
+               "j.id = a.id " DELETED_RETURNING("a.outcome", "a.result", "a.error") ") "
+               DELETED_INTO_ARCHIVE,
+         .mysql = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, run_at, "
+                  BY_ID("?5", "?2") ", order_key, barrier, unique_key, payload, "
+                  BY_ID("?5", "?3") ", attempts, max_attempts, timeout_ms, backoff_ms, "
+                  "session, claim, created_at, claimed_at, {now}, coalesce(" BY_ID("?5", "?4")
+                  ", last_error), prev_lost FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE id IN "
+                  "({each:?5})"},
+    /* The jobs ?1 (a column) out of the hot table, after ARCHIVE_ROWS.
+     * MariaDB joins the ids to the rows: a DELETE takes no index hint
+     * (see REQUEUE_ROWS). */
+    [JOBQ_Q_DELETE_ROWS] =
+        {.what = "removing the finished jobs",
+         .common = "DELETE FROM jobq_jobs WHERE id IN ({each:?1})",
+         .pg = "",
+         .mysql = "DELETE j FROM ({each_union:SELECT ?1 AS id}) AS ids STRAIGHT_JOIN jobq_jobs j "
+                  "ON j.id = ids.id"},
     /* The finished-job counters, spread over a few rows per queue (?2 is
      * the row) so that concurrent acknowledgements do not queue up on
      * one. */
@@ -774,9 +1121,10 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "AND paused = 0"},
 };
 
-const char *jobq__sql_what(int id) {
-  return id >= 0 && id < JOBQ_Q__COUNT && texts[id].what != NULL ? texts[id].what
-                                                                 : "running a statement";
+const char *jobq__sql_what(int stmt) {
+  int id = stmt % JOBQ_Q__COUNT;
+  return stmt >= 0 && stmt < JOBQ_STMT_COUNT && texts[id].what != NULL ? texts[id].what
+                                                                       : "running a statement";
 }
 
 /* ---------------------------------------------------------------- spelling */
@@ -899,34 +1247,138 @@ char *jobq__sql_spell(int dialect, const char *t, int **order,
   return b.p;
 }
 
-char *jobq__sql_text(int dialect, int id, int **order, size_t *norder) {
+/* ---------------------------------------------------------------- sets */
+
+/* The rows a statement of variant v (1 to 7) spells out: 64, 32 ... 1. */
+#define MOST_ROWS 64
+static size_t variant_rows(int v) { return (size_t)MOST_ROWS >> (v - 1); }
+
+/* Whether dialect fills a short chunk's statement with its last row
+ * again, rather than running a smaller one: where a statement costs a
+ * round trip (MariaDB), one statement of up to MOST_ROWS rows is run
+ * for any number of them; elsewhere (SQLite) a chunk is cut into
+ * statements of 64, 32 ... 1 rows, none repeated. */
+static int fills(int dialect) { return dialect == JOBQ_DIALECT_MYSQL; }
+
+/* The text statement id has for dialect, before spelling. */
+static const char *own_text(int dialect, int id) {
   const text *t = &texts[id];
   const char *own = dialect == JOBQ_DIALECT_SQLITE ? t->sqlite
                     : dialect == JOBQ_DIALECT_PG   ? t->pg
                                                    : t->mysql;
-  return jobq__sql_spell(dialect, own ? own : t->common, order, norder);
+  return own ? own : t->common;
 }
 
-/* Each row: queue, priority, run_at (0: now + delay), delay, state,
- * ordering key, payload, max_attempts, timeout, backoff. */
-char *jobq__sql_put_rows(int rows) {
+int jobq__sql_none(int dialect, int id) {
+  const char *t = own_text(dialect, id);
+  return t == NULL || *t == '\0';
+}
+
+/* Whether dialect spells statement id's rows out ({each:...}). */
+static int spelled_rows(int dialect, int id) {
+  const char *t = own_text(dialect, id);
+  return t != NULL && (strstr(t, "{each:") != NULL || strstr(t, "{each_union:") != NULL);
+}
+
+/* The end of the template that starts at t (just past "{each:"): its
+ * closing brace, braces of tokens within counted. */
+static const char *template_end(const char *t) {
+  int depth = 0;
+  for (; *t != '\0'; t++) {
+    if (*t == '{') depth++;
+    if (*t == '}' && depth-- == 0) return t;
+  }
+  return t;
+}
+
+/* The number ?N at p, or 0. */
+static long param_at(const char *p, const char **end) {
+  if (p[0] != '?' || p[1] < '0' || p[1] > '9') return 0;
+  char *e;
+  long n = strtol(p + 1, &e, 10);
+  *end = e;
+  return n;
+}
+
+/* The highest ?N of text t: the statement's arguments. */
+static size_t text_args(const char *t) {
+  long n = 0;
+  for (const char *p = t, *end; *p != '\0'; p++) {
+    long k = param_at(p, &end);
+    if (k > n) n = k;
+  }
+  return (size_t)n;
+}
+
+/* The templates of set statements: {each:T} repeats T separated by ", ",
+ * {each_union:T} by " UNION ALL ". */
+static const char *next_each(const char *t, size_t *head, const char **sep) {
+  const char *a = strstr(t, "{each:"), *u = strstr(t, "{each_union:");
+  if (u != NULL && (a == NULL || u < a)) {
+    *head = 12;
+    *sep = " UNION ALL ";
+    return u;
+  }
+  *head = 6;
+  *sep = ", ";
+  return a;
+}
+
+/*
+ * A set statement's text with its rows spelled out: each {each:TEMPLATE}
+ * becomes rows copies of TEMPLATE, in which every ?N names row i of
+ * column N.  The values are then, in order: the n arguments as the
+ * caller gave them (n, the highest ?N of the text; a column's own place
+ * unused), then rows places for each of them in turn, a column's rows in
+ * its places.  A new string, or NULL when out of memory.
+ */
+static char *spell_rows(const char *t, size_t rows) {
+  const size_t n = text_args(t);
   buf b = {malloc(256), 0, 256};
   if (b.p == NULL) return NULL;
   b.p[0] = '\0';
-  const char *head = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
-                     "payload, max_attempts, timeout_ms, backoff_ms, created_at) VALUES ";
-  put(&b, head, strlen(head));
-  for (int r = 0; r < rows; r++) {
-    char row[256];
-    int p = r * JOBQ_PUT_ROW_VALUES;
-    int len = snprintf(row, sizeof row,
-                       "%s(?%d, ?%d, CASE WHEN ?%d > 0 THEN ?%d ELSE {now} + ?%d END, ?%d, "
-                       "?%d, ?%d, ?%d, ?%d, ?%d, {now})",
-                       r ? ", " : "", p + 1, p + 2, p + 3, p + 3, p + 4, p + 5, p + 6, p + 7,
-                       p + 8, p + 9, p + 10);
-    put(&b, row, (size_t)len);
+  while (*t != '\0' && b.p != NULL) {
+    size_t head;
+    const char *sep, *at = next_each(t, &head, &sep);
+    if (at == NULL) {
+      put(&b, t, strlen(t));
+      break;
+    }
+    put(&b, t, (size_t)(at - t));
+    const char *from = at + head, *stop = template_end(from);
+    for (size_t r = 0; r < rows; r++) {
+      if (r > 0) put(&b, sep, strlen(sep));
+      for (const char *p = from, *end; p < stop;) {
+        long k = param_at(p, &end);
+        if (k == 0) {
+          put(&b, p++, 1);
+          continue;
+        }
+        char num[24];
+        int len = snprintf(num, sizeof num, "?%zu", n + ((size_t)k - 1) * rows + r + 1);
+        put(&b, num, (size_t)len);
+        p = end;
+      }
+    }
+    t = *stop ? stop + 1 : stop;
   }
   return b.p;
+}
+
+char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder) {
+  int id = stmt % JOBQ_Q__COUNT, v = stmt / JOBQ_Q__COUNT;
+  const char *t = own_text(dialect, id);
+  if (!spelled_rows(dialect, id)) return jobq__sql_spell(dialect, t, order, norder);
+  /* Variant 0, which jobq__sql_set() never runs, is one row. */
+  char *rows = spell_rows(t, v == 0 ? 1 : variant_rows(v));
+  char *spelled = rows ? jobq__sql_spell(dialect, rows, order, norder) : NULL;
+  free(rows);
+  return spelled;
+}
+
+int jobq__sql_returns(int dialect, int id) {
+  const char *t = own_text(dialect, id);
+  return t != NULL && strstr(t, "RETURNING") != NULL;
 }
 
 /* ---------------------------------------------------------------- running */
@@ -934,7 +1386,7 @@ char *jobq__sql_put_rows(int rows) {
 int jobq__sql_query(jobq *db, int id, jobq_rows **rows, const jobq_val *args,
                     size_t n) {
   *rows = NULL;
-  return db->store->query(db, id, args, n, rows);
+  return db->store->query(db, id, args, n, rows, NULL);
 }
 
 int jobq__rows_next(jobq *db, jobq_rows *r) { return db->store->next(db, r); }
@@ -944,12 +1396,17 @@ void jobq__rows_done(jobq *db, jobq_rows *r) {
 }
 
 int jobq__sql_run(jobq *db, int id, const jobq_val *args, size_t n) {
-  return db->store->query(db, id, args, n, NULL);
+  return db->store->query(db, id, args, n, NULL, NULL);
+}
+
+int jobq__sql_defer(jobq *db, int id, const jobq_val *args, size_t n) {
+  static const jobq_how defer = {.defer = 1};
+  return db->store->query(db, id, args, n, NULL, &defer);
 }
 
 int jobq__sql_change(jobq *db, int id, int64_t *changed, const jobq_val *args,
                      size_t n) {
-  int rc = db->store->query(db, id, args, n, NULL);
+  int rc = db->store->query(db, id, args, n, NULL, NULL);
   if (rc == JOBQ_OK && changed != NULL) *changed = db->store->changes(db);
   return rc;
 }
@@ -1058,7 +1515,7 @@ int jobq__sql_ids(jobq *db, int id, size_t max, int64_t **ids, size_t *nids,
 int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
                      const jobq_val *args, size_t n) {
   *inserted = 0;
-  if (db->store->insert_id != NULL) {
+  if (!jobq__sql_returns(db->store->dialect, id)) {
     int64_t changed = 0;
     int rc = jobq__sql_change(db, id, &changed, args, n);
     if (rc != JOBQ_OK) return rc;
@@ -1078,6 +1535,80 @@ int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
     jobq__rows_done(db, r);
   }
   return JOBQ_OK;
+}
+
+/* The bytes of row i of the columns of args[0..n). */
+static size_t row_bytes(const jobq_val *args, size_t n, size_t i) {
+  size_t bytes = 0;
+  for (size_t a = 0; a < n; a++)
+    if (args[a].type == 'c') bytes += ((const jobq_val *)args[a].p)[i].len;
+  return bytes;
+}
+
+int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
+                  const jobq_how *how, jobq_set_fn each, void *ctx, int64_t *changed) {
+  size_t m = 0;
+  for (size_t a = 0; a < n; a++)
+    if (args[a].type == 'c') m = args[a].len;
+  if (changed != NULL) *changed = 0;
+  if (m == 0) return JOBQ_OK;
+  jobq_rows *r = NULL;
+  if (!spelled_rows(db->store->dialect, id)) {
+    /* The store binds each column whole (PostgreSQL: an array). */
+    int rc = db->store->query(db, id, args, n, each ? &r : NULL, how);
+    if (rc != JOBQ_OK) return rc;
+    if (changed != NULL) *changed = db->store->changes(db);
+    if (each == NULL) return JOBQ_OK;
+    rc = each(db, r, 0, m, ctx);
+    jobq__rows_done(db, r);
+    return rc;
+  }
+  const int fill = fills(db->store->dialect) && !texts[id].exact;
+  const size_t budget = db->stmt_bytes;
+  /* The values as spell_rows() places them. */
+  const size_t base = text_args(own_text(db->store->dialect, id));
+  if (n > base) n = base;
+  jobq_val *flat = malloc((base + base * MOST_ROWS) * sizeof *flat);
+  if (flat == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  int rc = JOBQ_OK;
+  for (size_t at = 0; at < m && rc == JOBQ_OK;) {
+    /* The rows of this statement: as many as there are room for, and
+     * as fit in a statement; at least one.  Its variant: the fewest rows
+     * that hold them where a dialect fills, else the most that they
+     * fill. */
+    size_t k = m - at < MOST_ROWS ? m - at : MOST_ROWS;
+    if (most > 0 && k > most) k = most;
+    if (budget > 0) {
+      size_t bytes = row_bytes(args, n, at), fit = 1;
+      while (fit < k && (bytes += row_bytes(args, n, at + fit)) <= budget) fit++;
+      k = fit;
+    }
+    int v = 1;
+    if (fill)
+      while (v < JOBQ_SQL_VARIANTS - 1 && variant_rows(v + 1) >= k) v++;
+    else
+      while (variant_rows(v) > k) v++;
+    size_t rows = variant_rows(v);
+    if (!fill) k = rows;
+    for (size_t a = 0; a < base; a++) {
+      flat[a] = a < n && args[a].type != 'c' ? args[a] : V_NULL;
+      const jobq_val *col = a < n && args[a].type == 'c' ? args[a].p : NULL;
+      /* A statement's rows after the chunk's last are that row again:
+       * a set statement is the same with a row twice. */
+      for (size_t i = 0; i < rows; i++)
+        flat[base + a * rows + i] = col ? col[at + (i < k ? i : k - 1)] : V_NULL;
+    }
+    rc = db->store->query(db, jobq__stmt(id, (int)v), flat, base + base * rows, each ? &r : NULL,
+                          how);
+    if (rc == JOBQ_OK && changed != NULL) *changed += db->store->changes(db);
+    if (rc == JOBQ_OK && each != NULL) {
+      rc = each(db, r, at, k, ctx);
+      jobq__rows_done(db, r);
+    }
+    at += k;
+  }
+  free(flat);
+  return rc;
 }
 
 int64_t jobq__col_int(jobq *db, jobq_rows *r, int col) {

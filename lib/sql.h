@@ -28,18 +28,20 @@
 
 /* Every statement the logic runs, by name; lib/sql.c has their texts. */
 #define JOBQ_SQL_STATEMENTS(X)                                              \
-  X(NOW) X(IDENT) X(QUEUE_ENSURE) X(UNIQUE_FIND) X(ANY_BEFORE)             \
-  X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN)                           \
+  X(NOW) X(IDENT) X(SCHEMA_HAS_META) X(SCHEMA_VERSION) X(SCHEMA_OBJECTS) X(META_INSERT)     \
+  X(META_VERSION_SET) X(QUEUE_ENSURE) X(UNIQUE_FIND) X(ANY_BEFORE)             \
+  X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN) X(KEYS_TAKEN)                           \
   X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
   X(BLOCKED_BY)                                                             \
-  X(MAKE_READY) X(INSERT_JOB) X(SESSION_INSERT) X(SESSION_LOCK)             \
-  X(CLAIM_ENTER) X(CLAIM_HELD)                                              \
-  X(SESSION_DELETE) X(SESSION_JOBS) X(SESSION_STARTED) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \
+  X(MAKE_READY) X(INSERT_JOB) X(QUEUES_ENSURE) X(PUT_WAITS) X(PUT_ROWS) X(PUT_KEYED_ROWS) X(SESSION_INSERT) X(SESSION_LOCK)             \
+  X(CLAIM_ENTER) X(CLAIM) X(CLAIM_PICK) X(CLAIM_MARK) X(CLAIM_HELD)                                              \
+  X(SESSION_DELETE) X(SESSION_JOBS) X(STARTED) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \
   X(GUARD_SET)                                                              \
   X(EXPIRED) X(ORPHANS) X(REQUEUE_LOST) X(REQUEUE_GIVEN_BACK)               \
   X(SESSION_GIVE_BACK) X(SESSION_REQUEUE_LOST)                              \
-  X(CANCEL_LIST) X(ACK_ROW) X(ACK_DONE_BEFORE) X(ACK_READY_BEFORE)          \
-  X(ACK_REQUEUE) X(JOB_ORDER) X(ARCHIVE) X(DELETE_JOB) X(COUNT_ADD)         \
+  X(CANCEL_LIST) X(COMPLETE) X(COMPLETE_UNKEYED) X(ACK_ROW) X(ACK_ROWS) X(ACK_DONE_BEFORE) X(ACK_READY_BEFORE) \
+  X(ACK_REQUEUE) X(REQUEUE_ROWS) X(JOB_ORDER) X(ARCHIVE) X(ARCHIVE_ROWS) X(DELETE_JOB)   \
+  X(DELETE_ROWS) X(COUNT_ADD)         \
   X(POLICY) X(WAITING_UNKEYED) X(WAITING_KEYS) X(EXTEND) X(EXTEND_CANCEL)   \
   X(SHOW_HOT) X(SHOW_DONE) X(LIST_ALL) X(LIST_HOT) X(LIST_DONE)             \
   X(STATS_QUEUES) X(STATS_HOT) X(SESSIONS) X(DONE_ROW) X(HOT_STATE)         \
@@ -63,6 +65,13 @@ enum {
       JOBQ_Q__COUNT
 };
 
+/* A statement's variants: 0, the statement as written; 1 to 7, a set
+ * statement with 64, 32 ... 1 rows spelled out (jobq__sql_set).  A store keeps a
+ * prepared statement for each stmt from 0 to JOBQ_STMT_COUNT. */
+#define JOBQ_SQL_VARIANTS 8
+#define JOBQ_STMT_COUNT (JOBQ_Q__COUNT * JOBQ_SQL_VARIANTS)
+static inline int jobq__stmt(int id, int variant) { return id + variant * JOBQ_Q__COUNT; }
+
 /*
  * text (in the common notation above) spelled for dialect: a new string
  * the caller frees, or NULL when out of memory.  For MySQL, whose
@@ -72,17 +81,19 @@ enum {
  */
 char *jobq__sql_spell(int dialect, const char *text, int **order,
                       size_t *norder);
-/* The text of statement id for dialect, spelled as above. */
-char *jobq__sql_text(int dialect, int id, int **order, size_t *norder);
-/* What the statement does, in words ("finding the ordering key's next
- * job"), for messages: they never name a statement. */
-const char *jobq__sql_what(int id);
-/* The INSERT of rows plain jobs at once (a store's put_plain), in the
- * common notation: JOBQ_PUT_ROW_VALUES values a row, as
- * jobq__put_plain_insert() binds them.  A new string, or NULL when out of
- * memory. */
-#define JOBQ_PUT_ROW_VALUES 10
-char *jobq__sql_put_rows(int rows);
+/* Whether dialect has no statement id: another statement does its work
+ * there (PostgreSQL's ARCHIVE_ROWS deletes the rows it archives). */
+int jobq__sql_none(int dialect, int id);
+/* The text of stmt (a statement of lib/sql.h, or one of its variants:
+ * jobq__stmt) for dialect, spelled as above. */
+char *jobq__sql_text(int dialect, int stmt, int **order, size_t *norder);
+/* What the statement (or a variant of it) does, in words ("finding the
+ * ordering key's next job"), for messages: they never name a
+ * statement. */
+const char *jobq__sql_what(int stmt);
+/* Whether statement id returns rows for dialect (an INSERT its new ids,
+ * RETURNING), where others read them with insert_id. */
+int jobq__sql_returns(int dialect, int id);
 
 /* ---------------------------------------------------------------- values */
 
@@ -104,12 +115,19 @@ static inline jobq_val jobq__v_bytes(const void *p, size_t len) {
   return (jobq_val){.type = 'b', .p = p ? p : "", .len = len};
 }
 static inline jobq_val jobq__v_null(void) { return (jobq_val){.type = 'n'}; }
+/* A column of n values of a set statement (jobq__sql_set), each of kind
+ * 'i', 't', 'b' or 'r' (where a row is, as a statement read it), or NULL
+ * ('n').  The values stay the caller's until the statement has run. */
+static inline jobq_val jobq__v_col(char kind, const jobq_val *v, size_t n) {
+  return (jobq_val){.type = 'c', .i = kind, .p = v, .len = n};
+}
 
 #define V_INT(x) jobq__v_int(x)
 #define V_TEXT(s) jobq__v_text(s)
 #define V_TEXTN(s, n) jobq__v_textn((s), (n))
 #define V_BYTES(p, n) jobq__v_bytes((p), (n))
 #define V_NULL jobq__v_null()
+#define V_COL(kind, v, n) jobq__v_col((kind), (v), (n))
 
 /* The arguments of a statement as (array, count): SQL_ARGS(V_INT(1),
  * V_TEXT(q)).  The leading element keeps the array non-empty. */
@@ -121,6 +139,9 @@ static inline jobq_val jobq__v_null(void) { return (jobq_val){.type = 'n'}; }
 
 /* Runs statement id and drops its rows. */
 int jobq__sql_run(jobq *db, int id, const jobq_val *args, size_t n);
+/* The same, but the library never asks what it did: a store may send
+ * it with the next statement and report its failure then (jobq_how). */
+int jobq__sql_defer(jobq *db, int id, const jobq_val *args, size_t n);
 /* Runs it; *changed (may be NULL) gets how many rows it changed. */
 int jobq__sql_change(jobq *db, int id, int64_t *changed, const jobq_val *args,
                      size_t n);
@@ -155,6 +176,26 @@ void jobq__rows_done(jobq *db, jobq_rows *r);
  * *inserted 1, or *inserted 0 when a unique key was already taken. */
 int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
                      const jobq_val *args, size_t n);
+
+/*
+ * Set statements: statement id, whose arguments args[0..n) hold columns
+ * (V_COL) of the same number of rows, m, beside single values, runs over
+ * all of them.  A dialect that takes a column whole (PostgreSQL's arrays)
+ * runs it once.  One whose text spells its rows out ({each:TEMPLATE} in
+ * lib/sql.c) runs it a chunk of up to 64 rows at a time: where a
+ * statement costs a round trip (MariaDB), in one statement of 64, 32 ...
+ * or 1 rows, the chunk's last row repeated to fill it (a set statement is
+ * the same with a row twice); elsewhere, and for an INSERT (exact), in
+ * statements of exactly 64, 32 ... or 1 rows.  At most most rows a
+ * statement (0: no limit), and no more bytes of text and bytes than
+ * db->stmt_bytes (0: no limit) but for a
+ * lone row.  how (may be NULL) goes with each statement (store.h).  each
+ * (may be NULL) gets each statement's rows with the first of its rows
+ * and their number; *changed (may be NULL) the rows changed in all.
+ */
+typedef int (*jobq_set_fn)(jobq *db, jobq_rows *r, size_t first, size_t n, void *ctx);
+int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
+                  const jobq_how *how, jobq_set_fn each, void *ctx, int64_t *changed);
 
 /* Columns of the current row. */
 int64_t jobq__col_int(jobq *db, jobq_rows *r, int col);

@@ -13,10 +13,9 @@
  * are folded, now and then, into one row per queue (minute 0, session
  * ''), so that totals only grow while the table stays small.
  *
- * A session remembers the queue, attempt and claim time of each job it
- * holds (an open-addressed table by id), for the counts of its
- * acknowledgements and for the record of an attempt that fails and is
- * retried.  An attempt record costs one INSERT on that slow path alone:
+ * The jobs a session holds (lib/held.c) keep their queue, attempt and
+ * claim time, for the counts of their acknowledgements and for the
+ * record of an attempt that fails and is retried.  An attempt record costs one INSERT on that slow path alone:
  * a completion writes nothing here.
  */
 #include <stdlib.h>
@@ -42,90 +41,28 @@ int64_t jobq_wait_bound_ms(int i) {
 
 /* The counters of queue in s, made when missing (entry 0 is '', claims
  * that found nothing); NULL when out of memory: the count is lost. */
-static int64_t *counters(jobq_session *s, const char *queue, uint16_t *index) {
+static int64_t *counters(jobq_session *s, const char *queue) {
   for (size_t i = 0; i < s->ntally; i++)
-    if (strcmp(s->tally[i].queue, queue) == 0) {
-      if (index != NULL) *index = (uint16_t)i;
-      return s->tally[i].v;
-    }
-  if (s->ntally >= UINT16_MAX) return NULL;
+    if (strcmp(s->tally[i].queue, queue) == 0) return s->tally[i].v;
   struct jobq_tally_acc *v = realloc(s->tally, (s->ntally + 1) * sizeof *v);
   if (v == NULL) return NULL;
   s->tally = v;
-  struct jobq_tally_acc *t = &v[s->ntally];
+  struct jobq_tally_acc *t = &v[s->ntally++];
   memset(t, 0, sizeof *t);
   snprintf(t->queue, sizeof t->queue, "%s", queue);
-  if (index != NULL) *index = (uint16_t)s->ntally;
-  s->ntally++;
   return t->v;
-}
-
-/* ---------------------------------------------------------------- held jobs */
-
-static size_t slot_of(int64_t id, size_t cap) {
-  uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ULL;
-  return (size_t)(h >> 32) & (cap - 1);
-}
-
-static void held_put(jobq_session *s, const struct jobq_held_job *job) {
-  if ((s->nheld + 1) * 4 > s->capheld * 3) {
-    size_t cap = s->capheld ? s->capheld * 2 : 64;
-    struct jobq_held_job *v = calloc(cap, sizeof *v);
-    if (v == NULL) return; /* not remembered: counted under queue '' */
-    for (size_t i = 0; i < s->capheld; i++) {
-      if (s->held[i].id == 0) continue;
-      size_t k = slot_of(s->held[i].id, cap);
-      while (v[k].id != 0) k = (k + 1) & (cap - 1);
-      v[k] = s->held[i];
-    }
-    free(s->held);
-    s->held = v;
-    s->capheld = cap;
-  }
-  size_t k = slot_of(job->id, s->capheld);
-  while (s->held[k].id != 0 && s->held[k].id != job->id) k = (k + 1) & (s->capheld - 1);
-  if (s->held[k].id == 0) s->nheld++;
-  s->held[k] = *job;
-}
-
-/* The job's entry, or NULL. */
-static struct jobq_held_job *held_find(jobq_session *s, int64_t id) {
-  if (s->capheld == 0) return NULL;
-  size_t k = slot_of(id, s->capheld);
-  for (; s->held[k].id != 0; k = (k + 1) & (s->capheld - 1))
-    if (s->held[k].id == id) return &s->held[k];
-  return NULL;
-}
-
-/* Forgets the job, moving back the entries its slot kept from theirs. */
-static void held_drop(jobq_session *s, int64_t id) {
-  struct jobq_held_job *e = held_find(s, id);
-  if (e == NULL) return;
-  size_t mask = s->capheld - 1, hole = (size_t)(e - s->held);
-  s->held[hole].id = 0;
-  s->nheld--;
-  for (size_t k = (hole + 1) & mask; s->held[k].id != 0; k = (k + 1) & mask) {
-    size_t home = slot_of(s->held[k].id, s->capheld);
-    /* The entry may fill the hole when its home is not within (hole, k]. */
-    if (((k - home) & mask) >= ((k - hole) & mask)) {
-      s->held[hole] = s->held[k];
-      s->held[k].id = 0;
-      hole = k;
-    }
-  }
 }
 
 /* ---------------------------------------------------------------- counting */
 
 void jobq__tally_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
   if (n == 0) {
-    int64_t *v = counters(s, "", NULL);
+    int64_t *v = counters(s, "");
     if (v != NULL) v[T_EMPTY]++;
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    uint16_t q;
-    int64_t *v = counters(s, jobs[i].queue, &q);
+    int64_t *v = counters(s, jobs[i].queue);
     if (v == NULL) continue;
     v[T_CLAIMED]++;
     int64_t wait = jobs[i].claimed_at_ms - jobs[i].run_at_ms;
@@ -134,8 +71,6 @@ void jobq__tally_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
     while (b < JOBQ_WAIT_BUCKETS - 1 && wait > wait_bounds[b]) b++;
     v[T_WAIT] += wait;
     v[T_W0 + b]++;
-    held_put(s, &(struct jobq_held_job){jobs[i].id, jobs[i].claimed_at_ms,
-                                        jobs[i].attempt, q});
   }
 }
 
@@ -143,9 +78,9 @@ void jobq__tally_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const jobq_ack *a = &acks[i];
     if (a->status != JOBQ_OK && a->status != JOBQ_ELOST) continue;
-    struct jobq_held_job *h = held_find(s, a->id);
+    struct jobq_held_job *h = jobq__held_find(s, a->id);
     int64_t *v = a->status == JOBQ_OK && !a->already
-                     ? h != NULL ? s->tally[h->queue].v : counters(s, "", NULL)
+                     ? counters(s, h != NULL ? h->queue : "")
                      : NULL;
     if (v != NULL) {
       int again = a->outcome == JOBQ_STATE_READY || a->outcome == JOBQ_STATE_WAITING;
@@ -155,8 +90,6 @@ void jobq__tally_acked(jobq_session *s, const jobq_ack *acks, size_t n) {
       v[T_DEAD] += a->outcome == JOBQ_STATE_DEAD;
       v[T_CANCELLED] += a->outcome == JOBQ_STATE_CANCELLED;
     }
-    /* Every acknowledgement ends the claim, and so does a lost one. */
-    held_drop(s, a->id);
   }
 }
 
@@ -167,7 +100,7 @@ int jobq__tally_attempts(jobq *db, jobq_session *s, const jobq_ack *acks, size_t
     if (a->status != JOBQ_OK || a->already) continue;
     if (a->kind != JOBQ_ACK_FAIL && a->kind != JOBQ_ACK_RETRY) continue;
     if (a->outcome != JOBQ_STATE_READY && a->outcome != JOBQ_STATE_WAITING) continue;
-    const struct jobq_held_job *h = held_find(s, a->id);
+    const struct jobq_held_job *h = jobq__held_find(s, a->id);
     const char *text = a->data;
     size_t len = text != NULL ? a->len : 0;
     if (len > ATTEMPT_ERROR_MAX) {
@@ -177,7 +110,7 @@ int jobq__tally_attempts(jobq *db, jobq_session *s, const jobq_ack *acks, size_t
     char *clean = NULL;
     if (len > 0 && jobq__utf8_clean(text, len, &clean, &len) != JOBQ_OK)
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    rc = jobq__sql_run(db, JOBQ_Q_ATTEMPT_ADD,
+    rc = jobq__sql_defer(db, JOBQ_Q_ATTEMPT_ADD,
                        SQL_ARGS(V_INT(a->id), V_INT(h ? h->attempt : 0),
                                 V_TEXT(a->kind == JOBQ_ACK_FAIL ? "failed" : "retry"),
                                 len > 0 ? V_TEXTN(clean ? clean : text, len) : V_NULL,
@@ -200,7 +133,7 @@ int jobq__tally_write(jobq *db, jobq_session *s) {
     int nonzero = 0;
     for (int c = 0; c < JOBQ_TALLY_COUNTERS; c++) nonzero |= v[c] != 0;
     if (!nonzero) continue;
-    rc = jobq__sql_run(db, JOBQ_Q_TALLY_ADD,
+    rc = jobq__sql_defer(db, JOBQ_Q_TALLY_ADD,
                        SQL_ARGS(V_INT(-1), V_TEXT(s->id), V_TEXT(s->tally[i].queue),
                                 V_INT(v[0]), V_INT(v[1]), V_INT(v[2]), V_INT(v[3]),
                                 V_INT(v[4]), V_INT(v[5]), V_INT(v[6]), V_INT(v[7]),
@@ -226,7 +159,7 @@ static int fold(jobq *db) {
   if ((rc = jobq__tally_read(db, JOBQ_Q_TALLY_OLD, before, &t, &n)) != JOBQ_OK) return rc;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     const jobq_tally *x = &t[i];
-    rc = jobq__sql_run(db, JOBQ_Q_TALLY_ADD,
+    rc = jobq__sql_defer(db, JOBQ_Q_TALLY_ADD,
                        SQL_ARGS(V_INT(0), V_TEXT(""), V_TEXT(x->queue), V_INT(x->claimed),
                                 V_INT(x->empty_claims), V_INT(x->done), V_INT(x->failed),
                                 V_INT(x->retried), V_INT(x->dead), V_INT(x->cancelled),
@@ -263,10 +196,7 @@ void jobq__tally_fold(jobq *db, jobq_session *s) {
   jobq__error_restore(db, &kept);
 }
 
-void jobq__tally_release(jobq_session *s) {
-  free(s->tally);
-  free(s->held);
-}
+void jobq__tally_release(jobq_session *s) { free(s->tally); }
 
 /* ---------------------------------------------------------------- reading */
 

@@ -1,7 +1,9 @@
 /*
  * url.c - database URLs: parsing into a jobq_url for the stores, the
- * checks of numeric options that every store shares, and the one
- * redaction function that keeps passwords out of every message.
+ * checks of the options of each store's table (store.h's jobq_option)
+ * with one message for each way one is bad, the split of a host list,
+ * and the one redaction function that keeps passwords out of every
+ * message.
  *
  *   sqlite:PATH  sqlite:///ABS/PATH  sqlite:PATH?busy_timeout=5s
  *   SCHEME://[USER[:PASSWORD]@][HOST[:PORT][,HOST[:PORT]...]]/DB[?K=V&...]
@@ -480,42 +482,190 @@ out:
   return rc;
 }
 
-/* ---------------------------------------------------------------- numeric options */
+/* ---------------------------------------------------------------- numbers */
+
+/* value as an integer from min to max, into *n; 0 when it is not one. */
+static int int_value(const char *value, int64_t min, int64_t max, int64_t *n) {
+  char *end;
+  if (!isdigit((unsigned char)value[0]) || strlen(value) > 18) return 0;
+  *n = strtoll(value, &end, 10);
+  return *end == '\0' && *n >= min && *n <= max;
+}
+
+/* value as seconds from min_s to max_s (a number of seconds, or a
+ * duration rounded up), into *n; 0 when it is not. */
+static int seconds_value(const char *value, int64_t min_s, int64_t max_s, int64_t *n) {
+  int64_t ms = -1;
+  if (!isdigit((unsigned char)value[0])) return 0;
+  if (value[strspn(value, "0123456789")] == '\0') {
+    if (strlen(value) > 18) return 0;
+    ms = strtoll(value, NULL, 10) * 1000;
+  } else if (jobq_parse_duration(value, &ms) != JOBQ_OK) {
+    return 0;
+  }
+  *n = ms / 1000 + (ms % 1000 != 0);
+  return *n >= min_s && *n <= max_s;
+}
 
 int jobq__url_int(jobq *db, const char *key, const char *value, int64_t min, int64_t max,
                   int64_t *out) {
-  char *end;
-  long long v = 0;
-  int ok = isdigit((unsigned char)value[0]) && strlen(value) <= 18;
-  if (ok) {
-    v = strtoll(value, &end, 10);
-    ok = *end == '\0' && v >= min && v <= max;
-  }
-  if (!ok)
+  if (!int_value(value, min, max, out))
     return jobq__fail(db, JOBQ_EURL,
                       "invalid %s '%s' in the database url: expected an integer from %lld "
                       "to %lld",
                       key, value, (long long)min, (long long)max);
-  *out = v;
   return JOBQ_OK;
 }
 
-int jobq__url_seconds(jobq *db, const char *key, const char *value, int64_t min_s,
-                      int64_t max_s, int64_t *out_s) {
-  int64_t ms = -1;
-  int ok = isdigit((unsigned char)value[0]);
-  if (ok && value[strspn(value, "0123456789")] == '\0') {
-    ok = strlen(value) <= 18;
-    if (ok) ms = strtoll(value, NULL, 10) * 1000;
-  } else if (ok) {
-    ok = jobq_parse_duration(value, &ms) == JOBQ_OK;
+/* ---------------------------------------------------------------- option tables */
+
+static const jobq_option *option_of(const jobq_option *t, const char *key) {
+  for (; t->kind != 0; t++)
+    if (t->key != NULL && strcmp(t->key, key) == 0) return t;
+  return NULL;
+}
+
+int jobq__url_unknown(jobq *db, const jobq_url *u, const jobq_option *table, size_t i) {
+  /* "a, b or max_payload", or "a, b, max_payload, or THE REST" (the
+   * store's to check). */
+  char list[400] = "";
+  size_t o = 0;
+  const char *rest = NULL;
+  for (const jobq_option *t = table; t->kind != 0; t++) {
+    if (t->kind == '*') rest = t->expected;
+    if (t->key != NULL && t->kind != 'x' && o < sizeof list)
+      o += (size_t)snprintf(list + o, sizeof list - o, "%s, ", t->key);
   }
-  int64_t s = ms < 0 ? -1 : ms / 1000 + (ms % 1000 != 0);
-  if (!ok || s < min_s || s > max_s)
+  if (o >= 2 && rest == NULL) o -= 2; /* "a, b" then " or max_payload" */
+  if (o < sizeof list)
+    snprintf(list + o, sizeof list - o, rest ? "max_payload, or %s" : "%smax_payload",
+             rest ? rest : (o > 0 ? " or " : ""));
+  if (jobq__url_after_secret(u, i))
     return jobq__fail(db, JOBQ_EURL,
+                      "invalid database url '%s': an option after the password is unknown "
+                      "or has a bad value (write '&' in a password as %%26)",
+                      db->url_redacted);
+  return jobq__fail(db, JOBQ_EURL, "unknown option '%s' in the database url: expected %s",
+                    u->keys[i], list);
+}
+
+/* Whether v is one of the words of expected ("a, b or c (why)"). */
+static int one_of(const char *v, const char *expected) {
+  size_t len = strlen(v);
+  for (const char *p = expected; *p != '\0' && *p != '(';) {
+    size_t w = strcspn(p, ", (");
+    if (w == len && strncmp(p, v, len) == 0) return 1;
+    p += w;
+    while (*p == ',' || *p == ' ') p++;
+    if (strncmp(p, "or ", 3) == 0) p += 3;
+  }
+  return 0;
+}
+
+/* The value of option t as its kind reads it, into *n; 0 when it is not
+ * one. */
+static int option_value(const jobq_option *t, const char *v, int64_t *n) {
+  switch (t->kind) {
+    case 'd':
+      return jobq_parse_duration(v, n) == JOBQ_OK && *n >= t->min && *n <= t->max;
+    case 'z':
+      return jobq_parse_size(v, n) == JOBQ_OK && *n >= t->min && *n <= t->max;
+    case 'i': return int_value(v, t->min, t->max, n);
+    case 's': return seconds_value(v, t->min, t->max, n);
+    case 'n': {
+      size_t len = strlen(v);
+      if (len == 0 || len > 63 || !(islower((unsigned char)v[0]) || v[0] == '_')) return 0;
+      for (size_t i = 0; i < len; i++)
+        if (!(islower((unsigned char)v[i]) || isdigit((unsigned char)v[i]) || v[i] == '_'))
+          return 0;
+      return 1;
+    }
+    case 'c': return one_of(v, t->expected);
+    default: return 1;
+  }
+}
+
+int jobq__url_check(jobq *db, const jobq_url *u, const jobq_option *table) {
+  int rc = JOBQ_OK;
+  const jobq_option *others = NULL;
+  for (const jobq_option *t = table; t->kind != 0; t++)
+    if (t->kind == '*') others = t;
+  for (size_t i = 0; i < u->nopts && rc == JOBQ_OK; i++) {
+    const char *k = u->keys[i], *v = u->values[i];
+    if (strcmp(k, "max_payload") == 0) continue; /* the library's (lib/db.c) */
+    const jobq_option *t = option_of(table, k);
+    int64_t n;
+    if (t == NULL && others == NULL)
+      rc = jobq__url_unknown(db, u, table, i);
+    else if (t != NULL && t->kind == 'x')
+      rc = jobq__fail(db, JOBQ_EURL, "option '%s' in the database url: %s", k, t->expected);
+    else if (t != NULL && t->kind == 's' && !option_value(t, v, &n))
+      rc = jobq__fail(db, JOBQ_EURL,
                       "invalid %s '%s' in the database url: expected seconds from %lld to "
                       "%lld, like 10 or 10s",
-                      key, value, (long long)min_s, (long long)max_s);
-  *out_s = s;
+                      k, v, (long long)t->min, (long long)t->max);
+    else if (t != NULL && t->kind == 'i' && !option_value(t, v, &n))
+      rc = jobq__url_int(db, k, v, t->min, t->max, &n);
+    else if (t != NULL && !option_value(t, v, &n))
+      rc = jobq__fail(db, JOBQ_EURL, "invalid %s '%s' in the database url: expected %s", k, v,
+                      t->expected);
+    if (rc == JOBQ_EURL && jobq__url_after_secret(u, i))
+      rc = jobq__fail(db, JOBQ_EURL,
+                      "invalid database url '%s': an option after the password is unknown "
+                      "or has a bad value (write '&' in a password as %%26)",
+                      db->url_redacted);
+  }
+  return rc;
+}
+
+int64_t jobq__url_number(const jobq_url *u, const jobq_option *table, const char *key,
+                         int64_t dflt) {
+  const char *v = jobq__url_opt(u, key);
+  const jobq_option *t = option_of(table, key);
+  int64_t n;
+  return v != NULL && t != NULL && strchr("dsiz", t->kind) && option_value(t, v, &n) ? n
+                                                                                     : dflt;
+}
+
+/* ---------------------------------------------------------------- host lists */
+
+void jobq__url_hosts_free(jobq_host *hosts, size_t n) {
+  for (size_t i = 0; hosts != NULL && i < n; i++) free(hosts[i].name);
+  free(hosts);
+}
+
+int jobq__url_hosts(jobq *db, const jobq_url *u, unsigned dflt, jobq_host **hosts, size_t *n) {
+  *hosts = NULL;
+  *n = 0;
+  const char *list = u->host;
+  if (list == NULL || *list == '\0') return JOBQ_OK;
+  size_t count = 1;
+  for (const char *p = list; *p; p++) count += *p == ',';
+  jobq_host *v = calloc(count, sizeof *v);
+  if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  /* jobq__url_parse() checked each entry: "host", "host:port",
+   * "[v6]" or "[v6]:port". */
+  const char *s = list;
+  for (size_t i = 0; i < count; i++) {
+    size_t len = strcspn(s, ","), hl = len;
+    const char *host = s, *port = NULL;
+    if (s[0] == '[') {
+      const char *close = memchr(s, ']', len);
+      host = s + 1;
+      hl = close ? (size_t)(close - s) - 1 : len - 1;
+      if (close && (size_t)(close - s) + 1 < len) port = close + 2;
+    } else {
+      const char *colon = memchr(s, ':', len);
+      if (colon != NULL) hl = (size_t)(colon - s), port = colon + 1;
+    }
+    if ((v[i].name = strndup(host, hl)) == NULL) {
+      jobq__url_hosts_free(v, i);
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
+    v[i].port = port ? (unsigned)strtoul(port, NULL, 10) : dflt;
+    s += len + (s[len] == ',');
+  }
+  *hosts = v;
+  *n = count;
   return JOBQ_OK;
 }

@@ -15,17 +15,13 @@ int jobq_watch(jobq *db, int *fd) {
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
-  if (db->store->watch == NULL)
-    return jobq__fail(db, JOBQ_ENOTSUP, "the %s store cannot watch for new work: poll instead",
-                      db->store->scheme);
   return db->store->watch(db, fd);
 }
 
 int jobq_changed(jobq *db) {
   if (db == NULL || db->store == NULL || db->conn == NULL) return JOBQ_EINVAL;
   jobq__ok(db);
-  if (db->store->changed == NULL) return 1;
-  return db->store->changed(db);
+  return db->store->changed(db, jobq__watching);
 }
 
 static void watched_free(char **v, size_t n) {
@@ -37,9 +33,9 @@ int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq) {
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
   jobq__ok(db);
-  /* A store that names the queue of each wake-up is one that is told of
-   * them (wake): the others wake every watcher on every commit. */
-  if (db->store->wake == NULL || db->store->changed == NULL)
+  /* Only a store whose wake-ups name their queue can keep a watcher to
+   * its queues: the others wake every watcher on every commit. */
+  if (!db->store->named_wakes)
     return jobq__fail(db, JOBQ_ENOTSUP,
                       "the %s store's wake-ups do not name their queue: every commit wakes",
                       db->store->scheme);
@@ -74,6 +70,4 @@ void jobq__watch_release(jobq *db) {
   db->nwatched = 0;
 }
 
-void jobq__wake(jobq *db, const char *queue) {
-  if (db->store->wake != NULL) db->store->wake(db, queue);
-}
+void jobq__wake(jobq *db, const char *queue) { db->store->wake(db, queue); }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "sql.h"
 #include "store/store.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -291,8 +292,8 @@ static void test_claim_plan(void **state) {
   MYSQL *m = native(t->db);
   sql_ok(m, "ANALYZE TABLE jobq_jobs");
 
-  /* The store's own claim statement, explained with real values. */
-  char *text = jobq__mysql_claim_sql();
+  /* The claim's pick, explained with real values. */
+  char *text = jobq__sql_text(JOBQ_DIALECT_MYSQL, JOBQ_Q_CLAIM_PICK, NULL, NULL);
   assert_non_null(text);
   char sql[2048];
   snprintf(sql, sizeof sql, "EXPLAIN %s", text);

@@ -8,6 +8,7 @@
  */
 #include "helpers.h"
 #include "sql.h"
+#include "store/store.h"
 
 #include <ctype.h>
 
@@ -250,6 +251,74 @@ static void test_open_errors(void **state) {
   jobq_close(db);
 }
 
+/* A store's table of URL options, as the library checks and reads it:
+ * one message for each way an option is bad, naming the option and what
+ * was expected; numbers as their kind reads them, the default for an
+ * option not given or not a number; a host list split with its ports. */
+static void test_url_options(void **state) {
+  (void)state;
+  const jobq_option *pg = jobq__store_postgres.options;
+  const jobq_option *my = jobq__store_mysql.options;
+  jobq_url u;
+  assert_int_equal(jobq__url_parse(NULL,
+                                   "postgres://u@a:1,[::1]:2,b/db?sslmode=require&"
+                                   "connect_timeout=1500ms&notify=off&statement_timeout=2s",
+                                   &u),
+                   JOBQ_OK);
+  assert_int_equal(jobq__url_check(NULL, &u, pg), JOBQ_OK);
+  assert_int_equal(jobq__url_number(&u, pg, "connect_timeout", 10), 2);
+  assert_int_equal(jobq__url_number(&u, pg, "statement_timeout", 30000), 2000);
+  assert_int_equal(jobq__url_number(&u, pg, "keepalives", 7), 7);
+  /* Words and text are no numbers. */
+  assert_int_equal(jobq__url_number(&u, pg, "sslmode", -1), -1);
+  assert_int_equal(jobq__url_number(&u, pg, "notify", -1), -1);
+  jobq_host *hosts;
+  size_t n;
+  assert_int_equal(jobq__url_hosts(NULL, &u, 5432, &hosts, &n), JOBQ_OK);
+  assert_int_equal(n, 3);
+  assert_string_equal(hosts[0].name, "a");
+  assert_int_equal(hosts[0].port, 1);
+  assert_string_equal(hosts[1].name, "::1");
+  assert_int_equal(hosts[1].port, 2);
+  assert_string_equal(hosts[2].name, "b");
+  assert_int_equal(hosts[2].port, 5432);
+  jobq__url_hosts_free(hosts, n);
+  jobq__url_release(&u);
+
+  const struct {
+    const char *url, *want;
+  } bad[] = {
+      {"postgres://h/db?notify=maybe", "invalid notify 'maybe' in the database url: expected on or off"},
+      {"postgres://h/db?connect_timeout=soon",
+       "invalid connect_timeout 'soon' in the database url: expected seconds from 0 to 86400"},
+      {"postgres://h/db?keepalives=2",
+       "invalid keepalives '2' in the database url: expected an integer from 0 to 1"},
+      {"postgres://h/db?schema=Jobs", "invalid schema 'Jobs' in the database url: expected 1 to 63"},
+      {"postgres://h/db?replication=database",
+       "option 'replication' in the database url: jobq needs an ordinary connection"},
+      {"postgres://h/db?sslmode=requir",
+       "invalid sslmode 'requir' in the database url: expected disable, allow"},
+      {"postgres://h/db?target_session_attrs=standby", "expected read-write, primary or any"},
+      {"mysql://h/db?bogus=1",
+       "unknown option 'bogus' in the database url: expected connect_timeout, "
+       "lock_wait_timeout, statement_timeout, sslmode, sslca, sslcert, sslkey, socket or "
+       "max_payload"},
+      {"mysql://h/db?statement_timeout=0s",
+       "invalid statement_timeout '0s' in the database url: expected a duration from 1ms to 1d"},
+      {"mysql://h/db?sslmode=prefer", "expected disable, require, verify-ca or verify-full"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *msg = open_fails(bad[i].url, JOBQ_EURL);
+    if (strstr(msg, bad[i].want) == NULL)
+      fail_msg("'%s': '%s', expected '%s'", bad[i].url, msg, bad[i].want);
+    free(msg);
+  }
+  /* Words are whole words of the list. */
+  assert_int_equal(jobq__url_parse(NULL, "mysql://h/db?sslmode=verify", &u), JOBQ_OK);
+  assert_int_equal(jobq__url_check(NULL, &u, my), JOBQ_EURL);
+  jobq__url_release(&u);
+}
+
 static void test_open_options(void **state) {
   tq *t = *state;
   char url[sizeof t->url + 64];
@@ -337,13 +406,69 @@ static void test_statements_in_words(void **state) {
   }
 }
 
+/* A store is an engine: every member of its table is there, and the
+ * library branches on none. */
+static void test_stores_are_whole(void **state) {
+  (void)state;
+  const jobq_store *stores[] = {&jobq__store_sqlite, &jobq__store_postgres, &jobq__store_mysql};
+  for (size_t i = 0; i < sizeof stores / sizeof stores[0]; i++) {
+    const jobq_store *s = stores[i];
+    const void *members[] = {
+        (const void *)s->open,    (const void *)s->close,   (const void *)s->native,
+        (const void *)s->schema,  (const void *)s->schema_begin, (const void *)s->schema_end,
+        (const void *)s->schema_run, (const void *)s->roles, (const void *)s->doctor,
+        (const void *)s->begin,   (const void *)s->commit,  (const void *)s->rollback,
+        (const void *)s->query,   (const void *)s->next,    (const void *)s->done,
+        (const void *)s->is_null, (const void *)s->col_int, (const void *)s->col_bytes,
+        (const void *)s->changes, (const void *)s->insert_id, (const void *)s->lock,
+        (const void *)s->wake,    (const void *)s->watch,   (const void *)s->changed};
+    assert_non_null(s->scheme);
+    assert_non_null(s->options);
+    for (size_t m = 0; m < sizeof members / sizeof members[0]; m++)
+      if (members[m] == NULL) fail_msg("the %s store lacks member %zu", s->scheme, m);
+  }
+}
+
+/* Every statement, and every variant of a set statement, spells for
+ * every dialect that has it: no token of the notation is left, and a
+ * variant's rows are spelled out. */
+static void test_statements_spell(void **state) {
+  (void)state;
+  const int dialects[] = {JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL};
+  for (size_t d = 0; d < 3; d++) {
+    for (int stmt = 0; stmt < JOBQ_STMT_COUNT; stmt++) {
+      if (jobq__sql_none(dialects[d], stmt % JOBQ_Q__COUNT)) continue;
+      int *order = NULL;
+      size_t norder = 0;
+      char *text = jobq__sql_text(dialects[d], stmt, &order, &norder);
+      if (text == NULL) fail_msg("statement %d of dialect %d does not spell", stmt, (int)d);
+      if (strstr(text, "{each") != NULL || strstr(text, "{now}") != NULL)
+        fail_msg("statement %d of dialect %d keeps a token: %s", stmt, (int)d, text);
+      if (dialects[d] == JOBQ_DIALECT_MYSQL && stmt >= JOBQ_Q__COUNT &&
+          strchr(text, '?') != NULL && norder == 0)
+        fail_msg("statement %d: no parameters found in %s", stmt, text);
+      free(order);
+      free(text);
+    }
+  }
+  /* A chunk of a set statement names each of its rows' values. */
+  char *t = jobq__sql_text(JOBQ_DIALECT_SQLITE, jobq__stmt(JOBQ_Q_DELETE_ROWS, 1), NULL, NULL);
+  assert_non_null(t);
+  assert_non_null(strstr(t, "IN (?2, ?3, "));
+  assert_non_null(strstr(t, "?65)"));
+  free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stores_are_whole),
+      cmocka_unit_test(test_statements_spell),
       cmocka_unit_test(test_durations),
       cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_url_redact),
       TQ_TEST(test_open_errors),
       TQ_TEST(test_open_options),
+      cmocka_unit_test(test_url_options),
       cmocka_unit_test(test_error_vocabulary),
       cmocka_unit_test(test_version_and_free),
       cmocka_unit_test(test_state_names),

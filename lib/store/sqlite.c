@@ -32,11 +32,13 @@
 
 /* ---------------------------------------------------------------- schema */
 
-/* CHECKs are written with OR, not IN: SQLite builds a temporary table for
- * an IN list on every statement that checks it. */
-static const char *const migrations[] = {
-    /* version 1 */
-    "CREATE TABLE jobq_queues ("
+/* The schema's steps (lib/migrate.c), a version a step, run while the
+ * migration holds the file: a failed one leaves nothing.  CHECKs are
+ * written with OR, not IN: SQLite builds a temporary table for an IN list
+ * on every statement that checks it. */
+
+/* version 1 */
+static const jobq_step v1_steps[] = {{"CREATE TABLE jobq_queues ("
     "  name TEXT PRIMARY KEY,"
     "  paused INTEGER NOT NULL DEFAULT 0,"
     "  key_policy TEXT NOT NULL DEFAULT 'block' CHECK (key_policy = 'block' OR key_policy = 'skip'),"
@@ -132,10 +134,11 @@ static const char *const migrations[] = {
     "  job_id INTEGER NOT NULL,"
     "  PRIMARY KEY (queue, order_key)"
     ");"
-    "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);",
-    /* version 2: the sessions' figures per minute (lib/tally.c) and the
+    "CREATE INDEX jobq_blocked_job ON jobq_blocked(job_id);", NULL}, {NULL, NULL}};
+
+/* version 2: the sessions' figures per minute (lib/tally.c) and the
      * attempts that ended without finishing their job. */
-    "CREATE TABLE jobq_tally ("
+static const jobq_step v2_steps[] = {{"CREATE TABLE jobq_tally ("
     "  at_minute INTEGER NOT NULL,"
     "  session TEXT NOT NULL,"
     "  queue TEXT NOT NULL,"
@@ -171,16 +174,19 @@ static const char *const migrations[] = {
     "  ended_at INTEGER NOT NULL"
     ");"
     "CREATE INDEX jobq_attempts_job ON jobq_attempts(job_id);"
-    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);",
-    /* version 3: nothing.  Its checks are for the roles of the servers,
+    "CREATE INDEX jobq_attempts_ended ON jobq_attempts(ended_at);", NULL}, {NULL, NULL}};
+
+/* version 3: nothing.  Its checks are for the roles of the servers,
      * and a file has none: whoever may write it may do anything. */
-    "",
-    /* version 4: the stall guard's look (lib/session.c) and the horizon
+static const jobq_step v3_steps[] = {{"", NULL}, {NULL, NULL}};
+
+/* version 4: the stall guard's look (lib/session.c) and the horizon
      * of pruned jobs (lib/mark.c). */
-    "ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;",
-    /* version 5: the schedules of periodic jobs (lib/cron.c). */
-    "CREATE TABLE jobq_cron ("
+static const jobq_step v4_steps[] = {{"ALTER TABLE jobq_meta ADD COLUMN guard_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobq_meta ADD COLUMN pruned_before INTEGER NOT NULL DEFAULT 0;", NULL}, {NULL, NULL}};
+
+/* version 5: the schedules of periodic jobs (lib/cron.c). */
+static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
     "  name TEXT PRIMARY KEY,"
     "  queue TEXT NOT NULL,"
     "  spec TEXT NOT NULL,"
@@ -201,105 +207,37 @@ static const char *const migrations[] = {
     "  created_at INTEGER NOT NULL,"
     "  updated_at INTEGER NOT NULL"
     ");"
-    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);",
-};
+    "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);", NULL}, {NULL, NULL}};
 
-#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
-_Static_assert(NMIGRATIONS == JOBQ_SCHEMA_VERSION, "one migration per version");
+static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
+                                        "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+                                        "  version INTEGER NOT NULL,"
+                                        "  queue_id TEXT NOT NULL,"
+                                        "  epoch INTEGER NOT NULL,"
+                                        "  created_at INTEGER NOT NULL)",
+                                        NULL},
+                                       {NULL, NULL}};
+static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
+                                          v5_steps};
+_Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
+               "one migration per version");
 
 /* ---------------------------------------------------------------- statements */
 
-/* This store's own statements, numbered after lib/sql.h's: the claim,
- * the completions and the puts of plain jobs (1, 4, 16 or 64 a
- * statement, whose text jobq__sql_put_rows() gives). */
+/* This store's own statements, numbered after lib/sql.h's. */
 enum {
-  SQ_CANDIDATES = JOBQ_Q__COUNT,
-  SQ_CLAIM,
-  SQ_CLAIMED,
-  SQ_ACK_PLAIN_FIND,
-  SQ_ACK_PLAIN_ARCHIVE,
-  SQ_ACK_PLAIN_DELETE,
-  SQ_ACK_RESULT,
-  SQ_DATA_VERSION,
-  SQ_PUT_1,
-  SQ_PUT_4,
-  SQ_PUT_16,
-  SQ_PUT_64,
+  SQ_DATA_VERSION = JOBQ_STMT_COUNT,
   SQ__END
 };
 
-/* Rows of one put statement, by statement. */
-static int put_rows(int id) {
-  return id == SQ_PUT_64 ? 64 : id == SQ_PUT_16 ? 16 : id == SQ_PUT_4 ? 4 : 1;
-}
-
-static const char *const own_sql[SQ__END - JOBQ_Q__COUNT] = {
-    [SQ_CANDIDATES - JOBQ_Q__COUNT] =
-        "SELECT id, priority, run_at FROM jobq_jobs WHERE queue = ?1 "
-        "AND state = 'ready' AND run_at <= ?3 "
-        "ORDER BY priority DESC, run_at, id LIMIT ?2",
-    /* The chosen jobs (?1, a JSON array of ids) marked running in one
-     * statement, started at once or held back (?3), at ?4 (this machine's
-     * clock, read once for the statement); each gets its own claim token.
-     * The file is this transaction's, so every one of them is still
-     * ready. */
-    [SQ_CLAIM - JOBQ_Q__COUNT] =
-        "UPDATE OR FAIL jobq_jobs SET state = 'running', session = ?2, started = ?3, "
-        "claim = jobq_token(), claimed_at = ?4, "
-        "attempts = attempts + 1, "
-        "deadline_at = CASE WHEN timeout_ms > 0 THEN ?4 + timeout_ms END "
-        "WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'ready'",
-    /* What the claim hands out of the jobs it just marked.  A second
-     * statement rather than RETURNING, which writes each row into a
-     * temporary table first and costs more; a join on the list rather
-     * than IN (SELECT ...), which copies the list into a temporary index
-     * first (the ids are distinct). */
-    [SQ_CLAIMED - JOBQ_Q__COUNT] =
-        "SELECT j.id, queue, payload, attempts, max_attempts, priority, "
-        "order_key, timeout_ms, prev_lost, claim, run_at, claimed_at FROM json_each(?1) a "
-        "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2",
-    /* Completions of jobs without a barrier, many at a time (see
-     * sq_ack_plain): ?1 is a JSON array of ids, whose claim tokens the
-     * caller compares. */
-    [SQ_ACK_PLAIN_FIND - JOBQ_Q__COUNT] =
-        "SELECT j.id, j.queue, j.order_key, j.claim FROM json_each(?1) a "
-        "CROSS JOIN jobq_jobs j ON j.id = a.value WHERE j.session = ?2 "
-        "AND j.state = 'running' AND j.barrier = 0 AND "
-        "NOT EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY jobq_jobs_barrier "
-        "WHERE b.queue = j.queue AND b.barrier = 1)",
-    /* ?1: a JSON array of the ids found (distinct), joined as in
-     * SQ_CLAIMED. */
-    [SQ_ACK_PLAIN_ARCHIVE - JOBQ_Q__COUNT] =
-        "INSERT OR FAIL INTO jobq_done(id, queue, priority, run_at, outcome, "
-        "order_key, barrier, unique_key, payload, result, attempts, "
-        "max_attempts, timeout_ms, backoff_ms, session, claim, created_at, "
-        "claimed_at, finished_at, last_error, prev_lost) SELECT j.id, queue, "
-        "priority, run_at, 'done', order_key, barrier, unique_key, payload, "
-        "x'', attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "
-        "created_at, claimed_at, jobq_now(), last_error, prev_lost FROM "
-        "json_each(?1) a CROSS JOIN jobq_jobs j ON j.id = a.value",
-    [SQ_ACK_PLAIN_DELETE - JOBQ_Q__COUNT] =
-        "DELETE FROM jobq_jobs WHERE id IN (SELECT value FROM json_each(?1))",
-    [SQ_ACK_RESULT - JOBQ_Q__COUNT] =
-        "UPDATE OR FAIL jobq_done SET result = ?2 WHERE id = ?1",
-    [SQ_DATA_VERSION - JOBQ_Q__COUNT] = "PRAGMA data_version",
+static const char *const own_sql[SQ__END - JOBQ_STMT_COUNT] = {
+    [SQ_DATA_VERSION - JOBQ_STMT_COUNT] = "PRAGMA data_version",
 };
 
 /* What a statement does, in words, for messages. */
 static const char *sq_what(int id) {
   switch (id) {
-    case SQ_CANDIDATES:
-    case SQ_CLAIM:
-    case SQ_CLAIMED: return "claiming jobs";
-    case SQ_ACK_PLAIN_FIND:
-    case SQ_ACK_PLAIN_ARCHIVE:
-    case SQ_ACK_PLAIN_DELETE:
-    case SQ_ACK_RESULT: return "completing jobs";
     case SQ_DATA_VERSION: return "looking for changes";
-    case SQ_PUT_1:
-    case SQ_PUT_4:
-    case SQ_PUT_16:
-    case SQ_PUT_64: return "putting jobs";
     default: return jobq__sql_what(id);
   }
 }
@@ -394,14 +332,10 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
     return st;
   }
   char *text = NULL;
-  if (id < JOBQ_Q__COUNT) {
+  if (id < JOBQ_STMT_COUNT) {
     text = jobq__sql_text(JOBQ_DIALECT_SQLITE, id, NULL, NULL);
-  } else if (id >= SQ_PUT_1) {
-    char *common = jobq__sql_put_rows(put_rows(id));
-    text = common ? jobq__sql_spell(JOBQ_DIALECT_SQLITE, common, NULL, NULL) : NULL;
-    free(common);
   } else {
-    text = strdup(own_sql[id - JOBQ_Q__COUNT]);
+    text = strdup(own_sql[id - JOBQ_STMT_COUNT]);
   }
   if (text == NULL) {
     jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -418,6 +352,9 @@ static sqlite3_stmt *stmt(jobq *db, int id) {
 }
 
 static int bind(jobq *db, sqlite3_stmt *st, const jobq_val *a, size_t n) {
+  /* A set statement may leave a value of its other dialects unused. */
+  size_t most = (size_t)sqlite3_bind_parameter_count(st);
+  if (n > most) n = most;
   for (size_t i = 0; i < n; i++) {
     int col = (int)i + 1, rc;
     switch (a[i].type) {
@@ -433,7 +370,15 @@ static int bind(jobq *db, sqlite3_stmt *st, const jobq_val *a, size_t n) {
   return JOBQ_OK;
 }
 
-static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows **rows) {
+static int int64_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every statement runs at once: a commit waits for the disk, a statement
+ * for nothing. */
+static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows **rows,
+                    const jobq_how *how) {
   sqlite3_stmt *st = stmt(db, id);
   if (st == NULL) return db->err;
   int rc = bind(db, st, args, n);
@@ -443,8 +388,11 @@ static int sq_query(jobq *db, int id, const jobq_val *args, size_t n, jobq_rows 
     return JOBQ_OK;
   }
   int s;
-  while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-  }
+  size_t got = 0;
+  while ((s = sqlite3_step(st)) == SQLITE_ROW)
+    if (how != NULL && how->ids != NULL && got < how->nids)
+      how->ids[got++] = sqlite3_column_int64(st, 0);
+  if (how != NULL && how->ids != NULL) qsort(how->ids, got, sizeof *how->ids, int64_cmp);
   sqlite3_reset(st);
   if (s != SQLITE_DONE) return sq_fail(db, s, sq_what(id));
   return JOBQ_OK;
@@ -479,7 +427,13 @@ static const void *sq_col_bytes(jobq_rows *r, int col, size_t *len) {
 
 static int64_t sq_changes(jobq *db) { return sqlite3_changes64(conn(db)->db); }
 
-static int64_t sq_insert_id(jobq *db) { return sqlite3_last_insert_rowid(conn(db)->db); }
+/* The rows of one INSERT take consecutive ids, as AUTOINCREMENT gives
+ * each one more than the largest yet, and the file is this
+ * transaction's alone: the first is the last less the others. */
+static int64_t sq_insert_id(jobq *db) {
+  sqlite3 *h = conn(db)->db;
+  return sqlite3_last_insert_rowid(h) - sqlite3_changes64(h) + 1;
+}
 
 /* ---------------------------------------------------------------- connection */
 
@@ -489,19 +443,6 @@ static void fn_now(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
   sqlite3_result_int64(ctx, now_ms());
-}
-
-/* jobq_token(): a new claim token, JOBQ_CLAIM_LEN lowercase hex
- * characters from SQLite's own generator (as randomblob() draws them),
- * in one call instead of lower(hex(randomblob(16))). */
-static void fn_token(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  (void)argc;
-  (void)argv;
-  unsigned char b[JOBQ_CLAIM_LEN / 2];
-  char t[JOBQ_CLAIM_LEN + 1];
-  sqlite3_randomness((int)sizeof b, b);
-  jobq__hex(t, b, sizeof b);
-  sqlite3_result_text(ctx, t, JOBQ_CLAIM_LEN, SQLITE_TRANSIENT);
 }
 
 /* How long a checkpoint after a commit waits, in all, for the write lock
@@ -639,14 +580,18 @@ static int check_path(jobq *db, const char *path) {
   return rc;
 }
 
-static int sq_migrate(jobq *db);
-static int schema_version(jobq *db, int64_t *version);
-static int too_new(jobq *db, int64_t version);
 
 /* The smallest max_size: a schema and a few jobs; and the largest, about
  * what SQLite's page count allows with its default 4 KiB pages. */
 #define MIN_SIZE (64 * 1024)
 #define MAX_SIZE (4096LL << 30)
+
+/* The options of its URLs (lib/url.c checks them). */
+static const jobq_option options[] = {
+    {"busy_timeout", 'd', 0, 86400000, "a duration from 0 to 1d, like 10s"},
+    {"max_size", 'z', MIN_SIZE, MAX_SIZE, "a size from 64KiB to 4096GiB, like 1GiB"},
+    {NULL, 0, 0, 0, NULL},
+};
 
 /* Caps the file at bytes (whole pages; never below what it holds now). */
 static int limit_size(jobq *db, int64_t bytes) {
@@ -682,15 +627,19 @@ static char *immutable_uri(const char *path) {
   return uri;
 }
 
-/* How many tables, indexes, views and triggers the file holds; reading
- * it makes sure the file is a database before anything is written. */
+/* How many tables, indexes, views and triggers the file holds when
+ * jobq's are not there (another application's); reading it makes sure
+ * the file is a database before anything is written. */
 static int count_objects(jobq *db, int64_t *n) {
   sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(conn(db)->db, "SELECT count(*) FROM sqlite_schema", -1, &st,
-                              NULL);
+  int rc = sqlite3_prepare_v2(conn(db)->db,
+                              "SELECT count(*), coalesce(sum(name = 'jobq_meta'), 0) FROM "
+                              "sqlite_schema",
+                              -1, &st, NULL);
   if (rc == SQLITE_OK) {
     rc = sqlite3_step(st);
-    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    /* jobq's file, or a new one: none of another application's. */
+    *n = rc == SQLITE_ROW && sqlite3_column_int64(st, 1) == 0 ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
   }
   return rc == SQLITE_ROW ? JOBQ_OK : sq_fail(db, rc, "reading the database");
@@ -721,9 +670,6 @@ static int connect_file(jobq *db, int as_is, int64_t *objects) {
   src = sqlite3_create_function(c->db, "jobq_now", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                 NULL, fn_now, NULL, NULL);
   if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_now");
-  src = sqlite3_create_function(c->db, "jobq_token", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                NULL, fn_token, NULL, NULL);
-  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_token");
   return count_objects(db, objects);
 }
 
@@ -759,31 +705,10 @@ static int prepare_file(jobq *db) {
 }
 
 static int sq_open(jobq *db, const jobq_url *u) {
-  for (size_t i = 0; i < u->nopts; i++) {
-    if (strcmp(u->keys[i], "busy_timeout") != 0 &&
-        strcmp(u->keys[i], "max_payload") != 0 &&
-        strcmp(u->keys[i], "max_size") != 0)
-      return jobq__fail(db, JOBQ_EURL,
-                        "unknown option '%s' in the database url: expected "
-                        "busy_timeout, max_payload or max_size",
-                        u->keys[i]);
-  }
-  /* A cap on the file, as a full disk would set one. */
-  int64_t max_size = 0;
-  const char *ms = jobq__url_opt(u, "max_size");
-  if (ms != NULL && (jobq_parse_size(ms, &max_size) != JOBQ_OK || max_size < MIN_SIZE ||
-                     max_size > MAX_SIZE))
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid max_size '%s' in the database url: expected a "
-                      "size from 64KiB to 4096GiB, like 1GiB",
-                      ms);
-  int64_t busy = 10000;
-  const char *bt = jobq__url_opt(u, "busy_timeout");
-  if (bt != NULL && (jobq_parse_duration(bt, &busy) != JOBQ_OK || busy > 86400000LL))
-    return jobq__fail(db, JOBQ_EURL,
-                      "invalid busy_timeout '%s' in the database url: expected "
-                      "a duration from 0 to 1d, like 10s",
-                      bt);
+  /* A cap on the file, as a full disk would set one; and how long a
+   * locked file is waited for. */
+  int64_t max_size = jobq__url_number(u, options, "max_size", 0);
+  int64_t busy = jobq__url_number(u, options, "busy_timeout", 10000);
   /* RETURNING and the ->> operator. */
   if (sqlite3_libversion_number() < 3038000)
     return jobq__fail(db, JOBQ_ENOTSUP,
@@ -801,11 +726,12 @@ static int sq_open(jobq *db, const jobq_url *u) {
   if (c == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   db->conn = c;
   c->busy_timeout_ms = busy;
+  db->id_step = 1;
   c->max_size = max_size;
   c->watch_fd = -1;
   c->path = strdup(u->path);
   if (c->path == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int64_t objects = 0, version = 0;
+  int64_t objects = 0;
   rc = connect_file(db, 0, &objects);
   /* A file in WAL mode that we may not write, in a folder that we may
    * not write either, with no process on it (none left its shared
@@ -816,18 +742,11 @@ static int sq_open(jobq *db, const jobq_url *u) {
     c->db = NULL;
     rc = connect_file(db, 1, &objects);
   }
-  if (rc == JOBQ_OK) rc = schema_version(db, &version);
   if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
   /* A handle that only reads writes nothing; a file of another
    * application is left as it is, journal mode included, until
-   * jobq_init() is asked to add jobq's tables to it. */
-  int foreign = version == 0 && objects > 0;
-  if (db->readonly || foreign) {
-    if (version < JOBQ_SCHEMA_VERSION) db->schema_missing = foreign ? JOBQ__SCHEMA_FOREIGN : 1;
-    return JOBQ_OK;
-  }
-  return sq_migrate(db);
+   * jobq_init() is asked to add jobq's tables to it (sq_schema_begin). */
+  return db->readonly || objects > 0 ? JOBQ_OK : prepare_file(db);
 }
 
 static void sq_close(jobq *db) {
@@ -847,88 +766,31 @@ static void sq_close(jobq *db) {
 
 static void *sq_native(jobq *db) { return conn(db)->db; }
 
-/* The schema version in the file: 0 when jobq never initialised it. */
-static int schema_version(jobq *db, int64_t *version) {
-  sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(conn(db)->db,
-                              "SELECT version FROM jobq_meta WHERE id = 1", -1,
-                              &st, NULL);
-  if (rc != SQLITE_OK) {
-    *version = 0;
-    /* "no such table" means a fresh file. */
-    if (rc == SQLITE_ERROR) return JOBQ_OK;
-    return sq_fail(db, rc, "reading the schema version");
-  }
-  rc = sqlite3_step(st);
-  *version = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_finalize(st);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-    return sq_fail(db, rc, "reading the schema version");
+/* ---------------------------------------------------------------- schema steps */
+
+/* A migration holds the whole file (BEGIN IMMEDIATE): another process
+ * initialising meanwhile finds it done.  A file of another application
+ * gets WAL and the rest now, when jobq is asked to add its tables. */
+static int sq_schema_begin(jobq *db) {
+  int rc = prepare_file(db);
+  return rc == JOBQ_OK ? exec(db, "BEGIN IMMEDIATE", "initialising the schema") : rc;
+}
+
+static int sq_schema_end(jobq *db, int ok) {
+  if (ok) return exec(db, "COMMIT", "initialising the schema");
+  sqlite3_exec(conn(db)->db, "ROLLBACK", NULL, NULL, NULL);
   return JOBQ_OK;
 }
 
-static int too_new(jobq *db, int64_t version) {
-  return jobq__fail(db, JOBQ_ESCHEMA,
-                    "the schema of '%s' is version %lld, newer than this jobq "
-                    "understands (%d): expected a newer jobq",
-                    conn(db)->path, (long long)version, JOBQ_SCHEMA_VERSION);
-}
-
-static int sq_migrate(jobq *db) {
-  int64_t version;
-  int rc = prepare_file(db);
-  if (rc == JOBQ_OK) rc = schema_version(db, &version);
-  if (rc != JOBQ_OK) return rc;
-  if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
-  if (version == JOBQ_SCHEMA_VERSION) {
-    db->schema_missing = 0;
-    return JOBQ_OK;
-  }
-  rc = exec(db, "BEGIN IMMEDIATE", "initialising the schema");
-  if (rc != JOBQ_OK) return rc;
-  /* Another process may have initialised it meanwhile. */
-  rc = schema_version(db, &version);
-  if (rc == JOBQ_OK && version > JOBQ_SCHEMA_VERSION) rc = too_new(db, version);
-  if (rc == JOBQ_OK && version == 0) {
-    rc = exec(db,
-              "CREATE TABLE jobq_meta ("
-              "  id INTEGER PRIMARY KEY CHECK (id = 1),"
-              "  version INTEGER NOT NULL,"
-              "  queue_id TEXT NOT NULL,"
-              "  epoch INTEGER NOT NULL,"
-              "  created_at INTEGER NOT NULL)",
-              "creating jobq_meta");
-    char uuid[37];
-    jobq__uuid(uuid);
-    sqlite3_stmt *st;
-    int src = SQLITE_OK;
-    if (rc == JOBQ_OK) {
-      src = sqlite3_prepare_v2(conn(db)->db,
-                               "INSERT INTO jobq_meta(id, version, queue_id, "
-                               "epoch, created_at) VALUES (1, 0, ?1, 1, jobq_now())",
-                               -1, &st, NULL);
-      if (src == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
-        src = sqlite3_step(st);
-        sqlite3_finalize(st);
-      }
-      if (src != SQLITE_DONE) rc = sq_fail(db, src, "writing jobq_meta");
-    }
-  }
-  for (int64_t v = version; rc == JOBQ_OK && v < JOBQ_SCHEMA_VERSION; v++) {
-    rc = exec(db, migrations[v], "migrating the schema");
-    if (rc == JOBQ_OK) {
-      char sql[64];
-      snprintf(sql, sizeof sql, "UPDATE jobq_meta SET version = %lld", (long long)v + 1);
-      rc = exec(db, sql, "migrating the schema");
-    }
-  }
-  if (rc == JOBQ_OK && (rc = exec(db, "COMMIT", "initialising the schema")) == JOBQ_OK) {
-    db->schema_missing = 0;
-    return JOBQ_OK;
-  }
-  sqlite3_exec(conn(db)->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc;
+static int sq_schema_run(jobq *db, const char *sql, int64_t *first) {
+  if (first == NULL) return exec(db, sql, "migrating the schema");
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(conn(db)->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return sq_fail(db, rc, "migrating the schema");
+  rc = sqlite3_step(st);
+  *first = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? JOBQ_OK : sq_fail(db, rc, "migrating the schema");
 }
 
 /* ---------------------------------------------------------------- doctor */
@@ -1039,369 +901,16 @@ static int sq_rollback(jobq *db, int depth) {
   return JOBQ_OK;
 }
 
-/* ---------------------------------------------------------------- id lists */
+/* ---------------------------------------------------------------- locks */
 
-/* A growing JSON text of ids, made without printf, which took a
- * twentieth of a drain's instructions when every id of a batch went
- * through it; on ENOMEM it turns NULL. */
-typedef struct jtext {
-  char *p;
-  size_t len, cap;
-} jtext;
-
-/* Room for more characters and a NUL after them; 0 (and the text NULL)
- * when there is no memory. */
-static int jt_room(jtext *t, size_t more) {
-  if (t->p == NULL && t->cap != 0) return 0;
-  if (t->p != NULL && t->len + more < t->cap) return 1;
-  size_t cap = (t->len + more + 1) * 2;
-  char *q = realloc(t->p, cap);
-  if (q == NULL) {
-    free(t->p);
-    t->p = NULL;
-    t->cap = 1;
-    return 0;
-  }
-  t->p = q;
-  t->cap = cap;
-  return 1;
-}
-
-static void jt_add(jtext *t, const char *text) {
-  size_t n = strlen(text);
-  if (!jt_room(t, n)) return;
-  memcpy(t->p + t->len, text, n + 1);
-  t->len += n;
-}
-
-/* Appends an id to a JSON array begun with "[", after a comma unless it
- * is the first. */
-static void jt_id(jtext *t, int64_t v) {
-  char b[24];
-  size_t k = sizeof b - 1;
-  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do {
-    b[--k] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
-  if (v < 0) b[--k] = '-';
-  if (t->p != NULL && t->len > 0 && t->p[t->len - 1] != '[') b[--k] = ',';
-  b[sizeof b - 1] = '\0';
-  jt_add(t, b + k);
-}
-
-/* ---------------------------------------------------------------- claims */
-
-/*
- * Candidates come from the claim index, per queue, in claim order; the
- * best max of them across the queues are marked running by one UPDATE.
- * The file is held by this transaction, so no other claim can take them
- * meanwhile.
- */
-
-typedef struct cand {
-  int64_t id, run_at;
-  int priority;
-} cand;
-
-static int cand_cmp(const void *a, const void *b) {
-  const cand *x = a, *y = b;
-  if (x->priority != y->priority) return x->priority > y->priority ? -1 : 1;
-  if (x->run_at != y->run_at) return x->run_at < y->run_at ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
-}
-
-/* Appends up to max claimable jobs of queue to *c. */
-static int candidates(jobq *db, const char *queue, size_t max, cand **c,
-                      size_t *n, size_t *cap) {
-  jobq_rows *r;
-  int rc = sq_query(db, SQ_CANDIDATES, SQL_ARGS(V_TEXT(queue), V_INT((int64_t)max), V_INT(now_ms())), &r);
-  if (rc != JOBQ_OK) return rc;
-  int got;
-  while ((got = sq_next(db, r)) == 1) {
-    if (*n == *cap) {
-      size_t ncap = *cap ? *cap * 2 : 64;
-      cand *v = realloc(*c, ncap * sizeof *v);
-      if (v == NULL) {
-        got = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-        break;
-      }
-      *c = v;
-      *cap = ncap;
-    }
-    (*c)[(*n)++] = (cand){sq_col_int(r, 0), sq_col_int(r, 2), (int)sq_col_int(r, 1)};
-  }
-  sq_done(db, r);
-  return got < 0 ? got : JOBQ_OK;
-}
-
-/* The queues to claim from: the named ones that are not paused, or every
- * queue that is not. */
-static int claim_queues(jobq *db, const char *const *queues, size_t nq,
-                        char ***names, size_t *nn) {
-  *names = NULL;
-  *nn = 0;
-  jobq_rows *r;
-  int rc = JOBQ_OK, failed = 0;
-  if (nq == 0) {
-    if ((rc = sq_query(db, JOBQ_Q_QUEUES_ACTIVE, SQL_ARGS(), &r)) != JOBQ_OK) return rc;
-    int got;
-    while ((got = sq_next(db, r)) == 1) {
-      char **v = realloc(*names, (*nn + 1) * sizeof *v);
-      if (v == NULL) {
-        failed = 1;
-        break;
-      }
-      *names = v;
-      (*names)[(*nn)++] = jobq__col_text(db, r, 0, &failed);
-    }
-    sq_done(db, r);
-    rc = got < 0 ? got : JOBQ_OK;
-  } else {
-    for (size_t i = 0; i < nq && rc == JOBQ_OK && !failed; i++) {
-      int dup = 0;
-      for (size_t j = 0; j < i; j++) dup |= strcmp(queues[i], queues[j]) == 0;
-      int64_t paused;
-      if (dup) continue;
-      rc = jobq__sql_int(db, JOBQ_Q_QUEUE_PAUSED, 1, &paused, SQL_ARGS(V_TEXT(queues[i])));
-      if (rc != JOBQ_OK || paused) continue;
-      char **v = realloc(*names, (*nn + 1) * sizeof *v);
-      if (v == NULL) {
-        failed = 1;
-        break;
-      }
-      *names = v;
-      (*names)[(*nn)++] = jobq__strdup(queues[i], &failed);
-    }
-  }
-  if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  return rc;
-}
-
-/* Marks c[from..to) running for session s (started or held back), and
- * appends them to out[*got..], with c[*got..] rewritten to match. */
-static int mark(jobq *db, jobq_session *s, cand *c, size_t from, size_t to,
-                int started, jobq_job *out, size_t *got) {
-  /* The ids as a JSON array: "[1,2,3]". */
-  jtext list = {0};
-  jt_add(&list, "[");
-  for (size_t i = from; i < to; i++) jt_id(&list, c[i].id);
-  jt_add(&list, "]");
-  if (list.p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jobq_rows *r;
-  int rc = sq_query(db, SQ_CLAIM,
-                    SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id), V_INT(started), V_INT(now_ms())), NULL);
-  if (rc == JOBQ_OK && sq_changes(db) != (int64_t)(to - from))
-    rc = jobq__fail(db, JOBQ_EDB, "claimed %lld of %zu ready jobs: expected all of them",
-                    (long long)sq_changes(db), to - from);
-  if (rc == JOBQ_OK) rc = sq_query(db, SQ_CLAIMED, SQL_ARGS(V_TEXT(list.p), V_TEXT(s->id)), &r);
-  int failed = 0, row = 0;
-  while (rc == JOBQ_OK && *got < to && (row = sq_next(db, r)) == 1) {
-    jobq_job *j = &out[*got];
-    j->id = sq_col_int(r, 0);
-    j->queue = jobq__col_text(db, r, 1, &failed);
-    j->payload = jobq__col_bytes(db, r, 2, &j->payload_len, &failed);
-    j->attempt = (int)sq_col_int(r, 3);
-    j->max_attempts = (int)sq_col_int(r, 4);
-    j->priority = (int)sq_col_int(r, 5);
-    j->key = jobq__col_text(db, r, 6, &failed);
-    j->timeout_ms = sq_col_int(r, 7);
-    j->prev_lost = (int)sq_col_int(r, 8);
-    size_t tl;
-    snprintf(j->claim, sizeof j->claim, "%s", (const char *)sq_col_bytes(r, 9, &tl));
-    c[*got].id = j->id;
-    c[*got].priority = j->priority;
-    c[*got].run_at = j->run_at_ms = sq_col_int(r, 10);
-    j->claimed_at_ms = sq_col_int(r, 11);
-    (*got)++;
-  }
-  if (rc == JOBQ_OK) sq_done(db, r);
-  if (row < 0) rc = row;
-  if (rc == JOBQ_OK && *got != to)
-    rc = jobq__fail(db, JOBQ_EDB, "read back %zu of the %zu jobs claimed: expected all of them",
-                    *got - from, to - from);
-  free(list.p);
-  if (rc == JOBQ_OK && failed) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  return rc;
-}
-
-static int sq_claim(jobq *db, jobq_session *s, const char *const *queues,
-                    size_t nq, size_t max, jobq_job **jobs, size_t *n) {
-  char **names;
-  size_t nn;
-  int rc = claim_queues(db, queues, nq, &names, &nn);
-  cand *c = NULL;
-  size_t nc = 0, cap = 0;
-  for (size_t i = 0; i < nn && rc == JOBQ_OK; i++)
-    rc = candidates(db, names[i], max, &c, &nc, &cap);
-  for (size_t i = 0; i < nn; i++) free(names[i]);
-  free(names);
-  if (rc != JOBQ_OK) {
-    free(c);
-    return rc;
-  }
-  if (nc > 1) qsort(c, nc, sizeof *c, cand_cmp);
-  if (nc > max) nc = max;
-  if (nc == 0) {
-    free(c);
-    return JOBQ_OK;
-  }
-  jobq_job *out = calloc(nc, sizeof *out);
-  if (out == NULL) {
-    free(c);
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  }
-  /* The first start_now jobs start at once, the others are held back. */
-  size_t now = s->start_now < nc ? s->start_now : nc, got = 0;
-  if (now > 0) rc = mark(db, s, c, 0, now, 1, out, &got);
-  if (rc == JOBQ_OK && now < nc) rc = mark(db, s, c, now, nc, 0, out, &got);
-  if (rc != JOBQ_OK) {
-    free(c);
-    jobq_jobs_free(out, got);
-    return rc;
-  }
-  /* SQ_CLAIMED promises no order (it reads the list's, which is claim
-   * order): claim order it is, in one pass when already so. */
-  for (size_t i = 1; i < got; i++) {
-    for (size_t k = i; k > 0 && cand_cmp(&c[k], &c[k - 1]) < 0; k--) {
-      cand tc = c[k];
-      c[k] = c[k - 1];
-      c[k - 1] = tc;
-      jobq_job tj = out[k];
-      out[k] = out[k - 1];
-      out[k - 1] = tj;
-    }
-  }
-  free(c);
-  *jobs = out;
-  *n = got;
+/* A writer holds the whole file from BEGIN IMMEDIATE to its end: no
+ * other transaction reads or writes meanwhile, so named locks keep
+ * nothing apart. */
+static int sq_lock(jobq *db, const jobq_lock *locks, size_t n) {
+  (void)db;
+  (void)locks;
+  (void)n;
   return JOBQ_OK;
-}
-
-/* ---------------------------------------------------------------- acks */
-
-/*
- * Plain jobs (no barrier or unique key; keyed ones too, each waiting as
- * jobq__put_plain_prepare() says) put 64 to a statement rather than one: a statement's start and end and its write of the AUTOINCREMENT
- * counter are then paid once for 64 rows (the bare inserts took 4.6 us a
- * job one to a statement, 2.8 us 64 to a statement, here).  The
- * rows of one statement take consecutive ids, as AUTOINCREMENT gives each
- * one more than the largest yet, and the file is this transaction's alone.
- */
-static int sq_put_plain(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids) {
-  unsigned char *wait = malloc(n ? n : 1);
-  jobq_val *v = malloc(64 * JOBQ_PUT_ROW_VALUES * sizeof *v);
-  int rc = wait != NULL && v != NULL ? jobq__put_plain_prepare(db, o, n, wait)
-                                     : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  for (size_t done = 0; rc == JOBQ_OK && done < n;) {
-    size_t left = n - done;
-    int id = left >= 64 ? SQ_PUT_64 : left >= 16 ? SQ_PUT_16 : left >= 4 ? SQ_PUT_4 : SQ_PUT_1;
-    size_t rows = (size_t)put_rows(id);
-    rc = jobq__put_plain_insert(db, id, &o[done], &wait[done], rows, v);
-    /* The last row's id is the one reported. */
-    int64_t last = sq_insert_id(db);
-    for (size_t i = 0; rc == JOBQ_OK && i < rows; i++)
-      ids[done + i] = last - (int64_t)(rows - 1 - i);
-    done += rows;
-  }
-  free(v);
-  free(wait);
-  return rc;
-}
-
-/* A finished job's ordering key, for its next job's turn. */
-typedef struct key_left {
-  char *queue, *key;
-} key_left;
-
-static int key_left_cmp(const void *a, const void *b) {
-  const key_left *x = a, *y = b;
-  return jobq__lock_order(x->queue, x->key, y->queue, y->key);
-}
-
-/*
- * Completions of jobs without a barrier, in queues without a barrier, in
- * a few statements for the whole batch instead of a handful per job: find
- * which of them the session still holds, archive those and delete them
- * from the hot table, set the results that are not empty, count them per
- * queue, and let each key's next job run.  The file is this transaction's
- * alone meanwhile, so no lock is needed.
- */
-static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) m += acks[i].kind == JOBQ_ACK_COMPLETE;
-  if (m < 2) return JOBQ_OK;
-  key_left *keys = malloc(n * sizeof *keys);
-  if (keys == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jtext asked = {0};
-  jt_add(&asked, "[");
-  for (size_t i = 0; i < n; i++) {
-    if (acks[i].kind != JOBQ_ACK_COMPLETE) continue;
-    jt_id(&asked, acks[i].id);
-  }
-  jt_add(&asked, "]");
-  jobq_rows *r;
-  /* The values stay bound (not copied) until the rows are read. */
-  int rc = asked.p == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
-                           : sq_query(db, SQ_ACK_PLAIN_FIND,
-                                      SQL_ARGS(V_TEXT(asked.p), V_TEXT(s->id)), &r);
-  if (rc != JOBQ_OK) {
-    free(asked.p);
-    free(keys);
-    return rc;
-  }
-  /* The ids found whose claim is the one acknowledged, each counted done
-   * in its queue (lib/counts.c), and the keys they leave. */
-  jtext ids = {0};
-  size_t found = 0, nkeys = 0;
-  int row, failed = 0, oom = 0;
-  jt_add(&ids, "[");
-  while ((row = sq_next(db, r)) == 1) {
-    int64_t id = sq_col_int(r, 0);
-    size_t len;
-    const char *claim = sq_col_bytes(r, 3, &len);
-    jobq_ack *a = NULL;
-    for (size_t i = 0; i < n && a == NULL; i++)
-      if (acks[i].id == id && acks[i].kind == JOBQ_ACK_COMPLETE) a = &acks[i];
-    if (a == NULL || claim == NULL || len != strlen(a->claim) || memcmp(claim, a->claim, len) != 0)
-      continue;
-    const char *queue = sq_col_bytes(r, 1, &len);
-    jt_id(&ids, id);
-    found++;
-    if (!sq_is_null(r, 2) && nkeys < n) {
-      keys[nkeys].queue = jobq__col_text(db, r, 1, &oom);
-      keys[nkeys++].key = jobq__col_text(db, r, 2, &oom);
-    }
-    a->status = JOBQ_OK;
-    a->outcome = JOBQ_STATE_DONE;
-    failed |= jobq__count_add(db, queue, 1, 0, 0) != JOBQ_OK;
-  }
-  sq_done(db, r);
-  free(asked.p);
-  jt_add(&ids, "]");
-  if (row < 0 || failed) rc = row < 0 ? row : db->err;
-  else if (ids.p == NULL || oom) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  if (rc == JOBQ_OK && found > 0)
-    rc = sq_query(db, SQ_ACK_PLAIN_ARCHIVE, SQL_ARGS(V_TEXT(ids.p)), NULL);
-  if (rc == JOBQ_OK && found > 0)
-    rc = sq_query(db, SQ_ACK_PLAIN_DELETE, SQL_ARGS(V_TEXT(ids.p)), NULL);
-  free(ids.p);
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
-    if (acks[i].status == JOBQ_OK && acks[i].len > 0)
-      rc = sq_query(db, SQ_ACK_RESULT, SQL_ARGS(V_INT(acks[i].id), V_BYTES(acks[i].data, acks[i].len)),
-                    NULL);
-  /* Each key once: a key has one running job, but a second hand-on would
-   * start two. */
-  if (rc == JOBQ_OK) qsort(keys, nkeys, sizeof *keys, key_left_cmp);
-  for (size_t i = 0; i < nkeys && rc == JOBQ_OK; i++)
-    if (i == 0 || key_left_cmp(&keys[i - 1], &keys[i]) != 0)
-      rc = jobq__promote_key(db, keys[i].queue, keys[i].key, 1);
-  for (size_t i = 0; i < nkeys; i++) {
-    free(keys[i].queue);
-    free(keys[i].key);
-  }
-  free(keys);
-  return rc;
 }
 
 /* ---------------------------------------------------------------- wake-ups */
@@ -1409,7 +918,7 @@ static int sq_ack_plain(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
 /* PRAGMA data_version: changes when another connection commits. */
 static int data_version(jobq *db, int64_t *v) {
   jobq_rows *r;
-  int rc = sq_query(db, SQ_DATA_VERSION, SQL_ARGS(), &r);
+  int rc = sq_query(db, SQ_DATA_VERSION, SQL_ARGS(), &r, NULL);
   if (rc != JOBQ_OK) return rc;
   int got = sq_next(db, r);
   *v = got == 1 ? sq_col_int(r, 0) : 0;
@@ -1444,7 +953,10 @@ static int sq_watch(jobq *db, int *fd) {
   return JOBQ_OK;
 }
 
-static int sq_changed(jobq *db) {
+/* Any commit of another connection counts: the log does not say whose
+ * queue it was for. */
+static int sq_changed(jobq *db, int (*wanted)(const jobq *db, const char *queue)) {
+  (void)wanted;
   sq *c = conn(db);
   if (c->watch_fd >= 0) {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -1459,13 +971,32 @@ static int sq_changed(jobq *db) {
   return changed;
 }
 
+/* Watchers see every commit anyway. */
+static void sq_wake(jobq *db, const char *queue) {
+  (void)db;
+  (void)queue;
+}
+
+static int sq_roles(jobq *db, char **sql) {
+  *sql = NULL;
+  return jobq__fail(db, JOBQ_ENOTSUP,
+                    "the sqlite store has no roles: protect the database file with its "
+                    "permissions instead");
+}
+
 const jobq_store jobq__store_sqlite = {
     .scheme = "sqlite",
     .dialect = JOBQ_DIALECT_SQLITE,
+    .options = options,
     .open = sq_open,
     .close = sq_close,
     .native = sq_native,
-    .migrate = sq_migrate,
+    .schema = versions,
+    .init_on_open = 1,
+    .schema_begin = sq_schema_begin,
+    .schema_end = sq_schema_end,
+    .schema_run = sq_schema_run,
+    .roles = sq_roles,
     .doctor = sq_doctor,
     .begin = sq_begin,
     .commit = sq_commit,
@@ -1478,10 +1009,8 @@ const jobq_store jobq__store_sqlite = {
     .col_bytes = sq_col_bytes,
     .changes = sq_changes,
     .insert_id = sq_insert_id,
-    .claim = sq_claim,
-    .put_plain = sq_put_plain,
-    .put_plain_keys = 1,
-    .ack_plain = sq_ack_plain,
+    .lock = sq_lock,
+    .wake = sq_wake,
     .watch = sq_watch,
     .changed = sq_changed,
 };

@@ -1,24 +1,30 @@
 /*
  * store.h - the table of functions behind which each database engine
- * lives, chosen by the URL's scheme (like SQLite's sqlite3_vfs).  A store
- * knows SQL and its engine, nothing about processes or terminals.
+ * lives, chosen by the URL's scheme (like SQLite's sqlite3_vfs): an
+ * engine, not a policy.  A store knows SQL and its engine, nothing about
+ * jobs, processes or terminals.
  *
- * The job logic (the files of lib/) is written once.  It speaks to a store through a
- * small statement executor: it names a statement of lib/sql.h and binds
- * values; the store prepares that statement's text in its own dialect
- * (jobq__sql_text()), runs it and hands back rows.  On top of the
- * executor, each store brings what must be its own: connecting, the
- * schema, transactions, the claim (one short transaction shaped for the
- * engine's locking), and optional set-based fast paths for batches.
+ * The library (lib/) owns every rule and plans every statement: it names
+ * a statement of lib/sql.h, whose text lib/sql.c holds for each dialect,
+ * and binds values, single ones or columns of a set statement; the store
+ * prepares the text, runs it and hands back rows.  Beside that executor a
+ * store brings what is its engine's own: the connection (made again when
+ * it breaks), transactions, named locks, wake-ups, the schema's text,
+ * the roles' SQL and its doctor's checks.  Every member is required.
  *
  * A store that makes its connection again (a restart, a failover) adds 1
- * to db->connects: the library then checks the database (lib/mark.c).
+ * to db->connects, and does so only where the library sees it before the
+ * statements of a transaction: in begin(), or, for a lazy transaction
+ * whose first round trip found the connection broken, by failing that
+ * statement with JOBQ_ECONN and db->retry set, so that the library runs
+ * the transaction again and its checks first (lib/mark.c, lib/session.c).
  *
- * Transactions belong to the library: every statement except those of
- * open, close, native, migrate, watch and changed runs inside a transaction
- * (or savepoint) that the library began with begin() and ends with commit()
- * or rollback().  A store function that fails records its message with
- * jobq__fail() and leaves the rollback to the library.
+ * Transactions belong to the library: every statement but those of open,
+ * close, native, the schema's members, roles, doctor, watch and changed
+ * runs inside a transaction (or savepoint) that the library began with
+ * begin() and ends with commit() or rollback().  A store function that
+ * fails records its message with jobq__fail() and leaves the rollback to
+ * the library.
  *
  * To add a store, see docs/internals/new-store.md.
  */
@@ -59,14 +65,10 @@ const char *jobq__url_opt(const jobq_url *url, const char *key);
  * of a password that held an unescaped '&', and a message must not name
  * it nor its value. */
 int jobq__url_after_secret(const jobq_url *url, size_t i);
-/* Numeric options, checked the same way by every store: an integer from
- * min to max; or seconds from min_s to max_s, given as a number of
- * seconds or as a duration ("1500ms" counts as 2).  JOBQ_EURL with a
- * message naming the option otherwise. */
+/* value (of key, a part of a URL such as a port) as an integer from min
+ * to max, into *out; JOBQ_EURL with a message naming key otherwise. */
 int jobq__url_int(jobq *db, const char *key, const char *value, int64_t min, int64_t max,
                   int64_t *out);
-int jobq__url_seconds(jobq *db, const char *key, const char *value, int64_t min_s,
-                      int64_t max_s, int64_t *out_s);
 
 /* SQL dialects: which text of a statement a store prepares. */
 enum { JOBQ_DIALECT_SQLITE, JOBQ_DIALECT_PG, JOBQ_DIALECT_MYSQL };
@@ -82,56 +84,79 @@ typedef struct jobq_val {
   size_t len;
 } jobq_val;
 
-/* What an acknowledgement reads of its job's row (JOBQ_Q_ACK_ROW), for
- * where the job goes (jobq__ack_plan) and the locks it takes to go there
- * (lib/order.c). */
-typedef struct jobq_ack_row {
-  int attempts;
-  int max_attempts;
-  int64_t backoff_ms;
-  int cancel_requested;
-} jobq_ack_row;
+/* How a statement may run, beside at once (query's how; NULL: at once,
+ * as every statement may).  defer: its result is not read (rows NULL),
+ * so a store may hold it and send it with the next statement, reporting
+ * its failure then; late: as late as the commit, after the statement
+ * that ends the transaction; ids (with defer): the first column of its
+ * nids rows, ascending, goes there by the commit at the latest.  ends:
+ * the last statement of a transaction of the library's own (a claim): a
+ * store may send the COMMIT with it, what waits for the commit between
+ * them, and then sets db->txn_committed. */
+typedef struct jobq_how {
+  int defer, late, ends;
+  int64_t *ids;
+  size_t nids;
+  /* What the statement does to the hot table, for a store that keeps
+   * its engine's statistics (PostgreSQL): claim, it claims up to that
+   * many jobs; adds, it adds jobs. */
+  size_t claim;
+  int adds;
+} jobq_how;
 
-/* A store's ack_rows() answer for one acknowledgement: found when its
- * claim holds, then the row, the job's queue and ordering key (malloc'd,
- * key NULL when it has none; the library frees them), and where the
- * store found the row, for its requeue() in the same transaction (the
- * PostgreSQL store: the row's ctid). */
-typedef struct jobq_ack_got {
-  int found;
-  jobq_ack_row row;
-  char *queue, *key;
-  int barrier;
-  unsigned char at[16];
-  size_t at_len;
-} jobq_ack_got;
+/* An option of a store's URLs, checked by the library before open()
+ * (jobq__url_check): kind 'd' a duration in milliseconds, 's' seconds (a
+ * number, or a duration rounded up), 'i' an integer, 'z' a size in bytes,
+ * each from min to max; 'n' a name of ours ([a-z_][a-z0-9_]{0,62}); 'c'
+ * one of the words of expected ("on or off"); 't' any text; 'x' refused,
+ * expected saying why; '*' (its key NULL) any other key, the store's to
+ * check (its client library's), expected naming them.  expected: what a
+ * message says was expected.  A table ends with an entry of kind 0;
+ * max_payload, the library's, is in none. */
+typedef struct jobq_option {
+  const char *key;
+  char kind;
+  int64_t min, max;
+  const char *expected;
+} jobq_option;
 
-/* A job sent back to its queue by an acknowledgement: the values of
- * JOBQ_Q_ACK_REQUEUE, and where ack_rows() found its row. */
-typedef struct jobq_requeue {
-  const unsigned char *at;
-  size_t at_len;
-  int64_t id;
-  int64_t delay_ms;     /* run_at = now + delay_ms */
-  int give_back;        /* 1: the attempt given back, the claim forgotten */
-  const char *error;    /* the new last error, or NULL to keep it */
-  size_t error_len;
-} jobq_requeue;
+/* The hosts of a URL's host list ("a:1,[::1]:2,b"), each with its port
+ * (the default when it names none), as jobq__url_hosts() splits them. */
+typedef struct jobq_host {
+  char *name;
+  unsigned port;
+} jobq_host;
 
-/* A job leaving the hot table by an acknowledgement, not a barrier:
- * where ack_rows() found its row, its outcome
- * (done, dead or cancelled), its result (done only) and its new last
- * error (NULL: kept). */
-typedef struct jobq_archive_row {
-  const unsigned char *at;
-  size_t at_len;
-  int64_t id;
-  int state;
-  const void *result;
-  size_t result_len;
-  const char *error;
-  size_t error_len;
-} jobq_archive_row;
+/* The library's checks of a URL for a store (lib/url.c): its options
+ * against the store's table, with one message for each way one is bad
+ * (an option after a password hidden); the value of an option of a
+ * numeric kind as its kind reads it (dflt when it is not given, or not
+ * numeric); and the host list split
+ * (*hosts freed with jobq__url_hosts_free; none: *n 0). */
+int jobq__url_check(jobq *db, const jobq_url *url, const jobq_option *table);
+int64_t jobq__url_number(const jobq_url *url, const jobq_option *table, const char *key,
+                         int64_t dflt);
+int jobq__url_unknown(jobq *db, const jobq_url *url, const jobq_option *table, size_t i);
+int jobq__url_hosts(jobq *db, const jobq_url *url, unsigned dflt, jobq_host **hosts,
+                    size_t *n);
+void jobq__url_hosts_free(jobq_host *hosts, size_t n);
+
+/* One step of a migration: sql, a schema statement (or several, where
+ * the engine takes them in one call); unless (may be NULL), a query whose
+ * first column is not 0 when the step was made already: an engine whose
+ * schema changes commit one by one has every step made so, that an
+ * interrupted jobq init can run again. */
+typedef struct jobq_step {
+  const char *sql, *unless;
+} jobq_step;
+
+/* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
+ * and the queue, and the key for 'k'; shared or exclusive. */
+typedef struct jobq_lock {
+  char kind;
+  int exclusive;
+  const char *queue, *key;
+} jobq_lock;
 
 /* The checks jobq_doctor() collects (lib/doctor.c). */
 typedef struct jobq__checks jobq__checks;
@@ -141,36 +166,67 @@ typedef struct jobq_rows jobq_rows;
 
 typedef struct jobq_store {
   const char *scheme;
-  int dialect;
+  int dialect;                 /* which texts of lib/sql.c it runs */
+  int named_wakes;             /* 1: a wake-up names its queue (watchers may
+                                  keep to theirs); 0: every commit wakes */
+  const jobq_option *options;  /* its URLs' options, checked before open */
 
-  /* Connects; db->conn holds the store's state.  Validates url options
-   * the store knows and refuses unknown ones (JOBQ_EURL). */
+  /* --- connection --- */
+  /* Connects, with the URL's options (checked against options); db->conn
+   * holds the store's state.  Sets db->warning,
+   * db->stmt_bytes and db->id_step as its engine says. */
   int (*open)(jobq *db, const jobq_url *url);
   void (*close)(jobq *db);
   void *(*native)(jobq *db);
-  /* Creates or migrates the schema in its own transaction. */
-  int (*migrate)(jobq *db);
-  /* SQL for least-privilege roles (jobq_roles_sql); NULL: none. */
+  /* --- the schema --- */
+  /* The steps of each version: schema[0] makes jobq_meta, schema[v]
+   * (1 to JOBQ_SCHEMA_VERSION) takes the schema from version v - 1 to v;
+   * each list ends with a step whose sql is NULL.  lib/migrate.c runs
+   * them, and keeps the version. */
+  const jobq_step *const *schema;
+  /* 1: an embedded database, whose schema the first open that may write
+   * makes (jobq_init() on the others). */
+  int init_on_open;
+  /* Around a migration, outside any transaction: schema_begin takes the
+   * lock that keeps initialisers one at a time and begins what the
+   * engine can undo; schema_end ends it (ok: commits) and gives the lock
+   * back, leaving the connection as it was for the next transaction. */
+  int (*schema_begin)(jobq *db);
+  int (*schema_end)(jobq *db, int ok);
+  /* Runs a step's text as it is but for the engine's own spellings; with
+   * first, *first gets the first column of its first row (0 when there
+   * is none). */
+  int (*schema_run)(jobq *db, const char *sql, int64_t *first);
+  /* SQL for least-privilege roles (jobq_roles_sql), a new string; or
+   * JOBQ_ENOTSUP, saying why, for an engine without roles. */
   int (*roles)(jobq *db, char **sql);
   /* The engine's own checks for jobq_doctor(), added with
    * jobq__check_add() (lib/doctor.c). */
   int (*doctor)(jobq *db, jobq__checks *checks);
 
+  /* --- transactions --- */
   /* depth 0: a real transaction that may write; depth > 0: a savepoint.
    * lazy (the library's own transactions, never jobq_begin()'s): the
    * store may send the BEGIN with the transaction's first statement, as
-   * no one else uses the connection before it. */
+   * no one else uses the connection before it, and hold the statements
+   * jobq_how lets it hold.  A connection found broken is made again here
+   * (see above). */
   int (*begin)(jobq *db, int depth, int lazy);
   int (*commit)(jobq *db, int depth);
   int (*rollback)(jobq *db, int depth);
 
   /* --- the executor --- */
-  /* Runs statement id of lib/sql.h with n values.  *rows (when rows is
-   * not NULL) gets a cursor before the first row, to be stepped with
-   * next() and given back with done(); without rows, the result is
-   * dropped.  Cursors of different statements may be open together. */
-  int (*query)(jobq *db, int id, const jobq_val *args, size_t n,
-               jobq_rows **rows);
+  /* Runs stmt (a statement of lib/sql.h or a variant, jobq__stmt), its
+   * text jobq__sql_text(dialect, stmt), with values args[0..n): single
+   * ones, and on a dialect whose set statements take columns whole
+   * (PostgreSQL), columns (V_COL; an array each).  Values past the text's
+   * highest parameter are not bound.  *rows (when rows is not NULL) gets
+   * a cursor before the first row, to be stepped with next() and given
+   * back with done(); without rows, the result is dropped.  how (may be
+   * NULL) says what else may be done (store.h's jobq_how).  Cursors of
+   * different statements may be open together. */
+  int (*query)(jobq *db, int stmt, const jobq_val *args, size_t n, jobq_rows **rows,
+               const jobq_how *how);
   /* 1: a row is there; 0: no more (the cursor stays to be given back);
    * < 0: an error, recorded on db. */
   int (*next)(jobq *db, jobq_rows *r);
@@ -182,83 +238,32 @@ typedef struct jobq_store {
   const void *(*col_bytes)(jobq_rows *r, int col, size_t *len);
   /* Rows changed by the last statement run. */
   int64_t (*changes)(jobq *db);
-  /* The id given by the last INSERT into jobq_jobs, for dialects whose
-   * insert cannot return it as a row (NULL otherwise). */
+  /* The id of the first row the last INSERT into jobq_jobs put (the
+   * others' follow it, db->id_step apart); 0 on a dialect whose INSERT
+   * returns its ids as rows. */
   int64_t (*insert_id)(jobq *db);
 
-  /* Takes the named lock kind:queue or kind:queue/key (key may be NULL)
-   * until the transaction ends, shared or exclusive; lib/order.c says
-   * which and why.  NULL for engines where one writer holds the whole
-   * database. */
-  int (*lock)(jobq *db, char kind, const char *queue, const char *key,
-              int exclusive);
-  /* Optional: the exclusive locks of queue's keys keys[0..n) (distinct,
-   * sorted by strcmp), as n calls of lock in that order would take them;
-   * and taken[i] set when queue's key keys[i] has a job, as KEY_TAKEN
-   * would find, for the same keys.  NULL: one statement a key. */
-  int (*lock_keys)(jobq *db, const char *queue, const char *const *keys, size_t n);
-  int (*keys_taken)(jobq *db, const char *queue, const char *const *keys, size_t n,
-                    unsigned char *taken);
+  /* --- locks --- */
+  /* Takes the named locks locks[0..n), one after the other in that
+   * order, until the transaction ends; lib/order.c says which and why.
+   * A store whose writers take turns (one holds the whole database)
+   * takes none and returns JOBQ_OK. */
+  int (*lock)(jobq *db, const jobq_lock *locks, size_t n);
 
-  /* --- what each engine does its own way --- */
-  /* Claims up to max ready jobs of the session from the nq queues (all
-   * unpaused queues when nq is 0), in one statement where the engine
-   * allows; the session and identity were checked in this transaction.
-   * The claim is the last statement of the library's own transaction
-   * (lib/claim.c): a store may commit it with the claim, having written
-   * the counters first (jobq__counts_write), and its commit then has
-   * nothing left to do.  Should the outcome of such a commit be unknown,
-   * the store leaves the claim's jobs to the session's next transaction
-   * (jobq__session_doubt_claim). */
-  int (*claim)(jobq *db, jobq_session *s, const char *const *queues,
-               size_t nq, size_t max, jobq_job **jobs, size_t *n);
-  /* Optional fast paths.  put_plain: n validated jobs without barrier
-   * or unique key, and without key unless put_plain_keys (below), into
-   * ids (in a transaction of the library's own, the ids may come as late
-   * as its commit).  ack_plain: the acks it can do in one statement (see
-   * lib/ack.c; keyed completions as docs/internals/new-store.md says),
-   * of n jobs that are all different; each one taken gets
-   * its status and outcome, the others keep status 1 for the library to
-   * do.  started: marks the n jobs ids of session s that it still holds
-   * as started, in one statement (JOBQ_Q_SESSION_STARTED for each,
-   * otherwise). */
-  int (*put_plain)(jobq *db, const jobq_put_opts *opts, size_t n,
-                   int64_t *ids);
-  /* Non-zero: put_plain also takes jobs with an ordering key (still
-   * without barrier or unique key), and makes the ones that must wait
-   * for their key wait as lib/order.c would, under the same locks. */
-  int put_plain_keys;
-  /* Runs statement id, an INSERT of one job that always inserts it and
-   * returns its id as a row, with a[0..n); the id goes to *new_id by the
-   * commit at the latest (in a transaction of the library's own it is
-   * sent with the next round trip).  NULL: such an INSERT runs at once. */
-  int (*insert_later)(jobq *db, int id, const jobq_val *a, size_t n, int64_t *new_id);
-  int (*ack_plain)(jobq *db, jobq_session *s, jobq_ack *acks, size_t n);
-  int (*started)(jobq *db, jobq_session *s, const int64_t *ids, size_t n);
-  /* Optional, for the acks that ack_plain left: ack_rows reads and locks
-   * the rows of acks[0..n) (distinct jobs, ids ascending) in one
-   * statement, in id order, as JOBQ_Q_ACK_ROW would one after the other,
-   * into got[0..n).  requeue sends r[0..n) back to their queues in one
-   * statement, as JOBQ_Q_ACK_REQUEUE would each; archive moves r[0..n)
-   * into the archive and out of the hot table, as JOBQ_Q_ARCHIVE and
-   * JOBQ_Q_DELETE_JOB would each (the library adds to the counters and
-   * lets the keys and a barrier go on).  NULL: a statement per job.  A store with
-   * requeue or archive has ack_rows. */
-  int (*ack_rows)(jobq *db, jobq_session *s, jobq_ack *const *acks, size_t n,
-                  jobq_ack_got *got);
-  int (*requeue)(jobq *db, const jobq_requeue *r, size_t n);
-  int (*archive)(jobq *db, const jobq_archive_row *r, size_t n);
-
+  /* --- wake-ups --- */
   /* Notes that queue got a job that is ready now, for the store to tell
-   * watchers when the transaction commits.  NULL when watchers see every
-   * commit anyway. */
+   * watchers when the transaction commits (nothing to do where watchers
+   * see every commit, or there are no wake-ups). */
   void (*wake)(jobq *db, const char *queue);
-  /* Wake-ups (outside transactions): watch() sets *fd to a descriptor
-   * that turns readable on another connection's commit; changed() drains
-   * it and returns 1 when something changed since its last call.  NULL
-   * when the store cannot watch. */
+  /* Outside transactions: watch() sets *fd to a descriptor that turns
+   * readable on another connection's commit (JOBQ_ENOTSUP, saying so,
+   * where the engine has no wake-ups); changed() drains it and returns 1
+   * when something changed since its last call that concerns the handle:
+   * a wake-up of a queue that wanted(db, queue) says it watches (every
+   * one where wake-ups do not name their queue; always 1 without
+   * wake-ups), or < 0 on an error. */
   int (*watch)(jobq *db, int *fd);
-  int (*changed)(jobq *db);
+  int (*changed)(jobq *db, int (*wanted)(const jobq *db, const char *queue));
 } jobq_store;
 
 extern const jobq_store jobq__store_sqlite;
@@ -272,9 +277,4 @@ extern const jobq_store jobq__store_mysql;
  * refused in why, otherwise. */
 int jobq__mysql_version_check(const char *info, int *mariadb, long *version,
                               char *why, size_t len);
-/* MariaDB / MySQL: the text of the statement that picks a queue's jobs to
- * claim (parameters: the queue, how many), for a test to EXPLAIN it.  A
- * new string (free with free()), or NULL when out of memory. */
-char *jobq__mysql_claim_sql(void);
-
 #endif
