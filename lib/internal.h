@@ -43,9 +43,9 @@ struct jobq {
    * that jobq_expect() told of.  connects: how many times a store made
    * its connection again (a store adds 1 each time); checked: its value
    * at the last check.  lost: a check found a write missing, and every
-   * write is refused until the epoch rises.  unchecked: the mark is a
-   * completion no transaction read back since it was written; the next
-   * write reads it back before it replaces it. */
+   * write is refused until the epoch rises.  first: the first completion
+   * since the last check, when there were several (unchecked): checked
+   * beside the last one (lib/mark.c). */
   struct jobq__mark {
     int64_t id;
     char queue[JOBQ_QUEUE_MAX + 1];  /* "" when not known */
@@ -53,7 +53,7 @@ struct jobq {
     uint64_t digest;                 /* a put: its payload's */
     int64_t at_ms;     /* the database clock before it was written, or 0 */
     int64_t mono_ms;   /* a write of this handle's: when its call began */
-  } mark, *expected;
+  } mark, first, *expected;
   size_t nexpected;
   unsigned connects, checked;
   unsigned txn_connects;       /* connects when the transaction began */
@@ -252,10 +252,15 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms);
  * handle then refuses every write until the epoch rises.  The identity
  * must have been checked in the same transaction. */
 int jobq__marks_check(jobq *db);
+/* The marks' ids and claim tokens for CLAIM_ENTER's look (0 and "" when
+ * there are no completions to look for); and, given its two counts,
+ * JOBQ_OK when both were found, else the whole check's answer. */
+void jobq__marks_args(const jobq *db, int64_t *first, const char **first_claim,
+                      int64_t *last, const char **last_claim);
+int jobq__marks_seen(jobq *db, int64_t first_found, int64_t last_found);
 /* For a transaction that writes (a put, an acknowledgement): the identity
  * and the marks checked when the handle has not looked since its
- * connection was made (again), or a check found a write missing; else
- * the mark alone when it is a completion not read back since. */
+ * connection was made (again), or a check found a write missing. */
 int jobq__write_check(jobq *db);
 /* Whether jobq__write_check() would look. */
 int jobq__write_check_due(const jobq *db);

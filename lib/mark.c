@@ -16,15 +16,12 @@
  * the handle with JOBQ_EIDENTITY, saying what is missing, until an
  * operator bumps the epoch (jobq__marks_forget).
  *
- * A completion is also read back by the handle's next write, in its
- * transaction, before a newer completion replaces it: the completions
- * form a chain, each proving the one before.  Without it a restore
- * between two heartbeats could go unseen: a worker that claims a job
- * whose completion the restore lost, runs it again and completes it, has
- * a new mark, and its next heartbeat finds that.  With it, that
- * completion is refused and the loss told.  (Puts are not chained:
- * reading a payload back on every put would slow a producer, and a lost
- * put runs nothing twice.)
+ * A claim also reads back the completions made since the last check, in
+ * the statement that checks its session (no round trip of its own), so
+ * that a job whose completion a restore lost is not handed out again
+ * before the next heartbeat looks.  It reads the first of them as well as
+ * the last: a completion made after the restore, of a job claimed before
+ * the backup, would otherwise hide the loss of those before it.
  *
  * A completion that was pruned since is not missing: every prune records
  * before which finish time it may have deleted archived jobs
@@ -81,6 +78,7 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms) 
     m->id = acks[i].id;
     memcpy(m->claim, acks[i].claim, sizeof m->claim);
     m->mono_ms = mono_ms;
+    if (!db->unchecked) db->first = *m;
     db->unchecked = 1;
     return;
   }
@@ -93,6 +91,7 @@ void jobq__marks_forget(jobq *db) {
   db->nexpected = 0;
   db->lost = 0;
   db->unchecked = 0;
+  memset(&db->first, 0, sizeof db->first);
 }
 
 /* Whether the database has m: 1, 0, or an error. */
@@ -196,8 +195,16 @@ static void keep_newest(jobq *db) {
 
 int jobq__marks_check(jobq *db) {
   int own = db->mark.id != 0;
-  const struct jobq__mark *v = own ? &db->mark : db->expected;
-  size_t n = own ? 1 : db->nexpected;
+  /* Its own: the first completion since the last check, then the last
+   * write (the same one, or a later one). */
+  struct jobq__mark two[2];
+  size_t n = 0;
+  if (own && db->unchecked && db->first.id != 0 &&
+      (db->first.id != db->mark.id || strcmp(db->first.claim, db->mark.claim) != 0))
+    two[n++] = db->first;
+  if (own) two[n++] = db->mark;
+  const struct jobq__mark *v = own ? two : db->expected;
+  if (!own) n = db->nexpected;
   horizon h = {0, 0, 0};
   for (size_t i = 0; i < n; i++) {
     int found = mark_found(db, &v[i]);
@@ -214,12 +221,33 @@ int jobq__marks_check(jobq *db) {
   return JOBQ_OK;
 }
 
+void jobq__marks_args(const jobq *db, int64_t *first, const char **first_claim,
+                      int64_t *last, const char **last_claim) {
+  *first = *last = 0;
+  *first_claim = *last_claim = "";
+  if (!db->unchecked) return;
+  *first = db->first.id;
+  *first_claim = db->first.claim;
+  const struct jobq__mark *m = db->mark.claim[0] != '\0' ? &db->mark : &db->first;
+  *last = m->id;
+  *last_claim = m->claim;
+}
+
+int jobq__marks_seen(jobq *db, int64_t first_found, int64_t last_found) {
+  if (!db->unchecked) return JOBQ_OK;
+  if (first_found > 0 && last_found > 0) {
+    db->unchecked = 0;
+    return JOBQ_OK;
+  }
+  return jobq__marks_check(db);
+}
+
 int jobq__write_check_due(const jobq *db) {
   return !db->identity_known || db->connects != db->checked || db->lost;
 }
 
 int jobq__write_check(jobq *db) {
-  if (!jobq__write_check_due(db)) return db->unchecked ? jobq__marks_check(db) : JOBQ_OK;
+  if (!jobq__write_check_due(db)) return JOBQ_OK;
   int rc = jobq__identity_check(db);
   return rc == JOBQ_OK ? jobq__marks_check(db) : rc;
 }

@@ -282,7 +282,12 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
   if (claim) {
     /* The identity and the session in one statement. */
     jobq_rows *r;
-    int got = jobq__sql_row(db, JOBQ_Q_CLAIM_ENTER, &r, SQL_ARGS(V_TEXT(s->id)));
+    int64_t first, last;
+    const char *first_claim, *last_claim;
+    jobq__marks_args(db, &first, &first_claim, &last, &last_claim);
+    int got = jobq__sql_row(db, JOBQ_Q_CLAIM_ENTER, &r,
+                            SQL_ARGS(V_TEXT(s->id), V_INT(first), V_TEXT(first_claim),
+                                     V_INT(last), V_TEXT(last_claim)));
     if (got < 0) return got;
     rc = jobq__identity_check_row(db, got == 1 ? r : NULL);
     if (rc == JOBQ_OK && db->epoch != s->epoch)
@@ -292,16 +297,19 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                       s->id, (long long)s->epoch, (long long)db->epoch);
     /* No such session reads as NULLs: epoch 0, not alive. */
     int alive = got == 1 && jobq__col_int(db, r, 5) == s->epoch && jobq__col_int(db, r, 6);
+    int64_t first_found = got == 1 ? jobq__col_int(db, r, 7) : 0;
+    int64_t last_found = got == 1 ? jobq__col_int(db, r, 8) : 0;
     if (got == 1) jobq__rows_done(db, r);
     if (rc == JOBQ_OK && !alive)
       rc = jobq__fail(db, JOBQ_EEXPIRED,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
-    /* On a connection made again: is it still the database it was?  And
-     * is the last completion still there, before a job lost with it is
-     * handed out again (lib/mark.c)? */
-    if (rc == JOBQ_OK && (jobq__write_check_due(db) || db->unchecked))
-      rc = jobq__marks_check(db);
+    /* On a connection made again: is it still the database it was?  Else
+     * are the completions since the last check still there, before a job
+     * lost with them is handed out again (lib/mark.c)? */
+    if (rc == JOBQ_OK)
+      rc = jobq__write_check_due(db) ? jobq__marks_check(db)
+                                     : jobq__marks_seen(db, first_found, last_found);
   } else {
     /* An acknowledgement goes on, alive or not: its claim tokens are its
      * fence.  It only locks the row, and reads nothing back (a store may

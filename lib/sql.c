@@ -78,6 +78,12 @@
   "outcome = 'dead' AND queue = ?1 AND id > ?2 AND id <= ?3 AND order_key "   \
   "IS NULL AND unique_key IS NULL AND barrier = 0"
 
+/* CLAIM_ENTER's last columns: whether the archive has completion ?2
+ * (claim ?3) and completion ?4 (claim ?5). */
+#define MARKS_FOUND                                                           \
+  "(SELECT count(*) FROM jobq_done WHERE id = ?2 AND claim = ?3), (SELECT "   \
+  "count(*) FROM jobq_done WHERE id = ?4 AND claim = ?5)"
+
 /* TALLY_ADD's minute: ?1, or the database clock's when ?1 is -1. */
 #define TALLY_MINUTE "CASE WHEN ?1 < 0 THEN {now} / 60000 ELSE ?1 END"
 
@@ -401,18 +407,18 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
-                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM jobq_meta "
-                   "m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
+                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " MARKS_FOUND
+                   " FROM jobq_meta m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
          .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
                "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
-               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
-               "jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
+               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " MARKS_FOUND
+               " FROM jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
                "jobq_sessions WHERE id = ?1 FOR KEY SHARE) s ON true WHERE m.id = 1",
          .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
-                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
-                  "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
+                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " MARKS_FOUND
+                  " FROM jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
                   "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
     /* The columns a claim hands out (lib/claim.c): id, queue, payload,
      * attempt, max_attempts, priority, order_key, timeout_ms, prev_lost,
