@@ -890,7 +890,7 @@ static int floor_put(void *native, const struct floor *f, struct bench_run *run)
   double t0 = bench_now();
   int status = 0;
   for (int64_t i = 0; i < f->n && status == 0 && !bench_stop; i++) {
-    bench_pace(t0, i);
+    bench_pace(t0, i, bench_latency_rate(f->cfg));
     if (!floor_put_row(native, f, put, st, err, sizeof err)) {
       bench_fail(run, "latency floor: putting a row: %s", err);
       status = -1;

@@ -247,7 +247,7 @@ static int run(int argc, char **argv) {
                  "how long latency puts jobs, at 50 a second (default: 500 jobs), "
                  "an idle foreman is watched (default 10) and soak runs "
                  "(default 1800)"),
-      CLI_STRING(0, "rate", &rate, "N", "jobs a second that soak puts (default 5000)"),
+      CLI_STRING(0, "rate", &rate, "N", "jobs a second that soak puts (default 5000) and latency (default 50)"),
       CLI_STRING(0, "csv", &csv, "FILE", "also write one row per measurement to FILE"),
       CLI_STRING(0, "plot", &plot, "FILE.svg",
                  "also draw the throughputs and latencies into an SVG file"),

@@ -346,7 +346,7 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   cli_progress_start(&bar, label, "jobs", n);
   double t0 = bench_now();
   for (int64_t i = 0; i < n && status == BENCH_OK && !bench_stop; i++) {
-    bench_pace(t0, i);
+    bench_pace(t0, i, bench_latency_rate(cfg));
     char text[32];
     snprintf(text, sizeof text, "%lld", (long long)bench_wall_ns());
     o.payload = text;
@@ -366,6 +366,11 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
     bench_log_tail(cfg, run->why, sizeof run->why);
     return BENCH_FAILED;
   }
+  /* How often the idle foreman claimed in vain between the puts. */
+  long long claims, empty;
+  if (bench_log_claims(cfg, &claims, &empty) == 0 && claims > 0)
+    bench_add(rep, "latency", variant, "empty claims", 100.0 * (double)empty / (double)claims,
+              "%");
   double *v = NULL;
   size_t nv = 0;
   if (collect(db, q, &v, &nv, run) != BENCH_OK) return BENCH_FAILED;
@@ -382,8 +387,12 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   return BENCH_OK;
 }
 
+double bench_latency_rate(const struct bench_config *cfg) {
+  return cfg->rate > 0 ? (double)cfg->rate : BENCH_LATENCY_RATE;
+}
+
 int64_t bench_latency_jobs(const struct bench_config *cfg) {
-  return cfg->seconds > 0 ? (int64_t)(BENCH_LATENCY_RATE * (double)cfg->seconds)
+  return cfg->seconds > 0 ? (int64_t)(bench_latency_rate(cfg) * (double)cfg->seconds)
          : cfg->jobs / 10 > 500 ? 500
          : cfg->jobs / 10 < 20  ? 20
                                 : cfg->jobs / 10;
