@@ -145,6 +145,10 @@ int bench_failures(const struct bench_config *, jobq *, struct bench_report *,
                     struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
+/* The bare bulk INSERT of insert.c (PostgreSQL and MariaDB/MySQL): adds
+ * "ceiling", "bare insert", its rows a second; nothing on SQLite. */
+int bench_insert_ceiling(const struct bench_config *, jobq *, struct bench_report *,
+                         struct bench_run *);
 /* The protocols of ceiling.c: a claim and its delete in one
  * transaction; fenced, in two; archived, fenced with each row moved to an
  * archive table by its delete. */

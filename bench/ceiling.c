@@ -1075,6 +1075,7 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
     if (status != BENCH_OK) return status;
     bench_add(rep, "ceiling", protocols[i].variant, "throughput", rate, "jobs/s");
   }
+  if (bench_insert_ceiling(cfg, db, rep, run) != BENCH_OK) return BENCH_FAILED;
   /* MariaDB/MySQL has nothing to wake a listener with: a worker polls, and
    * a floor there would be the poll interval chosen for it. */
   return cfg->store != BENCH_MYSQL ? bench_latency_floor(cfg, db, rep, run) : BENCH_OK;
