@@ -100,45 +100,31 @@ static void pg_rows(struct pg_array *cols, size_t k, const char *queue, int64_t 
   arr_fill(&cols[8], OID_INT8, k, &now, 0);
 }
 
-static int pg_insert(PGconn *pc, const char *table, const char *queue, int64_t rows,
-                     size_t batch, double *secs, char *err, size_t size) {
+/* The statement and its arrays, made again when the batch's size changes. */
+struct pg_insert {
+  PGconn *pc;
   char sql[512];
-  snprintf(sql, sizeof sql,
-           "INSERT INTO %s(" COLUMNS ") SELECT * FROM unnest($1::text[], $2::bigint[], "
-           "$3::bigint[], $4::text[], $5::bytea[], $6::bigint[], $7::bigint[], "
-           "$8::bigint[], $9::bigint[])",
-           table);
+  const char *queue;
+  int64_t now;
+  size_t built;
   struct pg_array cols[NCOLS];
-  memset(cols, 0, sizeof cols);
+};
+
+static int pg_insert(void *ctx, size_t k, char *err, size_t size) {
+  struct pg_insert *p = ctx;
   const char *values[NCOLS];
   int lengths[NCOLS], formats[NCOLS];
-  int64_t now = (int64_t)(bench_wall_ns() / 1000000);
-  size_t built = 0;
-  int ok = 1;
-  struct cli_progress bar;
-  cli_progress_start(&bar, "ceiling (insert):", "rows", rows);
-  double t0 = bench_now();
-  for (int64_t done = 0; done < rows && ok && !bench_stop;) {
-    size_t k = rows - done < (int64_t)batch ? (size_t)(rows - done) : batch;
-    if (k != built) {
-      pg_rows(cols, k, queue, now);
-      built = k;
-      for (int i = 0; i < NCOLS; i++) {
-        values[i] = cols[i].p;
-        lengths[i] = (int)cols[i].len;
-        formats[i] = 1;
-      }
-    }
-    PGresult *res = PQexecParams(pc, sql, NCOLS, NULL, values, lengths, formats, 0);
-    ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    if (!ok) snprintf(err, size, "%s", PQresultErrorMessage(res));
-    PQclear(res);
-    done += (int64_t)k;
-    cli_progress_update(&bar, done, done);
+  if (k != p->built) pg_rows(p->cols, k, p->queue, p->now);
+  p->built = k;
+  for (int i = 0; i < NCOLS; i++) {
+    values[i] = p->cols[i].p;
+    lengths[i] = (int)p->cols[i].len;
+    formats[i] = 1;
   }
-  *secs = bench_now() - t0;
-  cli_progress_end(&bar);
-  for (int i = 0; i < NCOLS; i++) free(cols[i].p);
+  PGresult *res = PQexecParams(p->pc, p->sql, NCOLS, NULL, values, lengths, formats, 0);
+  int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+  if (!ok) snprintf(err, size, "%s", PQresultErrorMessage(res));
+  PQclear(res);
   return ok;
 }
 
@@ -186,42 +172,45 @@ static MYSQL_STMT *my_prepare_rows(MYSQL *my, const char *table, size_t k, MYSQL
   return st;
 }
 
-static int my_insert(MYSQL *my, const char *table, const char *queue, int64_t rows,
-                     size_t batch, double *secs, char *err, size_t size) {
-  int64_t now = (int64_t)(bench_wall_ns() / 1000000);
-  /* Each column's value, by its place in COLUMNS. */
-  const int64_t ints[NCOLS] = {0, 0, now, 0, 0, JOBQ_DEFAULT_MAX_ATTEMPTS, 0,
-                               JOBQ_DEFAULT_BACKOFF_MS, now};
-  const unsigned long lens[3] = {strlen(queue), 5, 1};
-  MYSQL_BIND *b = cli_xmalloc(NCOLS * batch * sizeof *b);
-  MYSQL_STMT *st = NULL;
-  size_t prepared = 0;
+struct my_insert {
+  MYSQL *my;
+  const char *table, *queue;
+  int64_t ints[NCOLS];     /* each column's value, by its place in COLUMNS */
+  unsigned long lens[3];
+  MYSQL_BIND *b;
+  MYSQL_STMT *st;
+  size_t prepared;
+};
+
+static int my_insert(void *ctx, size_t k, char *err, size_t size) {
+  struct my_insert *m = ctx;
+  if (k != m->prepared) {
+    if (m->st != NULL) mysql_stmt_close(m->st);
+    m->st = my_prepare_rows(m->my, m->table, k, m->b, m->queue, m->ints, m->lens, err, size);
+    m->prepared = k;
+    if (m->st == NULL) return 0;
+  }
+  if (mysql_stmt_execute(m->st) == 0) return 1;
+  snprintf(err, size, "%s", mysql_stmt_error(m->st));
+  return 0;
+}
+
+/* Puts rows in batches of batch rows, a call of one for each: 1, with
+ * how long they took in *secs, or 0 with the error in err. */
+static int insert_all(int64_t rows, size_t batch, int (*one)(void *, size_t, char *, size_t),
+                      void *ctx, double *secs, char *err, size_t size) {
   int ok = 1;
   struct cli_progress bar;
   cli_progress_start(&bar, "ceiling (insert):", "rows", rows);
   double t0 = bench_now();
   for (int64_t done = 0; done < rows && ok && !bench_stop;) {
     size_t k = rows - done < (int64_t)batch ? (size_t)(rows - done) : batch;
-    if (k != prepared) {
-      if (st != NULL) mysql_stmt_close(st);
-      st = my_prepare_rows(my, table, k, b, queue, ints, lens, err, size);
-      prepared = k;
-      if (st == NULL) {
-        ok = 0;
-        break;
-      }
-    }
-    if (mysql_stmt_execute(st) != 0) {
-      snprintf(err, size, "%s", mysql_stmt_error(st));
-      ok = 0;
-    }
+    ok = one(ctx, k, err, size);
     done += (int64_t)k;
     cli_progress_update(&bar, done, done);
   }
   *secs = bench_now() - t0;
   cli_progress_end(&bar);
-  if (st != NULL) mysql_stmt_close(st);
-  free(b);
   return ok;
 }
 
@@ -245,8 +234,27 @@ int bench_insert_ceiling(const struct bench_config *cfg, jobq *db, struct bench_
   double secs = 0;
   if (!(pg ? pg_run(native, sql, err, sizeof err) : my_run(native, sql, err, sizeof err)))
     return bench_fail(run, "creating table '%s': %s", table, err);
-  int ok = pg ? pg_insert(native, table, queue, cfg->jobs, batch, &secs, err, sizeof err)
-              : my_insert(native, table, queue, cfg->jobs, batch, &secs, err, sizeof err);
+  int64_t now = (int64_t)(bench_wall_ns() / 1000000);
+  int ok;
+  if (pg) {
+    struct pg_insert p = {.pc = native, .queue = queue, .now = now};
+    snprintf(p.sql, sizeof p.sql,
+             "INSERT INTO %s(" COLUMNS ") SELECT * FROM unnest($1::text[], $2::bigint[], "
+             "$3::bigint[], $4::text[], $5::bytea[], $6::bigint[], $7::bigint[], "
+             "$8::bigint[], $9::bigint[])",
+             table);
+    ok = insert_all(cfg->jobs, batch, pg_insert, &p, &secs, err, sizeof err);
+    for (int i = 0; i < NCOLS; i++) free(p.cols[i].p);
+  } else {
+    struct my_insert m = {.my = native, .table = table, .queue = queue,
+                          .ints = {0, 0, now, 0, 0, JOBQ_DEFAULT_MAX_ATTEMPTS, 0,
+                                   JOBQ_DEFAULT_BACKOFF_MS, now},
+                          .lens = {strlen(queue), 5, 1}};
+    m.b = cli_xmalloc(NCOLS * batch * sizeof *m.b);
+    ok = insert_all(cfg->jobs, batch, my_insert, &m, &secs, err, sizeof err);
+    if (m.st != NULL) mysql_stmt_close(m.st);
+    free(m.b);
+  }
   if (bench_stop)
     status = bench_fail(run, "interrupted");
   else if (!ok)
