@@ -70,6 +70,7 @@ static void test_own_commit_is_no_change(void **state) {
   assert_int_equal(jobq_changed(t->db), 0);
   jobq *other = th_open(t->url);
   th_put(other, "p", "theirs");
+  assert_true(readable(fd, 2000));
   assert_int_equal(jobq_changed(t->db), 1);
   /* Nor are its claim, its session's heartbeat and an outcome that makes
    * no job ready. */
