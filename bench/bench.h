@@ -145,6 +145,10 @@ int bench_failures(const struct bench_config *, jobq *, struct bench_report *,
                     struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
+/* The bare bulk INSERT of insert.c (PostgreSQL and MariaDB/MySQL): adds
+ * "ceiling", "bare insert", its rows a second; nothing on SQLite. */
+int bench_insert_ceiling(const struct bench_config *, jobq *, struct bench_report *,
+                         struct bench_run *);
 /* The protocols of ceiling.c: a claim and its delete in one
  * transaction; fenced, in two; archived, fenced with each row moved to an
  * archive table by its delete. */
@@ -309,6 +313,9 @@ pid_t bench_foreman(const struct bench_config *cfg, const char *const *args);
 int bench_wait(pid_t pid, double timeout_s);
 /* Appends the tail of the foreman log to buf (for error messages). */
 void bench_log_tail(const struct bench_config *cfg, char *buf, size_t size);
+/* The claims the last foreman made and how many found nothing, from its
+ * last words in its log; 0, or -1 when it did not say. */
+int bench_log_claims(const struct bench_config *cfg, long long *claims, long long *empty);
 
 /* A foreman's memory in KiB, 0 where /proc did not tell: its peak
  * resident set (VmHWM: with the pages of shared libraries and of files it
@@ -332,12 +339,15 @@ int bench_drain_foreman(const struct bench_config *cfg, jobq *db,
 /* Sleeps s seconds, or less when bench_stop is set. */
 void bench_sleep(double s);
 
-/* The latency workloads put their jobs at this rate, one at a time. */
+/* The latency workloads put their jobs at this rate, one at a time,
+ * unless --rate says otherwise (bench_latency_rate). */
 #define BENCH_LATENCY_RATE 50.0
+double bench_latency_rate(const struct bench_config *cfg);
 /* How many jobs they put (--seconds, or a tenth of --jobs, 20 to 500). */
 int64_t bench_latency_jobs(const struct bench_config *cfg);
-/* Sleeps until the time of put i of a series begun at t0 (bench_now()). */
-void bench_pace(double t0, int64_t i);
+/* Sleeps until the time of put i of a series begun at t0 (bench_now()),
+ * rate puts a second. */
+void bench_pace(double t0, int64_t i, double rate);
 
 /* Sorts v in place; the percentile p (0..100) of n sorted values (0 with
  * none). */

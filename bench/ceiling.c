@@ -890,7 +890,7 @@ static int floor_put(void *native, const struct floor *f, struct bench_run *run)
   double t0 = bench_now();
   int status = 0;
   for (int64_t i = 0; i < f->n && status == 0 && !bench_stop; i++) {
-    bench_pace(t0, i);
+    bench_pace(t0, i, bench_latency_rate(f->cfg));
     if (!floor_put_row(native, f, put, st, err, sizeof err)) {
       bench_fail(run, "latency floor: putting a row: %s", err);
       status = -1;
@@ -1075,6 +1075,7 @@ int bench_ceiling(const struct bench_config *cfg, jobq *db,
     if (status != BENCH_OK) return status;
     bench_add(rep, "ceiling", protocols[i].variant, "throughput", rate, "jobs/s");
   }
+  if (bench_insert_ceiling(cfg, db, rep, run) != BENCH_OK) return BENCH_FAILED;
   /* MariaDB/MySQL has nothing to wake a listener with: a worker polls, and
    * a floor there would be the poll interval chosen for it. */
   return cfg->store != BENCH_MYSQL ? bench_latency_floor(cfg, db, rep, run) : BENCH_OK;

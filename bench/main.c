@@ -213,6 +213,19 @@ static int run_workloads(struct bench_config *cfg, jobq *db, const int *want,
     if (lib > 0 && ceiling > 0)
       bench_add(rep, "drain", "library", shares[i][1], 100 * lib / ceiling, "%");
   }
+  /* Batched enqueue as a share of the bare bulk INSERT of the same rows. */
+  double insert = bench_find(rep, "ceiling", "bare insert", "throughput");
+  for (size_t i = 0; i < rep->nresults && insert > 0; i++) {
+    const struct bench_result *r = &rep->results[i];
+    if (strcmp(r->workload, "enqueue") == 0 && strncmp(r->variant, "batched", 7) == 0 &&
+        strcmp(r->metric, "throughput") == 0) {
+      char variant[sizeof r->variant];
+      double share = 100 * r->value / insert;
+      snprintf(variant, sizeof variant, "%s", r->variant);
+      bench_add(rep, "enqueue", variant, "of bare insert", share, "%");
+      break;
+    }
+  }
   /* And the persistent foreman's start latency over the bare SQL's. */
   double p50 = bench_find(rep, "latency", "persistent", "p50");
   double floor = bench_find(rep, "ceiling", "latency floor", "p50");
@@ -247,7 +260,7 @@ static int run(int argc, char **argv) {
                  "how long latency puts jobs, at 50 a second (default: 500 jobs), "
                  "an idle foreman is watched (default 10) and soak runs "
                  "(default 1800)"),
-      CLI_STRING(0, "rate", &rate, "N", "jobs a second that soak puts (default 5000)"),
+      CLI_STRING(0, "rate", &rate, "N", "jobs a second that soak puts (default 5000) and latency (default 50)"),
       CLI_STRING(0, "csv", &csv, "FILE", "also write one row per measurement to FILE"),
       CLI_STRING(0, "plot", &plot, "FILE.svg",
                  "also draw the throughputs and latencies into an SVG file"),

@@ -44,8 +44,8 @@ void bench_sleep(double s) {
   }
 }
 
-void bench_pace(double t0, int64_t i) {
-  double at = t0 + (double)i / BENCH_LATENCY_RATE;
+void bench_pace(double t0, int64_t i, double rate) {
+  double at = t0 + (double)i / rate;
   double now = bench_now();
   if (at > now) bench_sleep(at - now);
 }
@@ -522,6 +522,22 @@ int bench_wait(pid_t pid, double timeout_s) {
     }
     bench_sleep(0.01);
   }
+}
+
+int bench_log_claims(const struct bench_config *cfg, long long *claims, long long *empty) {
+  char log[PATH_MAX + 16], line[1024];
+  log_path(cfg, log, sizeof log);
+  FILE *f = fopen(log, "r");
+  if (f == NULL) return -1;
+  int found = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    const char *at = strstr(line, " claims, ");
+    if (at == NULL) continue;
+    while (at > line && at[-1] >= '0' && at[-1] <= '9') at--;
+    if (sscanf(at, "%lld claims, %lld empty", claims, empty) == 2) found = 0;
+  }
+  fclose(f);
+  return found;
 }
 
 void bench_log_tail(const struct bench_config *cfg, char *buf, size_t size) {

@@ -77,12 +77,37 @@ int bench_enqueue(const struct bench_config *cfg, jobq *db,
   }
   t1 = bench_now();
   cli_progress_end(&bar);
-  free(opts);
-  free(ids);
-  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "batched put");
-  if (bench_stop) return interrupted(run);
+  if (rc != JOBQ_OK || bench_stop) {
+    free(opts);
+    free(ids);
+    return rc != JOBQ_OK ? bench_lib_fail(run, db, rc, "batched put") : interrupted(run);
+  }
   char variant[48];
   snprintf(variant, sizeof variant, "batched (%zu)", batch);
+  bench_add(rep, "enqueue", variant, "throughput", (double)cfg->jobs / (t1 - t0), "jobs/s");
+
+  /* The same again, each job with a unique key of its own. */
+  char (*keys)[24] = cli_xmalloc(batch * sizeof *keys);
+  cli_progress_start(&bar, "enqueue (unique keys):", "jobs", cfg->jobs);
+  t0 = bench_now();
+  for (int64_t done = 0; done < cfg->jobs && rc == JOBQ_OK && !bench_stop;) {
+    size_t k = cfg->jobs - done < (int64_t)batch ? (size_t)(cfg->jobs - done) : batch;
+    for (size_t i = 0; i < k; i++) {
+      snprintf(keys[i], sizeof keys[i], "u%lld", (long long)(done + (int64_t)i));
+      opts[i].unique_key = keys[i];
+    }
+    rc = jobq_put_many(db, opts, k, ids, NULL);
+    done += (int64_t)k;
+    cli_progress_update(&bar, done, done);
+  }
+  t1 = bench_now();
+  cli_progress_end(&bar);
+  free(keys);
+  free(opts);
+  free(ids);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "batched put with unique keys");
+  if (bench_stop) return interrupted(run);
+  snprintf(variant, sizeof variant, "unique keys (%zu)", batch);
   bench_add(rep, "enqueue", variant, "throughput", (double)cfg->jobs / (t1 - t0), "jobs/s");
   return BENCH_OK;
 }
@@ -346,7 +371,7 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   cli_progress_start(&bar, label, "jobs", n);
   double t0 = bench_now();
   for (int64_t i = 0; i < n && status == BENCH_OK && !bench_stop; i++) {
-    bench_pace(t0, i);
+    bench_pace(t0, i, bench_latency_rate(cfg));
     char text[32];
     snprintf(text, sizeof text, "%lld", (long long)bench_wall_ns());
     o.payload = text;
@@ -366,6 +391,11 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
     bench_log_tail(cfg, run->why, sizeof run->why);
     return BENCH_FAILED;
   }
+  /* How often the idle foreman claimed in vain between the puts. */
+  long long claims, empty;
+  if (bench_log_claims(cfg, &claims, &empty) == 0 && claims > 0)
+    bench_add(rep, "latency", variant, "empty claims", 100.0 * (double)empty / (double)claims,
+              "%");
   double *v = NULL;
   size_t nv = 0;
   if (collect(db, q, &v, &nv, run) != BENCH_OK) return BENCH_FAILED;
@@ -382,8 +412,12 @@ static int latency_run(const struct bench_config *cfg, jobq *db,
   return BENCH_OK;
 }
 
+double bench_latency_rate(const struct bench_config *cfg) {
+  return cfg->rate > 0 ? (double)cfg->rate : BENCH_LATENCY_RATE;
+}
+
 int64_t bench_latency_jobs(const struct bench_config *cfg) {
-  return cfg->seconds > 0 ? (int64_t)(BENCH_LATENCY_RATE * (double)cfg->seconds)
+  return cfg->seconds > 0 ? (int64_t)(bench_latency_rate(cfg) * (double)cfg->seconds)
          : cfg->jobs / 10 > 500 ? 500
          : cfg->jobs / 10 < 20  ? 20
                                 : cfg->jobs / 10;

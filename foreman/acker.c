@@ -170,12 +170,12 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
     fm_op_free(op);
     /* A commit of ours can make jobs ready (the next of an ordering key, a
      * barrier, an immediate retry).  A watch hears of them as of anyone's
-     * (PostgreSQL's NOTIFY reaches our own LISTEN, SQLite's log grows),
-     * so only a foreman without one looks at once; with one, a claim
-     * after every batch would mostly come back empty, and it still costs
-     * a commit that waits for the disk. */
+     * (PostgreSQL's NOTIFY reaches our own LISTEN, SQLite's log grows,
+     * and jobq_changed() counts them), so only a foreman without one
+     * looks at once; with one, a claim after every batch would mostly
+     * come back empty, and it still costs a commit that waits for the
+     * disk. */
     if (fm->watch == NULL) fm->maybe_work = 1;
-    fm->acked = 1;
     /* The outcomes that waited for this batch go now, before a claim of
      * its own could: the claim goes with them.  (A claim that ran with
      * this batch is already back, see foreman/dbthread.c.) */

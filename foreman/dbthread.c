@@ -110,8 +110,7 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   /* Wake-ups for other queues are not this foreman's work, where the
    * store can tell them apart (JOBQ_ENOTSUP: it cannot, and each one
    * counts). */
-  op->watch_filtered = op->watch_rc == JOBQ_OK && cfg->nq > 0 &&
-                       jobq_watch_queues(d->db, cfg->queues, cfg->nq) == JOBQ_OK;
+  if (op->watch_rc == JOBQ_OK && cfg->nq > 0) jobq_watch_queues(d->db, cfg->queues, cfg->nq);
   if (op->watch_rc == JOBQ_OK) {
     /* The loop polls its own copy, so that the handle's descriptor can be
      * closed (with the handle) whatever the loop is doing. */

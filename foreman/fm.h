@@ -267,7 +267,6 @@ struct fm_op {
   int reopen;                  /* in: open a new handle first */
   int watch_fd;                /* out: a descriptor the loop owns, or -1 */
   int watch_rc;                /* out: why there is none */
-  int watch_filtered;          /* out: it wakes for this foreman's queues only */
   char watch_msg[512];          /* why there is no watch, or wake-ups are lost */
   char session_id[64];
   jobq_identity ident;         /* out: the database's identity */
@@ -515,9 +514,7 @@ struct fm {
   char cron_error[512];        /* the last failure of a cron run, logged once */
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
-  int watch_filtered;              /* the watch names the queue of a wake-up */
   int watch_down;                  /* wake-ups are not coming (logged) */
-  int acked;                       /* outcomes committed since the last claim */
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,
                                       to the microsecond) */

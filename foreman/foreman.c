@@ -479,15 +479,12 @@ struct fm_op *fm_claim_op(struct fm *fm, int along) {
   op->start_now = now > 0 ? (size_t)now : 0;
   op->drain = fm->watch != NULL;
   /* Woken and nothing else: the wake-up may be for another queue
-   * (jobq_watch_queues), and then the claim would find nothing.  Outcomes
-   * of ours committed since the last claim may have made jobs ready (the
-   * next of a key, a barrier, a retry), which a watch does not count: our
-   * own commit.  Then it claims.  A watch that cannot tell queues apart
-   * (SQLite) counts a commit only once it is whole, which may be after
-   * the wake-up: there every wake-up claims. */
-  op->if_changed = op->drain && fm->watch_filtered && fm->woken_only && !fm->acked;
+   * (jobq_watch_queues), or our own commit (SQLite's log grows with
+   * ours too), and then the claim would find nothing.  jobq_changed()
+   * tells, counting our own outcomes that made jobs ready (the next of a
+   * key, a barrier, a retry). */
+  op->if_changed = op->drain && fm->woken_only;
   fm->woken_only = 0;
-  fm->acked = 0;
   fm->claim_out = 1;
   return op;
 }
@@ -860,7 +857,6 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
   fm->beat_failing = 0;
   watch_set(fm, op->watch_fd);
   op->watch_fd = -1; /* the watch owns it now */
-  fm->watch_filtered = op->watch_filtered;
   fm_op_free(op);
   int64_t third = cfg->lease_ms / 3;
   uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);

@@ -407,8 +407,10 @@ JOBQ_API void jobq_jobs_free(jobq_job *jobs, size_t n);
  * the same until jobq_close(), whatever happens to the connection behind
  * it.  When it is readable (or on a timer), call jobq_changed(): it
  * drains the descriptor and returns 1 when something changed since the
- * previous call, else 0.  A change is a hint, not a promise of work:
- * claim to find out.
+ * previous call, else 0: another connection committed, or a commit of
+ * db's own made a job ready now (its other commits are no news to it; on
+ * SQLite a commit still being written is waited for).  A change is a
+ * hint, not a promise of work: claim to find out.
  *
  * Wake-ups can be lost, so keep a slow timer as well.  When the LISTEN
  * connection is lost, jobq_changed() returns JOBQ_ECONN (its message says
@@ -427,8 +429,7 @@ JOBQ_API int jobq_changed(jobq *db);
  * does not claim in vain each time another queue gets a job.  The names
  * are checked and copied; on error the filter is unchanged.  JOBQ_ENOTSUP
  * when the store's wake-ups do not name their queue (SQLite: any commit
- * wakes every watcher, and jobq_changed() may say 0 while the commit that
- * woke it is still being written: claim on the wake-up itself there).
+ * of another connection wakes every watcher).
  */
 JOBQ_API int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
 

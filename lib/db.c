@@ -194,6 +194,7 @@ int jobq__txn_end(jobq *db, int rc) {
     rc = db->store->commit(db, db->txn_depth);
     if (rc == JOBQ_OK) {
       jobq__counts_settle(db, 1);
+      jobq__wake_settle(db, 1);
       return JOBQ_OK;
     }
   }
@@ -203,6 +204,7 @@ int jobq__txn_end(jobq *db, int rc) {
   db->store->rollback(db, db->txn_depth);
   jobq__error_restore(db, &kept);
   jobq__counts_settle(db, 0);
+  jobq__wake_settle(db, 0);
   return rc;
 }
 
@@ -244,6 +246,7 @@ int jobq_rollback(jobq *db) {
   jobq__ok(db);
   db->txn_depth = 0;
   jobq__counts_settle(db, 0);
+  jobq__wake_settle(db, 0);
   return db->store->rollback(db, 0);
 }
 

@@ -36,6 +36,9 @@
  *   heartbeat.before      a heartbeat about to run
  *   put.keys-missing      (MariaDB/MySQL) a put of keyed jobs found its keys'
  *                         lock rows missing, not yet inserted
+ *   put.uniques-found     a put of a batch with unique keys read which of
+ *                         them are held, its INSERT not yet run (with
+ *                         sleep: another put may take one meanwhile)
  *   prune.counted         a prune counted the jobs it removes and took
  *                         them off the counters, the jobs not yet deleted
  *

@@ -83,6 +83,9 @@ struct jobq {
   /* jobq_watch_queues(): the queues whose wake-ups count (none: all). */
   char **watched;
   size_t nwatched;
+  /* Wake-ups of this handle's own (jobq__wake) for queues it watches: in
+   * the open transaction, and committed since the last jobq_changed(). */
+  int wake_pending, woke;
   int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
   /* What the open transaction and its savepoints added to the
    * counters, one entry per queue and level (lib/counts.c). */
@@ -466,8 +469,11 @@ int jobq__check_add(jobq__checks *c, int level, const char *name,
                     const char *advice, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Tells the store that queue has a job ready now (for watchers). */
+/* Tells the store that queue has a job ready now (for watchers), and the
+ * handle's own jobq_changed() once the transaction commits. */
 void jobq__wake(jobq *db, const char *queue);
+/* The transaction ended: its own wake-ups count if it committed. */
+void jobq__wake_settle(jobq *db, int committed);
 
 /* ---------------------------------------------------------------- sessions
  * (lib/session.c) */

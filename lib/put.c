@@ -3,11 +3,12 @@
  * validated before any SQL runs.  A job with a unique key that an
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
- * barrier goes in as `waiting` (lib/order.c).  Jobs without a barrier or
- * unique key, one or many, keyed or not, go in by set statements: one
- * round trip on PostgreSQL, where the general way takes three for one
- * job; a statement for up to 64 jobs on MariaDB and SQLite, where the
- * general way takes three or four a job.
+ * barrier goes in as `waiting` (lib/order.c).  Jobs without a barrier,
+ * one or many, keyed or not, go in by set statements: one round trip on
+ * PostgreSQL (two with unique keys, which are looked up first), where
+ * the general way takes three for one job; a statement for up to 64 jobs
+ * on MariaDB and SQLite, where the general way takes three or four a
+ * job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -227,7 +228,7 @@ static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) 
  */
 static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                     const keys_put *keys) {
-  enum { COLS = 11 };
+  enum { COLS = 12 };
   jobq_val *v = malloc(COLS * n * sizeof *v);
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
   if (v == NULL || locks == NULL) {
@@ -256,9 +257,10 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     v[5 * n + i] = V_INT(o[i].max_attempts);
     v[6 * n + i] = V_INT(o[i].timeout_ms);
     v[7 * n + i] = V_INT(o[i].backoff_ms);
-    v[8 * n + i] = V_TEXT(o[i].key);
-    v[9 * n + i] = V_INT(after);
-    v[10 * n + i] = V_INT((int64_t)i);
+    v[8 * n + i] = V_TEXT(o[i].unique_key);
+    v[9 * n + i] = V_TEXT(o[i].key);
+    v[10 * n + i] = V_INT(after);
+    v[11 * n + i] = V_INT((int64_t)i);
   }
   /* The queues once each: the server need not sort a thousand names.
    * The locks' list has them, in order, once made distinct. */
@@ -280,11 +282,11 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
                                V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
                                V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
-                               V_COL('t', v + 8 * n, n),  V_COL('i', v + 9 * n, n),
-                               V_COL('i', v + 10 * n, n)};
+                               V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
+                               V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n)};
   /* Where the INSERT cannot look itself, a read first (PUT_WAITS). */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
-    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, args, COLS, 0, NULL, put_waits, v + 9 * n, NULL);
+    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, args, COLS, 0, NULL, put_waits, v + 10 * n, NULL);
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,
@@ -297,8 +299,120 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   return rc;
 }
 
-/* Whether put_rows() takes o. */
-static int plain(const jobq_put_opts *o) { return !o->barrier && o->unique_key == NULL; }
+/* UNIQUES_FIND's rows: the id of the job that holds each place's key. */
+static int uniques_found(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  int64_t *found = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1)
+    found[jobq__col_int(db, r, 0)] = jobq__col_int(db, r, 1);
+  return got < 0 ? got : JOBQ_OK;
+}
+
+static int unique_cmp(const void *a, const void *b) {
+  const jobq_put_opts *x = *(const jobq_put_opts *const *)a;
+  const jobq_put_opts *y = *(const jobq_put_opts *const *)b;
+  int c = strcmp(queue_of(x), queue_of(y));
+  if (c == 0) c = strcmp(x->unique_key, y->unique_key);
+  return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* What put_unique_rows() decided, finished by uniques_done() once the
+ * transaction committed (on PostgreSQL the ids come with the commit). */
+typedef struct uniques {
+  size_t *holder;    /* by place: the batch's first job of its unique key */
+  int64_t *found;    /* by place: the id of the job that held the key */
+  size_t *at;        /* the places of the jobs put, in[0..m) */
+  int64_t *in_ids;   /* their ids */
+  size_t m;
+} uniques;
+
+static void uniques_release(uniques *u) {
+  free(u->holder);
+  free(u->found);
+  free(u->at);
+  free(u->in_ids);
+  memset(u, 0, sizeof *u);
+}
+
+/*
+ * put_rows() for jobs some of which have unique keys: each key's first
+ * job in the batch goes in unless an unfinished job holds the key (one
+ * read, UNIQUES_FIND), and the batch's later jobs of the key and the
+ * jobs of keys held get the holder's id, are told they existed, and take
+ * no turn of their ordering keys.  A key taken by another transaction
+ * between the read and the INSERT fails the INSERT: put() then puts the
+ * batch the general way, which expects it.  u is filled for uniques_done().
+ */
+static int put_unique_rows(jobq *db, const jobq_put_opts *o, size_t n, const keys_put *keys,
+                           uniques *u) {
+  const jobq_put_opts **by = malloc(n * sizeof *by);
+  jobq_val *v = malloc(3 * n * sizeof *v);
+  jobq_put_opts *in = malloc(n * sizeof *in);
+  u->holder = malloc(n * sizeof *u->holder);
+  u->found = calloc(n, sizeof *u->found);
+  u->at = malloc(n * sizeof *u->at);
+  u->in_ids = malloc(n * sizeof *u->in_ids);
+  u->m = 0;
+  int rc = by == NULL || v == NULL || in == NULL || u->holder == NULL || u->found == NULL ||
+                   u->at == NULL || u->in_ids == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  size_t nu = 0, nq = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    u->holder[i] = i;
+    if (o[i].unique_key != NULL) by[nu++] = &o[i];
+  }
+  if (rc == JOBQ_OK) qsort(by, nu, sizeof *by, unique_cmp);
+  /* The first of each key asks; the later ones follow it. */
+  for (size_t i = 0; i < nu && rc == JOBQ_OK; i++) {
+    size_t place = (size_t)(by[i] - o);
+    if (i > 0 && strcmp(queue_of(by[i - 1]), queue_of(by[i])) == 0 &&
+        strcmp(by[i - 1]->unique_key, by[i]->unique_key) == 0) {
+      u->holder[place] = u->holder[by[i - 1] - o];
+      continue;
+    }
+    v[nq] = V_TEXT(queue_of(by[i]));
+    v[n + nq] = V_TEXT(by[i]->unique_key);
+    v[2 * n + nq] = V_INT((int64_t)place);
+    nq++;
+  }
+  if (rc == JOBQ_OK && nq > 0) {
+    const jobq_val args[] = {V_COL('t', v, nq), V_COL('t', v + n, nq),
+                             V_COL('i', v + 2 * n, nq)};
+    rc = jobq__sql_set(db, JOBQ_Q_UNIQUES_FIND, args, 3, 0, NULL, uniques_found, u->found,
+                       NULL);
+  }
+  if (rc == JOBQ_OK) rc = jobq__failpoint(db, "put.uniques-found");
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    if (u->holder[i] != i || u->found[i] != 0) continue;
+    in[u->m] = o[i];
+    u->at[u->m++] = i;
+  }
+  if (rc == JOBQ_OK && u->m > 0) rc = put_rows(db, in, u->m, u->in_ids, keys);
+  free(by);
+  free(v);
+  free(in);
+  return rc;
+}
+
+/* Every job's id and whether it existed, from what put_unique_rows()
+ * decided, after the commit. */
+static void uniques_done(const uniques *u, size_t n, int64_t *ids, unsigned char *existed) {
+  for (size_t k = 0; k < u->m; k++) ids[u->at[k]] = u->in_ids[k];
+  for (size_t i = 0; i < n; i++) {
+    size_t h = u->holder[i];
+    if (u->found[h] != 0)
+      ids[i] = u->found[h];
+    else if (h != i)
+      ids[i] = ids[h];
+    if (existed != NULL) existed[i] = h != i || u->found[h] != 0;
+  }
+}
+
+/* Whether put_rows() (put_unique_rows() with a unique key) takes o. */
+static int plain(const jobq_put_opts *o) { return !o->barrier; }
 
 /* index_names: prefix messages with "job N: " (jobq_put_many). */
 static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
@@ -309,12 +423,13 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   jobq__need(db, JOBQ__ROLE_PRODUCER);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
-  int all_plain = 1, keyed = 0;
+  int all_plain = 1, keyed = 0, unique = 0;
   for (size_t i = 0; i < n; i++) {
     rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
     all_plain = all_plain && plain(&opts[i]);
     keyed = keyed || opts[i].key != NULL;
+    unique = unique || opts[i].unique_key != NULL;
   }
   if (existed != NULL) memset(existed, 0, n);
   keys_put keys = {NULL, 0};
@@ -327,14 +442,18 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     keys.mask = size - 1;
   }
   int attempt = 0, own = db->txn_depth == 0;
+  /* Unique keys by set statements only in a transaction of the
+   * library's own, which can run again the general way (below). */
+  int rows = all_plain && n > 0 && (!unique || own), again;
+  uniques u = {NULL, NULL, NULL, NULL, 0};
   int64_t began = jobq__mono_ms();
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
     /* On a connection made again: is it still the database it was? */
     rc = jobq__write_check(db);
     if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
-    if (rc == JOBQ_OK && all_plain && n > 0) {
-      rc = put_rows(db, opts, n, ids, &keys);
+    if (rc == JOBQ_OK && rows) {
+      rc = unique ? put_unique_rows(db, opts, n, &keys, &u) : put_rows(db, opts, n, ids, &keys);
     } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
       rc = lock_all(db, opts, n);
@@ -351,7 +470,13 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
       }
     }
     rc = jobq__txn_end(db, rc);
-  } while (jobq__txn_retry(db, rc, &attempt));
+    if (rc == JOBQ_OK && rows && unique) uniques_done(&u, n, ids, existed);
+    uniques_release(&u);
+    /* A unique key that another transaction took after put_unique_rows()
+     * looked failed its INSERT, and nothing was written. */
+    again = rc != JOBQ_OK && rows && unique && !db->retry;
+    if (again) rows = 0;
+  } while (again || jobq__txn_retry(db, rc, &attempt));
   free(keys.slot);
   /* Only the library's own transaction is known to have committed. */
   if (rc == JOBQ_OK && own) jobq__mark_put(db, opts, ids, existed, n, began);

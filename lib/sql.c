@@ -175,6 +175,15 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_UNIQUE_FIND] = {.what = "looking up the unique key",
                             .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                             "unique_key = ?2"},
+    /* The unfinished jobs that hold unique keys of a put: for each (?1
+     * queue, ?2 unique key, columns) that one holds, ?3 its place and the
+     * job's id. */
+    [JOBQ_Q_UNIQUES_FIND] =
+        {.what = "looking up the unique keys",
+         .common = "{each_union:SELECT ?3, id FROM jobq_jobs WHERE queue = ?1 AND "
+                   "unique_key = ?2}",
+         .pg = "SELECT u.n, j.id FROM unnest(?1::text[], ?2::text[], ?3::bigint[]) AS "
+               "u(q, k, n) JOIN jobq_jobs j ON j.queue = u.q AND j.unique_key = u.k"},
     /* A generic plan on PostgreSQL expects any row to match, and to find
      * one at once by scanning the table or the primary key: it reads all
      * of the jobs before ?2 when none is the queue's.  Bounds on the pair
@@ -305,7 +314,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                "unnest(?1::text[]) q ON CONFLICT (name) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) VALUES {each:(?1, {now})}"},
     /* MariaDB / MySQL: which of the jobs of a put (PUT_ROWS's columns,
-     * ?11 each one's place) must wait, as PUT_KEYED_ROWS decides
+     * ?12 each one's place) must wait, as PUT_KEYED_ROWS decides
      * elsewhere: their places, each job's values compared as they are
      * (in the columns' collation).  A read of its own, before the INSERT,
      * for the reads within an INSERT lock the rows they read, and a put
@@ -314,41 +323,43 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PUT_WAITS] =
         {.what = "looking for the jobs' keys and barriers",
          .common = "",
-         .mysql = "{each_union:SELECT ?11 FROM DUAL WHERE ?10 = 1 OR EXISTS (SELECT 1 FROM "
-                  "jobq_jobs b WHERE b.queue = ?1 AND b.barrier = 1) OR ?9 IS NOT NULL AND "
-                  "(EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND j.order_key = ?9) "
+         .mysql = "{each_union:SELECT ?12 FROM DUAL WHERE ?11 = 1 OR EXISTS (SELECT 1 FROM "
+                  "jobq_jobs b WHERE b.queue = ?1 AND b.barrier = 1) OR ?10 IS NOT NULL AND "
+                  "(EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND j.order_key = ?10) "
                   "OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = ?1 AND x.order_key "
-                  "= ?9))}"},
-    /* Jobs without a barrier, a unique key or an ordering key, put in
-     * the order given, after their queues' locks: ?1 queue, ?2 priority,
-     * ?3 run_at (0: now + ?4, the delay), ?5 payload, ?6 max_attempts, ?7
-     * timeout, ?8 backoff, all columns (PUT_KEYED_ROWS adds ?9 the key
-     * and ?10, whether an earlier job of the batch has it).  A queue with
+                  "= ?10))}"},
+    /* Jobs without a barrier or an ordering key, put in the order given,
+     * after their queues' locks: ?1 queue, ?2 priority, ?3 run_at (0: now
+     * + ?4, the delay), ?5 payload, ?6 max_attempts, ?7 timeout, ?8
+     * backoff, ?9 unique key (NULL: none; no job holds it, UNIQUES_FIND
+     * made sure, and one that took it since fails the INSERT), all
+     * columns (PUT_KEYED_ROWS adds ?10 the key and ?11, whether an earlier
+     * job of the batch has it).  A queue with
      * an unfinished barrier gets them waiting.  The statement decides, so
      * that PostgreSQL puts in one round trip, its ids read with the
-     * commit's; on MariaDB, PUT_WAITS has decided (?10). */
+     * commit's; on MariaDB, PUT_WAITS has decided (?11). */
     [JOBQ_Q_PUT_ROWS] =
         {.what = "putting jobs",
          .exact = 1,
          .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-                   "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.column1, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
                    "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) THEN "
                    "'waiting' ELSE 'ready' END, u.column5, u.column6, u.column7, u.column8, "
-                   "{now} FROM (VALUES {each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)}) AS u",
+                   "{now}, u.column9 FROM (VALUES {each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)}) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-               "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+               "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
                "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
-               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, "
-               "n) ORDER BY u.n RETURNING id",
+               "?7::bigint[], ?8::bigint[], ?9::text[]) WITH ORDINALITY AS u(q, p, r, d, pl, "
+               "m, t, b, u, n) ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-                  "max_attempts, timeout_ms, backoff_ms, created_at) VALUES {each:(?1, ?2, "
-                  "CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?10 = 1 THEN "
-                  "'waiting' ELSE 'ready' END, ?5, ?6, ?7, ?8, {now})}"},
+                  "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) VALUES "
+                  "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
+                  "= 1 THEN 'waiting' ELSE 'ready' END, ?5, ?6, ?7, ?8, {now}, ?9)}"},
     /* PUT_ROWS with ordering keys, after the keys' locks, so that the
      * statement sees every job of its keys put or finished before: a
      * keyed job waits behind an earlier one of its key in the batch, or
@@ -358,7 +369,7 @@ static const text texts[JOBQ_Q__COUNT] = {
         {.what = "putting jobs",
          .exact = 1,
          .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-                   "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.column1, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
                    "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) OR "
@@ -366,24 +377,25 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column9) OR "
                    "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
                    "x.order_key = u.column9)) THEN 'waiting' ELSE 'ready' END, u.column9, "
-                   "u.column5, u.column6, u.column7, u.column8, {now} FROM (VALUES "
-                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)}) AS u",
+                   "u.column5, u.column6, u.column7, u.column8, {now}, u.column11 FROM (VALUES "
+                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9)}) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-               "max_attempts, timeout_ms, backoff_ms, created_at) SELECT u.q, u.p, CASE "
+               "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.q, "
+               "u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
                "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT NULL "
                "AND (u.a = 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
                "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
                "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
                "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
-               "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now}, u.u FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[], ?9::text[], ?10::bigint[]) WITH ORDINALITY AS "
-               "u(q, p, r, d, pl, m, t, b, k, a, n) ORDER BY u.n RETURNING id",
+               "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[]) WITH "
+               "ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, a, u, n) ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-                  "max_attempts, timeout_ms, backoff_ms, created_at) VALUES {each:(?1, ?2, "
-                  "CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?10 = 1 THEN "
-                  "'waiting' ELSE 'ready' END, ?9, ?5, ?6, ?7, ?8, {now})}"},
+                  "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) VALUES "
+                  "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
+                  "= 1 THEN 'waiting' ELSE 'ready' END, ?10, ?5, ?6, ?7, ?8, {now}, ?9)}"},
     [JOBQ_Q_SESSION_INSERT] =
         {.what = "starting the session",
          .common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "

@@ -30,6 +30,7 @@
 #define JOBQ_SQL_STATEMENTS(X)                                              \
   X(NOW) X(IDENT) X(SCHEMA_HAS_META) X(SCHEMA_VERSION) X(SCHEMA_OBJECTS) X(META_INSERT)     \
   X(META_VERSION_SET) X(QUEUE_ENSURE) X(UNIQUE_FIND) X(ANY_BEFORE)             \
+  X(UNIQUES_FIND)                                                           \
   X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN) X(KEYS_TAKEN)                           \
   X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
   X(BLOCKED_BY)                                                             \

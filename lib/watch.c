@@ -21,7 +21,10 @@ int jobq_watch(jobq *db, int *fd) {
 int jobq_changed(jobq *db) {
   if (db == NULL || db->store == NULL || db->conn == NULL) return JOBQ_EINVAL;
   jobq__ok(db);
-  return db->store->changed(db, jobq__watching);
+  int rc = db->store->changed(db, jobq__watching);
+  if (rc == 0 && db->woke) rc = 1;
+  db->woke = 0;
+  return rc;
 }
 
 static void watched_free(char **v, size_t n) {
@@ -70,4 +73,21 @@ void jobq__watch_release(jobq *db) {
   db->nwatched = 0;
 }
 
-void jobq__wake(jobq *db, const char *queue) { db->store->wake(db, queue); }
+void jobq__wake(jobq *db, const char *queue) {
+  db->store->wake(db, queue);
+  if (!jobq__watching(db, queue)) return;
+  if (db->txn_depth > 0)
+    db->wake_pending = 1;
+  else
+    db->woke = 1;
+}
+
+/* A store does not tell a handle of its own commits (SQLite's
+ * data_version and PostgreSQL's notifier both leave them out), but a
+ * commit of its own that made a job ready (the next of an ordering key, a
+ * barrier's turn, an immediate retry) is work for it all the same. */
+void jobq__wake_settle(jobq *db, int committed) {
+  if (db->txn_depth > 0) return;
+  if (committed && db->wake_pending) db->woke = 1;
+  db->wake_pending = 0;
+}

@@ -457,4 +457,33 @@ t_wakes_up_on_new_work_and_idles_quietly() {
   wait_exit "$W_PID" 10 || fail "the foreman did not stop"
 }
 
+# Jobs put one at a time to an idle foreman: it claims when one of them
+# arrives, not on its own commits (its claims, outcomes and heartbeats
+# write to the same database, and on SQLite they wake its watch too), so
+# most claims find a job.
+t_woken_claims_find_work() {
+  run init
+  start_work a --poll 1h -- true
+  wait_until 10 "grep -q started '$D/a.log'" || fail "the foreman did not start"
+  local i
+  for i in $(seq 1 40); do
+    run put "j$i"
+    expect_rc 0
+  done
+  wait_until 30 'run stats --json; [[ $(json_sum done) == 40 ]]' ||
+    fail "not every job ran: $(cat "$T_OUT")"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  local line claims empty
+  line=$(grep -o '[0-9]* claims, [0-9]* empty' "$D/a.log")
+  claims=${line%% claims*}
+  empty=${line##*, }
+  empty=${empty%% *}
+  [[ -n $claims && -n $empty ]] || fail "no count of claims in the log: $(tail -2 "$D/a.log")"
+  # Each job's own claim and outcome used to wake a claim that found
+  # nothing: two empty claims a job.  The poll that follows activity
+  # (25 ms, doubling) may still find nothing now and then.
+  ((empty * 2 <= claims)) || fail "$empty of $claims claims were empty for 40 jobs"
+}
+
 run_cases

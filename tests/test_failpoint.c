@@ -503,6 +503,52 @@ static void test_prune_in_parts(void **state) {
              seen * 100, seen * 100 + 99);
 }
 
+/* A batch put looked its unique keys up and found them free, and another
+ * put takes one before the batch's INSERT: the batch still succeeds, and
+ * that job is the other put's (on SQLite the other put waits for the
+ * batch's transaction instead). */
+static int put_unique_slowly(void *arg) {
+  setenv("JOBQ_FAILPOINT", "put.uniques-found=sleep:1500", 1);
+  jobq *db = th_open(arg);
+  jobq_put_opts o[2];
+  for (int k = 0; k < 2; k++) {
+    jobq_put_opts_init(&o[k]);
+    o[k].queue = "uq";
+  }
+  o[0].unique_key = "raced";
+  o[1].unique_key = "free";
+  int64_t ids[2];
+  unsigned char existed[2];
+  int rc = jobq_put_many(db, o, 2, ids, existed);
+  jobq_close(db);
+  if (rc != JOBQ_OK) return 10;
+  /* 0: the batch put "raced" first; 1: the other put did. */
+  return existed[1] ? 11 : existed[0];
+}
+
+static void test_unique_key_taken_during_batch(void **state) {
+  tq *t = *state;
+  pid_t pid = th_fork(put_unique_slowly, (void *)t->url);
+  th_sleep_ms(500);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "uq";
+  o.unique_key = "raced";
+  int64_t id;
+  int existed;
+  assert_rc(jobq_put(t->db, &o, &id, &existed), JOBQ_OK);
+  int st = th_wait(pid);
+  if (th_is_sqlite()) {
+    assert_int_equal(st, 0);
+    assert_int_equal(existed, 1);
+  } else {
+    assert_int_equal(st, 1);
+    assert_int_equal(existed, 0);
+  }
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE unique_key = 'raced'"), 1);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'uq'"), 2);
+}
+
 /* An unknown failpoint name or action changes nothing. */
 static void test_unknown_failpoint(void **state) {
   tq *t = *state;
@@ -530,6 +576,7 @@ int main(void) {
       TQ_TEST(test_retry_during_prune),
       TQ_TEST(test_prune_in_parts),
       TQ_TEST(test_stalled_worker_does_not_block_reapers),
+      TQ_TEST(test_unique_key_taken_during_batch),
       TQ_TEST(test_unknown_failpoint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

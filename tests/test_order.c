@@ -590,6 +590,78 @@ static void test_keyed_jobs_in_one_batch(void **state) {
   jobq_session_close(s);
 }
 
+/* One batch of every kind of job of one queue: a unique key already
+ * taken and one taken twice in the batch give the existing job (and
+ * neither takes its ordering key's turn), a keyed job waits behind the
+ * first of its key, a barrier (with barrier) behind every earlier job,
+ * and a plain job behind the barrier.  They then run in that order.
+ * Without the barrier the batch goes in by set statements (lib/put.c),
+ * with it the general way. */
+static void mixed_batch(tq *t, int with_barrier) {
+  jobq_put_opts e;
+  jobq_put_opts_init(&e);
+  e.queue = "m";
+  e.unique_key = "u2";
+  e.key = "b";
+  int64_t before = th_put_opts(t->db, &e);
+  enum { N = 8 };
+  jobq_put_opts o[N];
+  for (int i = 0; i < N; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "m";
+  }
+  o[0].key = "a";
+  o[0].unique_key = "u1";
+  o[2].key = "c";
+  o[2].unique_key = "u1";  /* the batch's own o[0] */
+  o[3].key = "a";
+  o[4].key = "c";          /* first of its key: o[2] did not go in */
+  o[5].barrier = with_barrier;
+  o[7].unique_key = "u2";  /* before */
+  o[7].key = "b";
+  int64_t ids[N];
+  unsigned char existed[N];
+  assert_rc(jobq_put_many(t->db, o, N, ids, existed), JOBQ_OK);
+  static const unsigned char want_existed[N] = {0, 0, 1, 0, 0, 0, 0, 1};
+  for (int i = 0; i < N; i++)
+    if (existed[i] != want_existed[i]) fail_msg("job %d: existed %d", i, existed[i]);
+  assert_int_equal(ids[2], ids[0]);
+  assert_int_equal(ids[7], before);
+  int want[N] = {JOBQ_STATE_READY,   JOBQ_STATE_READY, JOBQ_STATE_READY,
+                 JOBQ_STATE_WAITING, JOBQ_STATE_READY, JOBQ_STATE_WAITING,
+                 JOBQ_STATE_WAITING, JOBQ_STATE_READY};
+  if (!with_barrier) want[5] = want[6] = JOBQ_STATE_READY;
+  for (int i = 0; i < N; i++)
+    if (th_state(t->db, ids[i]) != want[i])
+      fail_msg("job %d is %s, expected %s", i, jobq_state_name(th_state(t->db, ids[i])),
+               jobq_state_name(want[i]));
+  assert_int_equal(th_count_jobs(t->db, 0), 7);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  const int64_t first[] = {before, ids[0], ids[1], ids[4], ids[5], ids[6]};
+  jobq_job *j = claim_exactly(s, "m", first, with_barrier ? 4 : 6, &n);
+  complete_all(s, j, n);
+  const int64_t second[] = {ids[3]};
+  j = claim_exactly(s, "m", second, 1, &n);
+  complete_all(s, j, n);
+  if (!with_barrier) {
+    th_claim_none(s, "m");
+    jobq_session_close(s);
+    return;
+  }
+  const int64_t barrier[] = {ids[5]};
+  j = claim_exactly(s, "m", barrier, 1, &n);
+  complete_all(s, j, n);
+  const int64_t last[] = {ids[6]};
+  j = claim_exactly(s, "m", last, 1, &n);
+  complete_all(s, j, n);
+  th_claim_none(s, "m");
+  jobq_session_close(s);
+}
+
+static void test_mixed_batch(void **state) { mixed_batch(*state, 0); }
+static void test_mixed_batch_with_barrier(void **state) { mixed_batch(*state, 1); }
+
 /* One batch completes the heads of keys in two queues, some with a job
  * behind them and some without, interleaved: exactly the jobs behind
  * become ready, each in its own queue and key. */
@@ -996,6 +1068,8 @@ int main(void) {
       TQ_TEST(test_barrier_after_waiting_keys),
       TQ_TEST(test_keys_compare_bytes),
       TQ_TEST(test_keyed_jobs_in_one_batch),
+      TQ_TEST(test_mixed_batch),
+      TQ_TEST(test_mixed_batch_with_barrier),
       TQ_TEST(test_batch_hands_on_only_keys_with_jobs_behind),
       TQ_TEST(test_many_keys_in_one_batch),
       TQ_TEST(test_a_put_waits_for_its_keys_finish),

@@ -1,7 +1,7 @@
 /*
  * test_watch.c - wake-ups: jobq_watch()'s descriptor turns readable when
  * another connection commits, jobq_changed() reports each change once, and
- * a handle's own commits do not wake it, a handle that watches some queues
+ * a handle's own commits do not wake it unless they made a job ready, a handle that watches some queues
  * hears of no other (where the store can tell), and a resumed queue wakes.  The MariaDB/MySQL
  * store has no
  * wake-ups (workers poll): there, jobq_watch() must say so.
@@ -60,10 +60,54 @@ static void test_own_commit_is_no_change(void **state) {
   skip_unless_watching(t);
   int fd = -1;
   assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
-  th_put(t->db, "q", "mine");
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.delay_ms = 60000;
+  th_put_opts(t->db, &o);
   /* The log was written, so the descriptor may wake, but nothing changed
-   * that this handle did not do itself. */
+   * that this handle did not do itself, and nothing is ready. */
   assert_int_equal(jobq_changed(t->db), 0);
+  jobq *other = th_open(t->url);
+  th_put(other, "p", "theirs");
+  assert_true(readable(fd, 2000));
+  assert_int_equal(jobq_changed(t->db), 1);
+  /* Nor are its claim, its session's heartbeat and an outcome that makes
+   * no job ready. */
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *j = th_claim_one(s, "p");
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);
+  th_complete_many(s, j, 1);
+  assert_int_equal(jobq_changed(t->db), 0);
+  jobq_close(other);
+  jobq_session_close(s);
+}
+
+/* A commit of the handle's own that makes a job ready is work for it: the
+ * next job of an ordering key that its ack let go, a job it put. */
+static void test_own_ready_job_is_a_change(void **state) {
+  tq *t = *state;
+  skip_unless_watching(t);
+  int fd = -1;
+  assert_rc(jobq_watch(t->db, &fd), JOBQ_OK);
+  th_put(t->db, "q", "mine");
+  assert_int_equal(jobq_changed(t->db), 1);
+  assert_int_equal(jobq_changed(t->db), 0);
+  th_put_key(t->db, "keyed", "k");
+  th_put_key(t->db, "keyed", "k");
+  assert_int_equal(jobq_changed(t->db), 1);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *j = th_claim_one(s, "keyed");
+  assert_int_equal(jobq_changed(t->db), 0);
+  th_complete_many(s, j, 1);
+  assert_int_equal(jobq_changed(t->db), 1);
+  assert_int_equal(jobq_changed(t->db), 0);
+  /* Rolled back: nothing was made ready. */
+  assert_rc(jobq_begin(t->db), JOBQ_OK);
+  th_put(t->db, "q", "gone");
+  assert_rc(jobq_rollback(t->db), JOBQ_OK);
+  assert_int_equal(jobq_changed(t->db), 0);
+  jobq_session_close(s);
 }
 
 static void test_only_watched_queues(void **state) {
@@ -134,6 +178,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_other_commit_wakes),
       TQ_TEST(test_own_commit_is_no_change),
+      TQ_TEST(test_own_ready_job_is_a_change),
       TQ_TEST(test_only_watched_queues),
       TQ_TEST(test_resume_wakes),
       TQ_TEST(test_bad_handle),

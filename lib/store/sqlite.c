@@ -953,18 +953,45 @@ static int sq_watch(jobq *db, int *fd) {
   return JOBQ_OK;
 }
 
+/* Waits for a writer that is in the middle of its commit: the write lock
+ * is free once the commit counts.  A taken lock is let go at once, having
+ * written nothing.  The quick waits always (busy_handler): a commit ends
+ * within its flush, and a wait that grows would delay the claim that
+ * follows; nor does this wait count as contention for the next BEGIN.
+ * 0, or -1 when the lock stayed taken (busy_timeout). */
+static int writer_done(jobq *db) {
+  sq *c = conn(db);
+  int contended = c->contended;
+  c->contended = 0;
+  int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  c->contended = contended;
+  if (rc != SQLITE_OK) return -1;
+  sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+  return 0;
+}
+
 /* Any commit of another connection counts: the log does not say whose
- * queue it was for. */
+ * queue it was for.  The log grows before the commit that grows it
+ * counts (its flush, then the shared index), so a wake-up with no change
+ * yet may be a commit on its way, or only one of this connection's own:
+ * waiting for the write lock tells them apart, for the price of taking
+ * and dropping it, where a claim would also run its statements and
+ * commit. */
 static int sq_changed(jobq *db, int (*wanted)(const jobq *db, const char *queue)) {
   (void)wanted;
   sq *c = conn(db);
+  int woken = 0;
   if (c->watch_fd >= 0) {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    while (read(c->watch_fd, buf, sizeof buf) > 0) {
-    }
+    while (read(c->watch_fd, buf, sizeof buf) > 0) woken = 1;
   }
   int64_t v = 0;
   int rc = data_version(db, &v);
+  if (rc == JOBQ_OK && v == c->data_version && woken) {
+    /* A lock that stays taken is a writer at work: news, most likely. */
+    if (writer_done(db) != 0) return 1;
+    rc = data_version(db, &v);
+  }
   if (rc != JOBQ_OK) return rc;
   int changed = v != c->data_version;
   c->data_version = v;
