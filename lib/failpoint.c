@@ -39,6 +39,9 @@
  *   put.uniques-found     a put of a batch with unique keys read which of
  *                         them are held, its INSERT not yet run (with
  *                         sleep: another put may take one meanwhile)
+ *   schema.read           (SQLite) an open read what the file holds, its
+ *                         schema's version not yet (with sleep: another
+ *                         process may make jobq's tables meanwhile)
  *   prune.counted         a prune counted the jobs it removes and took
  *                         them off the counters, the jobs not yet deleted
  *

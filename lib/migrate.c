@@ -74,25 +74,28 @@ int jobq__migrate(jobq *db) {
 }
 
 int jobq__schema_check(jobq *db) {
+  /* An embedded database gets its schema at the first open that may
+   * write, but for a file of another application, left as it is until
+   * jobq_init() is asked to add jobq's tables to it.  What the file holds
+   * is read before the version: another process's first open may commit
+   * jobq's tables in between, and its tables read after a version read
+   * before would pass for another application's. */
+  int64_t objects = 0;
+  int rc = db->store->init_on_open
+               ? jobq__sql_int(db, JOBQ_Q_SCHEMA_OBJECTS, 0, &objects, SQL_ARGS())
+               : JOBQ_OK;
+  if (rc == JOBQ_OK) rc = jobq__failpoint(db, "schema.read");
+  if (rc != JOBQ_OK) return rc;
   int has;
   int64_t version;
-  int rc = schema_version(db, &has, &version);
+  rc = schema_version(db, &has, &version);
   if (rc != JOBQ_OK) return rc;
   if (version > JOBQ_SCHEMA_VERSION) return too_new(db, version);
   if (version == JOBQ_SCHEMA_VERSION) {
     db->schema_missing = 0;
     return JOBQ_OK;
   }
-  /* An embedded database gets its schema at the first open that may
-   * write, but for a file of another application, left as it is until
-   * jobq_init() is asked to add jobq's tables to it. */
-  int foreign = 0;
-  if (db->store->init_on_open && !has) {
-    int64_t objects = 0;
-    rc = jobq__sql_int(db, JOBQ_Q_SCHEMA_OBJECTS, 0, &objects, SQL_ARGS());
-    if (rc != JOBQ_OK) return rc;
-    foreign = objects > 0;
-  }
+  int foreign = db->store->init_on_open && !has && objects > 0;
   if (db->store->init_on_open && !db->readonly && !foreign) return jobq__migrate(db);
   /* Until jobq init made it, only jobq_init() may go on. */
   db->schema_missing = foreign ? JOBQ__SCHEMA_FOREIGN : 1;

@@ -261,6 +261,21 @@ t_missing_file_read() {
   expect_rc 0
 }
 
+# Two first puts into a file that does not exist yet, the second one's
+# tables committed while the first is between reading what the file
+# holds and reading its version (failpoint schema.read): the first finds
+# jobq's tables made, and takes them for no other application's.
+t_first_puts_at_once() {
+  JOBQ_DB=sqlite:$DB JOBQ_FAILPOINT=schema.read=sleep:1500 "$JOBQ" put -q r first \
+    >"$D/first.out" 2>"$D/first.err" &
+  local first=$!
+  sleep 0.5
+  run put -q r second
+  expect_rc 0
+  wait "$first" || fail "the first put failed: $(cat "$D/first.err")"
+  [[ $(sqlite3 "$DB" "SELECT count(*) FROM jobq_jobs") == 2 ]] || fail "not both jobs are in the file"
+}
+
 # An older jobq file: a reader asks for jobq init, a writer migrates it.
 t_older_file() {
   run put x
