@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 5
+#define JOBQ_SCHEMA_VERSION 6
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -82,6 +82,8 @@ struct jobq {
   char **watched;
   size_t nwatched;
   int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
+  int limited;                 /* the last claim's look found a queue with a
+                                  limit (lib/limit.c) */
   /* What the open transaction and its savepoints added to the
    * counters, one entry per queue and level (lib/counts.c). */
   struct jobq_count {
@@ -150,6 +152,21 @@ void jobq__held_add(jobq_session *s, const jobq_job *jobs, size_t n);
 struct jobq_held_job *jobq__held_find(const jobq_session *s, int64_t id);
 void jobq__held_drop(jobq_session *s, int64_t id);
 void jobq__held_release(jobq_session *s);
+
+/* lib/limit.c: what a claim may take of each queue under the queues'
+ * limits, taken under their locks in the claim's transaction: names[i]
+ * (every unpaused queue the claim wants, in name order) and caps[i],
+ * how many of its jobs; rate_ms[i] is its rate period, or 0 with no rate.
+ * jobq__limit_claimed() counts the claimed jobs against the rates. */
+typedef struct jobq__limit_plan {
+  char **names;
+  int64_t *caps, *rate_ms;
+  size_t n;
+} jobq__limit_plan;
+int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max,
+                     jobq__limit_plan *p);
+int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *jobs, size_t n);
+void jobq__limit_plan_release(jobq__limit_plan *p);
 
 /* lib/tally.c: counting claims (after their commit) and acknowledgements
  * (after theirs: statuses and outcomes set); recording, in the

@@ -96,6 +96,11 @@
 /* The job's ordering key is P, or P is NULL. */
 #define KEY_IS(P) "coalesce(order_key, '') = coalesce(" P ", order_key, '')"
 
+/* 1 when any queue has a limit (lib/limit.c), else 0. */
+#define LIMITED                                                               \
+  "CASE WHEN EXISTS (SELECT 1 FROM jobq_queues WHERE max_running IS NOT NULL " \
+  "OR rate_n IS NOT NULL) THEN 1 ELSE 0 END"
+
 /* Eight rows of (queue, key, job id): ?1 to ?24. */
 #define BLOCK_ROWS_8                                                          \
   "(?1, ?2, ?3), (?4, ?5, ?6), (?7, ?8, ?9), (?10, ?11, ?12), (?13, ?14, "    \
@@ -395,23 +400,23 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* A claim's look before it claims: IDENT's columns, then the session's
      * epoch and whether its lease holds (NULL when there is no such
      * session), with SESSION_LOCK's lock on the session's row and none on
-     * jobq_meta's. */
+     * jobq_meta's; then whether any queue has a limit (lib/limit.c). */
     [JOBQ_Q_CLAIM_ENTER] =
         {.what = "checking the session before claiming",
          .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
-                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM jobq_meta "
+                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED " FROM jobq_meta "
                    "m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
          .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
                "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
-               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
+               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED " FROM "
                "jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
                "jobq_sessions WHERE id = ?1 FOR KEY SHARE) s ON true WHERE m.id = 1",
          .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
-                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END FROM "
+                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED " FROM "
                   "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
                   "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
     /* The columns a claim hands out (lib/claim.c): id, queue, payload,
@@ -1121,6 +1126,77 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "UPDATE jobq_cron SET next_at = ?3, last_at = coalesce(?4, last_at), "
                    "last_error = ?5, updated_at = {now} WHERE name = ?1 AND next_at = ?2 "
                    "AND paused = 0"},
+    /* ---- limits (lib/limit.c) ---- */
+    /* Every queue that is not paused, with its limits (-1: none), in
+     * name order: what a claim may take of each. */
+    [JOBQ_Q_LIMITS_CLAIM] =
+        {.what = "reading the queues' limits",
+         .common = "SELECT name, coalesce(max_running, -1), coalesce(rate_n, -1), "
+                   "coalesce(rate_ms, 0) FROM jobq_queues WHERE paused = 0 ORDER BY name"},
+    /* CLAIM with a cap on each queue: ?1 the queues and ?6 how many of
+     * each may be claimed (columns of the same length), the others as
+     * in CLAIM.  A queue whose cap is 0 is not read. */
+    [JOBQ_Q_CLAIM_CAPPED] =
+        {.what = "claiming jobs",
+         .common = "",
+         .pg = "WITH q AS (SELECT w.name, w.cap FROM unnest(?1::text[], ?6::bigint[]) AS "
+               "w(name, cap) JOIN jobq_queues p ON p.name = w.name AND p.paused = 0 WHERE "
+               "w.cap > 0), "
+               "c AS (SELECT j.ctid AS t, row_number() OVER (ORDER BY j.priority DESC, "
+               "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT ctid, id, priority, "
+               "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
+               "{now} ORDER BY priority DESC, run_at, id LIMIT least(?2, q.cap) FOR UPDATE "
+               "SKIP LOCKED) j ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
+               "UPDATE jobq_jobs u SET state = 'running', session = ?3, "
+               "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "
+               "claim = (?5::text[])[c.rn], claimed_at = {now}, "
+               "attempts = u.attempts + 1, deadline_at = CASE WHEN "
+               "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
+               "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
+               "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
+               "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"},
+    /* Queue ?1's claimed jobs, by the index of held jobs (a few per
+     * worker), never by the queue's backlog. */
+    [JOBQ_Q_RUNNING_COUNT] =
+        {.what = "counting the queue's running jobs",
+         .common = "SELECT count(*) FROM jobq_jobs INDEXED BY jobq_jobs_session WHERE "
+                   "session IS NOT NULL AND queue = ?1 AND state = 'running'",
+         .pg = "SELECT count(*) FROM (SELECT 1 FROM jobq_jobs WHERE session IS NOT NULL "
+               "AND queue = ?1 AND state = 'running' ORDER BY session) f",
+         .mysql = "SELECT count(*) FROM jobq_jobs FORCE INDEX (jobq_jobs_session) WHERE "
+                  "session IS NOT NULL AND queue = ?1 AND state = 'running'"},
+    /* Queue ?1's claims older than its rate period ?2 forgotten. */
+    [JOBQ_Q_STARTS_PRUNE] = {.what = "forgetting the queue's old claims",
+                             .common = "DELETE FROM jobq_starts WHERE queue = ?1 AND at <= "
+                                       "{now} - ?2"},
+    /* How many of queue ?1's jobs were claimed in the last ?2 ms. */
+    [JOBQ_Q_STARTS_SUM] = {.what = "counting the queue's claims",
+                           .common = "SELECT CAST(coalesce(sum(n), 0) AS {bigint}) FROM "
+                                     "jobq_starts WHERE queue = ?1 AND at > {now} - ?2"},
+    /* ?2 jobs of queue ?1 claimed now. */
+    [JOBQ_Q_STARTS_ADD] =
+        {.what = "counting the queue's claims",
+         .common = "INSERT INTO jobq_starts(queue, at, n) VALUES (?1, {now}, ?2) ON CONFLICT "
+                   "(queue, at) DO UPDATE SET n = jobq_starts.n + excluded.n",
+         .mysql = "INSERT INTO jobq_starts(queue, at, n) VALUES (?1, {now}, ?2) ON DUPLICATE "
+                  "KEY UPDATE n = n + VALUES(n)"},
+    /* Queue ?1's limits: ?2 running, ?3 claims per ?4 ms (NULL: none). */
+    [JOBQ_Q_LIMITS_SET] = {.what = "setting the queue's limits",
+                           .common = "UPDATE jobq_queues SET max_running = ?2, rate_n = ?3, "
+                                     "rate_ms = ?4 WHERE name = ?1"},
+    /* The queues with a limit (?1 NULL) or queue ?1: its limits (NULL:
+     * none), its running jobs, its claims in the last rate period, and
+     * whether a job is ready to run. */
+    [JOBQ_Q_LIMITS_LIST] =
+        {.what = "reading the queues' limits",
+         .common = "SELECT q.name, q.max_running, q.rate_n, q.rate_ms, (SELECT count(*) FROM "
+                   "jobq_jobs j WHERE j.queue = q.name AND j.state = 'running'), (SELECT "
+                   "CAST(coalesce(sum(s.n), 0) AS {bigint}) FROM jobq_starts s WHERE s.queue "
+                   "= q.name AND s.at > {now} - coalesce(q.rate_ms, 0)), CASE WHEN EXISTS "
+                   "(SELECT 1 FROM jobq_jobs r WHERE r.queue = q.name AND r.state = 'ready' "
+                   "AND r.run_at <= {now}) THEN 1 ELSE 0 END FROM jobq_queues q WHERE "
+                   "q.name = coalesce(?1, q.name) AND (?1 IS NOT NULL OR q.max_running IS NOT "
+                   "NULL OR q.rate_n IS NOT NULL) ORDER BY q.name"},
 };
 
 const char *jobq__sql_what(int stmt) {
