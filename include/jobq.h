@@ -707,8 +707,14 @@ JOBQ_API int jobq_set_key_policy(jobq *db, const char *queue, const char *policy
  *   rate      at most rate jobs claimed in any rate_period_ms: a window
  *             that slides with the database clock (a job given back and
  *             claimed again counts again)
+ *   running_per_key
+ *             at most this many jobs of one ordering key claimed at once;
+ *             in such a queue a key limits and no longer orders: a job
+ *             put with a key is ready at once, not waiting behind the
+ *             key's earlier jobs (1: one at a time, in no set order)
  *
- * 0 in a field is no limit.  JOBQ_LIMIT_MAX bounds running and rate;
+ * 0 in a field is no limit.  JOBQ_LIMIT_MAX bounds running,
+ * running_per_key and rate;
  * rate_period_ms runs from 1 to JOBQ_LIMIT_PERIOD_MAX (a day) and is 0
  * with no rate.
  */
@@ -719,14 +725,17 @@ typedef struct jobq_limits {
   int64_t running;
   int64_t rate;
   int64_t rate_period_ms;
+  int64_t running_per_key;
   /* jobq_limits_list(): how the queue stands now. */
   int64_t running_now;      /* its jobs claimed now */
   int64_t claimed_now;      /* its jobs claimed in the last rate period */
-  int held;                 /* a job is ready to run but a limit is full */
+  int held;                 /* a job is ready to run but the queue's
+                               running or rate limit is full */
 } jobq_limits;
 
-/* Sets queue's limits to *limits (its running, rate and rate_period_ms;
- * every field 0 removes them all), making the queue if it is new.
+/* Sets queue's limits to *limits (its running, rate, rate_period_ms and
+ * running_per_key; every field 0 removes them all), making the queue if
+ * it is new.
  * JOBQ_EINVAL, naming the field, for a value out of range; on error
  * nothing is changed. */
 JOBQ_API int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *limits);

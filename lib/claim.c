@@ -51,6 +51,10 @@ static int claim_order(const void *x, const void *y) {
 typedef struct taken {
   jobq_job *v;
   size_t n, cap;
+  /* CLAIM_PICK_KEYED's last column, for each job: how many of its key
+   * run (busy is NULL for the other statements). */
+  int64_t *busy;
+  int keyed;
 } taken;
 
 static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *arg) {
@@ -64,8 +68,14 @@ static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *
       jobq_job *v = realloc(t->v, cap * sizeof *v);
       if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
       t->v = v;
+      if (t->keyed) {
+        int64_t *b = realloc(t->busy, cap * sizeof *b);
+        if (b == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+        t->busy = b;
+      }
       t->cap = cap;
     }
+    if (t->keyed) t->busy[t->n] = jobq__col_int(db, r, 12);
     jobq_job *j = &t->v[t->n++];
     memset(j, 0, sizeof *j);
     j->id = jobq__col_int(db, r, 0);
@@ -134,11 +144,13 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   }
   char prefix[CLAIM_PREFIX + 1], *tok;
   int rc = tokens(db, max, prefix, &tok);
-  jobq_val *v = rc == JOBQ_OK ? malloc((2 * nq + max) * sizeof *v) : NULL;
+  jobq_val *v = rc == JOBQ_OK ? malloc((3 * nq + max) * sizeof *v) : NULL;
   if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; rc == JOBQ_OK && i < nq; i++) v[i] = V_TEXT(queues[i]);
-  for (size_t i = 0; rc == JOBQ_OK && plan != NULL && i < nq; i++)
+  for (size_t i = 0; rc == JOBQ_OK && plan != NULL && i < nq; i++) {
     v[nq + max + i] = V_INT(plan->caps[i]);
+    v[2 * nq + max + i] = V_INT(plan->per_key[i]);
+  }
   for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
     v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
   if (rc == JOBQ_OK) rc = jobq__counts_write(db);
@@ -154,7 +166,8 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
     rc = db->store->query(db, JOBQ_Q_CLAIM_CAPPED,
                           SQL_ARGS(V_COL('t', v, nq), V_INT((int64_t)max), V_TEXT(s->id),
                                    V_INT((int64_t)now), V_COL('t', v + nq, max),
-                                   V_COL('i', v + nq + max, nq)),
+                                   V_COL('i', v + nq + max, nq),
+                                   V_COL('i', v + 2 * nq + max, nq)),
                           &r, &(const jobq_how){.ends = ends, .claim = max});
   if (rc == JOBQ_OK) {
     rc = taken_rows(db, r, 0, 0, t);
@@ -167,6 +180,60 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
     rc = JOBQ_ENOMEM;
   free(v);
   free(tok);
+  return rc;
+}
+
+/* Sorts places of the jobs of kt by their keys, then by place. */
+static int key_place_cmp(const void *x, const void *y, void *kt) {
+  const jobq_job *v = ((const taken *)kt)->v;
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  int c = strcmp(v[a].key, v[b].key);
+  return c != 0 ? c : (a > b) - (a < b);
+}
+
+/* Of kt's jobs (one queue's, in claim order), into t: the first most of
+ * those whose key has room, at most per_key of a key running; the others
+ * are freed. */
+static int keyed_fits(jobq *db, taken *kt, int64_t per_key, int64_t most, taken *t) {
+  size_t *place = malloc((kt->n ? kt->n : 1) * sizeof *place);
+  unsigned char *fits = malloc(kt->n ? kt->n : 1);
+  if (place == NULL || fits == NULL) {
+    free(place);
+    free(fits);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  size_t nk = 0;
+  for (size_t i = 0; i < kt->n; i++) {
+    fits[i] = kt->v[i].key == NULL;
+    if (kt->v[i].key != NULL) place[nk++] = i;
+  }
+  qsort_r(place, nk, sizeof *place, key_place_cmp, kt);
+  for (size_t i = 0, rank = 0; i < nk; i++) {
+    rank = i > 0 && strcmp(kt->v[place[i]].key, kt->v[place[i - 1]].key) == 0 ? rank + 1 : 0;
+    fits[place[i]] = (int64_t)rank + kt->busy[place[i]] < per_key;
+  }
+  int rc = JOBQ_OK;
+  int64_t took = 0;
+  for (size_t i = 0; i < kt->n; i++) {
+    jobq_job *j = &kt->v[i];
+    if (rc == JOBQ_OK && fits[i] && took < most && t->n == t->cap) {
+      size_t cap = t->cap ? t->cap * 2 : 16;
+      jobq_job *v = realloc(t->v, cap * sizeof *v);
+      if (v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      else t->v = v, t->cap = cap;
+    }
+    if (rc == JOBQ_OK && fits[i] && took < most) {
+      t->v[t->n++] = *j;
+      took++;
+    } else {
+      free(j->queue);
+      free(j->payload);
+      free(j->key);
+    }
+  }
+  kt->n = 0;
+  free(place);
+  free(fits);
   return rc;
 }
 
@@ -185,13 +252,28 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
     int64_t most = plan && plan->caps[i] < (int64_t)max ? plan->caps[i] : (int64_t)max;
     int wanted = plan != NULL || nq == 0;
     for (size_t k = 0; k < nq && !wanted; k++) wanted = strcmp(queues[k], name) == 0;
-    if (wanted && most > 0) {
+    int64_t per_key = plan ? plan->per_key[i] : 0;
+    if (wanted && most > 0 && per_key == 0) {
       jobq_rows *r;
       rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK, &r, SQL_ARGS(V_TEXT(name), V_INT(most)));
       if (rc == JOBQ_OK) {
         rc = taken_rows(db, r, 0, 0, t);
         jobq__rows_done(db, r);
       }
+    } else if (wanted && most > 0) {
+      /* A limit per key: more jobs picked, for keys that come many in a
+       * row, and only those that fit taken. */
+      taken kt = {NULL, 0, 0, NULL, 1};
+      jobq_rows *r;
+      rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK_KEYED, &r,
+                           SQL_ARGS(V_TEXT(name), V_INT(4 * most), V_INT(per_key)));
+      if (rc == JOBQ_OK) {
+        rc = taken_rows(db, r, 0, 0, &kt);
+        jobq__rows_done(db, r);
+      }
+      if (rc == JOBQ_OK) rc = keyed_fits(db, &kt, per_key, most, t);
+      jobq_jobs_free(kt.v, kt.n);
+      free(kt.busy);
     }
   }
   jobq__texts_free(names, nn);
@@ -243,7 +325,7 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
  * limit, no more than the limits leave (lib/limit.c). */
 static int claim_jobs(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
                       size_t max, jobq_job **jobs, size_t *n) {
-  taken t = {NULL, 0, 0};
+  taken t = {NULL, 0, 0, NULL, 0};
   jobq__limit_plan plan, *p = NULL;
   int rc = JOBQ_OK;
   if (db->limited && (rc = jobq__limits_plan(db, queues, nq, max, &plan)) == JOBQ_OK) p = &plan;

@@ -156,13 +156,19 @@ void jobq__held_release(jobq_session *s);
 /* lib/limit.c: what a claim may take of each queue under the queues'
  * limits, taken under their locks in the claim's transaction: names[i]
  * (every unpaused queue the claim wants, in name order) and caps[i],
- * how many of its jobs; rate_ms[i] is its rate period, or 0 with no rate.
- * jobq__limit_claimed() counts the claimed jobs against the rates. */
+ * how many of its jobs; rate_ms[i] is its rate period, or 0 with no rate;
+ * per_key[i] how many jobs of one ordering key may run, or 0 with no such
+ * limit.  jobq__limit_claimed() counts the claimed jobs against the
+ * rates. */
 typedef struct jobq__limit_plan {
   char **names;
-  int64_t *caps, *rate_ms;
+  int64_t *caps, *rate_ms, *per_key;
   size_t n;
 } jobq__limit_plan;
+/* The queues with a limit per key, whose keys do not order their jobs:
+ * *names and *n (jobq__texts_free); or whether queue's keys order. */
+int jobq__keys_free(jobq *db, char ***names, size_t *n);
+int jobq__key_orders(jobq *db, const char *queue, int *orders);
 int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max,
                      jobq__limit_plan *p);
 int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *jobs, size_t n);

@@ -27,6 +27,10 @@ static int check_limits(jobq *db, const jobq_limits *l) {
   if (l->running < 0 || l->running > JOBQ_LIMIT_MAX)
     return jobq__fail(db, JOBQ_EINVAL, "invalid running limit '%lld': expected 0 (none) to %d",
                       (long long)l->running, JOBQ_LIMIT_MAX);
+  if (l->running_per_key < 0 || l->running_per_key > JOBQ_LIMIT_MAX)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "invalid running limit per key '%lld': expected 0 (none) to %d",
+                      (long long)l->running_per_key, JOBQ_LIMIT_MAX);
   if (l->rate < 0 || l->rate > JOBQ_LIMIT_MAX)
     return jobq__fail(db, JOBQ_EINVAL, "invalid rate '%lld': expected 0 (none) to %d",
                       (long long)l->rate, JOBQ_LIMIT_MAX);
@@ -59,7 +63,8 @@ int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *limits) {
     if (rc == JOBQ_OK)
       rc = jobq__sql_run(db, JOBQ_Q_LIMITS_SET,
                          SQL_ARGS(V_TEXT(queue), or_null(limits->running), or_null(limits->rate),
-                                  or_null(limits->rate > 0 ? limits->rate_period_ms : 0)));
+                                  or_null(limits->rate > 0 ? limits->rate_period_ms : 0),
+                                  or_null(limits->running_per_key)));
     /* A higher limit may free jobs that waited for it. */
     if (rc == JOBQ_OK) jobq__wake(db, queue);
     rc = jobq__txn_end(db, rc);
@@ -105,6 +110,7 @@ int jobq_limits_list(jobq *db, const char *queue, jobq_limits **out, size_t *n) 
     l->rate_period_ms = l->rate > 0 ? jobq__col_int(db, r, 3) : 0;
     l->running_now = jobq__col_int(db, r, 4);
     l->claimed_now = l->rate > 0 ? jobq__col_int(db, r, 5) : 0;
+    l->running_per_key = jobq__col_int(db, r, 7);
     l->held = jobq__col_int(db, r, 6) != 0 &&
               ((l->running > 0 && l->running_now >= l->running) ||
                (l->rate > 0 && l->claimed_now >= l->rate));
@@ -119,12 +125,30 @@ int jobq_limits_list(jobq *db, const char *queue, jobq_limits **out, size_t *n) 
   return JOBQ_OK;
 }
 
+/* ---------------------------------------------------------------- keys */
+
+int jobq__keys_free(jobq *db, char ***names, size_t *n) {
+  return jobq__sql_texts(db, JOBQ_Q_KEYS_FREE, names, n, SQL_ARGS());
+}
+
+int jobq__key_orders(jobq *db, const char *queue, int *orders) {
+  char **names;
+  size_t n;
+  int rc = jobq__keys_free(db, &names, &n);
+  *orders = 1;
+  for (size_t i = 0; rc == JOBQ_OK && i < n; i++)
+    if (strcmp(names[i], queue) == 0) *orders = 0;
+  if (rc == JOBQ_OK) jobq__texts_free(names, n);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- claiming */
 
 void jobq__limit_plan_release(jobq__limit_plan *p) {
   jobq__texts_free(p->names, p->n);
   free(p->caps);
   free(p->rate_ms);
+  free(p->per_key);
   memset(p, 0, sizeof *p);
 }
 
@@ -144,8 +168,9 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   jobq_rows *r;
   int rc = jobq__sql_query(db, JOBQ_Q_LIMITS_CLAIM, &r, SQL_ARGS());
   if (rc != JOBQ_OK) return rc;
-  /* The wanted queues, and their limits: running, rate and its period. */
-  int64_t (*lim)[3] = NULL;
+  /* The wanted queues, and their limits: running, rate, its period, and
+   * running per key. */
+  int64_t (*lim)[4] = NULL;
   size_t cap = 0, nl = 0;
   int got, failed = 0;
   while ((got = jobq__rows_next(db, r)) == 1) {
@@ -167,14 +192,16 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
     lim[p->n][0] = jobq__col_int(db, r, 1);
     lim[p->n][1] = jobq__col_int(db, r, 2);
     lim[p->n][2] = jobq__col_int(db, r, 3);
-    nl += lim[p->n][0] >= 0 || lim[p->n][1] >= 0;
+    lim[p->n][3] = jobq__col_int(db, r, 4);
+    nl += lim[p->n][0] >= 0 || lim[p->n][1] >= 0 || lim[p->n][3] >= 0;
     p->n++;
   }
   jobq__rows_done(db, r);
   if (got >= 0 && !failed && p->n > 0) {
     p->caps = malloc(p->n * sizeof *p->caps);
     p->rate_ms = calloc(p->n, sizeof *p->rate_ms);
-    failed = p->caps == NULL || p->rate_ms == NULL;
+    p->per_key = calloc(p->n, sizeof *p->per_key);
+    failed = p->caps == NULL || p->rate_ms == NULL || p->per_key == NULL;
   }
   rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   /* The limit locks, in name order (the rows came so), all at once. */
@@ -182,7 +209,8 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   if (rc == JOBQ_OK && nl > 0 && locks == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; rc == JOBQ_OK && i < p->n; i++)
-    if (lim[i][0] >= 0 || lim[i][1] >= 0) locks[k++] = (jobq_lock){'l', 1, p->names[i], NULL};
+    if (lim[i][0] >= 0 || lim[i][1] >= 0 || lim[i][3] >= 0)
+      locks[k++] = (jobq_lock){'l', 1, p->names[i], NULL};
   if (rc == JOBQ_OK && nl > 0) rc = db->store->lock(db, locks, jobq__locks_sort(locks, nl));
   free(locks);
   /* Under them, what is left of each. */
@@ -200,6 +228,7 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
       p->rate_ms[i] = lim[i][2];
     }
     p->caps[i] = c;
+    if (lim[i][3] > 0) p->per_key[i] = lim[i][3];
   }
   free(lim);
   if (rc != JOBQ_OK) jobq__limit_plan_release(p);

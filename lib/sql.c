@@ -99,7 +99,12 @@
 /* 1 when any queue has a limit (lib/limit.c), else 0. */
 #define LIMITED                                                               \
   "CASE WHEN EXISTS (SELECT 1 FROM jobq_queues WHERE max_running IS NOT NULL " \
-  "OR rate_n IS NOT NULL) THEN 1 ELSE 0 END"
+  "OR rate_n IS NOT NULL OR max_per_key IS NOT NULL) THEN 1 ELSE 0 END"
+
+/* How many jobs of the key of job J (of queue Q) are running. */
+#define KEY_BUSY(Q, J)                                                        \
+  "(SELECT count(*) FROM jobq_jobs b WHERE b.queue = " Q " AND b.order_key = " \
+  J ".order_key AND b.state = 'running')"
 
 /* Eight rows of (queue, key, job id): ?1 to ?24. */
 #define BLOCK_ROWS_8                                                          \
@@ -1132,21 +1137,36 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_LIMITS_CLAIM] =
         {.what = "reading the queues' limits",
          .common = "SELECT name, coalesce(max_running, -1), coalesce(rate_n, -1), "
-                   "coalesce(rate_ms, 0) FROM jobq_queues WHERE paused = 0 ORDER BY name"},
-    /* CLAIM with a cap on each queue: ?1 the queues and ?6 how many of
-     * each may be claimed (columns of the same length), the others as
-     * in CLAIM.  A queue whose cap is 0 is not read. */
+                   "coalesce(rate_ms, 0), coalesce(max_per_key, -1) FROM jobq_queues WHERE "
+                   "paused = 0 ORDER BY name"},
+    /* CLAIM with a cap on each queue: ?1 the queues, ?6 how many of
+     * each may be claimed and ?7 how many of one ordering key may run (0:
+     * no limit), columns of the same length; the others as in CLAIM.  A
+     * queue whose cap is 0 is not read.  With a limit per key, the keys
+     * that have as many running are passed over, and of the jobs locked
+     * (four times the cap, for keys that come many in a row) only as
+     * many of a key as it has room for, and no more than the cap, are
+     * taken (k, then m); the others stay ready. */
     [JOBQ_Q_CLAIM_CAPPED] =
         {.what = "claiming jobs",
          .common = "",
-         .pg = "WITH q AS (SELECT w.name, w.cap FROM unnest(?1::text[], ?6::bigint[]) AS "
-               "w(name, cap) JOIN jobq_queues p ON p.name = w.name AND p.paused = 0 WHERE "
-               "w.cap > 0), "
-               "c AS (SELECT j.ctid AS t, row_number() OVER (ORDER BY j.priority DESC, "
-               "j.run_at, j.id) AS rn FROM q CROSS JOIN LATERAL (SELECT ctid, id, priority, "
-               "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
-               "{now} ORDER BY priority DESC, run_at, id LIMIT least(?2, q.cap) FOR UPDATE "
-               "SKIP LOCKED) j ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
+         .pg = "WITH q AS (SELECT w.name, w.cap, w.per_key FROM unnest(?1::text[], "
+               "?6::bigint[], ?7::bigint[]) AS w(name, cap, per_key) JOIN jobq_queues p ON "
+               "p.name = w.name AND p.paused = 0 WHERE w.cap > 0), "
+               "k AS (SELECT j.ctid AS t, j.id, j.priority, j.run_at, q.name, q.cap, "
+               "q.per_key = 0 OR j.order_key IS NULL OR row_number() OVER (PARTITION BY "
+               "q.name, j.order_key ORDER BY j.priority DESC, j.run_at, j.id) + j.busy <= "
+               "q.per_key AS fits FROM q CROSS JOIN LATERAL (SELECT x.ctid, x.id, x.priority, "
+               "x.run_at, x.order_key, CASE WHEN q.per_key = 0 OR x.order_key IS NULL THEN 0 "
+               "ELSE " KEY_BUSY("q.name", "x") " END AS busy FROM jobq_jobs x WHERE x.queue = "
+               "q.name AND x.state = 'ready' AND x.run_at <= {now} AND CASE WHEN q.per_key = 0 "
+               "OR x.order_key IS NULL THEN true ELSE " KEY_BUSY("q.name", "x") " < q.per_key "
+               "END ORDER BY x.priority DESC, x.run_at, x.id LIMIT least(?2, q.cap) * CASE WHEN "
+               "q.per_key = 0 THEN 1 ELSE 4 END FOR UPDATE OF x SKIP LOCKED) j), "
+               "m AS (SELECT t, id, priority, run_at, cap, row_number() OVER (PARTITION BY name "
+               "ORDER BY priority DESC, run_at, id) AS qn FROM k WHERE fits), "
+               "c AS (SELECT t, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn "
+               "FROM m WHERE qn <= cap ORDER BY priority DESC, run_at, id LIMIT ?2) "
                "UPDATE jobq_jobs u SET state = 'running', session = ?3, "
                "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "
                "claim = (?5::text[])[c.rn], claimed_at = {now}, "
@@ -1183,7 +1203,7 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* Queue ?1's limits: ?2 running, ?3 claims per ?4 ms (NULL: none). */
     [JOBQ_Q_LIMITS_SET] = {.what = "setting the queue's limits",
                            .common = "UPDATE jobq_queues SET max_running = ?2, rate_n = ?3, "
-                                     "rate_ms = ?4 WHERE name = ?1"},
+                                     "rate_ms = ?4, max_per_key = ?5 WHERE name = ?1"},
     /* The queues with a limit (?1 NULL) or queue ?1: its limits (NULL:
      * none), its running jobs, its claims in the last rate period, and
      * whether a job is ready to run. */
@@ -1194,9 +1214,32 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "CAST(coalesce(sum(s.n), 0) AS {bigint}) FROM jobq_starts s WHERE s.queue "
                    "= q.name AND s.at > {now} - coalesce(q.rate_ms, 0)), CASE WHEN EXISTS "
                    "(SELECT 1 FROM jobq_jobs r WHERE r.queue = q.name AND r.state = 'ready' "
-                   "AND r.run_at <= {now}) THEN 1 ELSE 0 END FROM jobq_queues q WHERE "
-                   "q.name = coalesce(?1, q.name) AND (?1 IS NOT NULL OR q.max_running IS NOT "
-                   "NULL OR q.rate_n IS NOT NULL) ORDER BY q.name"},
+                   "AND r.run_at <= {now}) THEN 1 ELSE 0 END, q.max_per_key FROM jobq_queues q "
+                   "WHERE q.name = coalesce(?1, q.name) AND (?1 IS NOT NULL OR q.max_running IS "
+                   "NOT NULL OR q.rate_n IS NOT NULL OR q.max_per_key IS NOT NULL) ORDER BY "
+                   "q.name"},
+    /* The queues whose ordering keys do not order but limit (a limit per
+     * key). */
+    [JOBQ_Q_KEYS_FREE] = {.what = "reading the queues' limits",
+                          .common = "SELECT name FROM jobq_queues WHERE max_per_key IS NOT "
+                                    "NULL"},
+    /* CLAIM_PICK for a queue with a limit ?3 per key: the jobs of keys
+     * with as many running passed over, and as the last column, how many
+     * of each job's key run (the library takes no more than fit). */
+    [JOBQ_Q_CLAIM_PICK_KEYED] =
+        {.what = "claiming jobs",
+         .common = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                   "timeout_ms, prev_lost, NULL, run_at, NULL, CASE WHEN order_key IS NULL THEN 0 "
+                   "ELSE " KEY_BUSY("?1", "x") " END FROM jobq_jobs x WHERE queue = ?1 AND state "
+                   "= 'ready' AND run_at <= {now} AND (order_key IS NULL OR " KEY_BUSY("?1", "x")
+                   " < ?3) ORDER BY priority DESC, run_at, id LIMIT ?2",
+         .pg = "",
+         .mysql = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                  "timeout_ms, prev_lost, NULL, run_at, NULL, CASE WHEN order_key IS NULL THEN 0 "
+                  "ELSE " KEY_BUSY("?1", "x") " END FROM jobq_jobs x FORCE INDEX "
+                  "(jobq_jobs_claim) WHERE queue = ?1 AND state = 'ready' AND run_at <= {now} "
+                  "AND (order_key IS NULL OR " KEY_BUSY("?1", "x") " < ?3) ORDER BY priority "
+                  "DESC, run_at, id LIMIT ?2{skip_locked}"},
 };
 
 const char *jobq__sql_what(int stmt) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_limit.sh - a queue's limits through the jobq command: set, shown
 # (text and --json), changed one at a time, removed with 'none' and
-# --clear; bad input refused with exit 2, a message naming it, and no
+# --clear; a key that limits and does not order under --running-per-key; bad input refused with exit 2, a message naming it, and no
 # database written; and two real foremen of four slots each on one
 # queue limited to two running jobs, which `jobq stats` shows held back.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
@@ -30,7 +30,9 @@ t_set_show_clear() {
   [[ $(field rate.count) == 10 ]] || fail "rate count: $(field rate.count)"
   [[ $(field rate.period_ms) == 60000 ]] || fail "rate period: $(field rate.period_ms)"
   [[ $(field held) == false ]] || fail "held: $(field held)"
-  run limit mail --running none
+  run limit mail --running-per-key 3
+  expect_out_has "mail: running 0/2, 3 per key, rate 0/10 per 1m"
+  run limit mail --running none --running-per-key none
   expect_out_has "mail: rate 0/10 per 1m"
   run stats --json
   python3 -c 'import json,sys
@@ -63,7 +65,9 @@ q --rate x/1s|invalid --rate count 'x'
 q --rate 5/2x|invalid --rate period '2x': expected a duration
 q --rate 5/2d|invalid --rate period '2d'
 q --rate 5/0s|invalid --rate period '0s'
-q --clear --running 1|invalid --clear with --running or --rate
+q --clear --running 1|invalid --clear with another limit
+q --running-per-key 0|invalid --running-per-key '0'
+q --running-per-key x|invalid --running-per-key 'x'
 Bad.Q --running 1|invalid queue name 'Bad.Q'
 q extra|unexpected argument 'extra'
 |missing queue
@@ -94,6 +98,28 @@ t_held_by_two_foremen() {
   wait "${pids[@]}"
   ((max == 2)) || fail "at most $max jobs ran at once, expected 2"
   ((seen_held)) || fail "the limit was never shown holding the queue back"
+}
+
+# Under --running-per-key 1, a key's jobs are ready (not waiting) and two
+# slots of one foreman run one of each key at a time.
+t_per_key_foreman() {
+  run limit pk --running-per-key 1
+  local i
+  for i in 1 2 3; do run put -q pk --key a x; run put -q pk --key b y; done
+  run stats --json
+  grep -q '"waiting":0' "$T_OUT" || fail "jobs wait for their key: $(cat "$T_OUT")"
+  JOBQ_DB=sqlite:$DB "$JOBQ" work -q pk -c 4 --lease 5s -- sleep 1 \
+    >"$D/w.out" 2>"$D/w.err" &
+  local pid=$! max=0 n
+  for i in $(seq 1 16); do
+    sleep 0.25
+    run limit pk --json
+    n=$(field running_now)
+    ((n > max)) && max=$n
+  done
+  kill -TERM $pid
+  wait $pid
+  ((max == 2)) || fail "at most $max jobs ran at once, expected 2 (one per key)"
 }
 
 run_cases

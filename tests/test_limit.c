@@ -4,7 +4,9 @@
  * claim at the same moment; a slot that comes back when a dead worker's
  * session is reaped; at most N claims in any period of the database
  * clock; limits read back, shown as holding a queue back, changed and
- * removed; values out of range refused with nothing changed.
+ * removed; at most N jobs of one ordering key running at once, the
+ * key no longer ordering its jobs in such a queue (and still ordering
+ * them elsewhere); values out of range refused with nothing changed.
  */
 #include "helpers.h"
 
@@ -16,6 +18,32 @@ static void set_limits(jobq *db, const char *queue, int64_t running, int64_t rat
                        int64_t period_ms) {
   jobq_limits l = {.running = running, .rate = rate, .rate_period_ms = period_ms};
   assert_rc(jobq_set_limits(db, queue, &l), JOBQ_OK);
+}
+
+static void set_per_key(jobq *db, const char *queue, int64_t per_key) {
+  jobq_limits l = {.running_per_key = per_key};
+  assert_rc(jobq_set_limits(db, queue, &l), JOBQ_OK);
+}
+
+/* Puts n jobs of queue with key (NULL: none) in one jobq_put_many(). */
+static void put_keyed(jobq *db, const char *queue, const char *key, size_t n) {
+  jobq_put_opts o[16];
+  int64_t ids[16];
+  assert_true(n <= 16);
+  for (size_t i = 0; i < n; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = queue;
+    o[i].key = key;
+  }
+  assert_rc(jobq_put_many(db, o, n, ids, NULL), JOBQ_OK);
+}
+
+/* How many of jobs[0..n) have key. */
+static size_t with_key(const jobq_job *jobs, size_t n, const char *key) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += key == NULL ? jobs[i].key == NULL : jobs[i].key != NULL && strcmp(jobs[i].key, key) == 0;
+  return k;
 }
 
 /* The queue's limits as jobq_limits_list() reads them. */
@@ -224,6 +252,81 @@ static void test_both_and_paused(void **state) {
   jobq_session_close(s);
 }
 
+static int64_t waiting(jobq *db, const char *queue) {
+  jobq_queue_stats *st;
+  size_t n;
+  int64_t w = -1;
+  assert_rc(jobq_stats(db, &st, &n), JOBQ_OK);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(st[i].name, queue) == 0) w = st[i].waiting;
+  jobq_stats_free(st, n);
+  return w;
+}
+
+/* At most two of a key at once, on two sessions; the key does not order
+ * (its jobs are ready, not waiting), while the same key elsewhere does. */
+static void test_per_key(void **state) {
+  tq *t = *state;
+  set_per_key(t->db, "pk", 2);
+  put_keyed(t->db, "pk", "a", 5);
+  for (int i = 0; i < 5; i++) th_put_key(t->db, "pk", "b");
+  put_keyed(t->db, "pk", NULL, 2);
+  put_keyed(t->db, "ord", "a", 3);
+  assert_int_equal(waiting(t->db, "pk"), 0);
+  assert_int_equal(waiting(t->db, "ord"), 2);
+  jobq *db2 = th_open(t->url);
+  jobq_session *s = th_session(t->db, 0), *s2 = th_session(db2, 0);
+  size_t n, n2;
+  jobq_job *j = th_claim(s, "pk", 10, &n);
+  assert_int_equal(n, 6);
+  assert_int_equal(with_key(j, n, "a"), 2);
+  assert_int_equal(with_key(j, n, "b"), 2);
+  assert_int_equal(with_key(j, n, NULL), 2);
+  th_claim_none(s2, "pk");
+  jobq_limits l = read_limits(db2, "pk");
+  assert_int_equal(l.running_per_key, 2);
+  assert_int_equal(l.running, 0);
+  /* An "a" done: one more "a", to the other session. */
+  for (size_t i = 0; i < n; i++)
+    if (j[i].key != NULL && strcmp(j[i].key, "a") == 0) {
+      assert_rc(jobq_complete(s, &j[i], NULL, 0, NULL), JOBQ_OK);
+      break;
+    }
+  jobq_job *k = th_claim(s2, "pk", 10, &n2);
+  assert_int_equal(n2, 1);
+  assert_string_equal(k[0].key, "a");
+  th_claim_none(s, "pk");
+  jobq_jobs_free(k, n2);
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+  jobq_session_close(s2);
+  jobq_close(db2);
+}
+
+/* One key many times in a row ahead of another: the claim takes one of
+ * the first, and the next claim reaches the other key. */
+static void test_per_key_run_of_one_key(void **state) {
+  tq *t = *state;
+  set_per_key(t->db, "pk", 1);
+  put_keyed(t->db, "pk", "a", 16);
+  put_keyed(t->db, "pk", "a", 16);
+  put_keyed(t->db, "pk", "b", 1);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n, m;
+  jobq_job *j = th_claim(s, "pk", 3, &n);
+  assert_true(n >= 1);
+  assert_int_equal(with_key(j, n, "a"), 1);
+  jobq_job *k = n == 1 ? th_claim(s, "pk", 3, &m) : NULL;
+  if (n == 1) {
+    assert_int_equal(m, 1);
+    assert_string_equal(k[0].key, "b");
+    jobq_jobs_free(k, m);
+  }
+  th_claim_none(s, "pk");
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
 /* Values out of range: JOBQ_EINVAL naming them, nothing written. */
 static void test_bad_limits(void **state) {
   tq *t = *state;
@@ -235,6 +338,7 @@ static void test_bad_limits(void **state) {
       {.rate = 5, .rate_period_ms = (int64_t)JOBQ_LIMIT_PERIOD_MAX + 1},
       {.rate = -2, .rate_period_ms = 1000},
       {.rate_period_ms = 1000},
+      {.running_per_key = -1},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_rc(jobq_set_limits(t->db, "q", &bad[i]), JOBQ_EINVAL);
@@ -260,6 +364,8 @@ int main(void) {
       TQ_TEST(test_slot_back_with_session),
       TQ_TEST(test_rate),
       TQ_TEST(test_both_and_paused),
+      TQ_TEST(test_per_key),
+      TQ_TEST(test_per_key_run_of_one_key),
       TQ_TEST(test_bad_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

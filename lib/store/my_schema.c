@@ -211,8 +211,8 @@ static const jobq_step v5_steps[] = {{
 /* Version 6: the queues' limits and the claims of the last rate period
  * (lib/limit.c). */
 static const jobq_step v6_steps[] = {
-    {"ALTER TABLE jobq_queues ADD COLUMN max_running BIGINT, ADD COLUMN rate_n BIGINT, "
-     "ADD COLUMN rate_ms BIGINT",
+    {"ALTER TABLE jobq_queues ADD COLUMN max_running BIGINT, ADD COLUMN max_per_key BIGINT, "
+     "ADD COLUMN rate_n BIGINT, ADD COLUMN rate_ms BIGINT",
      "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
      "TABLE_NAME = 'jobq_queues' AND COLUMN_NAME = 'max_running'"},
     {"CREATE TABLE IF NOT EXISTS jobq_starts ("

@@ -85,7 +85,9 @@
   "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n" \
   "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n" \
   "  END IF;\n"                                                                \
-  "  IF order_key IS NOT NULL THEN\n"                                          \
+  /* A key of a queue with a limit per key does not order (lib/limit.c). */ \
+  "  IF order_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM jobq_queues l\n"   \
+  "      WHERE l.name = jobq_put.queue AND l.max_per_key IS NOT NULL) THEN\n"   \
   "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n" \
   "    must_wait := must_wait\n"                                               \
   /* As the library's look (JOBQ_Q_KEY_TAKEN). */                              \
@@ -300,12 +302,14 @@ static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
 /* version 6: the queues' limits and the claims of the last rate period
  * (lib/limit.c). */
 static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN max_running bigint,"
-    "  ADD COLUMN rate_n bigint, ADD COLUMN rate_ms bigint;"
+    "  ADD COLUMN max_per_key bigint, ADD COLUMN rate_n bigint, ADD COLUMN rate_ms bigint;"
     "CREATE TABLE jobq_starts ("
     "  queue text COLLATE \"C\" NOT NULL,"
     "  at bigint NOT NULL,"
     "  n bigint NOT NULL,"
-    "  PRIMARY KEY (queue, at));", NULL}, {NULL, NULL}};
+    "  PRIMARY KEY (queue, at));"
+    /* A key of a queue with a limit per key does not order its jobs. */
+    "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
 
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"

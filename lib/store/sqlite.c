@@ -212,6 +212,7 @@ static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
 /* version 6: the queues' limits and the claims of the last rate period
  * (lib/limit.c). */
 static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN max_running INTEGER;"
+    "ALTER TABLE jobq_queues ADD COLUMN max_per_key INTEGER;"
     "ALTER TABLE jobq_queues ADD COLUMN rate_n INTEGER;"
     "ALTER TABLE jobq_queues ADD COLUMN rate_ms INTEGER;"
     "CREATE TABLE jobq_starts ("
