@@ -165,9 +165,9 @@ typedef struct jobq__limit_plan {
   int64_t *caps, *rate_ms, *per_key;
   size_t n;
 } jobq__limit_plan;
-/* The queues with a limit per key, whose keys do not order their jobs:
- * *names and *n (jobq__texts_free); or whether queue's keys order. */
-int jobq__keys_free(jobq *db, char ***names, size_t *n);
+/* Whether queue's ordering keys order its jobs: not when it has a limit
+ * per key.  A put decides it in its own statements (KEY_TAKEN,
+ * PUT_KEYED_ROWS, PUT_WAITS in lib/sql.c). */
 int jobq__key_orders(jobq *db, const char *queue, int *orders);
 int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max,
                      jobq__limit_plan *p);

@@ -127,18 +127,10 @@ int jobq_limits_list(jobq *db, const char *queue, jobq_limits **out, size_t *n) 
 
 /* ---------------------------------------------------------------- keys */
 
-int jobq__keys_free(jobq *db, char ***names, size_t *n) {
-  return jobq__sql_texts(db, JOBQ_Q_KEYS_FREE, names, n, SQL_ARGS());
-}
-
 int jobq__key_orders(jobq *db, const char *queue, int *orders) {
-  char **names;
-  size_t n;
-  int rc = jobq__keys_free(db, &names, &n);
-  *orders = 1;
-  for (size_t i = 0; rc == JOBQ_OK && i < n; i++)
-    if (strcmp(names[i], queue) == 0) *orders = 0;
-  if (rc == JOBQ_OK) jobq__texts_free(names, n);
+  int free_key = 0;
+  int rc = jobq__sql_exists(db, JOBQ_Q_KEY_FREE, &free_key, SQL_ARGS(V_TEXT(queue)));
+  *orders = !free_key;
   return rc;
 }
 

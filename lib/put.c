@@ -130,10 +130,9 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
 }
 
 /* One job into queue_seen *q's transaction, its locks taken (lock_all).
- * key_put: a job of its key went in earlier in the transaction; free_key:
- * its key does not order (a limit per key, lib/limit.c). */
-static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int free_key,
-                   int64_t *id, int *existed) {
+ * key_put: a job of its key went in earlier in the transaction. */
+static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int64_t *id,
+                   int *existed) {
   *existed = 0;
   int rc;
   if (o->unique_key != NULL) {
@@ -145,11 +144,11 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
       return JOBQ_OK;
     }
   }
-  jobq_jobref ref = {0, o->queue, free_key ? NULL : o->key, o->barrier != 0};
+  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
   if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier)
     *q = (queue_seen){o->queue, -1};
   int wait = 1;
-  if (!key_put || free_key) {
+  if (!key_put) {
     if (!o->barrier && q->barrier < 0 &&
         (rc = jobq__barrier_pending(db, o->queue, &q->barrier)) != JOBQ_OK)
       return rc;
@@ -206,10 +205,12 @@ static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *ar
 /* PUT_WAITS's rows: the places of the jobs that wait, marked in the
  * column of waits. */
 static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
-  (void)first;
-  (void)n;
   jobq_val *wait = arg;
   int got;
+  /* It decides for each job, the batch's earlier job of its key (wait's
+   * value before) included: a key of a queue with a limit per key does
+   * not order. */
+  for (size_t i = first; i < first + n; i++) wait[i] = V_INT(0);
   while ((got = jobq__rows_next(db, r)) == 1) wait[jobq__col_int(db, r, 0)] = V_INT(1);
   return got < 0 ? got : JOBQ_OK;
 }
@@ -298,14 +299,6 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   return rc;
 }
 
-/* Whether o has a key that does not order: its queue is one of
- * free_q[0..n) (jobq__keys_free). */
-static int free_key(const jobq_put_opts *o, char **free_q, size_t n) {
-  for (size_t i = 0; o->key != NULL && i < n; i++)
-    if (strcmp(free_q[i], queue_of(o)) == 0) return 1;
-  return 0;
-}
-
 /* Whether put_rows() takes o. */
 static int plain(const jobq_put_opts *o) { return !o->barrier && o->unique_key == NULL; }
 
@@ -342,15 +335,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     /* On a connection made again: is it still the database it was? */
     rc = jobq__write_check(db);
     if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
-    /* The queues whose keys limit and do not order: their keyed jobs go
-     * in one at a time. */
-    char **free_q = NULL;
-    size_t nfree = 0;
-    if (rc == JOBQ_OK && keyed) rc = jobq__keys_free(db, &free_q, &nfree);
-    int any_free = 0;
-    for (size_t i = 0; i < n && nfree > 0; i++)
-      any_free = any_free || free_key(&opts[i], free_q, nfree);
-    if (rc == JOBQ_OK && all_plain && !any_free && n > 0) {
+    if (rc == JOBQ_OK && all_plain && n > 0) {
       rc = put_rows(db, opts, n, ids, &keys);
     } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
@@ -362,13 +347,11 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
                            ? key_slot(&keys, opts, o.queue, o.key)
                            : NULL;
         int ex = 0;
-        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, free_key(&o, free_q, nfree),
-                     &ids[i], &ex);
+        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, &ids[i], &ex);
         if (rc == JOBQ_OK && slot != NULL && *slot == 0 && !ex) *slot = i + 1;
         if (existed != NULL) existed[i] = (unsigned char)ex;
       }
     }
-    jobq__texts_free(free_q, nfree);
     rc = jobq__txn_end(db, rc);
   } while (jobq__txn_retry(db, rc, &attempt));
   free(keys.slot);

@@ -101,6 +101,11 @@
   "CASE WHEN EXISTS (SELECT 1 FROM jobq_queues WHERE max_running IS NOT NULL " \
   "OR rate_n IS NOT NULL OR max_per_key IS NOT NULL) THEN 1 ELSE 0 END"
 
+/* Queue Q's ordering keys order its jobs: it has no limit per key. */
+#define KEYS_ORDER(Q)                                                         \
+  "NOT EXISTS (SELECT 1 FROM jobq_queues l WHERE l.name = " Q " AND "          \
+  "l.max_per_key IS NOT NULL)"
+
 /* How many jobs of the key of job J (of queue Q) are running. */
 #define KEY_BUSY(Q, J)                                                        \
   "(SELECT count(*) FROM jobq_jobs b WHERE b.queue = " Q " AND b.order_key = " \
@@ -224,12 +229,14 @@ static const text texts[JOBQ_Q__COUNT] = {
      * both take one round trip. */
     [JOBQ_Q_KEY_TAKEN] = {.what = "looking for the ordering key's jobs",
                           .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
-                          "order_key = ?2 UNION ALL SELECT 1 FROM jobq_blocked WHERE "
-                          "queue = ?1 AND order_key = ?2 LIMIT 1",
+                          "order_key = ?2 AND " KEYS_ORDER("?1") " UNION ALL SELECT 1 FROM "
+                          "jobq_blocked WHERE queue = ?1 AND order_key = ?2 AND "
+                          KEYS_ORDER("?1") " LIMIT 1",
                           .pg = "(SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= "
-                                "?2 AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1) "
-                                "UNION ALL (SELECT 1 FROM jobq_blocked WHERE queue = ?1 AND "
-                                "order_key = ?2) LIMIT 1"},
+                                "?2 AND order_key <= ?2 AND " KEYS_ORDER("?1") " ORDER BY "
+                                "order_key, state, id LIMIT 1) UNION ALL (SELECT 1 FROM "
+                                "jobq_blocked WHERE queue = ?1 AND order_key = ?2 AND "
+                                KEYS_ORDER("?1") ") LIMIT 1"},
     /* KEY_TAKEN for each of queue ?1's keys ?2 (a column): the keys
      * found. */
     [JOBQ_Q_KEYS_TAKEN] =
@@ -318,11 +325,11 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PUT_WAITS] =
         {.what = "looking for the jobs' keys and barriers",
          .common = "",
-         .mysql = "{each_union:SELECT ?11 FROM DUAL WHERE ?10 = 1 OR EXISTS (SELECT 1 FROM "
+         .mysql = "{each_union:SELECT ?11 FROM DUAL WHERE EXISTS (SELECT 1 FROM "
                   "jobq_jobs b WHERE b.queue = ?1 AND b.barrier = 1) OR ?9 IS NOT NULL AND "
-                  "(EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND j.order_key = ?9) "
-                  "OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = ?1 AND x.order_key "
-                  "= ?9))}"},
+                  "(?10 = 1 OR EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND "
+                  "j.order_key = ?9) OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = ?1 "
+                  "AND x.order_key = ?9)) AND " KEYS_ORDER("?1") "}"},
     /* Jobs without a barrier, a unique key or an ordering key, put in
      * the order given, after their queues' locks: ?1 queue, ?2 priority,
      * ?3 run_at (0: now + ?4, the delay), ?5 payload, ?6 max_attempts, ?7
@@ -369,7 +376,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "u.column9 IS NOT NULL AND (u.column10 = 1 OR EXISTS (SELECT 1 FROM "
                    "jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column9) OR "
                    "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
-                   "x.order_key = u.column9)) THEN 'waiting' ELSE 'ready' END, u.column9, "
+                   "x.order_key = u.column9)) AND " KEYS_ORDER("u.column1") " THEN 'waiting' "
+                   "ELSE 'ready' END, u.column9, "
                    "u.column5, u.column6, u.column7, u.column8, {now} FROM (VALUES "
                    "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)}) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
@@ -379,8 +387,9 @@ static const text texts[JOBQ_Q__COUNT] = {
                "AND (u.a = 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
                "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
                "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
-               "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
-               "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now} FROM unnest(?1::text[], "
+               "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) AND "
+               KEYS_ORDER("u.q") " THEN 'waiting' ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, "
+               "{now} FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
                "?7::bigint[], ?8::bigint[], ?9::text[], ?10::bigint[]) WITH ORDINALITY AS "
                "u(q, p, r, d, pl, m, t, b, k, a, n) ORDER BY u.n RETURNING id",
@@ -1218,11 +1227,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "WHERE q.name = coalesce(?1, q.name) AND (?1 IS NOT NULL OR q.max_running IS "
                    "NOT NULL OR q.rate_n IS NOT NULL OR q.max_per_key IS NOT NULL) ORDER BY "
                    "q.name"},
-    /* The queues whose ordering keys do not order but limit (a limit per
-     * key). */
-    [JOBQ_Q_KEYS_FREE] = {.what = "reading the queues' limits",
-                          .common = "SELECT name FROM jobq_queues WHERE max_per_key IS NOT "
-                                    "NULL"},
+    /* Whether queue ?1's ordering keys limit and do not order (a limit
+     * per key). */
+    [JOBQ_Q_KEY_FREE] = {.what = "reading the queue's limits",
+                         .common = "SELECT 1 FROM jobq_queues WHERE name = ?1 AND max_per_key "
+                                   "IS NOT NULL"},
     /* CLAIM_PICK for a queue with a limit ?3 per key: the jobs of keys
      * with as many running passed over, and as the last column, how many
      * of each job's key run (the library takes no more than fit). */
