@@ -1,11 +1,14 @@
 /*
- * limit.c - a queue's limits: at most N of its jobs claimed at once, and
- * at most N claimed in any period of the database clock.  They are kept
- * in jobq_queues and enforced inside the claim's transaction, so that no
- * process holds a count it could die with: the jobs claimed now are the
- * rows in state running (a dead worker's go back to ready with its
- * session), and the claims of the last period are rows of jobq_starts,
- * one per claim and queue, written in the claim's transaction.
+ * limit.c - a queue's limits: at most N of its jobs claimed at once, at
+ * most N of one ordering key, and at most N claimed in any period of the
+ * database clock.  They are kept in jobq_queues and enforced inside the
+ * claim's transaction, so that no process holds a count it could die
+ * with: the jobs claimed now are the rows in state running (a dead
+ * worker's go back to ready with its session), and the claims of the
+ * last period are rows of jobq_starts, one per claim and queue, written
+ * in the claim's transaction.  In a queue with a limit per key, keys
+ * limit and do not order: the put's statements see the limit and put a
+ * keyed job ready (lib/sql.c, KEYS_ORDER).
  *
  * A claim that may take jobs of a limited queue takes that queue's
  * limit lock ('l') first, so that two claims never both see the last
@@ -36,8 +39,8 @@ static int check_limits(jobq *db, const jobq_limits *l) {
                       (long long)l->rate, JOBQ_LIMIT_MAX);
   if (l->rate > 0 && (l->rate_period_ms < 1 || l->rate_period_ms > JOBQ_LIMIT_PERIOD_MAX))
     return jobq__fail(db, JOBQ_EINVAL,
-                      "invalid rate period '%lldms': expected 1ms to %d ms (a day)",
-                      (long long)l->rate_period_ms, JOBQ_LIMIT_PERIOD_MAX);
+                      "invalid rate period '%lldms': expected 1ms to 1d",
+                      (long long)l->rate_period_ms);
   if (l->rate == 0 && l->rate_period_ms != 0)
     return jobq__fail(db, JOBQ_EINVAL,
                       "invalid rate period '%lldms' without a rate: expected 0",

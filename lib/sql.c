@@ -96,6 +96,20 @@
 /* The job's ordering key is P, or P is NULL. */
 #define KEY_IS(P) "coalesce(order_key, '') = coalesce(" P ", order_key, '')"
 
+/* The end of PostgreSQL's claim in one statement (CLAIM, CLAIM_CAPPED):
+ * the rows c (t their ctid, rn their place in claim order) marked
+ * running for session ?3, the first ?4 started, each with its token of
+ * ?5, and handed out. */
+#define CLAIM_MARKED                                                             \
+  "UPDATE jobq_jobs u SET state = 'running', session = ?3, "                     \
+  "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "                           \
+  "claim = (?5::text[])[c.rn], claimed_at = {now}, "                             \
+  "attempts = u.attempts + 1, deadline_at = CASE WHEN "                          \
+  "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "    \
+  "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "                                    \
+  "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, " \
+  "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"
+
 /* 1 when any queue has a limit (lib/limit.c), else 0. */
 #define LIMITED                                                               \
   "CASE WHEN EXISTS (SELECT 1 FROM jobq_queues WHERE max_running IS NOT NULL " \
@@ -457,14 +471,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
                "{now} ORDER BY priority DESC, run_at, id LIMIT ?2 FOR UPDATE SKIP LOCKED) j "
                "ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
-               "UPDATE jobq_jobs u SET state = 'running', session = ?3, "
-               "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "
-               "claim = (?5::text[])[c.rn], claimed_at = {now}, "
-               "attempts = u.attempts + 1, deadline_at = CASE WHEN "
-               "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
-               "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
-               "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
-               "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"},
+               CLAIM_MARKED},
     /* Queue ?1's jobs to claim, up to ?2, in claim order, by the claim
      * index (MariaDB: named, so that the ORDER BY needs no sort; locked
      * and skipping the rows others hold).  The claim and its time are the
@@ -1176,14 +1183,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                "ORDER BY priority DESC, run_at, id) AS qn FROM k WHERE fits), "
                "c AS (SELECT t, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn "
                "FROM m WHERE qn <= cap ORDER BY priority DESC, run_at, id LIMIT ?2) "
-               "UPDATE jobq_jobs u SET state = 'running', session = ?3, "
-               "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "
-               "claim = (?5::text[])[c.rn], claimed_at = {now}, "
-               "attempts = u.attempts + 1, deadline_at = CASE WHEN "
-               "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
-               "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
-               "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
-               "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"},
+               CLAIM_MARKED},
     /* Queue ?1's claimed jobs, by the index of held jobs (a few per
      * worker), never by the queue's backlog. */
     [JOBQ_Q_RUNNING_COUNT] =
