@@ -112,6 +112,13 @@ int bench_cleanup(jobq *db) {
       cli_error("could not remove the jobs of queue '%s'", queues[i]);
       status = -1;
     }
+    /* Nor does a limit of --limit stay behind. */
+    if (bench_limit != BENCH_LIMIT_NONE &&
+        (rc = jobq_set_limits(db, queues[i], &(jobq_limits){0})) != JOBQ_OK) {
+      cli_lib_error(db, rc);
+      cli_error("could not remove the limit of queue '%s'", queues[i]);
+      status = -1;
+    }
   }
   nqueues = 0;
   return status;

@@ -328,7 +328,9 @@ static int claim_jobs(jobq *db, jobq_session *s, const char *const *queues, size
   taken t = {NULL, 0, 0, NULL, 0};
   jobq__limit_plan plan, *p = NULL;
   int rc = JOBQ_OK;
-  if (db->limited && (rc = jobq__limits_plan(db, queues, nq, max, &plan)) == JOBQ_OK) p = &plan;
+  if (jobq__limited(db, queues, nq) &&
+      (rc = jobq__limits_plan(db, queues, nq, max, &plan)) == JOBQ_OK)
+    p = &plan;
   if (rc == JOBQ_OK)
     rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM)
              ? claim_in_steps(db, s, queues, nq, p, max, &t)

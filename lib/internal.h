@@ -82,8 +82,10 @@ struct jobq {
   char **watched;
   size_t nwatched;
   int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
-  int limited;                 /* the last claim's look found a queue with a
-                                  limit (lib/limit.c) */
+  /* The queues with a limit that the last claim's look found
+   * (lib/limit.c), joined by commas; "" when none. */
+  char *limited;
+  size_t limited_cap;
   /* What the open transaction and its savepoints added to the
    * counters, one entry per queue and level (lib/counts.c). */
   struct jobq_count {
@@ -169,6 +171,11 @@ typedef struct jobq__limit_plan {
  * per key.  A put decides it in its own statements (KEY_TAKEN,
  * PUT_KEYED_ROWS, PUT_WAITS in lib/sql.c). */
 int jobq__key_orders(jobq *db, const char *queue, int *orders);
+/* Keeps the claim's look's list of limited queues (col of r) on db;
+ * whether a claim of the nq queues (every one when nq is 0) needs a
+ * plan. */
+int jobq__limited_keep(jobq *db, jobq_rows *r, int col);
+int jobq__limited(const jobq *db, const char *const *queues, size_t nq);
 int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max,
                      jobq__limit_plan *p);
 int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *jobs, size_t n);

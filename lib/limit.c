@@ -14,9 +14,9 @@
  * limit lock ('l') first, so that two claims never both see the last
  * free slot; only claims take it, after every other lock of their
  * transaction, in name order.  Then it counts, and claims no more than
- * what is left of each queue (lib/claim.c).  A claim that finds no
- * queue with a limit (the claim's look says so: CLAIM_ENTER) does
- * nothing of this.
+ * what is left of each queue (lib/claim.c).  A claim none of whose
+ * queues has a limit (the claim's look names those that have one:
+ * CLAIM_ENTER) does nothing of this.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +138,32 @@ int jobq__key_orders(jobq *db, const char *queue, int *orders) {
 }
 
 /* ---------------------------------------------------------------- claiming */
+
+int jobq__limited_keep(jobq *db, jobq_rows *r, int col) {
+  size_t len = 0;
+  const char *names = jobq__col_null(db, r, col) ? "" : db->store->col_bytes(r, col, &len);
+  if (len + 1 > db->limited_cap) {
+    char *p = realloc(db->limited, len + 1);
+    if (p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    db->limited = p;
+    db->limited_cap = len + 1;
+  }
+  memcpy(db->limited, names, len);
+  db->limited[len] = '\0';
+  return JOBQ_OK;
+}
+
+int jobq__limited(const jobq *db, const char *const *queues, size_t nq) {
+  const char *list = db->limited;
+  if (list == NULL || list[0] == '\0') return 0;
+  if (nq == 0) return 1;
+  for (size_t i = 0; i < nq; i++) {
+    size_t len = strlen(queues[i]);
+    for (const char *p = list; (p = strstr(p, queues[i])) != NULL; p += len)
+      if ((p == list || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) return 1;
+  }
+  return 0;
+}
 
 void jobq__limit_plan_release(jobq__limit_plan *p) {
   jobq__texts_free(p->names, p->n);

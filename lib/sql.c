@@ -110,10 +110,11 @@
   "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, " \
   "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"
 
-/* 1 when any queue has a limit (lib/limit.c), else 0. */
-#define LIMITED                                                               \
-  "CASE WHEN EXISTS (SELECT 1 FROM jobq_queues WHERE max_running IS NOT NULL " \
-  "OR rate_n IS NOT NULL OR max_per_key IS NOT NULL) THEN 1 ELSE 0 END"
+/* The names of the queues with a limit (lib/limit.c), joined by commas
+ * (no queue name has one), with the aggregate AGG; NULL when none. */
+#define LIMITED(AGG)                                                          \
+  "(SELECT " AGG " FROM jobq_queues WHERE max_running IS NOT NULL OR rate_n " \
+  "IS NOT NULL OR max_per_key IS NOT NULL)"
 
 /* Queue Q's ordering keys order its jobs: it has no limit per key. */
 #define KEYS_ORDER(Q)                                                         \
@@ -428,24 +429,25 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* A claim's look before it claims: IDENT's columns, then the session's
      * epoch and whether its lease holds (NULL when there is no such
      * session), with SESSION_LOCK's lock on the session's row and none on
-     * jobq_meta's; then whether any queue has a limit (lib/limit.c). */
+     * jobq_meta's; then the queues with a limit (lib/limit.c). */
     [JOBQ_Q_CLAIM_ENTER] =
         {.what = "checking the session before claiming",
          .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
-                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED " FROM jobq_meta "
+                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED("group_concat(name, ',')")
+                   " FROM jobq_meta "
                    "m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
          .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
                "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
-               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED " FROM "
-               "jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
+               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
+               LIMITED("string_agg(name, ',')") " FROM jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
                "jobq_sessions WHERE id = ?1 FOR KEY SHARE) s ON true WHERE m.id = 1",
          .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
-                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED " FROM "
-                  "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
+                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
+                  LIMITED("GROUP_CONCAT(name SEPARATOR ',')") " FROM jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
                   "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
     /* The columns a claim hands out (lib/claim.c): id, queue, payload,
      * attempt, max_attempts, priority, order_key, timeout_ms, prev_lost,

@@ -327,6 +327,21 @@ static void test_per_key_run_of_one_key(void **state) {
   jobq_session_close(s);
 }
 
+/* A limit on other queues, whose names hold this one's, changes nothing
+ * for it. */
+static void test_other_queues_limited(void **state) {
+  tq *t = *state;
+  set_limits(t->db, "lim2", 1, 0, 0);
+  set_limits(t->db, "a.lim", 1, 0, 0);
+  th_put_many(t->db, "lim", 5, 0);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, "lim", 5, &n);
+  assert_int_equal(n, 5);
+  jobq_jobs_free(j, n);
+  jobq_session_close(s);
+}
+
 /* Values out of range: JOBQ_EINVAL naming them, nothing written. */
 static void test_bad_limits(void **state) {
   tq *t = *state;
@@ -366,6 +381,7 @@ int main(void) {
       TQ_TEST(test_both_and_paused),
       TQ_TEST(test_per_key),
       TQ_TEST(test_per_key_run_of_one_key),
+      TQ_TEST(test_other_queues_limited),
       TQ_TEST(test_bad_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
