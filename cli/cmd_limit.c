@@ -122,10 +122,10 @@ static int run(int argc, char **argv) {
   int rc = cli_parse_options(usage, options, &argc, argv);
   if (rc != CLI_PARSED) return rc;
   if (argc < 2) {
-    cli_error("missing queue: expected 'jobq limit QUEUE [--running N] [--running-per-key N] [--rate N/PERIOD]'");
+    cli_error("missing queue: expected 'jobq limit QUEUE [options]'");
     return CLI_EXIT_USAGE;
   }
-  if (cli_check_args(argc, argv, 1, "'jobq limit QUEUE [--running N] [--running-per-key N] [--rate N/PERIOD]'"))
+  if (cli_check_args(argc, argv, 1, "'jobq limit QUEUE [options]'"))
     return CLI_EXIT_USAGE;
   const char *queue = argv[1];
   if (cli_check_queue("queue name", queue)) return CLI_EXIT_USAGE;

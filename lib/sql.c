@@ -241,7 +241,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * incremental sort that reads the whole queue.  No state lies
      * between 'ready' and 'running'.  KEY_TAKEN, whether a new job of the
      * key waits, also asks whether a dead job blocks the key, so that
-     * both take one round trip. */
+     * both take one round trip; it finds nothing in a queue with a limit
+     * per key, whose keys do not order (KEYS_ORDER). */
     [JOBQ_Q_KEY_TAKEN] = {.what = "looking for the ordering key's jobs",
                           .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
                           "order_key = ?2 AND " KEYS_ORDER("?1") " UNION ALL SELECT 1 FROM "
@@ -379,7 +380,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * statement sees every job of its keys put or finished before: a
      * keyed job waits behind an earlier one of its key in the batch, or
      * as KEY_TAKEN decides (the key's jobs in the key index, or a dead
-     * job that blocks it). */
+     * job that blocks it); never in a queue with a limit per key, whose
+     * keys do not order (KEYS_ORDER, lib/limit.c). */
     [JOBQ_Q_PUT_KEYED_ROWS] =
         {.what = "putting jobs",
          .exact = 1,
@@ -435,20 +437,22 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
-                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " LIMITED("group_concat(name, ',')")
-                   " FROM jobq_meta "
-                   "m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
+                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
+                   LIMITED("group_concat(name, ',')") " FROM jobq_meta m LEFT JOIN "
+                   "jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
          .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
                "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
                "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
-               LIMITED("string_agg(name, ',')") " FROM jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
-               "jobq_sessions WHERE id = ?1 FOR KEY SHARE) s ON true WHERE m.id = 1",
+               LIMITED("string_agg(name, ',')") " FROM jobq_meta m LEFT JOIN LATERAL "
+               "(SELECT epoch, expires_at FROM jobq_sessions WHERE id = ?1 FOR KEY SHARE) s "
+               "ON true WHERE m.id = 1",
          .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
                   "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
-                  LIMITED("GROUP_CONCAT(name SEPARATOR ',')") " FROM jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
-                  "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
+                  LIMITED("GROUP_CONCAT(name SEPARATOR ',')") " FROM jobq_meta m LEFT JOIN "
+                  "(SELECT epoch, expires_at FROM jobq_sessions WHERE id = ?1 LOCK IN SHARE "
+                  "MODE) s ON 1 = 1 WHERE m.id = 1"},
     /* The columns a claim hands out (lib/claim.c): id, queue, payload,
      * attempt, max_attempts, priority, order_key, timeout_ms, prev_lost,
      * claim, run_at, claimed_at. */
