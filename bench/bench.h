@@ -203,9 +203,18 @@ int bench_fail(struct bench_run *run, const char *fmt, ...)
 /* The same with jobq_errmsg(db) after what. */
 int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what);
 
+/* --limit: the limit bench_fill() sets on its queue before it fills it,
+ * so that drain and scale measure what a limit costs the claim.  Each is
+ * high enough never to hold a job back: running, a million at once; per
+ * key, a million of one key at once, every job with a key of its own;
+ * rate, a billion a second. */
+enum bench_limit { BENCH_LIMIT_NONE, BENCH_LIMIT_RUNNING, BENCH_LIMIT_PER_KEY,
+                   BENCH_LIMIT_RATE };
+extern int bench_limit;
+
 /* Puts n jobs on queue with payload, in transactions of 1000, with a
  * progress bar labelled label (none when NULL); JOBQ_OK or the error
- * (message on db). */
+ * (message on db).  The queue gets the --limit first. */
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label);
 /* The same, every job with the ordering key key (NULL: none), or with

@@ -31,6 +31,7 @@
 static const char usage[] =
     "usage: jobq bench [--workload NAME|all] [--jobs N] [--concurrency N]\n"
     "                  [--batch N] [--backlog N] [--seconds S] [--rate N]\n"
+    "                  [--limit running|per-key|rate]\n"
     "                  [--json] [--csv FILE] [--plot FILE.svg]\n"
     "\n"
     "Runs standard workloads against the queue database and prints what\n"
@@ -242,7 +243,8 @@ static int run(int argc, char **argv) {
     return bench_internal_worker(1);
   if (argc == 2 && strcmp(argv[1], "--internal-stamp") == 0) return bench_internal_stamp();
   const char *workload = NULL, *jobs = NULL, *conc = NULL, *batch = NULL;
-  const char *backlog = NULL, *seconds = NULL, *rate = NULL, *csv = NULL, *plot = NULL;
+  const char *backlog = NULL, *seconds = NULL, *rate = NULL, *csv = NULL, *plot = NULL,
+             *limit = NULL;
   const struct cli_option options[] = {
       CLI_STRING('w', "workload", &workload, "NAME",
                  "all (default: every one but soak), or a comma list of " WORKLOAD_LIST),
@@ -261,6 +263,10 @@ static int run(int argc, char **argv) {
                  "an idle foreman is watched (default 10) and soak runs "
                  "(default 1800)"),
       CLI_STRING(0, "rate", &rate, "N", "jobs a second that soak puts (default 5000) and latency (default 50)"),
+      CLI_STRING(0, "limit", &limit, "KIND",
+                 "a limit on the queues that drain, scale and the others fill, never "
+                 "reached, to measure its cost: running, per-key (every job a key of its "
+                 "own) or rate (default none)"),
       CLI_STRING(0, "csv", &csv, "FILE", "also write one row per measurement to FILE"),
       CLI_STRING(0, "plot", &plot, "FILE.svg",
                  "also draw the throughputs and latencies into an SVG file"),
@@ -281,6 +287,15 @@ static int run(int argc, char **argv) {
       count("--seconds", seconds, 1, 86400, &cfg.seconds) ||
       count("--rate", rate, 1, 10000000, &cfg.rate))
     return CLI_EXIT_USAGE;
+  static const char *const limits[] = {"none", "running", "per-key", "rate"};
+  for (int i = 0; limit != NULL && i < 4; i++)
+    if (strcmp(limit, limits[i]) == 0) bench_limit = i, limit = NULL;
+  if (limit != NULL) {
+    char shown[CLI_QUOTE_BUF];
+    cli_error("invalid --limit '%s': expected none, running, per-key or rate",
+              cli_quote(shown, limit));
+    return CLI_EXIT_USAGE;
+  }
   if (plot != NULL && !ends_with(plot, ".svg")) {
     char shown[CLI_QUOTE_BUF];
     cli_error("invalid --plot '%s': expected a file name ending in .svg",

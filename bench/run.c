@@ -112,6 +112,13 @@ int bench_cleanup(jobq *db) {
       cli_error("could not remove the jobs of queue '%s'", queues[i]);
       status = -1;
     }
+    /* Nor does a limit of --limit stay behind. */
+    if (bench_limit != BENCH_LIMIT_NONE &&
+        (rc = jobq_set_limits(db, queues[i], &(jobq_limits){0})) != JOBQ_OK) {
+      cli_lib_error(db, rc);
+      cli_error("could not remove the limit of queue '%s'", queues[i]);
+      status = -1;
+    }
   }
   nqueues = 0;
   return status;
@@ -167,9 +174,20 @@ static int fill(jobq *db, const char *queue, const char *key, int each, int max_
   return rc;
 }
 
+int bench_limit = BENCH_LIMIT_NONE;
+
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label) {
-  return fill(db, queue, NULL, 0, 0, n, payload, label);
+  jobq_limits l = {0};
+  if (bench_limit == BENCH_LIMIT_RUNNING) l.running = 1000000;
+  if (bench_limit == BENCH_LIMIT_PER_KEY) l.running_per_key = 1000000;
+  if (bench_limit == BENCH_LIMIT_RATE) l.rate = 1000000000, l.rate_period_ms = 1000;
+  if (bench_limit != BENCH_LIMIT_NONE) {
+    int rc = jobq_set_limits(db, queue, &l);
+    if (rc != JOBQ_OK) return rc;
+  }
+  int keyed = bench_limit == BENCH_LIMIT_PER_KEY;
+  return fill(db, queue, keyed ? "k" : NULL, keyed, 0, n, payload, label);
 }
 
 int bench_fill_key(jobq *db, const char *queue, const char *key, int each, int64_t n,

@@ -1,8 +1,9 @@
 /*
  * cmd_stats.c - `jobq stats`: per queue, how many jobs are ready,
  * scheduled, waiting, running, done, dead and cancelled, whether it is
- * paused, how old its oldest ready job is and its key policy; once, or
- * with --watch again every interval until interrupted.
+ * paused, how old its oldest ready job is, its key policy and whether
+ * a limit holds it back; once, or with --watch again every interval until
+ * interrupted.
  */
 #include <errno.h>
 #include <signal.h>
@@ -19,7 +20,8 @@ static const char usage[] =
     "Prints one line per queue: jobs ready to run now, scheduled for later,\n"
     "waiting for their ordering key or a barrier, running, and the archived\n"
     "done, dead and cancelled ones (until pruned); whether the queue is\n"
-    "paused, the age of its oldest ready job, and its key policy.  With\n"
+    "paused, the age of its oldest ready job, its key policy, and its limits\n"
+    "(jobq limit): '-' for none, 'held' when they hold ready jobs back.  With\n"
     "--watch, prints again every interval (the screen is redrawn on a\n"
     "terminal; with --json, one document per line) until interrupted.\n"
     "With --prometheus, prints what `jobq web` serves at /metrics, in\n"
@@ -32,7 +34,15 @@ static void on_signal(int sig) {
   stop = 1;
 }
 
-static void print_stats(const jobq_queue_stats *st, size_t n) {
+/* The queue's limits among lim[0..nl), or NULL. */
+static const jobq_limits *limits_of(const char *queue, const jobq_limits *lim, size_t nl) {
+  for (size_t i = 0; i < nl; i++)
+    if (strcmp(lim[i].queue, queue) == 0) return &lim[i];
+  return NULL;
+}
+
+static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits *lim,
+                        size_t nl) {
   char age[CLI_TIME_BUF];
   if (cli_global.json) {
     json_t *list = json_array();
@@ -51,6 +61,9 @@ static void print_stats(const jobq_queue_stats *st, size_t n) {
       cli_json_set(o, "paused", json_boolean(st[i].paused));
       cli_json_set(o, "oldest_ready_ms", json_integer(st[i].oldest_ready_ms));
       cli_json_set(o, "key_policy", cli_json_str(st[i].key_policy));
+      const jobq_limits *l = limits_of(st[i].name, lim, nl);
+      cli_json_set(o, "limited", json_boolean(l != NULL));
+      cli_json_set(o, "held_by_limit", json_boolean(l != NULL && l->held));
     }
     json_t *doc = cli_json_object();
     cli_json_set(doc, "queues", list);
@@ -60,7 +73,7 @@ static void print_stats(const jobq_queue_stats *st, size_t n) {
   static const struct cli_column cols[] = {
       {"QUEUE", 0},   {"READY", 1},  {"SCHEDULED", 1}, {"WAITING", 1},
       {"RUNNING", 1}, {"DONE", 1},   {"DEAD", 1},      {"CANCELLED", 1},
-      {"PAUSED", 0},  {"OLDEST", 1}, {"POLICY", 0}};
+      {"PAUSED", 0},  {"OLDEST", 1}, {"POLICY", 0},     {"LIMIT", 0}};
   struct cli_table t;
   cli_table_init(&t, cols, sizeof cols / sizeof cols[0]);
   for (size_t i = 0; i < n; i++) {
@@ -76,6 +89,8 @@ static void print_stats(const jobq_queue_stats *st, size_t n) {
     cli_table_cell(&t, "%s", st[i].ready > 0 ? cli_fmt_age(age, st[i].oldest_ready_ms)
                                              : "-");
     cli_table_cell(&t, "%s", st[i].key_policy ? st[i].key_policy : "block");
+    const jobq_limits *l = limits_of(st[i].name, lim, nl);
+    cli_table_cell(&t, "%s", l == NULL ? "-" : l->held ? "held" : "set");
   }
   cli_table_print(&t);
   cli_table_release(&t);
@@ -136,7 +151,11 @@ static int run(int argc, char **argv) {
   do {
     jobq_queue_stats *st;
     size_t n;
+    jobq_limits *lim = NULL;
+    size_t nl = 0;
     int err = jobq_stats(db, &st, &n);
+    if (err == JOBQ_OK && (err = jobq_limits_list(db, NULL, &lim, &nl)) != JOBQ_OK)
+      jobq_stats_free(st, n);
     if (err != JOBQ_OK) {
       rc = cli_lib_error(db, err);
       /* A busy or unreachable database may come back: keep watching. */
@@ -146,8 +165,9 @@ static int run(int argc, char **argv) {
       if (watch && tty && !cli_global.json)
         printf("\033[H\033[2Jevery %s, until interrupted\n\n",
                cli_fmt_duration(d, every));
-      print_stats(st, n);
+      print_stats(st, n, lim, nl);
       jobq_stats_free(st, n);
+      jobq_limits_free(lim, nl);
       if (watch && !tty && !cli_global.json) putchar('\n');
       fflush(stdout);
     }

@@ -110,7 +110,7 @@ _jobq() {
   fi
   case $cmd in
     help) ((nargs == 0)) && COMPREPLY=($(compgen -W "$(_jobq_commands)" -- "$cur")) ;;
-    pause | resume | purge)
+    pause | resume | purge | limit)
       ((nargs == 0)) && COMPREPLY=($(compgen -W "$(_jobq_names queues)" -- "$cur"))
       ;;
     policy)

@@ -697,6 +697,56 @@ JOBQ_API int jobq_resume(jobq *db, const char *queue);
 JOBQ_API int jobq_set_key_policy(jobq *db, const char *queue, const char *policy);
 
 /*
+ * A queue's limits, kept in the database and enforced inside every claim
+ * on the database clock, whatever the number of workers and machines:
+ *
+ *   running   at most this many of the queue's jobs claimed at once (a
+ *             claim prefetched but not started counts); a job stops
+ *             counting when it is acknowledged, released or given back
+ *             with its session, so a dead worker's slots come back when
+ *             its lease runs out
+ *   rate      at most rate jobs claimed in any rate_period_ms: a window
+ *             that slides with the database clock (a job given back and
+ *             claimed again counts again)
+ *   running_per_key
+ *             at most this many jobs of one ordering key claimed at once;
+ *             in such a queue a key limits and no longer orders: a job
+ *             put with a key is ready at once, not waiting behind the
+ *             key's earlier jobs (1: one at a time, in no set order)
+ *
+ * 0 in a field is no limit.  JOBQ_LIMIT_MAX bounds running,
+ * running_per_key and rate;
+ * rate_period_ms runs from 1 to JOBQ_LIMIT_PERIOD_MAX (a day) and is 0
+ * with no rate.
+ */
+#define JOBQ_LIMIT_MAX 1000000000
+#define JOBQ_LIMIT_PERIOD_MAX 86400000
+typedef struct jobq_limits {
+  char *queue;              /* jobq_limits_list(): the queue's name */
+  int64_t running;
+  int64_t rate;
+  int64_t rate_period_ms;
+  int64_t running_per_key;
+  /* jobq_limits_list(): how the queue stands now. */
+  int64_t running_now;      /* its jobs claimed now */
+  int64_t claimed_now;      /* its jobs claimed in the last rate period */
+  int held;                 /* a job is ready to run but the queue's
+                               running or rate limit is full */
+} jobq_limits;
+
+/* Sets queue's limits to *limits (its running, rate, rate_period_ms and
+ * running_per_key; every field 0 removes them all), making the queue if
+ * it is new.
+ * JOBQ_EINVAL, naming the field, for a value out of range; on error
+ * nothing is changed. */
+JOBQ_API int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *limits);
+/* Every queue with a limit, by name, or (queue not NULL) that queue
+ * alone, with or without one (none when the queue was never used): *out
+ * and *n, freed with jobq_limits_free(). */
+JOBQ_API int jobq_limits_list(jobq *db, const char *queue, jobq_limits **out, size_t *n);
+JOBQ_API void jobq_limits_free(jobq_limits *limits, size_t n);
+
+/*
  * Calls over many jobs work in parts, each its own transaction of about
  * a thousand jobs (prune: ten thousand), never one for the whole set: other
  * writers go on, and PostgreSQL's vacuum is not held back.  On an error

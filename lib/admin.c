@@ -88,7 +88,10 @@ static int retry(jobq *db, int64_t id) {
   if (rc == JOBQ_OK) rc = jobq__lock_job(db, &ref, 0);
   /* A dead head that blocks its key becomes the key's head again. */
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
-  int wait = 0;
+  int wait = 0, orders = 1;
+  /* A key of a queue with a limit per key does not order (lib/limit.c). */
+  if (rc == JOBQ_OK && a.key != NULL) rc = jobq__key_orders(db, a.queue, &orders);
+  if (!orders) ref.key = NULL;
   if (rc == JOBQ_OK) rc = jobq__must_wait(db, &ref, -1, &wait);
   if (rc == JOBQ_OK)
     rc = jobq__sql_run(db, JOBQ_Q_UNARCHIVE,

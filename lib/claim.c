@@ -51,6 +51,10 @@ static int claim_order(const void *x, const void *y) {
 typedef struct taken {
   jobq_job *v;
   size_t n, cap;
+  /* CLAIM_PICK_KEYED's last column, for each job: how many of its key
+   * run (busy is NULL for the other statements). */
+  int64_t *busy;
+  int keyed;
 } taken;
 
 static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *arg) {
@@ -64,8 +68,14 @@ static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *
       jobq_job *v = realloc(t->v, cap * sizeof *v);
       if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
       t->v = v;
+      if (t->keyed) {
+        int64_t *b = realloc(t->busy, cap * sizeof *b);
+        if (b == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+        t->busy = b;
+      }
       t->cap = cap;
     }
+    if (t->keyed) t->busy[t->n] = jobq__col_int(db, r, 12);
     jobq_job *j = &t->v[t->n++];
     memset(j, 0, sizeof *j);
     j->id = jobq__col_int(db, r, 0);
@@ -123,23 +133,42 @@ static int tokens(jobq *db, size_t max, char prefix[CLAIM_PREFIX + 1], char **bu
  * tokens.
  */
 static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
-                         size_t max, taken *t) {
+                         const jobq__limit_plan *plan, size_t max, taken *t) {
+  /* Under limits: the plan's queues, each with its cap (CLAIM_CAPPED),
+   * and the commit waits for the claims' count when a rate needs it. */
+  int ends = 1;
+  if (plan != NULL) {
+    queues = (const char *const *)plan->names;
+    nq = plan->n;
+    for (size_t i = 0; i < nq; i++) ends = ends && plan->rate_ms[i] == 0;
+  }
   char prefix[CLAIM_PREFIX + 1], *tok;
   int rc = tokens(db, max, prefix, &tok);
-  jobq_val *v = rc == JOBQ_OK ? malloc((nq + max) * sizeof *v) : NULL;
+  jobq_val *v = rc == JOBQ_OK ? malloc((3 * nq + max) * sizeof *v) : NULL;
   if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; rc == JOBQ_OK && i < nq; i++) v[i] = V_TEXT(queues[i]);
+  for (size_t i = 0; rc == JOBQ_OK && plan != NULL && i < nq; i++) {
+    v[nq + max + i] = V_INT(plan->caps[i]);
+    v[2 * nq + max + i] = V_INT(plan->per_key[i]);
+  }
   for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
     v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
   if (rc == JOBQ_OK) rc = jobq__counts_write(db);
   size_t now = s->start_now < max ? s->start_now : max;
   jobq_rows *r = NULL;
   db->txn_committed = 0;
-  if (rc == JOBQ_OK)
+  if (rc == JOBQ_OK && plan == NULL)
     rc = db->store->query(db, JOBQ_Q_CLAIM,
                           SQL_ARGS(nq ? V_COL('t', v, nq) : V_NULL, V_INT((int64_t)max),
                                    V_TEXT(s->id), V_INT((int64_t)now), V_COL('t', v + nq, max)),
                           &r, &(const jobq_how){.ends = 1, .claim = max});
+  else if (rc == JOBQ_OK)
+    rc = db->store->query(db, JOBQ_Q_CLAIM_CAPPED,
+                          SQL_ARGS(V_COL('t', v, nq), V_INT((int64_t)max), V_TEXT(s->id),
+                                   V_INT((int64_t)now), V_COL('t', v + nq, max),
+                                   V_COL('i', v + nq + max, nq),
+                                   V_COL('i', v + 2 * nq + max, nq)),
+                          &r, &(const jobq_how){.ends = ends, .claim = max});
   if (rc == JOBQ_OK) {
     rc = taken_rows(db, r, 0, 0, t);
     jobq__rows_done(db, r);
@@ -154,25 +183,97 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   return rc;
 }
 
-/* The claim in steps: each queue's jobs picked (CLAIM_PICK), the best
- * max of them marked running (CLAIM_MARK), those that start at once and
+/* Sorts places of the jobs of kt by their keys, then by place. */
+static int key_place_cmp(const void *x, const void *y, void *kt) {
+  const jobq_job *v = ((const taken *)kt)->v;
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  int c = strcmp(v[a].key, v[b].key);
+  return c != 0 ? c : (a > b) - (a < b);
+}
+
+/* Of kt's jobs (one queue's, in claim order), into t: the first most of
+ * those whose key has room, at most per_key of a key running; the others
+ * are freed. */
+static int keyed_fits(jobq *db, taken *kt, int64_t per_key, int64_t most, taken *t) {
+  size_t *place = malloc((kt->n ? kt->n : 1) * sizeof *place);
+  unsigned char *fits = malloc(kt->n ? kt->n : 1);
+  if (place == NULL || fits == NULL) {
+    free(place);
+    free(fits);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  size_t nk = 0;
+  for (size_t i = 0; i < kt->n; i++) {
+    fits[i] = kt->v[i].key == NULL;
+    if (kt->v[i].key != NULL) place[nk++] = i;
+  }
+  qsort_r(place, nk, sizeof *place, key_place_cmp, kt);
+  for (size_t i = 0, rank = 0; i < nk; i++) {
+    rank = i > 0 && strcmp(kt->v[place[i]].key, kt->v[place[i - 1]].key) == 0 ? rank + 1 : 0;
+    fits[place[i]] = (int64_t)rank + kt->busy[place[i]] < per_key;
+  }
+  int rc = JOBQ_OK;
+  int64_t took = 0;
+  for (size_t i = 0; i < kt->n; i++) {
+    jobq_job *j = &kt->v[i];
+    if (rc == JOBQ_OK && fits[i] && took < most && t->n == t->cap) {
+      size_t cap = t->cap ? t->cap * 2 : 16;
+      jobq_job *v = realloc(t->v, cap * sizeof *v);
+      if (v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+      else t->v = v, t->cap = cap;
+    }
+    if (rc == JOBQ_OK && fits[i] && took < most) {
+      t->v[t->n++] = *j;
+      took++;
+    } else {
+      free(j->queue);
+      free(j->payload);
+      free(j->key);
+    }
+  }
+  kt->n = 0;
+  free(place);
+  free(fits);
+  return rc;
+}
+
+/* The claim in steps: each queue's jobs picked (CLAIM_PICK; under
+ * limits, the plan's queues, no more of each than its cap), the best max
+ * of them marked running (CLAIM_MARK), those that start at once and
  * those held back apart, at one claim time on the database clock. */
 static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
-                          size_t max, taken *t) {
+                          const jobq__limit_plan *plan, size_t max, taken *t) {
   char **names = NULL;
   size_t nn = 0;
-  int rc = jobq__sql_texts(db, JOBQ_Q_QUEUES_ACTIVE, &names, &nn, SQL_ARGS());
-  for (size_t i = 0; i < nn && rc == JOBQ_OK; i++) {
-    int wanted = nq == 0;
-    for (size_t k = 0; k < nq && !wanted; k++) wanted = strcmp(queues[k], names[i]) == 0;
-    if (wanted) {
+  int rc = plan != NULL ? JOBQ_OK
+                        : jobq__sql_texts(db, JOBQ_Q_QUEUES_ACTIVE, &names, &nn, SQL_ARGS());
+  for (size_t i = 0; i < (plan ? plan->n : nn) && rc == JOBQ_OK; i++) {
+    const char *name = plan ? plan->names[i] : names[i];
+    int64_t most = plan && plan->caps[i] < (int64_t)max ? plan->caps[i] : (int64_t)max;
+    int wanted = plan != NULL || nq == 0;
+    for (size_t k = 0; k < nq && !wanted; k++) wanted = strcmp(queues[k], name) == 0;
+    int64_t per_key = plan ? plan->per_key[i] : 0;
+    if (wanted && most > 0 && per_key == 0) {
       jobq_rows *r;
-      rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK, &r,
-                           SQL_ARGS(V_TEXT(names[i]), V_INT((int64_t)max)));
+      rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK, &r, SQL_ARGS(V_TEXT(name), V_INT(most)));
       if (rc == JOBQ_OK) {
         rc = taken_rows(db, r, 0, 0, t);
         jobq__rows_done(db, r);
       }
+    } else if (wanted && most > 0) {
+      /* A limit per key: more jobs picked, for keys that come many in a
+       * row, and only those that fit taken. */
+      taken kt = {NULL, 0, 0, NULL, 1};
+      jobq_rows *r;
+      rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK_KEYED, &r,
+                           SQL_ARGS(V_TEXT(name), V_INT(4 * most), V_INT(per_key)));
+      if (rc == JOBQ_OK) {
+        rc = taken_rows(db, r, 0, 0, &kt);
+        jobq__rows_done(db, r);
+      }
+      if (rc == JOBQ_OK) rc = keyed_fits(db, &kt, per_key, most, t);
+      jobq_jobs_free(kt.v, kt.n);
+      free(kt.busy);
     }
   }
   jobq__texts_free(names, nn);
@@ -220,13 +321,22 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
 
 /* Claims up to max ready jobs for s from the nq queues (all unpaused
  * queues when nq is 0), in claim order, as the transaction's last
- * statements: *jobs and *n (jobq_jobs_free). */
+ * statements: *jobs and *n (jobq_jobs_free).  When some queue has a
+ * limit, no more than the limits leave (lib/limit.c). */
 static int claim_jobs(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
                       size_t max, jobq_job **jobs, size_t *n) {
-  taken t = {NULL, 0, 0};
-  int rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM)
-               ? claim_in_steps(db, s, queues, nq, max, &t)
-               : claim_at_once(db, s, queues, nq, max, &t);
+  taken t = {NULL, 0, 0, NULL, 0};
+  jobq__limit_plan plan, *p = NULL;
+  int rc = JOBQ_OK;
+  if (jobq__limited(db, queues, nq) &&
+      (rc = jobq__limits_plan(db, queues, nq, max, &plan)) == JOBQ_OK)
+    p = &plan;
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM)
+             ? claim_in_steps(db, s, queues, nq, p, max, &t)
+             : claim_at_once(db, s, queues, nq, p, max, &t);
+  if (rc == JOBQ_OK && p != NULL) rc = jobq__limit_claimed(db, p, t.v, t.n);
+  if (p != NULL) jobq__limit_plan_release(p);
   if (rc != JOBQ_OK) {
     jobq_jobs_free(t.v, t.n);
     return rc;

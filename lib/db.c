@@ -91,6 +91,7 @@ void jobq_close(jobq *db) {
   db->txn_depth = 0;
   jobq__counts_settle(db, 0);
   free(db->counts);
+  free(db->limited);
   free(db->url_redacted);
   free(db);
 }

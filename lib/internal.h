@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 5
+#define JOBQ_SCHEMA_VERSION 6
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -87,6 +87,10 @@ struct jobq {
    * the open transaction, and committed since the last jobq_changed(). */
   int wake_pending, woke;
   int64_t orphans_swept_ms;    /* monotonic, when this handle's reap last looked */
+  /* The queues with a limit that the last claim's look found
+   * (lib/limit.c), joined by commas; "" when none. */
+  char *limited;
+  size_t limited_cap;
   /* What the open transaction and its savepoints added to the
    * counters, one entry per queue and level (lib/counts.c). */
   struct jobq_count {
@@ -155,6 +159,32 @@ void jobq__held_add(jobq_session *s, const jobq_job *jobs, size_t n);
 struct jobq_held_job *jobq__held_find(const jobq_session *s, int64_t id);
 void jobq__held_drop(jobq_session *s, int64_t id);
 void jobq__held_release(jobq_session *s);
+
+/* lib/limit.c: what a claim may take of each queue under the queues'
+ * limits, taken under their locks in the claim's transaction: names[i]
+ * (every unpaused queue the claim wants, in name order) and caps[i],
+ * how many of its jobs; rate_ms[i] is its rate period, or 0 with no rate;
+ * per_key[i] how many jobs of one ordering key may run, or 0 with no such
+ * limit.  jobq__limit_claimed() counts the claimed jobs against the
+ * rates. */
+typedef struct jobq__limit_plan {
+  char **names;
+  int64_t *caps, *rate_ms, *per_key;
+  size_t n;
+} jobq__limit_plan;
+/* Whether queue's ordering keys order its jobs: not when it has a limit
+ * per key.  A put decides it in its own statements (KEY_TAKEN,
+ * PUT_KEYED_ROWS, PUT_WAITS in lib/sql.c). */
+int jobq__key_orders(jobq *db, const char *queue, int *orders);
+/* Keeps the claim's look's list of limited queues (col of r) on db;
+ * whether a claim of the nq queues (every one when nq is 0) needs a
+ * plan. */
+int jobq__limited_keep(jobq *db, jobq_rows *r, int col);
+int jobq__limited(const jobq *db, const char *const *queues, size_t nq);
+int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max,
+                     jobq__limit_plan *p);
+int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *jobs, size_t n);
+void jobq__limit_plan_release(jobq__limit_plan *p);
 
 /* lib/tally.c: counting claims (after their commit) and acknowledgements
  * (after theirs: statuses and outcomes set); recording, in the

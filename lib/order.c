@@ -22,6 +22,8 @@
  *   B(queue)        exclusive, for finishes while a barrier waits, so that
  *                   the last job before it is seen to be the last
  *   K(queue, key)   exclusive, around every put and finish of the key
+ *   L(queue)        exclusive, around a claim of a queue with a limit,
+ *                   after every other lock (lib/limit.c)
  *
  * Locks are held to the end of the transaction.  A deadlock between them
  * is reported by the engine and the transaction runs again (txn_retry).

@@ -206,10 +206,12 @@ static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *ar
 /* PUT_WAITS's rows: the places of the jobs that wait, marked in the
  * column of waits. */
 static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
-  (void)first;
-  (void)n;
   jobq_val *wait = arg;
   int got;
+  /* It decides for each job, the batch's earlier job of its key (wait's
+   * value before) included: a key of a queue with a limit per key does
+   * not order. */
+  for (size_t i = first; i < first + n; i++) wait[i] = V_INT(0);
   while ((got = jobq__rows_next(db, r)) == 1) wait[jobq__col_int(db, r, 0)] = V_INT(1);
   return got < 0 ? got : JOBQ_OK;
 }

@@ -297,8 +297,9 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                       s->id, (long long)s->epoch, (long long)db->epoch);
     /* No such session reads as NULLs: epoch 0, not alive. */
     int alive = got == 1 && jobq__col_int(db, r, 5) == s->epoch && jobq__col_int(db, r, 6);
-    int64_t first_found = got == 1 ? jobq__col_int(db, r, 7) : 0;
-    int64_t last_found = got == 1 ? jobq__col_int(db, r, 8) : 0;
+    if (got == 1 && rc == JOBQ_OK) rc = jobq__limited_keep(db, r, 7);
+    int64_t first_found = got == 1 ? jobq__col_int(db, r, 8) : 0;
+    int64_t last_found = got == 1 ? jobq__col_int(db, r, 9) : 0;
     if (got == 1) jobq__rows_done(db, r);
     if (rc == JOBQ_OK && !alive)
       rc = jobq__fail(db, JOBQ_EEXPIRED,

@@ -102,6 +102,36 @@
 /* The job's ordering key is P, or P is NULL. */
 #define KEY_IS(P) "coalesce(order_key, '') = coalesce(" P ", order_key, '')"
 
+/* The end of PostgreSQL's claim in one statement (CLAIM, CLAIM_CAPPED):
+ * the rows c (t their ctid, rn their place in claim order) marked
+ * running for session ?3, the first ?4 started, each with its token of
+ * ?5, and handed out. */
+#define CLAIM_MARKED                                                             \
+  "UPDATE jobq_jobs u SET state = 'running', session = ?3, "                     \
+  "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "                           \
+  "claim = (?5::text[])[c.rn], claimed_at = {now}, "                             \
+  "attempts = u.attempts + 1, deadline_at = CASE WHEN "                          \
+  "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "    \
+  "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "                                    \
+  "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, " \
+  "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"
+
+/* The names of the queues with a limit (lib/limit.c), joined by commas
+ * (no queue name has one), with the aggregate AGG; NULL when none. */
+#define LIMITED(AGG)                                                          \
+  "(SELECT " AGG " FROM jobq_queues WHERE max_running IS NOT NULL OR rate_n " \
+  "IS NOT NULL OR max_per_key IS NOT NULL)"
+
+/* Queue Q's ordering keys order its jobs: it has no limit per key. */
+#define KEYS_ORDER(Q)                                                         \
+  "NOT EXISTS (SELECT 1 FROM jobq_queues l WHERE l.name = " Q " AND "          \
+  "l.max_per_key IS NOT NULL)"
+
+/* How many jobs of the key of job J (of queue Q) are running. */
+#define KEY_BUSY(Q, J)                                                        \
+  "(SELECT count(*) FROM jobq_jobs b WHERE b.queue = " Q " AND b.order_key = " \
+  J ".order_key AND b.state = 'running')"
+
 /* Eight rows of (queue, key, job id): ?1 to ?24. */
 #define BLOCK_ROWS_8                                                          \
   "(?1, ?2, ?3), (?4, ?5, ?6), (?7, ?8, ?9), (?10, ?11, ?12), (?13, ?14, "    \
@@ -226,15 +256,18 @@ static const text texts[JOBQ_Q__COUNT] = {
      * incremental sort that reads the whole queue.  No state lies
      * between 'ready' and 'running'.  KEY_TAKEN, whether a new job of the
      * key waits, also asks whether a dead job blocks the key, so that
-     * both take one round trip. */
+     * both take one round trip; it finds nothing in a queue with a limit
+     * per key, whose keys do not order (KEYS_ORDER). */
     [JOBQ_Q_KEY_TAKEN] = {.what = "looking for the ordering key's jobs",
                           .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND "
-                          "order_key = ?2 UNION ALL SELECT 1 FROM jobq_blocked WHERE "
-                          "queue = ?1 AND order_key = ?2 LIMIT 1",
+                          "order_key = ?2 AND " KEYS_ORDER("?1") " UNION ALL SELECT 1 FROM "
+                          "jobq_blocked WHERE queue = ?1 AND order_key = ?2 AND "
+                          KEYS_ORDER("?1") " LIMIT 1",
                           .pg = "(SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= "
-                                "?2 AND order_key <= ?2 ORDER BY order_key, state, id LIMIT 1) "
-                                "UNION ALL (SELECT 1 FROM jobq_blocked WHERE queue = ?1 AND "
-                                "order_key = ?2) LIMIT 1"},
+                                "?2 AND order_key <= ?2 AND " KEYS_ORDER("?1") " ORDER BY "
+                                "order_key, state, id LIMIT 1) UNION ALL (SELECT 1 FROM "
+                                "jobq_blocked WHERE queue = ?1 AND order_key = ?2 AND "
+                                KEYS_ORDER("?1") ") LIMIT 1"},
     /* KEY_TAKEN for each of queue ?1's keys ?2 (a column): the keys
      * found. */
     [JOBQ_Q_KEYS_TAKEN] =
@@ -323,11 +356,11 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PUT_WAITS] =
         {.what = "looking for the jobs' keys and barriers",
          .common = "",
-         .mysql = "{each_union:SELECT ?12 FROM DUAL WHERE ?11 = 1 OR EXISTS (SELECT 1 FROM "
+         .mysql = "{each_union:SELECT ?12 FROM DUAL WHERE EXISTS (SELECT 1 FROM "
                   "jobq_jobs b WHERE b.queue = ?1 AND b.barrier = 1) OR ?10 IS NOT NULL AND "
-                  "(EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND j.order_key = ?10) "
-                  "OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = ?1 AND x.order_key "
-                  "= ?10))}"},
+                  "(?11 = 1 OR EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND "
+                  "j.order_key = ?10) OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = "
+                  "?1 AND x.order_key = ?10)) AND " KEYS_ORDER("?1") "}"},
     /* Jobs without a barrier or an ordering key, put in the order given,
      * after their queues' locks: ?1 queue, ?2 priority, ?3 run_at (0: now
      * + ?4, the delay), ?5 payload, ?6 max_attempts, ?7 timeout, ?8
@@ -364,7 +397,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * statement sees every job of its keys put or finished before: a
      * keyed job waits behind an earlier one of its key in the batch, or
      * as KEY_TAKEN decides (the key's jobs in the key index, or a dead
-     * job that blocks it). */
+     * job that blocks it); never in a queue with a limit per key, whose
+     * keys do not order (KEYS_ORDER, lib/limit.c). */
     [JOBQ_Q_PUT_KEYED_ROWS] =
         {.what = "putting jobs",
          .exact = 1,
@@ -376,7 +410,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "u.column9 IS NOT NULL AND (u.column10 = 1 OR EXISTS (SELECT 1 FROM "
                    "jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column9) OR "
                    "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
-                   "x.order_key = u.column9)) THEN 'waiting' ELSE 'ready' END, u.column9, "
+                   "x.order_key = u.column9)) AND " KEYS_ORDER("u.column1") " THEN 'waiting' "
+                   "ELSE 'ready' END, u.column9, "
                    "u.column5, u.column6, u.column7, u.column8, {now}, u.column11 FROM (VALUES "
                    "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9)}) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
@@ -387,8 +422,9 @@ static const text texts[JOBQ_Q__COUNT] = {
                "AND (u.a = 1 OR EXISTS (SELECT 1 FROM (SELECT 1 FROM jobq_jobs j WHERE "
                "j.queue = u.q AND j.order_key >= u.k AND j.order_key <= u.k ORDER BY "
                "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
-               "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) THEN 'waiting' "
-               "ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, {now}, u.u FROM unnest(?1::text[], "
+               "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) AND "
+               KEYS_ORDER("u.q") " THEN 'waiting' ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, "
+               "{now}, u.u FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
                "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[]) WITH "
                "ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, a, u, n) ORDER BY u.n RETURNING id",
@@ -413,25 +449,30 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* A claim's look before it claims: IDENT's columns, then the session's
      * epoch and whether its lease holds (NULL when there is no such
      * session), with SESSION_LOCK's lock on the session's row and none on
-     * jobq_meta's. */
+     * jobq_meta's; then the queues with a limit (lib/limit.c); then
+     * whether the archive has completions ?2 (claim ?3) and ?4 (claim ?5),
+     * the handle's since its last check (0 and '' when none: lib/mark.c). */
     [JOBQ_Q_CLAIM_ENTER] =
         {.what = "checking the session before claiming",
          .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
-                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " MARKS_FOUND
-                   " FROM jobq_meta m LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
+                   "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
+                   LIMITED("group_concat(name, ',')") ", " MARKS_FOUND " FROM jobq_meta m "
+                   "LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
          .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
                "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
-               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " MARKS_FOUND
-               " FROM jobq_meta m LEFT JOIN LATERAL (SELECT epoch, expires_at FROM "
-               "jobq_sessions WHERE id = ?1 FOR KEY SHARE) s ON true WHERE m.id = 1",
+               "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
+               LIMITED("string_agg(name, ',')") ", " MARKS_FOUND " FROM jobq_meta m LEFT "
+               "JOIN LATERAL (SELECT epoch, expires_at FROM jobq_sessions WHERE id = ?1 FOR "
+               "KEY SHARE) s ON true WHERE m.id = 1",
          .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
-                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, " MARKS_FOUND
-                  " FROM jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions "
-                  "WHERE id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
+                  "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
+                  LIMITED("GROUP_CONCAT(name SEPARATOR ',')") ", " MARKS_FOUND " FROM "
+                  "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions WHERE "
+                  "id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
     /* The columns a claim hands out (lib/claim.c): id, queue, payload,
      * attempt, max_attempts, priority, order_key, timeout_ms, prev_lost,
      * claim, run_at, claimed_at. */
@@ -456,14 +497,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                "run_at FROM jobq_jobs WHERE queue = q.name AND state = 'ready' AND run_at <= "
                "{now} ORDER BY priority DESC, run_at, id LIMIT ?2 FOR UPDATE SKIP LOCKED) j "
                "ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
-               "UPDATE jobq_jobs u SET state = 'running', session = ?3, "
-               "started = CASE WHEN c.rn <= ?4 THEN 1 ELSE 0 END, "
-               "claim = (?5::text[])[c.rn], claimed_at = {now}, "
-               "attempts = u.attempts + 1, deadline_at = CASE WHEN "
-               "u.timeout_ms > 0 THEN {now} + u.timeout_ms END FROM c WHERE u.ctid = c.t "
-               "AND u.ctid = ANY(ARRAY(SELECT t FROM c)) "
-               "RETURNING u.id, u.queue, u.payload, u.attempts, u.max_attempts, u.priority, "
-               "u.order_key, u.timeout_ms, u.prev_lost, u.claim, u.run_at, u.claimed_at"},
+               CLAIM_MARKED},
     /* Queue ?1's jobs to claim, up to ?2, in claim order, by the claim
      * index (MariaDB: named, so that the ORDER BY needs no sort; locked
      * and skipping the rows others hold).  The claim and its time are the
@@ -1137,6 +1171,108 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "UPDATE jobq_cron SET next_at = ?3, last_at = coalesce(?4, last_at), "
                    "last_error = ?5, updated_at = {now} WHERE name = ?1 AND next_at = ?2 "
                    "AND paused = 0"},
+    /* ---- limits (lib/limit.c) ---- */
+    /* Every queue that is not paused, with its limits (-1: none), in
+     * name order: what a claim may take of each. */
+    [JOBQ_Q_LIMITS_CLAIM] =
+        {.what = "reading the queues' limits",
+         .common = "SELECT name, coalesce(max_running, -1), coalesce(rate_n, -1), "
+                   "coalesce(rate_ms, 0), coalesce(max_per_key, -1) FROM jobq_queues WHERE "
+                   "paused = 0 ORDER BY name"},
+    /* CLAIM with a cap on each queue: ?1 the queues, ?6 how many of
+     * each may be claimed and ?7 how many of one ordering key may run (0:
+     * no limit), columns of the same length; the others as in CLAIM.  A
+     * queue whose cap is 0 is not read.  With a limit per key, the keys
+     * that have as many running are passed over, and of the jobs locked
+     * (four times the cap, for keys that come many in a row) only as
+     * many of a key as it has room for, and no more than the cap, are
+     * taken (k, then m); the others stay ready. */
+    [JOBQ_Q_CLAIM_CAPPED] =
+        {.what = "claiming jobs",
+         .common = "",
+         .pg = "WITH q AS (SELECT w.name, w.cap, w.per_key FROM unnest(?1::text[], "
+               "?6::bigint[], ?7::bigint[]) AS w(name, cap, per_key) JOIN jobq_queues p ON "
+               "p.name = w.name AND p.paused = 0 WHERE w.cap > 0), "
+               "k AS (SELECT j.ctid AS t, j.id, j.priority, j.run_at, q.name, q.cap, "
+               "q.per_key = 0 OR j.order_key IS NULL OR row_number() OVER (PARTITION BY "
+               "q.name, j.order_key ORDER BY j.priority DESC, j.run_at, j.id) + j.busy <= "
+               "q.per_key AS fits FROM q CROSS JOIN LATERAL (SELECT x.ctid, x.id, x.priority, "
+               "x.run_at, x.order_key, CASE WHEN q.per_key = 0 OR x.order_key IS NULL THEN 0 "
+               "ELSE " KEY_BUSY("q.name", "x") " END AS busy FROM jobq_jobs x WHERE x.queue = "
+               "q.name AND x.state = 'ready' AND x.run_at <= {now} AND CASE WHEN q.per_key = 0 "
+               "OR x.order_key IS NULL THEN true ELSE " KEY_BUSY("q.name", "x") " < q.per_key "
+               "END ORDER BY x.priority DESC, x.run_at, x.id LIMIT least(?2, q.cap) * CASE WHEN "
+               "q.per_key = 0 THEN 1 ELSE 4 END FOR UPDATE OF x SKIP LOCKED) j), "
+               "m AS (SELECT t, id, priority, run_at, cap, row_number() OVER (PARTITION BY name "
+               "ORDER BY priority DESC, run_at, id) AS qn FROM k WHERE fits), "
+               "c AS (SELECT t, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn "
+               "FROM m WHERE qn <= cap ORDER BY priority DESC, run_at, id LIMIT ?2) "
+               CLAIM_MARKED},
+    /* Queue ?1's claimed jobs, by the index of held jobs (a few per
+     * worker), never by the queue's backlog. */
+    [JOBQ_Q_RUNNING_COUNT] =
+        {.what = "counting the queue's running jobs",
+         .common = "SELECT count(*) FROM jobq_jobs INDEXED BY jobq_jobs_session WHERE "
+                   "session IS NOT NULL AND queue = ?1 AND state = 'running'",
+         .pg = "SELECT count(*) FROM (SELECT 1 FROM jobq_jobs WHERE session IS NOT NULL "
+               "AND queue = ?1 AND state = 'running' ORDER BY session) f",
+         .mysql = "SELECT count(*) FROM jobq_jobs FORCE INDEX (jobq_jobs_session) WHERE "
+                  "session IS NOT NULL AND queue = ?1 AND state = 'running'"},
+    /* Queue ?1's claims older than its rate period ?2 forgotten. */
+    [JOBQ_Q_STARTS_PRUNE] = {.what = "forgetting the queue's old claims",
+                             .common = "DELETE FROM jobq_starts WHERE queue = ?1 AND at <= "
+                                       "{now} - ?2"},
+    /* How many of queue ?1's jobs were claimed in the last ?2 ms. */
+    [JOBQ_Q_STARTS_SUM] = {.what = "counting the queue's claims",
+                           .common = "SELECT CAST(coalesce(sum(n), 0) AS {bigint}) FROM "
+                                     "jobq_starts WHERE queue = ?1 AND at > {now} - ?2"},
+    /* ?2 jobs of queue ?1 claimed now. */
+    [JOBQ_Q_STARTS_ADD] =
+        {.what = "counting the queue's claims",
+         .common = "INSERT INTO jobq_starts(queue, at, n) VALUES (?1, {now}, ?2) ON CONFLICT "
+                   "(queue, at) DO UPDATE SET n = jobq_starts.n + excluded.n",
+         .mysql = "INSERT INTO jobq_starts(queue, at, n) VALUES (?1, {now}, ?2) ON DUPLICATE "
+                  "KEY UPDATE n = n + VALUES(n)"},
+    /* Queue ?1's limits: ?2 running, ?3 claims per ?4 ms (NULL: none). */
+    [JOBQ_Q_LIMITS_SET] = {.what = "setting the queue's limits",
+                           .common = "UPDATE jobq_queues SET max_running = ?2, rate_n = ?3, "
+                                     "rate_ms = ?4, max_per_key = ?5 WHERE name = ?1"},
+    /* The queues with a limit (?1 NULL) or queue ?1: its limits (NULL:
+     * none), its running jobs, its claims in the last rate period, and
+     * whether a job is ready to run. */
+    [JOBQ_Q_LIMITS_LIST] =
+        {.what = "reading the queues' limits",
+         .common = "SELECT q.name, q.max_running, q.rate_n, q.rate_ms, (SELECT count(*) FROM "
+                   "jobq_jobs j WHERE j.queue = q.name AND j.state = 'running'), (SELECT "
+                   "CAST(coalesce(sum(s.n), 0) AS {bigint}) FROM jobq_starts s WHERE s.queue "
+                   "= q.name AND s.at > {now} - coalesce(q.rate_ms, 0)), CASE WHEN EXISTS "
+                   "(SELECT 1 FROM jobq_jobs r WHERE r.queue = q.name AND r.state = 'ready' "
+                   "AND r.run_at <= {now}) THEN 1 ELSE 0 END, q.max_per_key FROM jobq_queues q "
+                   "WHERE q.name = coalesce(?1, q.name) AND (?1 IS NOT NULL OR q.max_running IS "
+                   "NOT NULL OR q.rate_n IS NOT NULL OR q.max_per_key IS NOT NULL) ORDER BY "
+                   "q.name"},
+    /* Whether queue ?1's ordering keys limit and do not order (a limit
+     * per key). */
+    [JOBQ_Q_KEY_FREE] = {.what = "reading the queue's limits",
+                         .common = "SELECT 1 FROM jobq_queues WHERE name = ?1 AND max_per_key "
+                                   "IS NOT NULL"},
+    /* CLAIM_PICK for a queue with a limit ?3 per key: the jobs of keys
+     * with as many running passed over, and as the last column, how many
+     * of each job's key run (the library takes no more than fit). */
+    [JOBQ_Q_CLAIM_PICK_KEYED] =
+        {.what = "claiming jobs",
+         .common = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                   "timeout_ms, prev_lost, NULL, run_at, NULL, CASE WHEN order_key IS NULL THEN 0 "
+                   "ELSE " KEY_BUSY("?1", "x") " END FROM jobq_jobs x WHERE queue = ?1 AND state "
+                   "= 'ready' AND run_at <= {now} AND (order_key IS NULL OR " KEY_BUSY("?1", "x")
+                   " < ?3) ORDER BY priority DESC, run_at, id LIMIT ?2",
+         .pg = "",
+         .mysql = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                  "timeout_ms, prev_lost, NULL, run_at, NULL, CASE WHEN order_key IS NULL THEN 0 "
+                  "ELSE " KEY_BUSY("?1", "x") " END FROM jobq_jobs x FORCE INDEX "
+                  "(jobq_jobs_claim) WHERE queue = ?1 AND state = 'ready' AND run_at <= {now} "
+                  "AND (order_key IS NULL OR " KEY_BUSY("?1", "x") " < ?3) ORDER BY priority "
+                  "DESC, run_at, id LIMIT ?2{skip_locked}"},
 };
 
 const char *jobq__sql_what(int stmt) {

@@ -282,8 +282,12 @@ t_older_file() {
   expect_rc 0
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  # Back to version 1: without what versions 2 to 5 added.
+  # Back to version 1: without what versions 2 to 6 added.
   sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 DROP TABLE jobq_starts; ALTER TABLE jobq_queues DROP COLUMN max_running;
+                 ALTER TABLE jobq_queues DROP COLUMN max_per_key;
+                 ALTER TABLE jobq_queues DROP COLUMN rate_n;
+                 ALTER TABLE jobq_queues DROP COLUMN rate_ms;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at;
                  ALTER TABLE jobq_meta DROP COLUMN pruned_before;
                  UPDATE jobq_meta SET version = 1"

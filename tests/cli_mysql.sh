@@ -196,8 +196,9 @@ t_newer_schema_refused() {
 }
 
 # A database of schema version 1, without the tables of version 2, the
-# checks of version 3, the columns of version 4 and the schedules of
-# version 5: the commands ask for jobq init, which migrates it, jobs and all.
+# checks of version 3, the columns of version 4, the schedules of version
+# 5 and the limits of version 6: the commands ask for jobq init, which
+# migrates it, jobs and all.
 t_version_1_migrated() {
   new_db
   run init
@@ -206,7 +207,9 @@ t_version_1_migrated() {
   expect_rc 0
   my_do "$S" -e "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed;
                  ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_times;
-                 DROP TABLE jobq_tally, jobq_attempts, jobq_cron;
+                 DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts;
+                 ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key,
+                   DROP COLUMN rate_n, DROP COLUMN rate_ms;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
                  UPDATE jobq_meta SET version = 1"
   run put -q old x

@@ -186,7 +186,8 @@ t_version_1_migrated() {
   expect_rc 0
   psql_do -c "SET search_path = $S" \
     -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
-    -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron" \
+    -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts" \
+    -c "ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms" \
     -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
@@ -324,7 +325,8 @@ t_sql_put_function_keeps_its_schema() {
   psql_do -c "ALTER FUNCTION $S.jobq_put(text, bytea, integer, bigint, text, boolean, text, integer, bigint, bigint) RESET search_path" \
     -c "UPDATE $S.jobq_meta SET version = 3" \
     -c "ALTER TABLE $S.jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
-    -c "DROP TABLE $S.jobq_cron"
+    -c "DROP TABLE $S.jobq_cron, $S.jobq_starts" \
+    -c "ALTER TABLE $S.jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms"
   psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'c'::bytea)" 2>/dev/null &&
     fail "the function without its search_path worked: the test shows nothing"
   run init

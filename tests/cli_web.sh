@@ -350,6 +350,10 @@ t_migrates_version_1() {
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
   sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 DROP TABLE jobq_starts; ALTER TABLE jobq_queues DROP COLUMN max_running;
+                 ALTER TABLE jobq_queues DROP COLUMN max_per_key;
+                 ALTER TABLE jobq_queues DROP COLUMN rate_n;
+                 ALTER TABLE jobq_queues DROP COLUMN rate_ms;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at;
                  ALTER TABLE jobq_meta DROP COLUMN pruned_before;
                  UPDATE jobq_meta SET version = 1"

@@ -217,16 +217,27 @@ static void test_no_statement_is_compiled(void **state) {
   jobq_close(w);
 }
 
+/* How many times needle is in hay. */
+static int occurs(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) n++;
+  return n;
+}
+
 /* Fails unless the generic plan of the connection's prepared statement
  * whose text starts with prefix, run with args, reads index within the
- * statement's bounds: no filter over what it reads, no sort. */
+ * statement's bounds: no filter over what it reads, no sort.  The one
+ * look at the queue's limit per key (a row of jobq_queues, once) is no
+ * such filter. */
 static void generic_plan_reads(jobq *db, const char *prefix, const char *args,
                                const char *index) {
   command(db, "SET plan_cache_mode = force_generic_plan");
   char *plan = plan_of(db, prefix, args);
   command(db, "RESET plan_cache_mode");
   if (!strstr(plan, index)) fail_msg("the plan does not read %s:\n%s", index, plan);
-  if (strstr(plan, "Filter") || strstr(plan, "Sort"))
+  int filters = occurs(plan, "Filter") - occurs(plan, "One-Time Filter") -
+                occurs(plan, "Filter: (max_per_key IS NOT NULL)");
+  if (filters > 0 || strstr(plan, "Sort"))
     fail_msg("the plan filters or sorts what it reads:\n%s", plan);
   free(plan);
 }

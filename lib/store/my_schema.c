@@ -208,6 +208,21 @@ static const jobq_step v5_steps[] = {{
     "  updated_at BIGINT NOT NULL,"
     "  INDEX jobq_cron_next (next_at)"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL}, {NULL, NULL}};
+/* Version 6: the queues' limits and the claims of the last rate period
+ * (lib/limit.c). */
+static const jobq_step v6_steps[] = {
+    {"ALTER TABLE jobq_queues ADD COLUMN max_running BIGINT, ADD COLUMN max_per_key BIGINT, "
+     "ADD COLUMN rate_n BIGINT, ADD COLUMN rate_ms BIGINT",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_queues' AND COLUMN_NAME = 'max_running'"},
+    {"CREATE TABLE IF NOT EXISTS jobq_starts ("
+     "  queue VARCHAR(63) NOT NULL,"
+     "  at BIGINT NOT NULL,"
+     "  n BIGINT NOT NULL,"
+     "  PRIMARY KEY (queue, at)"
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {NULL, NULL},
+};
 static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
                                         "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
                                         "  version INT NOT NULL,"
@@ -221,7 +236,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
  * each step may run again after an interrupted init (IF NOT EXISTS, or
  * its check), and the version moves after each version's steps. */
 const jobq_step *const my_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps};
+                                          v5_steps, v6_steps};
 _Static_assert(sizeof my_versions / sizeof my_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

@@ -85,7 +85,9 @@
   "    PERFORM pg_advisory_xact_lock_shared(hashtextextended('q:' || queue, 0));\n" \
   "    must_wait := EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = jobq_put.queue AND j.barrier = 1);\n" \
   "  END IF;\n"                                                                \
-  "  IF order_key IS NOT NULL THEN\n"                                          \
+  /* A key of a queue with a limit per key does not order (lib/limit.c). */ \
+  "  IF order_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM jobq_queues l\n"   \
+  "      WHERE l.name = jobq_put.queue AND l.max_per_key IS NOT NULL) THEN\n"   \
   "    PERFORM pg_advisory_xact_lock(hashtextextended('k:' || queue || '/' || order_key, 0));\n" \
   "    must_wait := must_wait\n"                                               \
   /* As the library's look (JOBQ_Q_KEY_TAKEN). */                              \
@@ -297,6 +299,18 @@ static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
     "  updated_at bigint NOT NULL);"
     "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);", NULL}, {NULL, NULL}};
 
+/* version 6: the queues' limits and the claims of the last rate period
+ * (lib/limit.c). */
+static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN max_running bigint,"
+    "  ADD COLUMN max_per_key bigint, ADD COLUMN rate_n bigint, ADD COLUMN rate_ms bigint;"
+    "CREATE TABLE jobq_starts ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  at bigint NOT NULL,"
+    "  n bigint NOT NULL,"
+    "  PRIMARY KEY (queue, at));"
+    /* A key of a queue with a limit per key does not order its jobs. */
+    "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -308,7 +322,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps};
+                                          v5_steps, v6_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

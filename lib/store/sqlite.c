@@ -209,6 +209,19 @@ static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
     ");"
     "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);", NULL}, {NULL, NULL}};
 
+/* version 6: the queues' limits and the claims of the last rate period
+ * (lib/limit.c). */
+static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN max_running INTEGER;"
+    "ALTER TABLE jobq_queues ADD COLUMN max_per_key INTEGER;"
+    "ALTER TABLE jobq_queues ADD COLUMN rate_n INTEGER;"
+    "ALTER TABLE jobq_queues ADD COLUMN rate_ms INTEGER;"
+    "CREATE TABLE jobq_starts ("
+    "  queue TEXT NOT NULL,"
+    "  at INTEGER NOT NULL,"
+    "  n INTEGER NOT NULL,"
+    "  PRIMARY KEY (queue, at)"
+    ");", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
                                         "  version INTEGER NOT NULL,"
@@ -218,7 +231,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         NULL},
                                        {NULL, NULL}};
 static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps};
+                                          v5_steps, v6_steps};
 _Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 
