@@ -150,8 +150,8 @@ typedef struct jobq_step {
   const char *sql, *unless;
 } jobq_step;
 
-/* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's)
- * and the queue, and the key for 'k'; shared or exclusive. */
+/* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's, 'l'
+ * its limits') and the queue, and the key for 'k'; shared or exclusive. */
 typedef struct jobq_lock {
   char kind;
   int exclusive;
