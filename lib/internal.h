@@ -43,9 +43,10 @@ struct jobq {
    * that jobq_expect() told of.  connects: how many times a store made
    * its connection again (a store adds 1 each time); checked: its value
    * at the last check.  lost: a check found a write missing, and every
-   * write is refused until the epoch rises.  first: the first completion
-   * since the last check, when there were several (unchecked): checked
-   * beside the last one (lib/mark.c). */
+   * write is refused until the epoch rises.  done: its last completion,
+   * which every claim reads back; first: the first completion since the
+   * last check, when there were several since (unchecked), read back
+   * beside it (lib/mark.c). */
   struct jobq__mark {
     int64_t id;
     char queue[JOBQ_QUEUE_MAX + 1];  /* "" when not known */
@@ -53,7 +54,7 @@ struct jobq {
     uint64_t digest;                 /* a put: its payload's */
     int64_t at_ms;     /* the database clock before it was written, or 0 */
     int64_t mono_ms;   /* a write of this handle's: when its call began */
-  } mark, first, *expected;
+  } mark, done, first, *expected;
   size_t nexpected;
   unsigned connects, checked;
   unsigned txn_connects;       /* connects when the transaction began */
@@ -285,9 +286,10 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms);
  * handle then refuses every write until the epoch rises.  The identity
  * must have been checked in the same transaction. */
 int jobq__marks_check(jobq *db);
-/* The marks' ids and claim tokens for CLAIM_ENTER's look (0 and "" when
- * there are no completions to look for); and, given its two counts,
- * JOBQ_OK when both were found, else the whole check's answer. */
+/* The completions for CLAIM_ENTER to look for (0 and "" when the handle
+ * made none): the first since the last check (or the last), and the
+ * last; and, given the two counts it read, JOBQ_OK when both are there,
+ * else the whole check's answer. */
 void jobq__marks_args(const jobq *db, int64_t *first, const char **first_claim,
                       int64_t *last, const char **last_claim);
 int jobq__marks_seen(jobq *db, int64_t first_found, int64_t last_found);

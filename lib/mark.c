@@ -16,12 +16,13 @@
  * the handle with JOBQ_EIDENTITY, saying what is missing, until an
  * operator bumps the epoch (jobq__marks_forget).
  *
- * A claim also reads back the completions made since the last check, in
- * the statement that checks its session (no round trip of its own), so
- * that a job whose completion a restore lost is not handed out again
- * before the next heartbeat looks.  It reads the first of them as well as
- * the last: a completion made after the restore, of a job claimed before
- * the backup, would otherwise hide the loss of those before it.
+ * Every claim also reads back the handle's last completion, and the
+ * first one since the last check when there were several, in the
+ * statement that checks its session (no round trip of its own): a job
+ * whose completion a restore lost is not handed out again, even when a
+ * heartbeat found the completion there just before the restore, and a
+ * completion made after the restore (of a job claimed before the backup)
+ * cannot hide the loss of those before it.
  *
  * A completion that was pruned since is not missing: every prune records
  * before which finish time it may have deleted archived jobs
@@ -78,6 +79,7 @@ void jobq__mark_acks(jobq *db, const jobq_ack *acks, size_t n, int64_t mono_ms) 
     m->id = acks[i].id;
     memcpy(m->claim, acks[i].claim, sizeof m->claim);
     m->mono_ms = mono_ms;
+    db->done = *m;
     if (!db->unchecked) db->first = *m;
     db->unchecked = 1;
     return;
@@ -91,6 +93,7 @@ void jobq__marks_forget(jobq *db) {
   db->nexpected = 0;
   db->lost = 0;
   db->unchecked = 0;
+  memset(&db->done, 0, sizeof db->done);
   memset(&db->first, 0, sizeof db->first);
 }
 
@@ -193,19 +196,23 @@ static void keep_newest(jobq *db) {
   }
 }
 
+static int same(const struct jobq__mark *a, const struct jobq__mark *b) {
+  return a->id == b->id && strcmp(a->claim, b->claim) == 0;
+}
+
 int jobq__marks_check(jobq *db) {
   int own = db->mark.id != 0;
-  /* Its own: the first completion since the last check, then the last
-   * write (the same one, or a later one). */
-  struct jobq__mark two[2];
+  /* Its own: the first completion since the last check, the last
+   * completion, and the last write (often the same ones). */
+  struct jobq__mark v3[3];
   size_t n = 0;
-  if (own && db->unchecked && db->first.id != 0 &&
-      (db->first.id != db->mark.id || strcmp(db->first.claim, db->mark.claim) != 0))
-    two[n++] = db->first;
-  if (own) two[n++] = db->mark;
-  const struct jobq__mark *v = own ? two : db->expected;
+  if (own && db->unchecked && db->first.id != 0) v3[n++] = db->first;
+  if (own && db->done.id != 0 && (n == 0 || !same(&db->done, &v3[0]))) v3[n++] = db->done;
+  if (own && (n == 0 || !same(&db->mark, &v3[n - 1]))) v3[n++] = db->mark;
+  const struct jobq__mark *v = own ? v3 : db->expected;
   if (!own) n = db->nexpected;
   horizon h = {0, 0, 0};
+  int done_pruned = 0;
   for (size_t i = 0; i < n; i++) {
     int found = mark_found(db, &v[i]);
     if (found < 0) return found;
@@ -213,8 +220,12 @@ int jobq__marks_check(jobq *db) {
     int pruned = maybe_pruned(db, &v[i], &h);
     if (pruned < 0) return pruned;
     if (!pruned) return missing(db, &v[i], own);
+    done_pruned |= own && same(&v[i], &db->done);
   }
   if (!own) keep_newest(db);
+  /* A last completion pruned since proves nothing any more: claims stop
+   * looking for it. */
+  if (done_pruned) memset(&db->done, 0, sizeof db->done);
   db->lost = 0;
   db->unchecked = 0;
   db->checked = db->connects;
@@ -225,16 +236,16 @@ void jobq__marks_args(const jobq *db, int64_t *first, const char **first_claim,
                       int64_t *last, const char **last_claim) {
   *first = *last = 0;
   *first_claim = *last_claim = "";
-  if (!db->unchecked) return;
-  *first = db->first.id;
-  *first_claim = db->first.claim;
-  const struct jobq__mark *m = db->mark.claim[0] != '\0' ? &db->mark : &db->first;
-  *last = m->id;
-  *last_claim = m->claim;
+  if (db->done.id == 0) return;
+  const struct jobq__mark *f = db->unchecked && db->first.id != 0 ? &db->first : &db->done;
+  *first = f->id;
+  *first_claim = f->claim;
+  *last = db->done.id;
+  *last_claim = db->done.claim;
 }
 
 int jobq__marks_seen(jobq *db, int64_t first_found, int64_t last_found) {
-  if (!db->unchecked) return JOBQ_OK;
+  if (db->done.id == 0) return JOBQ_OK;
   if (first_found > 0 && last_found > 0) {
     db->unchecked = 0;
     return JOBQ_OK;

@@ -306,8 +306,8 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                       "session '%s' has expired: stop its jobs and open a new session",
                       s->id);
     /* On a connection made again: is it still the database it was?  Else
-     * are the completions since the last check still there, before a job
-     * lost with them is handed out again (lib/mark.c)? */
+     * is its last completion still there, before a job lost with it is
+     * handed out again (lib/mark.c)? */
     if (rc == JOBQ_OK)
       rc = jobq__write_check_due(db) ? jobq__marks_check(db)
                                      : jobq__marks_seen(db, first_found, last_found);

@@ -451,7 +451,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * session), with SESSION_LOCK's lock on the session's row and none on
      * jobq_meta's; then the queues with a limit (lib/limit.c); then
      * whether the archive has completions ?2 (claim ?3) and ?4 (claim ?5),
-     * the handle's since its last check (0 and '' when none: lib/mark.c). */
+     * the handle's first since its last check and its last (0 and ''
+     * when none: lib/mark.c). */
     [JOBQ_Q_CLAIM_ENTER] =
         {.what = "checking the session before claiming",
          .common = NULL,
