@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 5
+#define JOBQ_SCHEMA_VERSION 6
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -90,6 +90,9 @@ struct jobq {
     int64_t done, dead, cancelled;
   } *counts;
   size_t ncounts, capcounts;
+  /* The session whose counter rows the open transaction adds to ("":
+   * the shared rows); see jobq__counts_owner. */
+  char counts_owner[JOBQ_SESSION_ID_LEN + 1];
 };
 
 struct jobq_session {
@@ -438,6 +441,13 @@ int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
 /* Writes what the transaction added to the counters: the last thing
  * before the outermost commit. */
 int jobq__counts_write(jobq *db);
+/* The open transaction is session's (its id): what it adds to the
+ * counters goes to that session's own rows, not to the shared ones.
+ * Until the outermost transaction ends. */
+void jobq__counts_owner(jobq *db, const char *session);
+/* Session's counter rows (an ended session's, its row already deleted)
+ * moved into this transaction's counts (jobq__count_add), and deleted. */
+int jobq__counts_fold(jobq *db, const char *session);
 /* After a transaction or savepoint ended (db->txn_depth already the
  * level around it): what it added is kept for the level around it
  * (kept), or dropped; everything once the outermost has ended. */

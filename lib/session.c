@@ -279,6 +279,7 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks) {
   int rc;
+  jobq__counts_owner(db, s->id);
   if (claim) {
     /* The identity and the session in one statement. */
     jobq_rows *r;
@@ -419,6 +420,8 @@ void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
 }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
+  /* What it reaps counts in its own rows (a reaped session's folded). */
+  jobq__counts_owner(db, s->id);
   int rc = jobq__failpoint(db, "heartbeat.before");
   if (rc == JOBQ_OK) rc = jobq__identity_check(db);
   if (rc == JOBQ_OK && db->epoch != s->epoch)
@@ -554,7 +557,10 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   }
   free(h);
   if (rc != JOBQ_OK) return rc;
-  return jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));
+  /* The delete waits for the acknowledgements that locked the row
+   * (SESSION_LOCK): their counts are there for the fold. */
+  rc = jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));
+  return rc == JOBQ_OK ? jobq__counts_fold(db, sid) : rc;
 }
 
 /* Reaps a bounded share per call: the rest goes with the next one. */

@@ -208,6 +208,8 @@ t_version_1_migrated() {
                  ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_times;
                  DROP TABLE jobq_tally, jobq_attempts, jobq_cron;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
+                 ALTER TABLE jobq_counts DROP PRIMARY KEY, DROP COLUMN session, ADD PRIMARY KEY (queue, shard);
+                 INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0);
                  UPDATE jobq_meta SET version = 1"
   run put -q old x
   expect_rc 2
@@ -221,6 +223,8 @@ t_version_1_migrated() {
   expect_rc 0
   run show 1 --json
   expect_out_has '"payload":"kept"'
+  run stats --json
+  expect_out_has '"done":7'
   my_do -e "DROP DATABASE $S"
 }
 

@@ -188,6 +188,8 @@ t_version_1_migrated() {
     -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
     -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron" \
     -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
+    -c "ALTER TABLE jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
+    -c "INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0)" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
   run put -q old x
@@ -205,6 +207,8 @@ t_version_1_migrated() {
   grep -q "invalid jobq_put argument delay_ms" "$D/err" || fail "the SQL put: $(cat "$D/err")"
   run show 1 --json
   expect_out_has '"payload":"kept"'
+  run stats --json
+  expect_out_has '"done":7'
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 

@@ -297,6 +297,15 @@ static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
     "  updated_at bigint NOT NULL);"
     "CREATE INDEX jobq_cron_next ON jobq_cron(next_at);", NULL}, {NULL, NULL}};
 
+/* version 6: the finished-job counters by session (lib/counts.c): a
+     * session adds to rows of its own, so that no two sessions wait on
+     * one row; '' is the rows of writers without a session.  The key
+     * leads with the session, which its end folds away. */
+static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_counts"
+    "  ADD COLUMN session text COLLATE \"C\" NOT NULL DEFAULT '',"
+    "  DROP CONSTRAINT jobq_counts_pkey,"
+    "  ADD PRIMARY KEY (session, queue, shard);", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -308,7 +317,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps};
+                                          v5_steps, v6_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 
