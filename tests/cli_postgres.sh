@@ -328,6 +328,7 @@ t_sql_put_function_keeps_its_schema() {
   psql_do -c "ALTER FUNCTION $S.jobq_put(text, bytea, integer, bigint, text, boolean, text, integer, bigint, bigint) RESET search_path" \
     -c "UPDATE $S.jobq_meta SET version = 3" \
     -c "ALTER TABLE $S.jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
+    -c "ALTER TABLE $S.jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
     -c "DROP TABLE $S.jobq_cron"
   psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'c'::bytea)" 2>/dev/null &&
     fail "the function without its search_path worked: the test shows nothing"
