@@ -281,6 +281,10 @@ struct fm_op {
   int skipped;                 /* out: it said no: nothing was claimed */
   int watch_lost;              /* out: it said wake-ups are not coming
                                   (watch_msg: why) */
+  int watch_changed;           /* out (HEARTBEAT with drain): jobq_changed()
+                                  said 1 */
+  int look_due;                /* when it finds nothing, jobq_next_due() */
+  int64_t due_in_ms;           /* out: what that said (0 when it failed) */
   jobq_job *jobs;
   size_t njobs;
   /* ACK */
@@ -522,6 +526,9 @@ struct fm {
   int starved;                     /* a slot was idle for want of a
                                       claimed job since the last claim */
   int64_t poll_ms;                 /* the current fallback poll interval */
+  int polled;                      /* the poll timer asks for the next claim */
+  int idle;                        /* the poll timer sleeps until a job is
+                                      due, or IDLE_POLLS polls */
   int64_t hold_until_ms;           /* no claims before (spawn failures) */
   char last_claim_err[512];
 

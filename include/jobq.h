@@ -431,6 +431,17 @@ JOBQ_API int jobq_changed(jobq *db);
  * woke it is still being written: claim on the wake-up itself there).
  */
 JOBQ_API int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
+/*
+ * When the next ready job of the nq named queues (every queue when nq is
+ * 0) comes due, which no wake-up tells: a delayed job, or a retry after
+ * its backoff.  *due_in_ms gets the milliseconds from now on the
+ * database clock: 0 when one is due now (or a queue holds more ready jobs
+ * than a short look reads: look again at your usual pace), -1 when the
+ * queues hold no ready job at all.  A worker that watches for wake-ups
+ * may then sleep until then instead of polling.  Reads only.
+ */
+JOBQ_API int jobq_next_due(jobq *db, const char *const *queues, size_t nq,
+                           int64_t *due_in_ms);
 
 /* ---------------------------------------------------------------- acknowledgements */
 

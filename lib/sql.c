@@ -754,6 +754,24 @@ static const text texts[JOBQ_Q__COUNT] = {
                           "jobq_counts WHERE session = ?1{for_update}"},
     [JOBQ_Q_COUNTS_DROP] = {.what = "removing the ended session's counters",
                             .common = "DELETE FROM jobq_counts WHERE session = ?1"},
+    /* How many of queue ?1's ready jobs (at most ?2) and how long until
+     * the earliest of them comes due (lib/watch.c); NEXT_DUE_ALL: of
+     * every queue.  Through the claim index, which holds only ready
+     * jobs. */
+    [JOBQ_Q_NEXT_DUE] = {.what = "looking for jobs coming due",
+                         .common = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                         "(SELECT run_at FROM jobq_jobs WHERE queue = ?1 AND state = 'ready' "
+                         "LIMIT ?2) AS s",
+                         .sqlite = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                         "(SELECT run_at FROM jobq_jobs INDEXED BY jobq_jobs_claim WHERE queue = "
+                         "?1 AND state = 'ready' LIMIT ?2) AS s"},
+    [JOBQ_Q_NEXT_DUE_ALL] = {.what = "looking for jobs coming due",
+                             .common = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                             "(SELECT run_at FROM jobq_jobs WHERE state = 'ready' LIMIT ?1) "
+                             "AS s",
+                             .sqlite = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                             "(SELECT run_at FROM jobq_jobs INDEXED BY jobq_jobs_claim WHERE "
+                             "state = 'ready' LIMIT ?1) AS s"},
     [JOBQ_Q_POLICY] = {.what = "reading the queue's key policy",
                        .common = "SELECT key_policy FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_WAITING_UNKEYED] =

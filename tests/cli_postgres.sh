@@ -369,6 +369,31 @@ t_foreman_claims_for_its_own_queues() {
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
+# An idle foreman with wake-ups sleeps until its queues' next job is due,
+# not at its poll's pace: a delayed job put meanwhile wakes it, and it
+# runs when due, long before the idle sleep (30 polls) would end.
+t_idle_foreman_sleeps_until_due() {
+  new_schema
+  run init
+  expect_rc 0
+  start_foreman "$U" -q later --poll 300ms -- cat
+  local fm=$W_PID log=$W_LOG
+  T_DBURL=$U
+  sleep 9
+  run put -q later --delay 2s soon
+  expect_rc 0
+  wait_until 7 'run stats --json; [[ $(json_sum done) == 1 ]]' ||
+    fail "the delayed job was not done within 7s: $(cat "$T_OUT")"
+  kill -TERM "$fm"
+  wait_exit "$fm" 10 || fail "the foreman did not stop"
+  local claims
+  claims=$(claims_made "$log")
+  # At its poll's pace it would make 30 or more claims in these seconds:
+  # a few as the poll backs off, then one when a job comes due or is put.
+  [[ -n $claims ]] && ((claims < 20)) || fail "${claims:-no} claims: $(tail -1 "$log")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
 # can_restart: whether the case can restart the test server; it is
 # skipped, saying why, when not.
 can_restart() {

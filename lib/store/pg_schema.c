@@ -106,7 +106,8 @@
   "      AND j.unique_key = jobq_put.unique_key;\n"                            \
   "    RETURN new_id;\n"                                                       \
   "  END IF;\n"                                                                \
-  "  IF NOT must_wait AND delay_ms = 0 THEN PERFORM pg_notify('jobq', queue); END IF;\n" \
+  /* Delayed too: an idle worker then asks when it comes due. */            \
+  "  IF NOT must_wait THEN PERFORM pg_notify('jobq', queue); END IF;\n"      \
   "  RETURN new_id;\n"                                                         \
   "END\n"                                                                      \
   "$fn$"
@@ -300,11 +301,13 @@ static const jobq_step v5_steps[] = {{"CREATE TABLE jobq_cron ("
 /* version 6: the finished-job counters by session (lib/counts.c): a
      * session adds to rows of its own, so that no two sessions wait on
      * one row; '' is the rows of writers without a session.  The key
-     * leads with the session, which its end folds away. */
+     * leads with the session, which its end folds away.  And jobq_put()
+     * wakes workers for delayed jobs too. */
 static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_counts"
     "  ADD COLUMN session text COLLATE \"C\" NOT NULL DEFAULT '',"
     "  DROP CONSTRAINT jobq_counts_pkey,"
-    "  ADD PRIMARY KEY (session, queue, shard);", NULL}, {NULL, NULL}};
+    "  ADD PRIMARY KEY (session, queue, shard);"
+    "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
 
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
