@@ -80,10 +80,12 @@ void jobq__watch_release(jobq *db) {
  * jobq_next_due(), lowered to what it finds. */
 static int next_due(jobq *db, const char *queue, int64_t *due_in_ms) {
   jobq_rows *r;
-  int got = queue != NULL
-                ? jobq__sql_row(db, JOBQ_Q_NEXT_DUE, &r, SQL_ARGS(V_TEXT(queue), V_INT(DUE_LOOK + 1)))
-                : jobq__sql_row(db, JOBQ_Q_NEXT_DUE_ALL, &r, SQL_ARGS(V_INT(DUE_LOOK + 1)));
-  if (got <= 0) return got < 0 ? got : jobq__fail(db, JOBQ_EDB, "the look at due jobs read no row");
+  int got = queue != NULL ? jobq__sql_row(db, JOBQ_Q_NEXT_DUE, &r,
+                                          SQL_ARGS(V_TEXT(queue), V_INT(DUE_LOOK + 1)))
+                          : jobq__sql_row(db, JOBQ_Q_NEXT_DUE_ALL, &r,
+                                          SQL_ARGS(V_INT(DUE_LOOK + 1)));
+  if (got < 0) return got;
+  if (got == 0) return jobq__fail(db, JOBQ_EDB, "the look at jobs coming due read no row");
   int64_t n = jobq__col_int(db, r, 0), in = jobq__col_int(db, r, 1);
   jobq__rows_done(db, r);
   if (n == 0) return JOBQ_OK;

@@ -940,8 +940,9 @@ static void test_counts_by_session(void **state) {
 
   j = th_claim_one(a, "cq");
   if (!th_is_sqlite()) {
-    /* Every row of the queue there is locked by another transaction: a's acknowledgement does not wait.  A
-     * lock timeout turns a wait into a failure. */
+    /* Every row of the queue there is locked by another transaction:
+     * a's acknowledgement does not wait.  A lock timeout turns a wait
+     * into a failure. */
     assert_int_equal(th_sql(t->db, th_is_mysql() ? "SET SESSION innodb_lock_wait_timeout = 3"
                                                  : "SET lock_timeout = '3s'"), 0);
     jobq *locker = th_open(t->url);
