@@ -733,6 +733,10 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     return;
   }
   if (fm_op_expired(fm, op)) return;
+  /* Asleep until a job is due: a claim, which tells what is wrong (a
+   * restored database stops the foreman), no later than at the poll's
+   * pace. */
+  if (fm->idle) poll_restart(fm, POLL_MIN_MS);
   if (!fm->beat_failing) {
     char d[FM_DUR_BUF];
     int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
