@@ -296,6 +296,7 @@ struct fm_op {
   size_t nstarted;
   /* HEARTBEAT */
   int64_t in_flight;
+  int64_t reaped;              /* out: sessions the heartbeat ended */
   int64_t *cancel;
   size_t ncancel;
   int state_due;               /* in (HEARTBEAT, CONNECT): write state to

@@ -460,7 +460,8 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm_list_push(&fm->waiting, job);
   }
   int short_batch = op->njobs < op->max;
-  if (short_batch) fm->maybe_work = 0;
+  /* Skipped, and a commit of ours came meanwhile: claim again. */
+  if (short_batch && !(op->skipped && fm->acked)) fm->maybe_work = 0;
   adapt_prefetch(fm, short_batch);
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
   if (op->njobs == 0 && op->look_due && !op->watch_lost) idle_sleep(fm, op->due_in_ms);
@@ -665,6 +666,13 @@ static void on_lease(uv_timer_t *t) {
 
 static void on_beat(uv_timer_t *t);
 
+/* Whether the cron run of a heartbeat put a job. */
+static int cron_put(const struct fm_op *op) {
+  for (size_t i = 0; i < op->ncron; i++)
+    if (op->cron[i].id > 0 && !op->cron[i].existed) return 1;
+  return 0;
+}
+
 /* What the cron run of a heartbeat did: each slot put, and a failure
  * once until it changes or heals. */
 static void cron_log(struct fm *fm, const struct fm_op *op) {
@@ -721,11 +729,16 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     }
     handle_cancels(fm, op->cancel, op->ncancel);
     cron_log(fm, op);
-    /* Asleep until a job is due: the wake-ups the heartbeat looked at. */
+    /* Our own commits wake no one here: jobs a reap sent back to ready or
+     * a schedule put are claimed now, not at the next poll.  And asleep
+     * until a job is due, the wake-ups the heartbeat looked at. */
     watch_note(fm, op);
-    if (op->watch_changed || op->watch_lost) {
+    if (op->watch_changed || op->watch_lost || op->reaped > 0 || cron_put(op)) {
+      /* As an acknowledgement of ours: a claim out now, which the
+       * heartbeat's look may have made skip, is followed by another. */
       fm->maybe_work = 1;
       fm->woken_only = 0;
+      fm->acked = 1;
       fm_kick(fm);
     }
     fm_op_free(op);

@@ -326,6 +326,10 @@ JOBQ_API void jobq_session_close(jobq_session *s);
 /* The session's id (32 hex characters), owned by s. */
 JOBQ_API const char *jobq_session_id(const jobq_session *s);
 JOBQ_API int64_t jobq_session_lease_ms(const jobq_session *s);
+/* How many other sessions the last successful jobq_heartbeat() of s
+ * ended as expired, their jobs back to ready: a worker's own commits do
+ * not wake it (jobq_watch), so it may claim for them now. */
+JOBQ_API int64_t jobq_session_reaped(const jobq_session *s);
 
 /*
  * Renews the lease and does this session's share of reaping: expired

@@ -125,6 +125,7 @@ void jobq_session_close(jobq_session *s) {
 
 const char *jobq_session_id(const jobq_session *s) { return s->id; }
 int64_t jobq_session_lease_ms(const jobq_session *s) { return s->lease_ms; }
+int64_t jobq_session_reaped(const jobq_session *s) { return s->reaped; }
 
 void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
   s->in_flight = in_flight;
@@ -431,7 +432,8 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     s->id, (long long)s->epoch, (long long)db->epoch);
   if (rc == JOBQ_OK) rc = jobq__marks_check(db);
   /* The guard looks before this heartbeat counts. */
-  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, NULL, NULL);
+  int64_t reaped = 0;
+  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, &reaped, NULL);
   int64_t changed = 0;
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
@@ -448,6 +450,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     s->id);
   if (rc == JOBQ_OK && ids != NULL)
     rc = jobq__sql_ids(db, JOBQ_Q_CANCEL_LIST, SIZE_MAX, ids, n, SQL_ARGS(V_TEXT(s->id)));
+  s->reaped = rc == JOBQ_OK ? reaped : 0;
   return rc;
 }
 
