@@ -262,8 +262,8 @@ static int run(int argc, char **argv) {
       CLI_STRING(0, "kill-after", &a.kill_after, "D",
                  "from SIGTERM to SIGKILL when a job is stopped (default 5s)"),
       CLI_STRING(0, "poll", &a.poll, "D",
-                 "the longest wait between claims when idle, 10ms to 1h "
-                 "(default 1s)"),
+                 "the longest wait between claims when idle without "
+                 "wake-ups, 10ms to 1h (default 1s)"),
       CLI_STRING(0, "ack-delay", &a.ack_delay, "D",
                  "how long an outcome may wait to be recorded with others, 0 "
                  "to 1s (default 2ms)"),

@@ -195,6 +195,10 @@ static void run(struct fm_db *d, struct fm_op *op) {
       jobq_session_start_now(d->s, op->start_now);
       rc = jobq_claim(d->s, d->cfg->queues, d->cfg->nq, op->max, &op->jobs,
                       &op->njobs);
+      /* Nothing now: when does something come due? */
+      if (rc == JOBQ_OK && op->njobs == 0 && op->look_due &&
+          jobq_next_due(d->db, d->cfg->queues, d->cfg->nq, &op->due_in_ms) != JOBQ_OK)
+        op->due_in_ms = 0;
       break;
     case FM_OP_ACK:
       rc = jobq_ack_many(d->s, op->acks, op->nacks);
@@ -202,6 +206,10 @@ static void run(struct fm_db *d, struct fm_op *op) {
     case FM_OP_HEARTBEAT:
       jobq_session_set_in_flight(d->s, op->in_flight);
       rc = jobq_heartbeat(d->s, &op->cancel, &op->ncancel);
+      op->reaped = rc == JOBQ_OK ? jobq_session_reaped(d->s) : 0;
+      /* An idle foreman's look at its wake-ups, which it may not claim
+       * for a while: lost, or news. */
+      if (op->drain) op->watch_changed = drain_watch(d, op) == 1;
       /* The receipts are true whatever the heartbeat found. */
       if (op->state_due) fm_db_write_state(d->cfg, &op->state, op->state_err,
                                            sizeof op->state_err);

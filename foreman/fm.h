@@ -280,6 +280,10 @@ struct fm_op {
   int skipped;                 /* out: it said no: nothing was claimed */
   int watch_lost;              /* out: it said wake-ups are not coming
                                   (watch_msg: why) */
+  int watch_changed;           /* out (HEARTBEAT with drain): jobq_changed()
+                                  said 1 */
+  int look_due;                /* when it finds nothing, jobq_next_due() */
+  int64_t due_in_ms;           /* out: what that said (0 when it failed) */
   jobq_job *jobs;
   size_t njobs;
   /* ACK */
@@ -291,6 +295,7 @@ struct fm_op {
   size_t nstarted;
   /* HEARTBEAT */
   int64_t in_flight;
+  int64_t reaped;              /* out: sessions the heartbeat ended */
   int64_t *cancel;
   size_t ncancel;
   int state_due;               /* in (HEARTBEAT, CONNECT): write state to
@@ -514,6 +519,8 @@ struct fm {
   char cron_error[512];        /* the last failure of a cron run, logged once */
   int maybe_work;                  /* a claim may find jobs */
   int woken_only;                  /* ... for no reason but the watch */
+  int own_work;                    /* a heartbeat of ours made jobs ready since
+                                      the last claim (a reap, a schedule's put) */
   int watch_down;                  /* wake-ups are not coming (logged) */
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,
@@ -523,6 +530,9 @@ struct fm {
   int starved;                     /* a slot was idle for want of a
                                       claimed job since the last claim */
   int64_t poll_ms;                 /* the current fallback poll interval */
+  int polled;                      /* the poll timer asks for the next claim */
+  int idle;                        /* the poll timer sleeps until a job is
+                                      due, or IDLE_POLLS polls */
   int64_t hold_until_ms;           /* no claims before (spawn failures) */
   char last_claim_err[512];
 

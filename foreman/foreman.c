@@ -11,9 +11,13 @@
  * ordering key ready), the last claim came back full, or the fallback
  * poll timer fired (25 ms after activity, doubling up to --poll, 1 s by
  * default, with jitter: it also catches retries and delayed jobs coming
- * due, which write nothing).  Claimed jobs wait in a list until a slot
- * is free, then run as children (child.c) or on persistent workers
- * (persist.c); outcomes go to the acker (acker.c).
+ * due, which write nothing).  While wake-ups come, an idle foreman's poll
+ * that finds nothing asks when its queues' next job comes due and sleeps
+ * until then, at most IDLE_POLLS polls' time (delayed jobs and retries
+ * wake it when they are written, and it looks again): an idle fleet then
+ * costs its heartbeats and little more.  Claimed jobs wait in a list
+ * until a slot is free, then run as children (child.c) or on persistent
+ * workers (persist.c); outcomes go to the acker (acker.c).
  *
  * The session is heartbeaten every lease/3 with the number of jobs in
  * flight; the heartbeat brings back cancel requests.  If no heartbeat has
@@ -44,6 +48,10 @@
 #include "fm.h"
 
 #define POLL_MIN_MS 25
+/* With wake-ups, the longest idle sleep, in --poll periods: only a job
+ * written by hand, which wakes no one, needs a poll then (a lost wake-up
+ * connection the heartbeat notices). */
+#define IDLE_POLLS 30
 #define RECONNECT_MIN_MS 250
 #define RECONNECT_MAX_MS 30000
 #define HOLD_MS 1000           /* no claims after a job could not start */
@@ -316,6 +324,7 @@ static int free_slots(const struct fm *fm) {
 static int free_slot(const struct fm *fm) { return free_slots(fm) > 0; }
 
 static void poll_restart(struct fm *fm, int64_t ms);
+static void on_poll(uv_timer_t *t);
 
 static void on_stats(struct fm *fm, struct fm_op *op) {
   fm->stats_out = 0;
@@ -385,6 +394,7 @@ static void adapt_prefetch(struct fm *fm, int short_batch) {
 static void watch_note(struct fm *fm, const struct fm_op *op) {
   if (!op->drain) return;
   if (op->watch_lost && !fm->watch_down) {
+    poll_restart(fm, fm->cfg->poll_ms);
     char d[FM_DUR_BUF];
     fm_logp(FM_WARNING, "wakeups_lost", "%s: claiming every %s meanwhile", op->watch_msg,
             fm_fmt_ms(d, fm->cfg->poll_ms));
@@ -392,6 +402,20 @@ static void watch_note(struct fm *fm, const struct fm_op *op) {
     fm_logp(FM_NOTICE, "wakeups_back", "wake-ups from the database are back");
   }
   fm->watch_down = op->watch_lost;
+}
+
+/* A poll found nothing while wake-ups come: the next one when a job of
+ * its queues comes due in due_in_ms (-1: none waits for its time; 0:
+ * not known), at most IDLE_POLLS polls from now. */
+static void idle_sleep(struct fm *fm, int64_t due_in_ms) {
+  int64_t most = fm->cfg->poll_ms * IDLE_POLLS;
+  /* Jitter spreads the fleet's polls; a job due is not looked for early. */
+  int64_t ms = due_in_ms < 0 || due_in_ms > most ? fm_jitter(most, 20)
+                                                 : due_in_ms + fm_jitter(POLL_MIN_MS, 100);
+  if (due_in_ms == 0 || ms <= fm->cfg->poll_ms || fm->stopping || fm->closed) return;
+  fm->poll_ms = fm->cfg->poll_ms;
+  fm->idle = 1;
+  uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)ms, 0);
 }
 
 static void on_claimed(struct fm *fm, struct fm_op *op) {
@@ -436,9 +460,12 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     fm_list_push(&fm->waiting, job);
   }
   int short_batch = op->njobs < op->max;
-  if (short_batch) fm->maybe_work = 0;
+  /* Skipped, and a heartbeat of ours made jobs ready meanwhile: claim
+   * again. */
+  if (short_batch && !(op->skipped && fm->own_work)) fm->maybe_work = 0;
   adapt_prefetch(fm, short_batch);
   if (op->njobs > 0) poll_restart(fm, POLL_MIN_MS);
+  if (op->njobs == 0 && op->look_due && !op->watch_lost) idle_sleep(fm, op->due_in_ms);
   fm_op_free(op);
   if (!fm->watch_down) watch_arm(fm);
   if (fm->stopping || fm->suspended) {
@@ -484,7 +511,12 @@ struct fm_op *fm_claim_op(struct fm *fm, int along) {
    * tells, counting our own outcomes that made jobs ready (the next of a
    * key, a barrier, a retry). */
   op->if_changed = op->drain && fm->woken_only;
+  /* A poll, or a wake-up while idle (a delayed job or retry may have
+   * come, earlier than the sleep's end). */
+  op->look_due = op->drain && (fm->polled || fm->idle) && !fm->watch_down;
+  fm->polled = 0;
   fm->woken_only = 0;
+  fm->own_work = 0;
   fm->claim_out = 1;
   return op;
 }
@@ -504,6 +536,8 @@ static void on_poll(uv_timer_t *t) {
   uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(next, 20), 0);
   fm->maybe_work = 1;
   fm->woken_only = 0;
+  fm->polled = 1;
+  fm->idle = 0;
   watch_arm(fm);
   fm_kick(fm);
   if (fm->running.n == 0 && fm->waiting.n == 0 && fm->claim_out == 0) check_empty(fm);
@@ -511,6 +545,7 @@ static void on_poll(uv_timer_t *t) {
 
 static void poll_restart(struct fm *fm, int64_t ms) {
   if (fm->stopping || fm->closed) return;
+  fm->idle = 0;
   if (ms > fm->cfg->poll_ms) ms = fm->cfg->poll_ms;
   fm->poll_ms = ms;
   uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(ms, 20), 0);
@@ -630,6 +665,13 @@ static void on_lease(uv_timer_t *t) {
 
 static void on_beat(uv_timer_t *t);
 
+/* Whether the cron run of a heartbeat put a job. */
+static int cron_put(const struct fm_op *op) {
+  for (size_t i = 0; i < op->ncron; i++)
+    if (op->cron[i].id > 0 && !op->cron[i].existed) return 1;
+  return 0;
+}
+
 /* What the cron run of a heartbeat did: each slot put, and a failure
  * once until it changes or heals. */
 static void cron_log(struct fm *fm, const struct fm_op *op) {
@@ -686,11 +728,27 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     }
     handle_cancels(fm, op->cancel, op->ncancel);
     cron_log(fm, op);
+    /* Our own commits wake no one here: jobs a reap sent back to ready or
+     * a schedule put are claimed now, not at the next poll.  And asleep
+     * until a job is due, the wake-ups the heartbeat looked at. */
+    watch_note(fm, op);
+    if (op->watch_changed || op->watch_lost || op->reaped > 0 || cron_put(op)) {
+      /* A claim out now, which the heartbeat's look may have made skip,
+       * is followed by another. */
+      fm->maybe_work = 1;
+      fm->woken_only = 0;
+      fm->own_work = 1;
+      fm_kick(fm);
+    }
     fm_op_free(op);
     fm_acker_flush(fm);
     return;
   }
   if (fm_op_expired(fm, op)) return;
+  /* Asleep until a job is due: a claim, which tells what is wrong (a
+   * restored database stops the foreman), no later than at the poll's
+   * pace. */
+  if (fm->idle) poll_restart(fm, POLL_MIN_MS);
   if (!fm->beat_failing) {
     char d[FM_DUR_BUF];
     int64_t left = fm->beat_ok_ms + fm->cfg->lease_ms - fm_now_ms();
@@ -711,6 +769,7 @@ static void on_beat(uv_timer_t *t) {
   if (!fm->connected || fm->beat_out) return;
   struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_beat_done);
   op->in_flight = (int64_t)fm->running.n;
+  op->drain = fm->idle && fm->watch != NULL;
   if (fm->seen_dirty) {
     op->state_due = 1;
     seen_copy(fm, &op->state);

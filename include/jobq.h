@@ -326,6 +326,10 @@ JOBQ_API void jobq_session_close(jobq_session *s);
 /* The session's id (32 hex characters), owned by s. */
 JOBQ_API const char *jobq_session_id(const jobq_session *s);
 JOBQ_API int64_t jobq_session_lease_ms(const jobq_session *s);
+/* How many other sessions the last successful jobq_heartbeat() of s
+ * ended as expired, their jobs back to ready: a worker's own commits do
+ * not wake it (jobq_watch), so it may claim for them now. */
+JOBQ_API int64_t jobq_session_reaped(const jobq_session *s);
 
 /*
  * Renews the lease and does this session's share of reaping: expired
@@ -432,6 +436,17 @@ JOBQ_API int jobq_changed(jobq *db);
  * of another connection wakes every watcher).
  */
 JOBQ_API int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
+/*
+ * When the next ready job of the nq named queues (every queue when nq is
+ * 0) comes due, which no wake-up tells: a delayed job, or a retry after
+ * its backoff.  *due_in_ms gets the milliseconds from now on the
+ * database clock: 0 when one is due now (or a queue holds more ready jobs
+ * than a short look reads: look again at your usual pace), -1 when the
+ * queues hold no ready job at all.  A worker that watches for wake-ups
+ * may then sleep until then instead of polling.  Reads only.
+ */
+JOBQ_API int jobq_next_due(jobq *db, const char *const *queues, size_t nq,
+                           int64_t *due_in_ms);
 
 /* ---------------------------------------------------------------- acknowledgements */
 

@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 6
+#define JOBQ_SCHEMA_VERSION 7
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -100,6 +100,9 @@ struct jobq {
     int64_t done, dead, cancelled;
   } *counts;
   size_t ncounts, capcounts;
+  /* The session whose counter rows the open transaction adds to ("":
+   * the shared rows); see jobq__counts_owner. */
+  char counts_owner[JOBQ_SESSION_ID_LEN + 1];
 };
 
 struct jobq_session {
@@ -111,6 +114,7 @@ struct jobq_session {
   int64_t in_flight;
   int64_t done;     /* acknowledged by this session: written by heartbeats */
   int64_t failed;
+  int64_t reaped;   /* sessions its last heartbeat ended (jobq_session_reaped) */
   /* jobq_session_start_now(): how many jobs of the next claim start at
    * once (SIZE_MAX: all); jobq_session_started(): held-back jobs started
    * since the last transaction. */
@@ -476,6 +480,13 @@ int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
 /* Writes what the transaction added to the counters: the last thing
  * before the outermost commit. */
 int jobq__counts_write(jobq *db);
+/* The open transaction is session's (its id): what it adds to the
+ * counters goes to that session's own rows, not to the shared ones.
+ * Until the outermost transaction ends. */
+void jobq__counts_owner(jobq *db, const char *session);
+/* Session's counter rows (an ended session's, its row already deleted)
+ * moved into this transaction's counts (jobq__count_add), and deleted. */
+int jobq__counts_fold(jobq *db, const char *session);
 /* After a transaction or savepoint ended (db->txn_depth already the
  * level around it): what it added is kept for the level around it
  * (kept), or dropped; everything once the outermost has ended. */

@@ -125,6 +125,7 @@ void jobq_session_close(jobq_session *s) {
 
 const char *jobq_session_id(const jobq_session *s) { return s->id; }
 int64_t jobq_session_lease_ms(const jobq_session *s) { return s->lease_ms; }
+int64_t jobq_session_reaped(const jobq_session *s) { return s->reaped; }
 
 void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
   s->in_flight = in_flight;
@@ -279,6 +280,7 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks) {
   int rc;
+  jobq__counts_owner(db, s->id);
   if (claim) {
     /* The identity and the session in one statement. */
     jobq_rows *r;
@@ -431,6 +433,8 @@ void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
 }
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
+  /* What it reaps counts in its own rows (a reaped session's folded). */
+  jobq__counts_owner(db, s->id);
   int rc = jobq__failpoint(db, "heartbeat.before");
   if (rc == JOBQ_OK) rc = jobq__identity_check(db);
   if (rc == JOBQ_OK && db->epoch != s->epoch)
@@ -440,7 +444,8 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     s->id, (long long)s->epoch, (long long)db->epoch);
   if (rc == JOBQ_OK) rc = jobq__marks_check(db);
   /* The guard looks before this heartbeat counts. */
-  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, NULL, NULL);
+  int64_t reaped = 0;
+  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, &reaped, NULL);
   int64_t changed = 0;
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
@@ -457,6 +462,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     s->id);
   if (rc == JOBQ_OK && ids != NULL)
     rc = jobq__sql_ids(db, JOBQ_Q_CANCEL_LIST, SIZE_MAX, ids, n, SQL_ARGS(V_TEXT(s->id)));
+  s->reaped = rc == JOBQ_OK ? reaped : 0;
   return rc;
 }
 
@@ -566,7 +572,10 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   }
   free(h);
   if (rc != JOBQ_OK) return rc;
-  return jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));
+  /* The delete waits for the acknowledgements that locked the row
+   * (SESSION_LOCK): their counts are there for the fold. */
+  rc = jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));
+  return rc == JOBQ_OK ? jobq__counts_fold(db, sid) : rc;
 }
 
 /* Reaps a bounded share per call: the rest goes with the next one. */

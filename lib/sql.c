@@ -784,21 +784,45 @@ static const text texts[JOBQ_Q__COUNT] = {
          .pg = "",
          .mysql = "DELETE j FROM ({each_union:SELECT ?1 AS id}) AS ids STRAIGHT_JOIN jobq_jobs j "
                   "ON j.id = ids.id"},
-    /* The finished-job counters, spread over a few rows per queue (?2 is
-     * the row) so that concurrent acknowledgements do not queue up on
-     * one. */
+    /* The finished-job counters: ?2 is the session whose rows they are
+     * ('' for writers without one, spread over a few rows per queue, ?3),
+     * so that concurrent acknowledgements do not queue up on one row. */
     [JOBQ_Q_COUNT_ADD] =
         {.what = "counting the finished jobs",
-         .common = "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
-         "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (queue, shard) DO UPDATE SET "
-         "n_done = jobq_counts.n_done + excluded.n_done, n_dead = "
+         .common = "INSERT INTO jobq_counts(queue, session, shard, n_done, n_dead, "
+         "n_cancelled) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session, queue, shard) "
+         "DO UPDATE SET n_done = jobq_counts.n_done + excluded.n_done, n_dead = "
          "jobq_counts.n_dead + excluded.n_dead, n_cancelled = "
          "jobq_counts.n_cancelled + excluded.n_cancelled",
-         .mysql = "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, "
-                  "n_cancelled) VALUES (?1, ?2, ?3, ?4, ?5) ON DUPLICATE KEY "
+         .mysql = "INSERT INTO jobq_counts(queue, session, shard, n_done, n_dead, "
+                  "n_cancelled) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON DUPLICATE KEY "
                   "UPDATE n_done = n_done + VALUES(n_done), n_dead = n_dead + "
                   "VALUES(n_dead), n_cancelled = n_cancelled + "
                   "VALUES(n_cancelled)"},
+    /* An ended session's counters, folded into its ender's (lib/counts.c). */
+    [JOBQ_Q_COUNTS_OF] = {.what = "reading the ended session's counters",
+                          .common = "SELECT queue, n_done, n_dead, n_cancelled FROM "
+                          "jobq_counts WHERE session = ?1{for_update}"},
+    [JOBQ_Q_COUNTS_DROP] = {.what = "removing the ended session's counters",
+                            .common = "DELETE FROM jobq_counts WHERE session = ?1"},
+    /* How many of queue ?1's ready jobs (at most ?2) and how long until
+     * the earliest of them comes due (lib/watch.c); NEXT_DUE_ALL: of
+     * every queue.  Through the claim index, which holds only ready
+     * jobs. */
+    [JOBQ_Q_NEXT_DUE] = {.what = "looking for jobs coming due",
+                         .common = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                         "(SELECT run_at FROM jobq_jobs WHERE queue = ?1 AND state = 'ready' "
+                         "LIMIT ?2) AS s",
+                         .sqlite = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                         "(SELECT run_at FROM jobq_jobs INDEXED BY jobq_jobs_claim WHERE queue = "
+                         "?1 AND state = 'ready' LIMIT ?2) AS s"},
+    [JOBQ_Q_NEXT_DUE_ALL] = {.what = "looking for jobs coming due",
+                             .common = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                             "(SELECT run_at FROM jobq_jobs WHERE state = 'ready' LIMIT ?1) "
+                             "AS s",
+                             .sqlite = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
+                             "(SELECT run_at FROM jobq_jobs INDEXED BY jobq_jobs_claim WHERE "
+                             "state = 'ready' LIMIT ?1) AS s"},
     [JOBQ_Q_POLICY] = {.what = "reading the queue's key policy",
                        .common = "SELECT key_policy FROM jobq_queues WHERE name = ?1"},
     [JOBQ_Q_WAITING_UNKEYED] =

@@ -2,8 +2,10 @@
  * watch.c - wake-ups: a worker sleeps on a descriptor that the store makes
  * readable when another connection commits (inotify on SQLite's write-ahead
  * log, LISTEN on PostgreSQL), and asks jobq_changed() whether anything
- * changed, instead of polling the queue with claims; and which queues'
- * wake-ups a worker cares for (jobq_watch_queues).
+ * changed, instead of polling the queue with claims; which queues'
+ * wake-ups a worker cares for (jobq_watch_queues); and when the next
+ * delayed job or retry comes due, which writes nothing and so wakes no
+ * one (jobq_next_due).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,44 @@ void jobq__watch_release(jobq *db) {
   watched_free(db->watched, db->nwatched);
   db->watched = NULL;
   db->nwatched = 0;
+}
+
+/* A look reads at most this many ready jobs of a queue: past it, the
+ * earliest may be any of them (the index is in priority order first). */
+#define DUE_LOOK 100
+
+/* The look at one queue (NULL: every queue): *due_in_ms as in
+ * jobq_next_due(), lowered to what it finds. */
+static int next_due(jobq *db, const char *queue, int64_t *due_in_ms) {
+  jobq_rows *r;
+  int got = queue != NULL ? jobq__sql_row(db, JOBQ_Q_NEXT_DUE, &r,
+                                          SQL_ARGS(V_TEXT(queue), V_INT(DUE_LOOK + 1)))
+                          : jobq__sql_row(db, JOBQ_Q_NEXT_DUE_ALL, &r,
+                                          SQL_ARGS(V_INT(DUE_LOOK + 1)));
+  if (got < 0) return got;
+  if (got == 0) return jobq__fail(db, JOBQ_EDB, "the look at jobs coming due read no row");
+  int64_t n = jobq__col_int(db, r, 0), in = jobq__col_int(db, r, 1);
+  jobq__rows_done(db, r);
+  if (n == 0) return JOBQ_OK;
+  if (n > DUE_LOOK || in < 0) in = 0;
+  if (*due_in_ms < 0 || in < *due_in_ms) *due_in_ms = in;
+  return JOBQ_OK;
+}
+
+int jobq_next_due(jobq *db, const char *const *queues, size_t nq, int64_t *due_in_ms) {
+  if (due_in_ms != NULL) *due_in_ms = -1;
+  int rc = jobq__ready(db);
+  if (rc != JOBQ_OK) return rc;
+  jobq__ok(db);
+  if (due_in_ms == NULL) return jobq__fail(db, JOBQ_EINVAL, "invalid due_in_ms: NULL");
+  if (nq > 0 && queues == NULL)
+    return jobq__fail(db, JOBQ_EINVAL, "invalid queues: NULL with a count of %zu", nq);
+  for (size_t i = 0; i < nq; i++)
+    if ((rc = jobq_check_queue(db, queues[i])) != JOBQ_OK) return rc;
+  if (nq == 0) return next_due(db, NULL, due_in_ms);
+  for (size_t i = 0; i < nq && rc == JOBQ_OK && *due_in_ms != 0; i++)
+    rc = next_due(db, queues[i], due_in_ms);
+  return rc;
 }
 
 void jobq__wake(jobq *db, const char *queue) {

@@ -282,7 +282,8 @@ t_older_file() {
   expect_rc 0
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  # Back to version 1: without what versions 2 to 6 added.
+  # Back to version 1: without what versions 2 to 7 added (the counters
+  # as they were then, with a count to keep).
   sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
                  DROP TABLE jobq_starts; ALTER TABLE jobq_queues DROP COLUMN max_running;
                  ALTER TABLE jobq_queues DROP COLUMN max_per_key;
@@ -290,6 +291,11 @@ t_older_file() {
                  ALTER TABLE jobq_queues DROP COLUMN rate_ms;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at;
                  ALTER TABLE jobq_meta DROP COLUMN pruned_before;
+                 DROP TABLE jobq_counts;
+                 CREATE TABLE jobq_counts (queue TEXT NOT NULL, shard INTEGER NOT NULL,
+                   n_done INTEGER NOT NULL DEFAULT 0, n_dead INTEGER NOT NULL DEFAULT 0,
+                   n_cancelled INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (queue, shard));
+                 INSERT INTO jobq_counts VALUES ('default', 3, 7, 0, 0);
                  UPDATE jobq_meta SET version = 1"
   run stats
   expect_rc 2
@@ -297,6 +303,8 @@ t_older_file() {
   run put y
   expect_rc 0
   [[ $(sqlite3 "$DB" "SELECT version FROM jobq_meta") == "$current" ]] || fail "not migrated"
+  run stats --json
+  expect_out_has '"done":7'
 }
 
 run_cases

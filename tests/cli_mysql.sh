@@ -197,8 +197,8 @@ t_newer_schema_refused() {
 
 # A database of schema version 1, without the tables of version 2, the
 # checks of version 3, the columns of version 4, the schedules of version
-# 5 and the limits of version 6: the commands ask for jobq init, which
-# migrates it, jobs and all.
+# 5, the limits of version 6 and the counters by session of version 7:
+# the commands ask for jobq init, which migrates it, jobs and all.
 t_version_1_migrated() {
   new_db
   run init
@@ -211,6 +211,8 @@ t_version_1_migrated() {
                  ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key,
                    DROP COLUMN rate_n, DROP COLUMN rate_ms;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
+                 ALTER TABLE jobq_counts DROP PRIMARY KEY, DROP COLUMN session, ADD PRIMARY KEY (queue, shard);
+                 INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0);
                  UPDATE jobq_meta SET version = 1"
   run put -q old x
   expect_rc 2
@@ -224,6 +226,8 @@ t_version_1_migrated() {
   expect_rc 0
   run show 1 --json
   expect_out_has '"payload":"kept"'
+  run stats --json
+  expect_out_has '"done":7'
   my_do -e "DROP DATABASE $S"
 }
 

@@ -176,7 +176,8 @@ t_standby() {
 
 # A database of schema version 1 (without the tables of version 2, the
 # checks of version 3, the columns of version 4, the schedules of version
-# 5, and with the SQL put of then): the commands ask for jobq init, which
+# 5, the limits of version 6, the counters by session of version 7, and
+# with the SQL put of then): the commands ask for jobq init, which
 # migrates it, jobs and all.
 t_version_1_migrated() {
   new_schema
@@ -189,6 +190,8 @@ t_version_1_migrated() {
     -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts" \
     -c "ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms" \
     -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
+    -c "ALTER TABLE jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
+    -c "INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0)" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
   run put -q old x
@@ -206,6 +209,8 @@ t_version_1_migrated() {
   grep -q "invalid jobq_put argument delay_ms" "$D/err" || fail "the SQL put: $(cat "$D/err")"
   run show 1 --json
   expect_out_has '"payload":"kept"'
+  run stats --json
+  expect_out_has '"done":7'
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
@@ -325,6 +330,7 @@ t_sql_put_function_keeps_its_schema() {
   psql_do -c "ALTER FUNCTION $S.jobq_put(text, bytea, integer, bigint, text, boolean, text, integer, bigint, bigint) RESET search_path" \
     -c "UPDATE $S.jobq_meta SET version = 3" \
     -c "ALTER TABLE $S.jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
+    -c "ALTER TABLE $S.jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
     -c "DROP TABLE $S.jobq_cron, $S.jobq_starts" \
     -c "ALTER TABLE $S.jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms"
   psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'c'::bytea)" 2>/dev/null &&
@@ -363,6 +369,31 @@ t_foreman_claims_for_its_own_queues() {
   # Its own polls come back empty too, a handful in these seconds; a claim
   # on every wake-up would make 40 more.
   [[ -n $empty && $empty -lt 20 ]] || fail "$empty empty claims for 40 jobs of another queue: $(tail -1 "$log")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# An idle foreman with wake-ups sleeps until its queues' next job is due,
+# not at its poll's pace: a delayed job put meanwhile wakes it, and it
+# runs when due, long before the idle sleep (30 polls) would end.
+t_idle_foreman_sleeps_until_due() {
+  new_schema
+  run init
+  expect_rc 0
+  start_foreman "$U" -q later --poll 300ms -- cat
+  local fm=$W_PID log=$W_LOG
+  T_DBURL=$U
+  sleep 9
+  run put -q later --delay 2s soon
+  expect_rc 0
+  wait_until 7 'run stats --json; [[ $(json_sum done) == 1 ]]' ||
+    fail "the delayed job was not done within 7s: $(cat "$T_OUT")"
+  kill -TERM "$fm"
+  wait_exit "$fm" 10 || fail "the foreman did not stop"
+  local claims
+  claims=$(claims_made "$log")
+  # At its poll's pace it would make 30 or more claims in these seconds:
+  # a few as the poll backs off, then one when a job comes due or is put.
+  [[ -n $claims ]] && ((claims < 20)) || fail "${claims:-no} claims: $(tail -1 "$log")"
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 

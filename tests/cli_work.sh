@@ -486,4 +486,24 @@ t_woken_claims_find_work() {
   ((empty * 2 <= claims)) || fail "$empty of $claims claims were empty for 40 jobs"
 }
 
+# An idle foreman sleeps until its queue's next job is due, not at its
+# poll's pace (the file's wake-ups tell it of new jobs): a delayed job put
+# meanwhile runs when due, long before the idle sleep (30 polls) ends.
+t_idle_foreman_sleeps_until_due() {
+  run init
+  start_work a -q later --poll 300ms -- cat
+  wait_until 10 "grep -q started '$D/a.log'" || fail "the foreman did not start"
+  sleep 9
+  run put -q later --delay 2s soon
+  expect_rc 0
+  wait_until 7 'run stats --json; [[ $(json_sum done) == 1 ]]' ||
+    fail "the delayed job was not done within 7s: $(cat "$T_OUT")"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  local claims
+  claims=$(claims_made "$D/a.log")
+  # At its poll's pace it would make 30 or more claims in these seconds.
+  [[ -n $claims ]] && ((claims < 20)) || fail "${claims:-no} claims: $(tail -1 "$D/a.log")"
+}
+
 run_cases

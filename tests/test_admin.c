@@ -897,6 +897,98 @@ static int64_t done_counted(jobq *db, const char *queue) {
   return th_sql_int(db, sql);
 }
 
+/* The finished jobs of queue as jobq_stats() counts them. */
+static int64_t done_stats(jobq *db, const char *queue) {
+  jobq_queue_stats *st = NULL;
+  size_t n = 0;
+  assert_rc(jobq_stats(db, &st, &n), JOBQ_OK);
+  int64_t done = -1;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(st[i].name, queue) == 0) done = st[i].done;
+  jobq_stats_free(st, n);
+  return done;
+}
+
+/* The counter rows of session sid. */
+static int64_t session_counted(jobq *db, const char *sid) {
+  char sql[200];
+  snprintf(sql, sizeof sql,
+           "SELECT coalesce(sum(n_done), 0) FROM jobq_counts WHERE session = '%s'", sid);
+  return th_sql_int(db, sql);
+}
+
+/* Each session counts its finished jobs in rows of its own, so that no
+ * two wait on one row: an acknowledgement goes through while every
+ * other row of its queue is locked.  An ended session's rows are folded
+ * into its ender's, and every count stays exact. */
+static void test_counts_by_session(void **state) {
+  tq *t = *state;
+  jobq *db2 = th_open(t->url);
+  jobq_session *a = th_session(t->db, 0);
+  jobq_session *b = th_session(db2, 250);
+  for (int i = 0; i < 5; i++) th_put(t->db, "cq", "p");
+  /* The shared rows of the queue, made for the locks below. */
+  for (int shard = 0; shard < 16 && !th_is_sqlite(); shard++) {
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO jobq_counts(queue, shard, n_done, n_dead, n_cancelled) "
+             "VALUES ('cq', %d, 0, 0, 0)", shard);
+    assert_int_equal(th_sql(t->db, sql), 0);
+  }
+  jobq_job *j = th_claim_one(b, "cq");
+  th_complete_many(b, j, 1);
+
+  j = th_claim_one(a, "cq");
+  if (!th_is_sqlite()) {
+    /* Every row of the queue there is locked by another transaction:
+     * a's acknowledgement does not wait.  A lock timeout turns a wait
+     * into a failure. */
+    assert_int_equal(th_sql(t->db, th_is_mysql() ? "SET SESSION innodb_lock_wait_timeout = 3"
+                                                 : "SET lock_timeout = '3s'"), 0);
+    jobq *locker = th_open(t->url);
+    assert_rc(jobq_begin(locker), JOBQ_OK);
+    assert_int_equal(th_sql(locker, "UPDATE jobq_counts SET n_done = n_done WHERE queue = 'cq'"),
+                     0);
+    assert_rc(jobq_complete(a, j, NULL, 0, NULL), JOBQ_OK);
+    assert_rc(jobq_rollback(locker), JOBQ_OK);
+    jobq_close(locker);
+    jobq_jobs_free(j, 1);
+  } else {
+    th_complete_many(a, j, 1);
+  }
+  j = th_claim_one(a, "cq");
+  th_complete_many(a, j, 1);
+  assert_int_equal(session_counted(t->db, jobq_session_id(a)), 2);
+  assert_int_equal(session_counted(t->db, jobq_session_id(b)), 1);
+  assert_int_equal(done_stats(t->db, "cq"), 3);
+
+  /* Closed: a's rows go to the shared ones. */
+  char aid[64];
+  snprintf(aid, sizeof aid, "%s", jobq_session_id(a));
+  jobq_session_close(a);
+  assert_int_equal(session_counted(t->db, aid), 0);
+  assert_int_equal(done_stats(t->db, "cq"), 3);
+
+  /* Reaped: b's rows go to its reaper's. */
+  jobq_session *c = th_session(t->db, 0);
+  j = th_claim_one(c, "cq");
+  th_complete_many(c, j, 1);
+  char bid[64];
+  snprintf(bid, sizeof bid, "%s", jobq_session_id(b));
+  int64_t waiting = th_put(t->db, "other", "x");
+  jobq_job *held = th_claim_one(b, "other");
+  th_beat_until(c, t->db, waiting, JOBQ_STATE_READY, 5000);
+  assert_int_equal(session_counted(t->db, bid), 0);
+  assert_int_equal(session_counted(t->db, jobq_session_id(c)), 2);
+  assert_int_equal(done_stats(t->db, "cq"), 4);
+  assert_int_equal(done_counted(t->db, "cq"), 4);
+  jobq_jobs_free(held, 1);
+  jobq_session_close(b);
+  jobq_session_close(c);
+  assert_int_equal(done_stats(t->db, "cq"), 4);
+  jobq_close(db2);
+}
+
 static void test_transactions(void **state) {
   tq *t = *state;
   assert_int_equal(th_sql(t->db, "CREATE TABLE mine (x INTEGER)"), 0);
@@ -1037,6 +1129,7 @@ int main(void) {
       TQ_TEST(test_other_database_refused),
       TQ_TEST(test_newer_schema_refused),
       TQ_TEST(test_transactions),
+      TQ_TEST(test_counts_by_session),
       TQ_TEST(test_open_transaction_holds_no_counter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,6 +108,10 @@ static void test_lease_expiry_reaps(void **state) {
    * before). */
   th_beat_until(b, t->db, id, JOBQ_STATE_READY, 5000);
   assert_true(th_mono_ms() - opened >= 250);
+  /* The heartbeat that ended a says so (its own commit wakes no one). */
+  assert_int_equal(jobq_session_reaped(b), 1);
+  assert_rc(jobq_heartbeat(b, NULL, NULL), JOBQ_OK);
+  assert_int_equal(jobq_session_reaped(b), 0);
   jobq_job_info *i = th_show(t->db, id);
   assert_int_equal(i->state, JOBQ_STATE_READY);
   assert_int_equal(i->prev_lost, 1);

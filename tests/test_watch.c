@@ -165,6 +165,42 @@ static void test_resume_wakes(void **state) {
   jobq_close(other);
 }
 
+/* A delayed job wakes a watcher too, and jobq_next_due() says when it
+ * comes due, so that the watcher may sleep until then. */
+static void test_next_due(void **state) {
+  tq *t = *state;
+  int64_t in = 7;
+  assert_rc(jobq_next_due(t->db, NULL, 0, &in), JOBQ_OK);
+  assert_int_equal(in, -1);
+  const char *mine[] = {"later", "none"};
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "later";
+  o.delay_ms = 60000;
+  int fd = -1;
+  int watching = jobq_watch(t->db, &fd) == JOBQ_OK;
+  jobq *other = th_open(t->url);
+  th_put_opts(other, &o);
+  if (watching) {
+    assert_true(readable(fd, 2000));
+    assert_int_equal(jobq_changed(t->db), 1);
+  }
+  assert_rc(jobq_next_due(t->db, mine, 2, &in), JOBQ_OK);
+  assert_true(in > 50000 && in <= 60000);
+  assert_rc(jobq_next_due(t->db, NULL, 0, &in), JOBQ_OK);
+  assert_true(in > 50000 && in <= 60000);
+  assert_rc(jobq_next_due(t->db, mine + 1, 1, &in), JOBQ_OK);
+  assert_int_equal(in, -1);
+  /* One due now: 0. */
+  th_put(other, "later", "now");
+  assert_rc(jobq_next_due(t->db, mine, 2, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  const char *bad[] = {"Bad Name"};
+  assert_rc(jobq_next_due(t->db, bad, 1, &in), JOBQ_EINVAL);
+  assert_rc(jobq_next_due(t->db, NULL, 0, NULL), JOBQ_EINVAL);
+  jobq_close(other);
+}
+
 static void test_bad_handle(void **state) {
   (void)state;
   int fd = 7;
@@ -181,6 +217,7 @@ int main(void) {
       TQ_TEST(test_own_ready_job_is_a_change),
       TQ_TEST(test_only_watched_queues),
       TQ_TEST(test_resume_wakes),
+      TQ_TEST(test_next_due),
       TQ_TEST(test_bad_handle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

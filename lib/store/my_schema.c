@@ -223,6 +223,17 @@ static const jobq_step v6_steps[] = {
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
     {NULL, NULL},
 };
+
+/* Version 7: the finished-job counters by session (lib/counts.c), in
+ * one change: a session adds to rows of its own, so that no two
+ * sessions wait on one row. */
+static const jobq_step v7_steps[] = {
+    {"ALTER TABLE jobq_counts ADD COLUMN session VARCHAR(32) NOT NULL DEFAULT '', DROP "
+     "PRIMARY KEY, ADD PRIMARY KEY (session, queue, shard)",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_counts' AND COLUMN_NAME = 'session'"},
+    {NULL, NULL},
+};
 static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
                                         "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
                                         "  version INT NOT NULL,"
@@ -236,7 +247,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
  * each step may run again after an interrupted init (IF NOT EXISTS, or
  * its check), and the version moves after each version's steps. */
 const jobq_step *const my_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps};
+                                          v5_steps, v6_steps, v7_steps};
 _Static_assert(sizeof my_versions / sizeof my_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

@@ -81,7 +81,7 @@ static const char roles_sql[] =
     "GRANT UPDATE (state, session, claim, claimed_at, deadline_at, attempts, run_at,\n"
     "  last_error, prev_lost, started), DELETE ON \"%1$s\".jobq_jobs TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_done TO %2$sworker;\n"
-    "GRANT INSERT, UPDATE ON \"%1$s\".jobq_counts TO %2$sworker;\n"
+    "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_counts TO %2$sworker;\n"
     "GRANT INSERT ON \"%1$s\".jobq_blocked TO %2$sworker;\n"
     "GRANT INSERT, UPDATE, DELETE ON \"%1$s\".jobq_tally TO %2$sworker;\n"
     "-- the claims of a rate-limited queue's last period (jobq limit)\n"

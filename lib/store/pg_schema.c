@@ -108,7 +108,8 @@
   "      AND j.unique_key = jobq_put.unique_key;\n"                            \
   "    RETURN new_id;\n"                                                       \
   "  END IF;\n"                                                                \
-  "  IF NOT must_wait AND delay_ms = 0 THEN PERFORM pg_notify('jobq', queue); END IF;\n" \
+  /* Delayed too: an idle worker then asks when it comes due. */            \
+  "  IF NOT must_wait THEN PERFORM pg_notify('jobq', queue); END IF;\n"      \
   "  RETURN new_id;\n"                                                         \
   "END\n"                                                                      \
   "$fn$"
@@ -311,6 +312,17 @@ static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN max_ru
     /* A key of a queue with a limit per key does not order its jobs. */
     "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
 
+/* version 7: the finished-job counters by session (lib/counts.c): a
+     * session adds to rows of its own, so that no two sessions wait on
+     * one row; '' is the rows of writers without a session.  The key
+     * leads with the session, which its end folds away.  And jobq_put()
+     * wakes workers for delayed jobs too. */
+static const jobq_step v7_steps[] = {{"ALTER TABLE jobq_counts"
+    "  ADD COLUMN session text COLLATE \"C\" NOT NULL DEFAULT '',"
+    "  DROP CONSTRAINT jobq_counts_pkey,"
+    "  ADD PRIMARY KEY (session, queue, shard);"
+    "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -322,7 +334,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps};
+                                          v5_steps, v6_steps, v7_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

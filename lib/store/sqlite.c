@@ -222,6 +222,22 @@ static const jobq_step v6_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN max_ru
     "  PRIMARY KEY (queue, at)"
     ");", NULL}, {NULL, NULL}};
 
+/* version 7: the finished-job counters by session (lib/counts.c), a
+     * key SQLite cannot change in place: the table made again. */
+static const jobq_step v7_steps[] = {{"CREATE TABLE jobq_counts_7 ("
+    "  session TEXT NOT NULL DEFAULT '',"
+    "  queue TEXT NOT NULL,"
+    "  shard INTEGER NOT NULL,"
+    "  n_done INTEGER NOT NULL DEFAULT 0,"
+    "  n_dead INTEGER NOT NULL DEFAULT 0,"
+    "  n_cancelled INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (session, queue, shard)"
+    ");"
+    "INSERT INTO jobq_counts_7(queue, shard, n_done, n_dead, n_cancelled)"
+    "  SELECT queue, shard, n_done, n_dead, n_cancelled FROM jobq_counts;"
+    "DROP TABLE jobq_counts;"
+    "ALTER TABLE jobq_counts_7 RENAME TO jobq_counts;", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
                                         "  version INTEGER NOT NULL,"
@@ -231,7 +247,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         NULL},
                                        {NULL, NULL}};
 static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps};
+                                          v5_steps, v6_steps, v7_steps};
 _Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 
