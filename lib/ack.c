@@ -181,7 +181,9 @@ static int ack_apply(jobq *db, ack_job *j) {
   char *clean;
   int rc = plan_error(db, &p, &clean);
   if (rc == JOBQ_OK && p.state == JOBQ_STATE_READY) {
-    jobq__wake(db, j->ref.queue); /* delayed too (jobq_next_due) */
+    /* Delayed too, for an idle worker's jobq_next_due(). */
+    if (p.delay_ms == 0) jobq__wake(db, j->ref.queue);
+    else jobq__wake_later(db, j->ref.queue);
     rc = jobq__sql_run(db, JOBQ_Q_ACK_REQUEUE,
                        SQL_ARGS(V_INT(a->id), V_INT(p.delay_ms), V_INT(p.spend ? 0 : 1),
                                 V_TEXTN(p.error, p.error_len)));
@@ -334,7 +336,8 @@ static int requeue_many(jobq *db, ack_job *jobs, size_t n) {
                        0, NULL, NULL, NULL, NULL);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     if (jobs[i].plan.state != JOBQ_STATE_READY) continue;
-    jobq__wake(db, jobs[i].ref.queue);
+    if (jobs[i].plan.delay_ms == 0) jobq__wake(db, jobs[i].ref.queue);
+    else jobq__wake_later(db, jobs[i].ref.queue);
     jobs[i].a->status = JOBQ_OK;
     jobs[i].a->outcome = JOBQ_STATE_READY;
   }

@@ -515,6 +515,10 @@ int jobq__check_add(jobq__checks *c, int level, const char *name,
 /* Tells the store that queue has a job ready now (for watchers), and the
  * handle's own jobq_changed() once the transaction commits. */
 void jobq__wake(jobq *db, const char *queue);
+/* Tells the store only: queue has a job due later (a delay, a retry's
+ * backoff), which an idle watcher asks jobq_next_due() about; nothing
+ * is ready for this handle's own jobq_changed(). */
+void jobq__wake_later(jobq *db, const char *queue);
 /* The transaction ended: its own wake-ups count if it committed. */
 void jobq__wake_settle(jobq *db, int committed);
 

@@ -175,7 +175,8 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
     /* The queue has a barrier from now on. */
     if (o->barrier) q->barrier = 1;
     /* Delayed too: an idle worker then knows when to look (jobq_next_due). */
-    if (!wait) jobq__wake(db, o->queue);
+    if (!wait && o->run_at_ms == 0 && o->delay_ms == 0) jobq__wake(db, o->queue);
+    else if (!wait) jobq__wake_later(db, o->queue);
     return JOBQ_OK;
   }
   /* Another transaction took the unique key since we looked, and
@@ -294,7 +295,9 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,
                        &p, NULL);
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) jobq__wake(db, queue_of(&o[i]));
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (o[i].run_at_ms == 0 && o[i].delay_ms == 0) jobq__wake(db, queue_of(&o[i]));
+    else jobq__wake_later(db, queue_of(&o[i]));
   free(queues);
   free(locks);
   free(v);

@@ -113,6 +113,8 @@ int jobq_next_due(jobq *db, const char *const *queues, size_t nq, int64_t *due_i
   return rc;
 }
 
+void jobq__wake_later(jobq *db, const char *queue) { db->store->wake(db, queue); }
+
 void jobq__wake(jobq *db, const char *queue) {
   db->store->wake(db, queue);
   if (!jobq__watching(db, queue)) return;
