@@ -730,9 +730,12 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     cron_log(fm, op);
     /* Our own commits wake no one here: jobs a reap sent back to ready or
      * a schedule put are claimed now, not at the next poll.  And asleep
-     * until a job is due, the wake-ups the heartbeat looked at. */
+     * until a job is due, the wake-ups the heartbeat looked at: news, or
+     * their connection just lost (what it missed) or back. */
+    int was_down = fm->watch_down;
     watch_note(fm, op);
-    if (op->watch_changed || op->watch_lost || op->reaped > 0 || cron_put(op)) {
+    if (op->watch_changed || (op->watch_lost && !was_down) || op->reaped > 0 ||
+        cron_put(op)) {
       /* A claim out now, which the heartbeat's look may have made skip,
        * is followed by another. */
       fm->maybe_work = 1;
@@ -769,7 +772,9 @@ static void on_beat(uv_timer_t *t) {
   if (!fm->connected || fm->beat_out) return;
   struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_beat_done);
   op->in_flight = (int64_t)fm->running.n;
-  op->drain = fm->idle && fm->watch != NULL;
+  /* Idle, or without wake-ups: the heartbeat looks at them, and so
+   * opens their connection again at the handle's pace, not the poll's. */
+  op->drain = (fm->idle || fm->watch_down) && fm->watch != NULL;
   if (fm->seen_dirty) {
     op->state_due = 1;
     seen_copy(fm, &op->state);
