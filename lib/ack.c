@@ -538,6 +538,20 @@ int jobq__ack_check(jobq *db, jobq_ack *acks, size_t n) {
   return JOBQ_OK;
 }
 
+/* A job of a queue with a limit that stops running frees a slot (or a
+ * key's): other workers held back by the limit are woken, as by a job
+ * made ready, and do not wait for their poll.  What the session's last
+ * claim saw limited (jobq__limited) is enough: a queue limited since
+ * then wakes them at its next claim's look. */
+static void slots_freed(jobq *db, jobq_session *s, const jobq_ack *acks, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (acks[i].status != JOBQ_OK || acks[i].already) continue;
+    const struct jobq_held_job *h = jobq__held_find(s, acks[i].id);
+    const char *queue = h != NULL ? h->queue : NULL;
+    if (queue != NULL && jobq__limited(db, &queue, 1)) jobq__wake(db, queue);
+  }
+}
+
 int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   if (n == 0) return JOBQ_OK;
   for (size_t i = 0; i < n; i++) acks[i].status = JOBQ_ACK_PENDING;
@@ -561,6 +575,7 @@ int jobq__ack_batch(jobq *db, jobq_session *s, jobq_ack *acks, size_t n) {
   if (rc == JOBQ_OK && m == 1) rc = ack(db, s, pending[0]);
   if (rc == JOBQ_OK && m > 1) rc = ack_many(db, s, pending, m);
   free(pending);
+  if (rc == JOBQ_OK) slots_freed(db, s, acks, n);
   return rc == JOBQ_OK ? jobq__tally_attempts(db, s, acks, n) : rc;
 }
 

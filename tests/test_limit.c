@@ -2,7 +2,7 @@
  * test_limit.c - queues' limits, on every store: at most N jobs of a
  * queue claimed at once across sessions, handles and processes that
  * claim at the same moment; a slot that comes back when a dead worker's
- * session is reaped; at most N claims in any period of the database
+ * session is reaped; a freed slot that wakes the workers held back; at most N claims in any period of the database
  * clock; limits read back, shown as holding a queue back, changed and
  * removed; at most N jobs of one ordering key running at once, the
  * key no longer ordering its jobs in such a queue (and still ordering
@@ -10,6 +10,7 @@
  */
 #include "helpers.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -188,6 +189,37 @@ static void test_slot_back_with_session(void **state) {
   jobq_jobs_free(held, 2);
   jobq_session_close(dead);
   jobq_session_close(live);
+  jobq_close(db2);
+}
+
+/* A job of a limited queue that finishes frees its slot: a worker the
+ * limit held back is woken, though no job became ready, and does not
+ * wait for its poll. */
+static void test_freed_slot_wakes(void **state) {
+  tq *t = *state;
+  if (th_is_mysql()) {
+    print_message("skipped on mysql: the store has no wake-ups (workers poll)\n");
+    skip();
+  }
+  th_put_many(t->db, "lim", 3, 0);
+  set_limits(t->db, "lim", 1, 0, 0);
+  jobq *db2 = th_open(t->url);
+  jobq_session *a = th_session(t->db, 5000), *b = th_session(db2, 5000);
+  jobq_job *j = th_claim_one(a, "lim");
+  th_claim_none(b, "lim");
+  int fd = -1;
+  assert_rc(jobq_watch(db2, &fd), JOBQ_OK);
+  assert_int_equal(jobq_changed(db2), 0);
+  th_complete_many(a, j, 1);
+  int changed = 0;
+  for (int64_t end = th_mono_ms() + 3000; !changed && th_mono_ms() < end;) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 100) == 1) changed = jobq_changed(db2);
+  }
+  assert_int_equal(changed, 1);
+  jobq_jobs_free(th_claim_one(b, "lim"), 1);
+  jobq_session_close(a);
+  jobq_session_close(b);
   jobq_close(db2);
 }
 
@@ -377,6 +409,7 @@ int main(void) {
       TQ_TEST(test_running_across_sessions),
       TQ_TEST(test_running_concurrent),
       TQ_TEST(test_slot_back_with_session),
+      TQ_TEST(test_freed_slot_wakes),
       TQ_TEST(test_rate),
       TQ_TEST(test_both_and_paused),
       TQ_TEST(test_per_key),
