@@ -53,7 +53,8 @@ paused() {
 # populate: the jobs the browser test looks at.  mail: done ones, and
 # ready ones, some with a key of markup; images: dead after three failed
 # attempts, with <script> in payload, key and error; slow: one running
-# under a foreman that stays ($W_PID of it in W_PIDS).
+# under a foreman that stays ($W_PID of it in W_PIDS), one held back by
+# the queue's limit of one running.
 populate() {
   local url=${T_DBURL:-sqlite:$DB} i
   for i in 1 2 3 4 5 6 7 8; do
@@ -81,6 +82,9 @@ populate() {
   W_PIDS+=("$!")
   wait_until 20 "JOBQ_DB='$url' '$JOBQ' stats --json | grep -q '\"running\":1'" ||
     fail "the slow job did not start"
+  # A limit that holds the second slow job back.
+  JOBQ_DB=$url "$JOBQ" limit slow --running 1 >/dev/null || fail "jobq limit failed"
+  JOBQ_DB=$url "$JOBQ" put -q slow '{"report":"weekly"}' >/dev/null
 }
 
 # browser MODE: runs tests/web/dashboard.mjs against $BASE; returns 1
@@ -330,6 +334,16 @@ t_metrics_format() {
   grep -q '^jobq_session_jobs_claimed{session="reports",host="[^"]*",id="[0-9a-f]*"} 1$' "$body" ||
     fail "the foreman's figures: $(grep session_jobs "$body")"
   grep -q '^jobq_sessions 1$' "$body" || fail "live sessions"
+  grep -q '^jobq_queue_limit_running{queue="slow"} 1$' "$body" || fail "the limit: $(grep limit "$body")"
+  grep -q '^jobq_queue_held_by_limit{queue="slow"} 1$' "$body" || fail "held by its limit: $(grep held "$body")"
+  grep -q '^jobq_queue_limit_rate' "$body" && fail "a rate limit shown where none is set"
+  http "$BASE/api/overview"
+  /usr/bin/python3 -c '
+import json, sys
+q = {q["name"]: q for q in json.load(open(sys.argv[1]))["queues"]}
+l = q["slow"]["limits"]
+assert l["running"] == 1 and l["rate"] is None and l["running_now"] == 1 and l["held"] is True, l
+assert q["mail"]["limits"] is None, q["mail"]["limits"]' "$body" || fail "limits in /api/overview: $(head -c 600 "$body")"
   # The same from the command line, and again after a restart of the web.
   run stats --prometheus
   expect_rc 0

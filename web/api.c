@@ -107,13 +107,32 @@ static json_t *job_json(const jobq_job_info *j, int with_data) {
   return o;
 }
 
-static json_t *stats_json(const jobq_queue_stats *q) {
-  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o}", "name", str(q->name),
+/* A limit, or null when there is none (0). */
+static json_t *limit_value(int64_t v) { return v > 0 ? json_integer(v) : json_null(); }
+
+/* Queue's limits from l[0..n) (the queues that have one), or null. */
+static json_t *limits_json(const char *queue, const jobq_limits *l, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(l[i].queue, queue) != 0) continue;
+    if (l[i].running <= 0 && l[i].rate <= 0 && l[i].running_per_key <= 0) break;
+    return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:b}", "running", limit_value(l[i].running),
+                     "rate", limit_value(l[i].rate), "rate_period_ms",
+                     limit_value(l[i].rate > 0 ? l[i].rate_period_ms : 0), "running_per_key",
+                     limit_value(l[i].running_per_key), "running_now",
+                     (json_int_t)l[i].running_now, "claimed_now", (json_int_t)l[i].claimed_now,
+                     "held", l[i].held);
+  }
+  return json_null();
+}
+
+static json_t *stats_json(const jobq_queue_stats *q, const jobq_limits *l, size_t nl) {
+  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:o}", "name", str(q->name),
                    "ready", (json_int_t)q->ready, "scheduled", (json_int_t)q->scheduled,
                    "waiting", (json_int_t)q->waiting, "running", (json_int_t)q->running,
                    "done", (json_int_t)q->done, "dead", (json_int_t)q->dead, "cancelled",
                    (json_int_t)q->cancelled, "paused", q->paused, "oldest_ready_ms",
-                   (json_int_t)q->oldest_ready_ms, "key_policy", str(q->key_policy));
+                   (json_int_t)q->oldest_ready_ms, "key_policy", str(q->key_policy), "limits",
+                   limits_json(q->name, l, nl));
 }
 
 /* A positive integer argument, or 0 when absent; -1 (with a reply) when
@@ -161,7 +180,8 @@ static void overview(jobq *db, struct web_reply *r) {
     return;
   }
   json_t *queues = json_array(), *minutes = json_array(), *bounds = json_array();
-  for (size_t i = 0; i < f.nqueues; i++) json_array_append_new(queues, stats_json(&f.queues[i]));
+  for (size_t i = 0; i < f.nqueues; i++)
+    json_array_append_new(queues, stats_json(&f.queues[i], f.limits, f.nlimits));
   int64_t first = f.id.now_ms / 60000 - 59;
   for (size_t i = 0; i < f.ntallies; i++) {
     const jobq_tally *t = &f.tallies[i];
@@ -234,16 +254,21 @@ static void queue_page(jobq *db, web_arg_fn arg, void *ctx, struct web_reply *r,
     return;
   }
   if (lo.queue != NULL) {
-    jobq_queue_stats *st;
-    size_t n;
-    if ((rc = jobq_stats(db, &st, &n)) != JOBQ_OK) {
+    jobq_queue_stats *st = NULL;
+    jobq_limits *l = NULL;
+    size_t n = 0, nl = 0;
+    if ((rc = jobq_stats(db, &st, &n)) != JOBQ_OK ||
+        (rc = jobq_limits_list(db, lo.queue, &l, &nl)) != JOBQ_OK) {
+      jobq_stats_free(st, n);
       json_decref(o);
       lib_error(r, db, rc);
       return;
     }
     for (size_t i = 0; i < n; i++)
-      if (strcmp(st[i].name, lo.queue) == 0) json_object_set_new(o, "queue", stats_json(&st[i]));
+      if (strcmp(st[i].name, lo.queue) == 0)
+        json_object_set_new(o, "queue", stats_json(&st[i], l, nl));
     jobq_stats_free(st, n);
+    jobq_limits_free(l, nl);
   }
   r->json = o;
 }

@@ -68,6 +68,47 @@ static void queues(struct web_buf *b, const jobq_queue_stats *st, size_t n) {
   }
 }
 
+/* The queues' limits: each gauge for the queues that have that limit,
+ * and whether a limit holds a queue back now. */
+static void limits(struct web_buf *b, const jobq_limits *l, size_t n) {
+  static const struct {
+    const char *name, *help;
+    size_t offset;
+  } g[] = {
+      {"jobq_queue_limit_running", "At most this many of the queue's jobs run at once.",
+       offsetof(jobq_limits, running)},
+      {"jobq_queue_limit_running_per_key",
+       "At most this many jobs of one ordering key of the queue run at once.",
+       offsetof(jobq_limits, running_per_key)},
+      {"jobq_queue_limit_rate",
+       "At most this many of the queue's jobs start in any rate period.",
+       offsetof(jobq_limits, rate)},
+  };
+  if (n == 0) return;
+  for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+      int64_t v = *(const int64_t *)((const char *)&l[i] + g[k].offset);
+      if (v <= 0) continue;
+      if (!any++) head(b, g[k].name, "gauge", g[k].help);
+      by_queue(b, g[k].name, l[i].queue, v);
+    }
+  }
+  int rated = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (l[i].rate <= 0) continue;
+    if (!rated++) head(b, "jobq_queue_limit_rate_period_seconds", "gauge", "The queue's rate period.");
+    web_buf_add(b, "jobq_queue_limit_rate_period_seconds{queue=\"", 44);
+    label(b, l[i].queue);
+    web_buf_add(b, "\"} ", 3);
+    seconds(b, l[i].rate_period_ms);
+    web_buf_add(b, "\n", 1);
+  }
+  head(b, "jobq_queue_held_by_limit", "gauge",
+       "1 when a job of the queue is ready to run but its running or rate limit is full.");
+  for (size_t i = 0; i < n; i++) by_queue(b, "jobq_queue_held_by_limit", l[i].queue, l[i].held);
+}
+
 static void counters(struct web_buf *b, const jobq_tally *t, size_t n) {
   static const struct {
     const char *name, *help;
@@ -161,6 +202,7 @@ int web_figures_read(jobq *db, int64_t since_ms, struct web_figures *f) {
   memset(f, 0, sizeof *f);
   int rc = jobq_identity_get(db, &f->id);
   if (rc == JOBQ_OK) rc = jobq_stats(db, &f->queues, &f->nqueues);
+  if (rc == JOBQ_OK) rc = jobq_limits_list(db, NULL, &f->limits, &f->nlimits);
   if (rc == JOBQ_OK)
     rc = since_ms < 0 ? jobq_tally_totals(db, &f->tallies, &f->ntallies)
                       : jobq_tally_minutes(db, since_ms, &f->tallies, &f->ntallies);
@@ -170,6 +212,7 @@ int web_figures_read(jobq *db, int64_t since_ms, struct web_figures *f) {
 
 void web_figures_release(struct web_figures *f) {
   jobq_stats_free(f->queues, f->nqueues);
+  jobq_limits_free(f->limits, f->nlimits);
   jobq_tallies_free(f->tallies, f->ntallies);
   jobq_sessions_free(f->sessions, f->nsessions);
   memset(f, 0, sizeof *f);
@@ -180,6 +223,7 @@ int web_metrics(jobq *db, struct web_buf *out) {
   int rc = web_figures_read(db, -1, &f);
   if (rc == JOBQ_OK) {
     queues(out, f.queues, f.nqueues);
+    limits(out, f.limits, f.nlimits);
     counters(out, f.tallies, f.ntallies);
     sessions(out, f.sessions, f.nsessions, f.id.now_ms);
     head(out, "jobq_epoch", "gauge", "The queue database's epoch (raised by jobq epoch bump).");

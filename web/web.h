@@ -52,14 +52,17 @@ void web_buf_printf(struct web_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* What the overview and /metrics read, in one go: the database's clock
- * and identity, the queues' counts, the sessions, and the tallies (per
- * minute from since_ms on, or with since_ms < 0 the totals).  Returns
+ * and identity, the queues' counts and limits, the sessions, and the
+ * tallies (per minute from since_ms on, or with since_ms < 0 the
+ * totals).  Returns
  * JOBQ_OK or the library's error; release with web_figures_release()
  * either way. */
 struct web_figures {
   jobq_identity id;
   jobq_queue_stats *queues;
   size_t nqueues;
+  jobq_limits *limits; /* the queues that have one, by name */
+  size_t nlimits;
   jobq_tally *tallies;
   size_t ntallies;
   jobq_session_info *sessions;

@@ -77,9 +77,16 @@ try {
   if (mode === "full") {
     await visit("#/", "overview", "table tr[data-queue]");
     check("overview lists the queues", (await page.$$("tr[data-queue]")).length >= 3);
+    const held = await page.textContent('tr[data-queue="slow"] .badge.held').catch(() => "");
+    check("overview says the limit holds a queue back", held === "held by limit", held);
+    check("a queue without a limit has no badge for it", (await page.$$('tr[data-queue="mail"] .badge.limited, tr[data-queue="mail"] .badge.held')).length === 0);
     check("overview draws the charts", (await page.$$(".chart svg rect")).length > 0);
     check("overview's throughput counts the finished jobs",
       Number((await page.textContent(".card:nth-child(5) .value")).replace(/\D/g, "")) >= 0);
+
+    await visit("#/queue/slow", "queue-limited", "#limits");
+    const limits = await page.textContent("#limits");
+    check("a queue's page says its limits", limits.includes("at most 1 running") && limits.includes("held back now"), limits);
 
     // A queue: filter by key, then pause and resume.
     await visit("#/queue/mail", "queue", "tr[data-job]");

@@ -91,6 +91,17 @@ function ago(ms) {
 }
 
 const badge = (text, kind) => h("span", { class: "badge " + (kind || text) }, text);
+// A queue's limits in words ("at most 4 running · 1 per key · 100 started
+// per 1s"), and a badge that says whether they hold the queue back now.
+function limitsText(l) {
+  const parts = [];
+  if (l.running !== null) parts.push(`at most ${num(l.running)} running`);
+  if (l.running_per_key !== null) parts.push(`${num(l.running_per_key)} per key`);
+  if (l.rate !== null) parts.push(`${num(l.rate)} started per ${dur(l.rate_period_ms)}`);
+  return parts.join(" · ");
+}
+const limitBadge = (l) => !l ? null : h("span", { class: "badge " + (l.held ? "held" : "limited"), title: limitsText(l) },
+  l.held ? "held by limit" : "limited");
 const plural = (n, one, many) => `${num(n)} ${n === 1 ? one : many}`;
 const jobLink = (id) => h("a", { href: "#/job/" + id, class: "mono" }, "#" + id);
 const queueLink = (q) => h("a", { href: "#/queue/" + encodeURIComponent(q) }, q);
@@ -278,7 +289,7 @@ async function overview() {
     h("tbody", {}, ov.queues.length ? ov.queues.map((q) => {
       const qm = perMinute(ov, q.name).rows;
       return h("tr", { "data-queue": q.name },
-        h("td", {}, queueLink(q.name), " ", q.paused ? badge("paused") : null),
+        h("td", {}, queueLink(q.name), " ", q.paused ? badge("paused") : null, " ", limitBadge(q.limits)),
         STATES.map((st) => h("td", { class: "num" }, num(q[st]))),
         h("td", { class: "num" }, q.ready ? dur(q.oldest_ready_ms) : "–"),
         h("td", {}, spark(qm.map((r) => r.done), "#1a9e5a")),
@@ -332,12 +343,16 @@ async function queuePage(name, params) {
   const form = h("form", { onsubmit: (ev) => { ev.preventDefault(); location.hash = link({ key: keyInput.value, after: "" }); } },
     keyInput, h("button", { type: "submit" }, "Filter"));
   show(
-    h("h1", {}, "Queue ", h("span", { class: "mono" }, name), st.paused ? badge("paused") : null,
+    h("h1", {}, "Queue ", h("span", { class: "mono" }, name), st.paused ? badge("paused") : null, limitBadge(st.limits),
       h("span", { class: "spacer" }),
       h("span", { class: "actions" },
         st.paused ? button("Resume", "resume?queue=" + encodeURIComponent(name), () => `Resumed ${name}`, "primary")
           : button("Pause", "pause?queue=" + encodeURIComponent(name), () => `Paused ${name}`),
         st.dead ? button(`Retry all ${num(st.dead)} dead`, "retry-dead?queue=" + encodeURIComponent(name), (b) => `Retried ${num(b.count)} dead jobs`, "danger") : null)),
+    st.limits ? h("p", { class: "muted", id: "limits" }, "Limits: ", limitsText(st.limits), " (",
+      plural(st.limits.running_now, "job", "jobs"), " running",
+      st.limits.rate !== null ? `, ${num(st.limits.claimed_now)} started in the last ${dur(st.limits.rate_period_ms)}` : "",
+      st.limits.held ? "; held back now" : "", "). Set with  jobq limit ", name) : null,
     h("div", { class: "cards" }, STATES.map((sn) => h("a", { class: "card", href: link({ state: sn, after: "" }) },
       h("div", { class: "label" }, sn), h("div", { class: "value" }, num(st[sn]))))),
     h("div", { class: "tabs" }, ["all", ...STATES].map((sn) => h("a", { href: link({ state: sn, after: "" }), class: sn === state ? "active" : "" }, sn)), form),
