@@ -205,17 +205,81 @@ static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *ar
   return JOBQ_OK;
 }
 
-/* PUT_WAITS's rows: the places of the jobs that wait, marked in the
- * column of waits. */
-static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
-  jobq_val *wait = arg;
+/* PUT_WAITS's rows: for each queue's place, whether it has a barrier
+ * (bit 1) and whether its keys order (bit 2). */
+static int queues_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  int *flags = arg;
   int got;
-  /* It decides for each job, the batch's earlier job of its key (wait's
-   * value before) included: a key of a queue with a limit per key does
-   * not order. */
-  for (size_t i = first; i < first + n; i++) wait[i] = V_INT(0);
-  while ((got = jobq__rows_next(db, r)) == 1) wait[jobq__col_int(db, r, 0)] = V_INT(1);
+  while ((got = jobq__rows_next(db, r)) == 1)
+    flags[jobq__col_int(db, r, 0)] =
+        (jobq__col_int(db, r, 1) != 0 ? 1 : 0) | (jobq__col_int(db, r, 2) != 0 ? 2 : 0);
   return got < 0 ? got : JOBQ_OK;
+}
+
+/* PUT_WAITS_KEYS's rows: the places of the keys that are held. */
+static int keys_held(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
+  (void)first;
+  (void)n;
+  int *held = arg;
+  int got;
+  while ((got = jobq__rows_next(db, r)) == 1) held[jobq__col_int(db, r, 0)] = 1;
+  return got < 0 ? got : JOBQ_OK;
+}
+
+static int lock_find(const void *k, const void *e) {
+  const jobq_lock *a = k, *b = e;
+  return jobq__lock_cmp(a->queue, a->key, b->queue, b->key);
+}
+
+/*
+ * Where the INSERT cannot look itself (MariaDB/MySQL), which of the jobs
+ * o[0..n) wait, into the column wait (after[i] before: an earlier job of
+ * the batch has job i's key): a job waits behind its queue's barrier, or
+ * behind its key, held by an unfinished job, a blocked key or an earlier
+ * job of the batch, where keys order.  Read once for each queue
+ * (locks[0..nq), in order) and for each key (locks[nq..nl)), not for each
+ * job: a batch of a thousand jobs of one queue is one short read.
+ */
+static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock *locks,
+                     size_t nq, size_t nl, jobq_val *wait) {
+  size_t nk = nl - nq;
+  int *flags = calloc(nl, sizeof *flags);
+  jobq_val *v = malloc(2 * nq * sizeof *v + 3 * nk * sizeof *v);
+  int rc = flags == NULL || v == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  for (size_t i = 0; i < nq && rc == JOBQ_OK; i++) {
+    v[i] = V_TEXT(locks[i].queue);
+    v[nq + i] = V_INT((int64_t)i);
+  }
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, SQL_ARGS(V_COL('t', v, nq), V_COL('i', v + nq, nq)),
+                       0, NULL, queues_waits, flags, NULL);
+  jobq_val *k = v + 2 * nq;
+  for (size_t i = 0; i < nk && rc == JOBQ_OK; i++) {
+    k[i] = V_TEXT(locks[nq + i].queue);
+    k[nk + i] = V_TEXT(locks[nq + i].key);
+    k[2 * nk + i] = V_INT((int64_t)i);
+  }
+  if (rc == JOBQ_OK && nk > 0)
+    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS_KEYS,
+                       SQL_ARGS(V_COL('t', k, nk), V_COL('t', k + nk, nk),
+                                V_COL('i', k + 2 * nk, nk)),
+                       0, NULL, keys_held, flags + nq, NULL);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    jobq_lock want = {'q', 0, queue_of(&o[i]), NULL};
+    const jobq_lock *q = bsearch(&want, locks, nq, sizeof *locks, lock_find);
+    int f = flags[q - locks], waits = f & 1;
+    if (!waits && o[i].key != NULL && (f & 2)) {
+      want.key = o[i].key;
+      const jobq_lock *key = bsearch(&want, locks + nq, nk, sizeof *locks, lock_find);
+      waits = wait[i].i != 0 || flags[key - locks] != 0;
+    }
+    wait[i] = V_INT(waits);
+  }
+  free(flags);
+  free(v);
+  return rc;
 }
 
 /*
@@ -288,9 +352,9 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
                                V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
                                V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n)};
-  /* Where the INSERT cannot look itself, a read first (PUT_WAITS). */
+  /* Where the INSERT cannot look itself, reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
-    rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, args, COLS, 0, NULL, put_waits, v + 10 * n, NULL);
+    rc = put_waits(db, o, n, locks, q, nl, v + 10 * n);
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,

@@ -346,21 +346,27 @@ static const text texts[JOBQ_Q__COUNT] = {
          .pg = "INSERT INTO jobq_queues(name, created_at) SELECT q, {now} FROM "
                "unnest(?1::text[]) q ON CONFLICT (name) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) VALUES {each:(?1, {now})}"},
-    /* MariaDB / MySQL: which of the jobs of a put (PUT_ROWS's columns,
-     * ?12 each one's place) must wait, as PUT_KEYED_ROWS decides
-     * elsewhere: their places, each job's values compared as they are
-     * (in the columns' collation).  A read of its own, before the INSERT,
-     * for the reads within an INSERT lock the rows they read, and a put
-     * that held a key's lock then waited for the row of a job being
+    /* MariaDB / MySQL: which of the jobs of a put must wait, as
+     * PUT_KEYED_ROWS decides elsewhere, once for each queue and key of
+     * the batch (lib/put.c): for each queue ?1 (?2 its place), whether it
+     * has an unfinished barrier and whether its keys order (no limit per
+     * key); PUT_WAITS_KEYS: the places ?3 of the keys (?1 queue, ?2 key)
+     * that an unfinished job or a blocked key holds, compared as they
+     * are (in the columns' collation).  Reads of their own, before the
+     * INSERT, for the reads within an INSERT lock the rows they read, and
+     * a put that held a key's lock then waited for the row of a job being
      * finished, whose finisher waited for the key's lock. */
     [JOBQ_Q_PUT_WAITS] =
-        {.what = "looking for the jobs' keys and barriers",
+        {.what = "looking for the jobs' barriers",
          .common = "",
-         .mysql = "{each_union:SELECT ?12 FROM DUAL WHERE EXISTS (SELECT 1 FROM "
-                  "jobq_jobs b WHERE b.queue = ?1 AND b.barrier = 1) OR ?10 IS NOT NULL AND "
-                  "(?11 = 1 OR EXISTS (SELECT 1 FROM jobq_jobs j WHERE j.queue = ?1 AND "
-                  "j.order_key = ?10) OR EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = "
-                  "?1 AND x.order_key = ?10)) AND " KEYS_ORDER("?1") "}"},
+         .mysql = "{each_union:SELECT ?2, EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = ?1 "
+                  "AND b.barrier = 1), " KEYS_ORDER("?1") " FROM DUAL}"},
+    [JOBQ_Q_PUT_WAITS_KEYS] =
+        {.what = "looking for the jobs' keys",
+         .common = "",
+         .mysql = "{each_union:SELECT ?3 FROM DUAL WHERE EXISTS (SELECT 1 FROM jobq_jobs j "
+                  "WHERE j.queue = ?1 AND j.order_key = ?2) OR EXISTS (SELECT 1 FROM "
+                  "jobq_blocked x WHERE x.queue = ?1 AND x.order_key = ?2)}"},
     /* Jobs without a barrier or an ordering key, put in the order given,
      * after their queues' locks: ?1 queue, ?2 priority, ?3 run_at (0: now
      * + ?4, the delay), ?5 payload, ?6 max_attempts, ?7 timeout, ?8

@@ -34,7 +34,7 @@
   X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN) X(KEYS_TAKEN)                           \
   X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
   X(BLOCKED_BY)                                                             \
-  X(MAKE_READY) X(INSERT_JOB) X(QUEUES_ENSURE) X(PUT_WAITS) X(PUT_ROWS) X(PUT_KEYED_ROWS) X(SESSION_INSERT) X(SESSION_LOCK)             \
+  X(MAKE_READY) X(INSERT_JOB) X(QUEUES_ENSURE) X(PUT_WAITS) X(PUT_WAITS_KEYS) X(PUT_ROWS) X(PUT_KEYED_ROWS) X(SESSION_INSERT) X(SESSION_LOCK)             \
   X(CLAIM_ENTER) X(CLAIM) X(CLAIM_PICK) X(CLAIM_MARK) X(CLAIM_HELD)                                              \
   X(SESSION_DELETE) X(SESSION_JOBS) X(STARTED) X(HEARTBEAT) X(STALL) X(RENEW_ALL)      \
   X(GUARD_SET)                                                              \

@@ -659,6 +659,46 @@ static void mixed_batch(tq *t, int with_barrier) {
   jobq_session_close(s);
 }
 
+/* A batch of plain and keyed jobs decides each job's state from what the
+ * queues already hold: behind a barrier put before, behind a key an
+ * unfinished job holds, behind an earlier job of the batch, and not
+ * behind a key where a limit per key means keys do not order. */
+static void test_batch_waits_for_what_is_there(void **state) {
+  tq *t = *state;
+  jobq_put_opts b;
+  jobq_put_opts_init(&b);
+  b.queue = "w";
+  b.barrier = 1;
+  th_put_opts(t->db, &b);
+  th_put_key(t->db, "v", "held");
+  jobq_limits l = {.running_per_key = 2};
+  assert_rc(jobq_set_limits(t->db, "lk", &l), JOBQ_OK);
+  th_put_key(t->db, "lk", "k");
+  enum { N = 7 };
+  static const struct {
+    const char *queue, *key;
+    int state;
+  } want[N] = {
+      {"w", NULL, JOBQ_STATE_WAITING},   {"v", "held", JOBQ_STATE_WAITING},
+      {"v", "new", JOBQ_STATE_READY},    {"v", "new", JOBQ_STATE_WAITING},
+      {"v", NULL, JOBQ_STATE_READY},     {"lk", "k", JOBQ_STATE_READY},
+      {"w", "x", JOBQ_STATE_WAITING},
+  };
+  jobq_put_opts o[N];
+  for (int i = 0; i < N; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = want[i].queue;
+    o[i].key = want[i].key;
+  }
+  int64_t ids[N];
+  assert_rc(jobq_put_many(t->db, o, N, ids, NULL), JOBQ_OK);
+  for (int i = 0; i < N; i++)
+    if (th_state(t->db, ids[i]) != want[i].state)
+      fail_msg("job %d (%s/%s) is %s, expected %s", i, want[i].queue,
+               want[i].key ? want[i].key : "-", jobq_state_name(th_state(t->db, ids[i])),
+               jobq_state_name(want[i].state));
+}
+
 static void test_mixed_batch(void **state) { mixed_batch(*state, 0); }
 static void test_mixed_batch_with_barrier(void **state) { mixed_batch(*state, 1); }
 
@@ -1070,6 +1110,7 @@ int main(void) {
       TQ_TEST(test_keyed_jobs_in_one_batch),
       TQ_TEST(test_mixed_batch),
       TQ_TEST(test_mixed_batch_with_barrier),
+      TQ_TEST(test_batch_waits_for_what_is_there),
       TQ_TEST(test_batch_hands_on_only_keys_with_jobs_behind),
       TQ_TEST(test_many_keys_in_one_batch),
       TQ_TEST(test_a_put_waits_for_its_keys_finish),
