@@ -1,6 +1,6 @@
 'use strict';
-// limits.test.js - a queue's limits through the Client on SQLite and
-// PostgreSQL: set, read back, change and remove them; bad values refused
+// limits.test.js - a queue's limits through the Client on SQLite,
+// PostgreSQL and MariaDB: set, read back, change and remove them; bad values refused
 // with the value named and nothing changed; and what they do to claims: a
 // running limit holds a second session back until the first one's job is
 // done, a rate limit and a limit per ordering key hold claims back, and
@@ -10,7 +10,9 @@ const assert = require('assert');
 const support = require('./support');
 const jobq = require('..');
 
-const { eachStore, fresh } = support;
+const { fresh } = support;
+const STORES = ['sqlite', 'postgres', 'mysql'];
+const eachStore = (name, fn) => support.eachStore(name, fn, STORES);
 
 const NONE = { running: null, rate: null, ratePeriod: null, runningPerKey: null, runningNow: 0,
   claimedNow: 0, held: false };

@@ -1,5 +1,5 @@
-"""test_limits.py - a queue's limits through the Client on SQLite and
-PostgreSQL: set, read back, change and remove them; bad values refused
+"""test_limits.py - a queue's limits through the Client on SQLite,
+PostgreSQL and MariaDB: set, read back, change and remove them; bad values refused
 with the value named and nothing changed; and what they do to claims: a
 running limit holds a second session back until the first one's job is
 done, a rate limit and a limit per ordering key hold claims back, and
@@ -131,6 +131,10 @@ class SQLiteLimits(LimitTests, support.SQLiteCase):
 
 
 class PostgresLimits(LimitTests, support.PostgresCase):
+    pass
+
+
+class MariaDBLimits(LimitTests, support.MariaDBCase):
     pass
 
 
