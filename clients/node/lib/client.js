@@ -2,10 +2,9 @@
 // client.js - jobq.connect(url) and the Client it resolves to: put and
 // putMany, inspection (stats, show, ls, sessions, identity),
 // administration (cancel, retry, pause, resume, setLimits, limits),
-// transactions with the
-// application's own SQL on SQLite, and the worker's Session (claim,
-// heartbeat, complete, fail, retryLater, release, extend).  Every method
-// returns a promise.
+// transactions with the application's own SQL on SQLite, and the worker's
+// Session (claim, heartbeat, complete, fail, retryLater, release, extend).
+// Every method returns a promise.
 //
 // A Client is one libjobq handle.  The library lets a handle be used by one
 // thread at a time, and each call runs on a thread of libuv's pool; so a
@@ -76,8 +75,8 @@ function limitCount(value, what) {
 }
 
 // rate ('100/1s', '10/m', or { count, period } with period in
-// milliseconds) as [count, period in ms]; the period's range is the
-// library's to check.
+// milliseconds) as [count, period in ms]; the range of a period in
+// milliseconds is the library's to check.
 function limitRate(N, rate) {
   if (typeof rate === 'object' && !Array.isArray(rate)) {
     for (const name of Object.keys(rate)) {
@@ -87,7 +86,8 @@ function limitRate(N, rate) {
     }
     const period = toMs(rate.period, 'rate period');
     if (period === null) {
-      throw new TypeError("invalid rate: expected a period in milliseconds with the count");
+      throw new TypeError(`invalid rate period '${String(rate.period)}': expected milliseconds ` +
+        '(a number)');
     }
     return [limitCount(rate.count, 'rate count'), period];
   }

@@ -61,6 +61,9 @@ eachStore('limits: bad values are refused and change nothing', async (t, store) 
     [TypeError, "invalid running limit '5': expected an integer", { running: '5' }],
     [TypeError, "invalid rate period '1s': expected milliseconds",
       { rate: { count: 10, period: '1s' } }],
+    [jobq.Invalid, "invalid rate period '9223372036854775807ms'",
+      { rate: { count: 1, period: 1e30 } }],
+    [TypeError, "invalid rate period 'undefined': expected milliseconds", { rate: { count: 1 } }],
     [TypeError, "invalid rate '100': expected N/PERIOD", { rate: 100 }],
     [TypeError, "unexpected limit 'concurrency'", { concurrency: 2 }],
   ];

@@ -1,9 +1,9 @@
 """client.py - jobq.connect(url) and the Client it returns: put and
 put_many, inspection (stats, show, ls, sessions, identity),
 administration (cancel, retry, pause, resume, set_limits, limits),
-transactions with the
-application's own SQL on SQLite, and the worker's Session (claim,
-heartbeat, complete, fail, retry_later, release, extend).
+transactions with the application's own SQL on SQLite, and the worker's
+Session (claim, heartbeat, complete, fail, retry_later, release,
+extend).
 
 A Client is one libjobq handle.  The library lets a handle be used by one
 thread at a time; the Client's lock makes that so, and a transaction holds
@@ -122,9 +122,14 @@ def _limit(value, what):
 
 def _rate(lib, rate):
     """rate ("100/1s", "10/m", or a (count, seconds) pair) as (count,
-    period in ms); the period's range is the library's to check."""
+    period in ms); the range of a period in seconds is the library's to
+    check (held within int64_t, so that its message names it truly)."""
     if isinstance(rate, (tuple, list)) and len(rate) == 2:
-        return _limit(rate[0], "rate count"), to_ms(rate[1], "rate period")
+        ms = to_ms(rate[1], "rate period")
+        if ms is None:
+            raise TypeError("invalid rate period None: expected seconds (a number) or a "
+                            "timedelta")
+        return _limit(rate[0], "rate count"), max(-2**63, min(ms, 2**63 - 1))
     if not isinstance(rate, str):
         raise TypeError("invalid rate %r: expected N/PERIOD like '100/1s', a (count, seconds) "
                         "pair or None" % (rate,))

@@ -61,6 +61,8 @@ class LimitTests:
             (jobq.Invalid, "invalid rate count '-1'", dict(rate=(-1, 1))),
             (TypeError, "invalid running limit '5': expected an integer", dict(running="5")),
             (TypeError, "invalid rate period '1s': expected seconds", dict(rate=(10, "1s"))),
+            (jobq.Invalid, "invalid rate period '9223372036854775807ms'", dict(rate=(1, 1e30))),
+            (TypeError, "invalid rate period None", dict(rate=(10, None))),
             (TypeError, "invalid rate 100: expected N/PERIOD", dict(rate=100)),
         ]
         for cls, text, kw in cases:
