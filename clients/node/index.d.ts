@@ -88,6 +88,31 @@ export interface QueueStats {
   keyPolicy: 'block' | 'skip';
 }
 
+/** A queue's limits, each null when not set, and how it stands now. */
+export interface QueueLimits {
+  queue: string;
+  /** At most this many of its jobs claimed at once. */
+  running: number | null;
+  /** At most rate claimed in any ratePeriod milliseconds of the database clock. */
+  rate: number | null;
+  ratePeriod: number | null;
+  /** At most this many jobs of one ordering key claimed at once. */
+  runningPerKey: number | null;
+  /** Its jobs claimed now. */
+  runningNow: number;
+  /** Its jobs claimed in the last rate period. */
+  claimedNow: number;
+  /** A job is ready but the running or rate limit is full. */
+  held: boolean;
+}
+
+export interface LimitOptions {
+  running?: number | null;
+  /** 'N/PERIOD' ('100/1s', '10/5m', up to a day), or a count per period in milliseconds. */
+  rate?: string | { count: number; period: number } | null;
+  runningPerKey?: number | null;
+}
+
 export interface SessionInfo {
   id: string;
   name: string;
@@ -152,6 +177,12 @@ export class Client {
   retryDead(queue?: string | null): Promise<number>;
   pause(queue: string): Promise<void>;
   resume(queue: string): Promise<void>;
+  /** Replaces the queue's limits; none given removes them. */
+  setLimits(queue: string, limits?: LimitOptions): Promise<void>;
+  /** Every queue that has a limit, by name. */
+  limits(queue?: null): Promise<QueueLimits[]>;
+  /** That queue's limits (null where it has none). */
+  limits(queue: string): Promise<QueueLimits>;
   session(options?: { name?: string; lease?: number }): Promise<Session>;
 }
 

@@ -1,10 +1,10 @@
 'use strict';
 // client.js - jobq.connect(url) and the Client it resolves to: put and
 // putMany, inspection (stats, show, ls, sessions, identity),
-// administration (cancel, retry, pause, resume), transactions with the
-// application's own SQL on SQLite, and the worker's Session (claim,
-// heartbeat, complete, fail, retryLater, release, extend).  Every method
-// returns a promise.
+// administration (cancel, retry, pause, resume, setLimits, limits),
+// transactions with the application's own SQL on SQLite, and the worker's
+// Session (claim, heartbeat, complete, fail, retryLater, release, extend).
+// Every method returns a promise.
 //
 // A Client is one libjobq handle.  The library lets a handle be used by one
 // thread at a time, and each call runs on a thread of libuv's pool; so a
@@ -59,6 +59,70 @@ function cString(value, what) {
   }
   return value;
 }
+
+// A count limit (null or undefined: no limit) for jobq_limits, where 0 is
+// none.
+function limitCount(value, what) {
+  if (value === null || value === undefined) return 0;
+  if (!Number.isInteger(value)) {
+    throw new TypeError(`invalid ${what} '${String(value)}': expected an integer or null`);
+  }
+  if (value < 1 || value > native.LIMIT_MAX) {
+    throw new errors.Invalid(`invalid ${what} '${value}': expected 1 to ${native.LIMIT_MAX}, ` +
+      'or null for no limit');
+  }
+  return value;
+}
+
+// rate ('100/1s', '10/m', or { count, period } with period in
+// milliseconds) as [count, period in ms]; the range of a period in
+// milliseconds is the library's to check.
+function limitRate(N, rate) {
+  if (typeof rate === 'object' && !Array.isArray(rate)) {
+    for (const name of Object.keys(rate)) {
+      if (name !== 'count' && name !== 'period') {
+        throw new TypeError(`unexpected rate field '${name}': expected count and period`);
+      }
+    }
+    const period = toMs(rate.period, 'rate period');
+    if (period === null) {
+      throw new TypeError(`invalid rate period '${String(rate.period)}': expected milliseconds ` +
+        '(a number)');
+    }
+    return [limitCount(rate.count, 'rate count'), period];
+  }
+  if (typeof rate !== 'string') {
+    throw new TypeError(`invalid rate '${String(rate)}': expected N/PERIOD like '100/1s', ` +
+      '{ count, period } or null');
+  }
+  const m = rate.match(/^([0-9]+)\/(.+)$/);
+  if (m === null) {
+    throw new errors.Invalid(`invalid rate '${rate}': expected N/PERIOD like 100/1s or 10/1m`);
+  }
+  // '100/s' reads as 100/1s, as `jobq limit --rate` does.
+  const text = /^[0-9]/.test(m[2]) ? m[2] : `1${m[2]}`;
+  const ms = [0];
+  if (N.fn.jobq_parse_duration(text, ms) < 0 || ms[0] < 1 || ms[0] > native.LIMIT_PERIOD_MAX) {
+    throw new errors.Invalid(`invalid rate period '${m[2]}': expected a duration from 1ms ` +
+      'to 1d, like 1s or 5m');
+  }
+  return [limitCount(Number(m[1]), 'rate count'), Number(ms[0])];
+}
+
+function queueLimits(c) {
+  return {
+    queue: c.queue,
+    running: Number(c.running) || null,
+    rate: Number(c.rate) || null,
+    ratePeriod: Number(c.rate) ? Number(c.rate_period_ms) : null,
+    runningPerKey: Number(c.running_per_key) || null,
+    runningNow: Number(c.running_now),
+    claimedNow: Number(c.claimed_now),
+    held: Boolean(c.held),
+  };
+}
+
+const LIMIT_OPTIONS = ['running', 'rate', 'runningPerKey'];
 
 let putDefaults = null;
 
@@ -401,6 +465,58 @@ class Client {
 
   async resume(queue) {
     await this._call('jobq_resume', cString(queue, 'queue'));
+  }
+
+  // Sets queue's limits, across every worker and machine, in place of
+  // those it had (none given removes them):
+  //
+  //   await q.setLimits('email', { running: 5, rate: '100/1m' });
+  //
+  // running: at most this many of its jobs claimed at once.  rate: at most
+  // N claimed in any period of the database clock, as 'N/PERIOD' ('100/1s',
+  // '10/5m', up to a day) or { count, period } (milliseconds).
+  // runningPerKey: at most this many of one ordering key (the queue's keys
+  // then limit and no longer order).  Counts run from 1 to 1000000000.  On
+  // an error nothing is changed.
+  async setLimits(queue, limits = {}) {
+    if (typeof queue !== 'string') {
+      throw new TypeError(`invalid queue '${String(queue)}': expected a queue name`);
+    }
+    for (const name of Object.keys(limits)) {
+      if (!LIMIT_OPTIONS.includes(name)) {
+        throw new TypeError(`unexpected limit '${name}': expected one of ` +
+          LIMIT_OPTIONS.join(', '));
+      }
+    }
+    const c = { queue: null, running: limitCount(limits.running, 'running limit'), rate: 0,
+      rate_period_ms: 0, running_per_key: limitCount(limits.runningPerKey, 'running limit per key'),
+      running_now: 0, claimed_now: 0, held: 0 };
+    if (limits.rate !== null && limits.rate !== undefined) {
+      [c.rate, c.rate_period_ms] = limitRate(this.N, limits.rate);
+    }
+    await this._call('jobq_set_limits', queue, c);
+  }
+
+  // The limits of every queue that has one, by name: [{ queue, running,
+  // rate, ratePeriod (ms), runningPerKey, runningNow, claimedNow, held }],
+  // each limit null when not set; or, given a queue, that queue's (its
+  // limits null when it has none).
+  async limits(queue = null) {
+    const name = cString(queue, 'queue');
+    const out = [null];
+    const n = [0];
+    const found = await this._turn(async () => {
+      await this._now('jobq_limits_list', this._db, [name, out, n]);
+      try {
+        const rows = n[0] ? this.N.koffi.decode(out[0], this.N.types.jobq_limits, n[0]) : [];
+        return rows.map(queueLimits);
+      } finally {
+        this.N.fn.jobq_limits_free(out[0], n[0]);
+      }
+    });
+    if (name === null) return found;
+    return found.length ? found[0] : queueLimits({ queue: name, running: 0, rate: 0,
+      rate_period_ms: 0, running_per_key: 0, running_now: 0, claimed_now: 0, held: 0 });
   }
 
   // Opens a worker session (claims, acknowledgements, heartbeats) with a

@@ -17,6 +17,8 @@ const errors = require('./errors');
 // package's own version.
 const HEADER_VERSION = '0.1.0';
 const CLAIM_LEN = 32;
+const LIMIT_MAX = 1000000000;        // JOBQ_LIMIT_MAX
+const LIMIT_PERIOD_MAX = 86400000;   // JOBQ_LIMIT_PERIOD_MAX, milliseconds
 
 let N = null;
 
@@ -72,6 +74,10 @@ function defineTypes(koffi) {
       queue_id: koffi.array('char', 37), epoch: 'int64_t', seq: 'int64_t',
       schema_version: 'int', now_ms: 'int64_t',
     }),
+    jobq_limits: koffi.struct('jobq_limits', {
+      queue: 'const char *', running: 'int64_t', rate: 'int64_t', rate_period_ms: 'int64_t',
+      running_per_key: 'int64_t', running_now: 'int64_t', claimed_now: 'int64_t', held: 'int',
+    }),
   };
 }
 
@@ -79,7 +85,7 @@ function defineTypes(koffi) {
 // header's layout.
 const STRUCTS = [
   'jobq_put_opts', 'jobq_session_opts', 'jobq_job', 'jobq_ack', 'jobq_job_info',
-  'jobq_list_opts', 'jobq_queue_stats', 'jobq_session_info', 'jobq_identity',
+  'jobq_list_opts', 'jobq_queue_stats', 'jobq_session_info', 'jobq_identity', 'jobq_limits',
 ];
 
 const PROTOTYPES = [
@@ -140,6 +146,10 @@ const PROTOTYPES = [
   'int jobq_pause(jobq *db, const char *queue)',
   'int jobq_resume(jobq *db, const char *queue)',
   'int jobq_identity_get(jobq *db, _Out_ jobq_identity *out)',
+  'int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *limits)',
+  'int jobq_limits_list(jobq *db, const char *queue, _Out_ jobq_limits **out, _Out_ size_t *n)',
+  'void jobq_limits_free(jobq_limits *limits, size_t n)',
+  'int jobq_parse_duration(const char *text, _Out_ int64_t *ms)',
 ];
 
 function candidates() {
@@ -210,4 +220,5 @@ function bytesAt(ptr, n) {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
-module.exports = { HEADER_VERSION, STRUCTS, load, callAsync, bytesAt };
+module.exports = { HEADER_VERSION, LIMIT_MAX, LIMIT_PERIOD_MAX, STRUCTS, load, callAsync,
+  bytesAt };

@@ -96,6 +96,14 @@ test('structures match the header', (t) => {
   }
 });
 
+test('the limits\' bounds are the header\'s', () => {
+  const text = fs.readFileSync(HEADER, 'utf8');
+  for (const [name, value] of [['JOBQ_LIMIT_MAX', native.LIMIT_MAX],
+    ['JOBQ_LIMIT_PERIOD_MAX', native.LIMIT_PERIOD_MAX]]) {
+    assert.strictEqual(Number(text.match(new RegExp(`#define ${name} (\\d+)`))[1]), value, name);
+  }
+});
+
 test('the version is the header\'s', () => {
   const version = fs.readFileSync(HEADER, 'utf8').match(/#define JOBQ_VERSION "([^"]+)"/)[1];
   assert.strictEqual(jobq.version, version);

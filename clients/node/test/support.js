@@ -1,13 +1,15 @@
 'use strict';
 // support.js - what the Node client's tests share: where the source tree,
 // the jobq command and the library are, a fresh queue database per test on
-// SQLite (a temporary file) and on the PostgreSQL server that tests/run.sh
-// started (a schema of its own, named jqcl_*, dropped afterwards), SQL run
-// as the server's owner through psql, and a test per store.
+// SQLite (a temporary file), on the PostgreSQL server that tests/run.sh
+// started (a schema of its own, named jqcl_*, dropped afterwards) and on
+// its MariaDB server (a database of its own, jqcl_*, dropped afterwards),
+// SQL run as the servers' owner through psql and mariadb, and a test per
+// store.
 //
 // Environment: JOBQ_LIBRARY (the library under test), JOBQ (the jobq
-// command), JOBQ_TEST_PG_URL (the server; PostgreSQL cases are skipped
-// without it).
+// command), JOBQ_TEST_PG_URL and JOBQ_TEST_MYSQL_URL (the servers; their
+// cases are skipped without them).
 
 const { spawnSync } = require('child_process');
 const fs = require('fs');
@@ -21,6 +23,8 @@ const ROOT = path.resolve(PACKAGE, '../..');
 const JOBQ = process.env.JOBQ || path.join(ROOT, 'build', 'jobq');
 const PG_URL = process.env.JOBQ_TEST_PG_URL || '';
 const NO_PG = 'JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)';
+const MY_URL = process.env.JOBQ_TEST_MYSQL_URL || '';
+const NO_MY = 'JOBQ_TEST_MYSQL_URL is not set (tests/run.sh starts a server)';
 let names = 0;
 
 function tmpdir(t) {
@@ -55,10 +59,29 @@ function psql(sql) {
   return r.stdout;
 }
 
+// Runs sql on the test MariaDB server as its jobq user; returns stdout.
+function mariadb(sql) {
+  const u = new URL(MY_URL.split('?')[0]);
+  const r = spawnSync('mariadb', ['--no-defaults', '-h', u.hostname, '-P', u.port, '-u',
+    decodeURIComponent(u.username), '-N', '-B', '-e', sql], {
+    env: toolEnv({ MYSQL_PWD: decodeURIComponent(u.password) }), encoding: 'utf8',
+    timeout: 60000 });
+  if (r.status !== 0) throw new Error(`mariadb ${sql}: ${r.stderr}`);
+  return r.stdout;
+}
+
 // A fresh database URL for t on store: { url, schema, dir }.
 function freshUrl(t, store, dir) {
   names += 1;
   if (store === 'sqlite') return { url: `sqlite:${path.join(dir, `queue-${names}.db`)}` };
+  if (store === 'mysql') {
+    const name = `jqcl_n${process.pid}_${names}`;
+    mariadb(`CREATE DATABASE ${name}`);
+    t.after(() => mariadb(`DROP DATABASE IF EXISTS ${name}`));
+    const u = new URL(MY_URL);
+    u.pathname = `/${name}`;
+    return { url: u.toString() };
+  }
   const schema = `jqcl_n${process.pid}_${names}`;
   t.after(() => psql(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
   return { url: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`, schema };
@@ -70,14 +93,17 @@ async function fresh(t, store) {
   const { url, schema } = freshUrl(t, store, dir);
   const q = await jobq.connect(url);
   t.after(() => q.close());
-  if (store === 'postgres') await q.init();
+  if (store !== 'sqlite') await q.init();
   return { url, schema, dir, q };
 }
 
-// Defines the test name once per store ("name [sqlite]"), fn(t, store).
-function eachStore(name, fn) {
-  for (const store of ['sqlite', 'postgres']) {
-    const skip = store === 'postgres' && !PG_URL ? NO_PG : false;
+// Defines the test name once per store ("name [sqlite]"), fn(t, store):
+// SQLite and PostgreSQL, or the stores named.
+function eachStore(name, fn, stores = ['sqlite', 'postgres']) {
+  for (const store of stores) {
+    let skip = false;
+    if (store === 'postgres' && !PG_URL) skip = NO_PG;
+    if (store === 'mysql' && !MY_URL) skip = NO_MY;
     test(`${name} [${store}]`, { skip }, (t) => fn(t, store));
   }
 }
@@ -89,5 +115,5 @@ function env(more = {}) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { PACKAGE, ROOT, JOBQ, PG_URL, NO_PG, tmpdir, toolEnv, psql, pgParts, freshUrl,
-  fresh, eachStore, env, sleep };
+module.exports = { PACKAGE, ROOT, JOBQ, PG_URL, NO_PG, MY_URL, tmpdir, toolEnv, psql, pgParts,
+  mariadb, freshUrl, fresh, eachStore, env, sleep };

@@ -22,6 +22,11 @@ async function produce(): Promise<number> {
   await q.retry(id);
   await q.pause('email');
   await q.resume('email');
+  await q.setLimits('email', { running: 5, rate: '100/1m', runningPerKey: null });
+  await q.setLimits('sms', { rate: { count: 10, period: 1000 } });
+  const all: jobq.QueueLimits[] = await q.limits();
+  const one: jobq.QueueLimits = await q.limits('email');
+  if (one.held || all.length === 0 || one.ratePeriod === null) await q.setLimits('email');
   const s: jobq.Session = await q.session({ name: 'ts', lease: 5000 });
   const jobs: jobq.Job[] = await s.claim(['email'], 10);
   for (const job of jobs) {

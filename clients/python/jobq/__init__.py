@@ -24,8 +24,8 @@ libjobq.so; the persistent worker needs none.  See docs/clients/python.md.
 """
 
 from . import _native, pg
-from .client import (Client, IdentityInfo, JobId, JobInfo, Put, QueueStats, Session, SessionInfo,
-                     connect)
+from .client import (Client, IdentityInfo, JobId, JobInfo, Put, QueueLimits, QueueStats, Session,
+                     SessionInfo, connect)
 from .errors import (Busy, Cancelled, DatabaseError, Denied, Error, Expired, Identity,
                      Invalid, InvalidURL, LibraryError, Lost, NotFound, NotSupported,
                      OutOfMemory, ReadOnly, TooBig, Unreachable, UnsupportedSchema,
@@ -55,8 +55,9 @@ def library_version():
 
 
 __all__ = [
-    "connect", "Client", "Session", "Put", "JobId", "JobInfo", "QueueStats", "SessionInfo",
-    "IdentityInfo", "handler", "serve", "testing", "Job", "Retry", "Fail", "Outcome", "Worker", "pg",
+    "connect", "Client", "Session", "Put", "JobId", "JobInfo", "QueueStats", "QueueLimits",
+    "SessionInfo", "IdentityInfo", "handler", "serve", "testing", "Job", "Retry", "Fail",
+    "Outcome", "Worker", "pg",
     "library_version", "Error", "LibraryError", "Invalid", "InvalidURL", "OutOfMemory",
     "NotFound", "Lost", "Expired", "WrongState", "Busy", "Unreachable", "DatabaseError",
     "UnsupportedSchema", "Identity", "TooBig", "NotSupported", "Cancelled", "ReadOnly",

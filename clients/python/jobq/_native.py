@@ -26,6 +26,8 @@ c_size_t = ctypes.c_size_t
 c_char_p = ctypes.c_char_p
 c_void_p = ctypes.c_void_p
 CLAIM_LEN = 32
+LIMIT_MAX = 1000000000          # JOBQ_LIMIT_MAX
+LIMIT_PERIOD_MAX = 86400000     # JOBQ_LIMIT_PERIOD_MAX, milliseconds
 
 
 class PutOpts(ctypes.Structure):
@@ -166,6 +168,19 @@ class Identity(ctypes.Structure):
     ]
 
 
+class Limits(ctypes.Structure):
+    _fields_ = [
+        ("queue", c_char_p),
+        ("running", c_int64),
+        ("rate", c_int64),
+        ("rate_period_ms", c_int64),
+        ("running_per_key", c_int64),
+        ("running_now", c_int64),
+        ("claimed_now", c_int64),
+        ("held", c_int),
+    ]
+
+
 # The structures by their C name, for the test that holds them against
 # the header's layout.
 STRUCTS = {
@@ -178,6 +193,7 @@ STRUCTS = {
     "jobq_queue_stats": QueueStats,
     "jobq_session_info": SessionInfo,
     "jobq_identity": Identity,
+    "jobq_limits": Limits,
 }
 
 ACK_COMPLETE, ACK_FAIL, ACK_RETRY, ACK_RELEASE = 1, 2, 3, 4
@@ -239,6 +255,10 @@ PROTOTYPES = {
     "jobq_pause": (c_int, [c_void_p, c_char_p]),
     "jobq_resume": (c_int, [c_void_p, c_char_p]),
     "jobq_identity_get": (c_int, [c_void_p, P(Identity)]),
+    "jobq_set_limits": (c_int, [c_void_p, c_char_p, P(Limits)]),
+    "jobq_limits_list": (c_int, [c_void_p, c_char_p, P(P(Limits)), P(c_size_t)]),
+    "jobq_limits_free": (None, [P(Limits), c_size_t]),
+    "jobq_parse_duration": (c_int, [c_char_p, P(c_int64)]),
 }
 
 _lib = None

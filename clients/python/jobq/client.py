@@ -1,8 +1,9 @@
 """client.py - jobq.connect(url) and the Client it returns: put and
 put_many, inspection (stats, show, ls, sessions, identity),
-administration (cancel, retry, pause, resume), transactions with the
-application's own SQL on SQLite, and the worker's Session (claim,
-heartbeat, complete, fail, retry_later, release, extend).
+administration (cancel, retry, pause, resume, set_limits, limits),
+transactions with the application's own SQL on SQLite, and the worker's
+Session (claim, heartbeat, complete, fail, retry_later, release,
+extend).
 
 A Client is one libjobq handle.  The library lets a handle be used by one
 thread at a time; the Client's lock makes that so, and a transaction holds
@@ -70,6 +71,19 @@ class QueueStats(_Record):
                  "cancelled", "paused", "oldest_ready", "key_policy")
 
 
+class QueueLimits(_Record):
+    """A queue's limits and how it stands: running (at most this many of
+    its jobs claimed at once), rate and rate_period (at most rate claimed
+    in any rate_period seconds of the database clock), running_per_key
+    (at most this many of one ordering key), each None when not set;
+    running_now (its jobs claimed now), claimed_now (claimed in the last
+    rate period), held (a job is ready but the running or rate limit is
+    full)."""
+
+    __slots__ = ("queue", "running", "rate", "rate_period", "running_per_key", "running_now",
+                 "claimed_now", "held")
+
+
 class SessionInfo(_Record):
     __slots__ = ("id", "name", "host", "pid", "epoch", "started_at", "heartbeat_at",
                  "expires_at", "lease", "claimed", "in_flight", "done", "failed", "expired")
@@ -92,6 +106,52 @@ def _c_int(value, what):
     if not -2**31 <= value < 2**31:
         raise errors.Invalid("invalid %s '%d': out of range" % (what, value))
     return value
+
+
+def _limit(value, what):
+    """A count limit (None: no limit) for jobq_limits, where 0 is none."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("invalid %s %r: expected an integer or None" % (what, value))
+    if not 1 <= value <= N.LIMIT_MAX:
+        raise errors.Invalid("invalid %s '%d': expected 1 to %d, or None for no limit"
+                             % (what, value, N.LIMIT_MAX))
+    return value
+
+
+def _rate(lib, rate):
+    """rate ("100/1s", "10/m", or a (count, seconds) pair) as (count,
+    period in ms); the range of a period in seconds is the library's to
+    check (held within int64_t, so that its message names it truly)."""
+    if isinstance(rate, (tuple, list)) and len(rate) == 2:
+        ms = to_ms(rate[1], "rate period")
+        if ms is None:
+            raise TypeError("invalid rate period None: expected seconds (a number) or a "
+                            "timedelta")
+        return _limit(rate[0], "rate count"), max(-2**63, min(ms, 2**63 - 1))
+    if not isinstance(rate, str):
+        raise TypeError("invalid rate %r: expected N/PERIOD like '100/1s', a (count, seconds) "
+                        "pair or None" % (rate,))
+    count, slash, period = rate.partition("/")
+    if not (slash and count.isascii() and count.isdigit() and period):
+        raise errors.Invalid("invalid rate '%s': expected N/PERIOD like 100/1s or 10/1m" % rate)
+    # "100/s" reads as 100/1s, as `jobq limit --rate` does.
+    text = period if period[0].isdigit() else "1" + period
+    ms = ctypes.c_int64()
+    if (lib.jobq_parse_duration(text.encode(), ctypes.byref(ms)) < 0 or
+            not 1 <= ms.value <= N.LIMIT_PERIOD_MAX):
+        raise errors.Invalid("invalid rate period '%s': expected a duration from 1ms to 1d, "
+                             "like 1s or 5m" % period)
+    return _limit(int(count), "rate count"), ms.value
+
+
+def _queue_limits(c):
+    return QueueLimits(
+        queue=N.text(c.queue), running=c.running or None, rate=c.rate or None,
+        rate_period=c.rate_period_ms / 1000 if c.rate else None,
+        running_per_key=c.running_per_key or None, running_now=c.running_now,
+        claimed_now=c.claimed_now, held=bool(c.held))
 
 
 _PUT_OPTIONS = ("queue", "key", "unique", "priority", "delay", "at", "max_attempts", "timeout",
@@ -453,6 +513,44 @@ class Client:
 
     def resume(self, queue):
         self._call(self._lib.jobq_resume, _text(queue))
+
+    def set_limits(self, queue, *, running=None, rate=None, running_per_key=None):
+        """Sets queue's limits, across every worker and machine, in place
+        of those it had (all None removes them):
+
+            q.set_limits("email", running=5, rate="100/1m")
+
+        running: at most this many of its jobs claimed at once.  rate:
+        at most N claimed in any period of the database clock, as
+        "N/PERIOD" ("100/1s", "10/5m", up to a day) or (N, seconds).
+        running_per_key: at most this many of one ordering key (the
+        queue's keys then limit and no longer order).  Counts run from 1
+        to 1000000000.  On an error nothing is changed."""
+        if not isinstance(queue, str):
+            raise TypeError("invalid queue %r: expected a queue name" % (queue,))
+        c = N.Limits()
+        c.running = _limit(running, "running limit")
+        c.running_per_key = _limit(running_per_key, "running limit per key")
+        if rate is not None:
+            c.rate, c.rate_period_ms = _rate(self._lib, rate)
+        self._call(self._lib.jobq_set_limits, queue.encode(), ctypes.byref(c))
+
+    def limits(self, queue=None):
+        """The limits of every queue that has one, as a list of
+        QueueLimits by name; or, given a queue, that queue's QueueLimits
+        (its limits None when it has none)."""
+        if queue is not None and not isinstance(queue, str):
+            raise TypeError("invalid queue %r: expected a queue name" % (queue,))
+        out = ctypes.POINTER(N.Limits)()
+        n = ctypes.c_size_t()
+        self._call(self._lib.jobq_limits_list, _text(queue), ctypes.byref(out), ctypes.byref(n))
+        try:
+            found = [_queue_limits(c) for c in out[:n.value]]
+        finally:
+            self._lib.jobq_limits_free(out, n.value)
+        if queue is None:
+            return found
+        return found[0] if found else _queue_limits(N.Limits(queue=queue.encode()))
 
     # -- workers
 

@@ -1,12 +1,13 @@
 """support.py - what the Python client's tests share: where the source tree,
 the jobq command and the library are, a fresh queue database per test on
-SQLite (a temporary file) and on the PostgreSQL server that tests/run.sh
-started (a schema of its own, named jqcl_*, dropped afterwards), and SQL
-run as the server's owner through psql.
+SQLite (a temporary file), on the PostgreSQL server that tests/run.sh
+started (a schema of its own, named jqcl_*, dropped afterwards) and on its
+MariaDB server (a database of its own, jqcl_*, dropped afterwards), and
+SQL run as the servers' owner through psql and mariadb.
 
 Environment: JOBQ_LIBRARY (the library under test), JOBQ (the jobq
-command), JOBQ_TEST_PG_URL (the server; PostgreSQL cases are skipped
-without it).
+command), JOBQ_TEST_PG_URL and JOBQ_TEST_MYSQL_URL (the servers; their
+cases are skipped without them).
 """
 
 import itertools
@@ -27,6 +28,7 @@ import jobq  # noqa: E402
 
 JOBQ = os.environ.get("JOBQ") or os.path.join(ROOT, "build", "jobq")
 PG_URL = os.environ.get("JOBQ_TEST_PG_URL", "")
+MY_URL = os.environ.get("JOBQ_TEST_MYSQL_URL", "")
 _names = itertools.count(1)
 
 
@@ -60,6 +62,19 @@ def psql(sql):
     return out.stdout
 
 
+def mariadb(sql):
+    """Runs sql on the test MariaDB server as its jobq user; returns stdout."""
+    u = urllib.parse.urlsplit(MY_URL.split("?")[0])
+    out = subprocess.run(
+        ["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port), "-u",
+         urllib.parse.unquote(u.username), "-N", "-B", "-e", sql],
+        env=tool_env(MYSQL_PWD=urllib.parse.unquote(u.password or "")), capture_output=True,
+        text=True, timeout=60)
+    if out.returncode != 0:
+        raise AssertionError("mariadb %r: %s" % (sql, out.stderr.strip()))
+    return out.stdout
+
+
 def pg_dsn(schema):
     """A libpq connection string for the test server, its search_path on
     schema (for psycopg2)."""
@@ -80,12 +95,20 @@ class StoreCase(unittest.TestCase):
         self.url = self.new_url()
         self.q = jobq.connect(self.url)
         self.addCleanup(self.q.close)
-        if self.store == "postgres":
+        if self.store in ("postgres", "mysql"):
             self.q.init()
 
     def new_url(self):
         if self.store == "sqlite":
             return "sqlite:" + os.path.join(self.tmp, "queue-%d.db" % next(_names))
+        if self.store == "mysql":
+            if not MY_URL:
+                self.skipTest("JOBQ_TEST_MYSQL_URL is not set (tests/run.sh starts a server)")
+            name = "jqcl_%d_%d" % (os.getpid(), next(_names))
+            mariadb("CREATE DATABASE %s" % name)
+            self.addCleanup(mariadb, "DROP DATABASE IF EXISTS %s" % name)
+            u = urllib.parse.urlsplit(MY_URL)
+            return urllib.parse.urlunsplit(u._replace(path="/" + name))
         if not PG_URL:
             self.skipTest("JOBQ_TEST_PG_URL is not set (tests/run.sh starts a server)")
         schema = "jqcl_%d_%d" % (os.getpid(), next(_names))
@@ -106,3 +129,7 @@ class SQLiteCase(StoreCase):
 
 class PostgresCase(StoreCase):
     store = "postgres"
+
+
+class MariaDBCase(StoreCase):
+    store = "mysql"

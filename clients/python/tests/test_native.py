@@ -98,6 +98,14 @@ class Layout(unittest.TestCase):
                 self.assertEqual(getattr(cls, field).size, int(size),
                                  "sizeof %s.%s" % (cname, field))
 
+    def test_the_limits_bounds_are_the_headers(self):
+        with open(HEADER) as f:
+            text = f.read()
+        for name, value in (("JOBQ_LIMIT_MAX", _native.LIMIT_MAX),
+                            ("JOBQ_LIMIT_PERIOD_MAX", _native.LIMIT_PERIOD_MAX)):
+            self.assertEqual(int(re.search(r"#define %s (\d+)" % name, text).group(1)), value,
+                             name)
+
     def test_the_version_is_the_headers(self):
         with open(HEADER) as f:
             version = re.search(r'#define JOBQ_VERSION "([^"]+)"', f.read()).group(1)
