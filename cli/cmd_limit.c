@@ -26,31 +26,12 @@ static const char usage[] =
 
 /* "N/PERIOD" into *n and *period_ms, or 2 after a message. */
 static int parse_rate(const char *text, int64_t *n, int64_t *period_ms) {
+  if (jobq_parse_rate(text, n, period_ms) == JOBQ_OK) return 0;
   char shown[CLI_QUOTE_BUF];
-  const char *slash = strchr(text, '/');
-  char count[32];
-  if (slash == NULL || (size_t)(slash - text) >= sizeof count || slash == text ||
-      slash[1] == '\0') {
-    cli_error("invalid --rate '%s': expected N/PERIOD like 100/1s or 10/1m",
-              cli_quote(shown, text));
-    return CLI_EXIT_USAGE;
-  }
-  snprintf(count, sizeof count, "%.*s", (int)(slash - text), text);
-  if (cli_parse_int("--rate count", count, 1, JOBQ_LIMIT_MAX, n) != 0) return CLI_EXIT_USAGE;
-  /* "1s", or a bare unit: "100/s" reads as 100/1s. */
-  char period[32];
-  const char *p = slash + 1;
-  if (strlen(p) < sizeof period - 1 && (p[0] < '0' || p[0] > '9'))
-    snprintf(period, sizeof period, "1%s", p);
-  else
-    snprintf(period, sizeof period, "%s", p);
-  if (jobq_parse_duration(period, period_ms) != JOBQ_OK || *period_ms < 1 ||
-      *period_ms > JOBQ_LIMIT_PERIOD_MAX) {
-    cli_error("invalid --rate period '%s': expected a duration from 1ms to 1d, like 1s or 5m",
-              cli_quote(shown, p));
-    return CLI_EXIT_USAGE;
-  }
-  return 0;
+  cli_error("invalid --rate '%s': expected N/PERIOD, N from 1 to %d and PERIOD from 1ms to 1d, "
+            "like 100/1s or 10/1m",
+            cli_quote(shown, text), JOBQ_LIMIT_MAX);
+  return CLI_EXIT_USAGE;
 }
 
 /* "250ms", "1s", "1m", "1h" or "1d" for ms, as short as it says. */

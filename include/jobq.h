@@ -1035,6 +1035,10 @@ JOBQ_API void jobq_checks_free(jobq_check *checks, size_t n);
  * milliseconds; "0" alone needs no unit.  JOBQ_EINVAL for a missing unit,
  * a negative value or an overflow. */
 JOBQ_API int jobq_parse_duration(const char *text, int64_t *ms);
+/* A rate limit, "N/PERIOD" ("100/1s", "10/5m"; a bare unit is one of it:
+ * "100/s" is 100/1s), into its count (1 to JOBQ_LIMIT_MAX) and period (1ms
+ * to JOBQ_LIMIT_PERIOD_MAX).  JOBQ_EINVAL when it is not one. */
+JOBQ_API int jobq_parse_rate(const char *text, int64_t *count, int64_t *period_ms);
 /* "1048576", "512KiB", "1MiB", "2MB" into bytes. */
 JOBQ_API int jobq_parse_size(const char *text, int64_t *bytes);
 

@@ -1,6 +1,7 @@
 /*
  * parse.c - the small text formats every interface shares: durations
- * ("250ms", "30s", "1m30s") and sizes ("512KiB", "1MiB").
+ * ("250ms", "30s", "1m30s"), rate limits ("100/1s") and sizes ("512KiB",
+ * "1MiB").
  */
 #include <ctype.h>
 #include <errno.h>
@@ -46,6 +47,25 @@ int jobq_parse_duration(const char *text, int64_t *ms) {
     p = end + ulen;
   }
   *ms = total;
+  return JOBQ_OK;
+}
+
+int jobq_parse_rate(const char *text, int64_t *count, int64_t *period_ms) {
+  if (text == NULL || !isdigit((unsigned char)text[0])) return JOBQ_EINVAL;
+  errno = 0;
+  char *slash;
+  unsigned long long n = strtoull(text, &slash, 10);
+  if (errno == ERANGE || *slash != '/' || n < 1 || n > JOBQ_LIMIT_MAX) return JOBQ_EINVAL;
+  const char *p = slash + 1;
+  char period[32];
+  /* "100/s" reads as 100/1s. */
+  if (strlen(p) + 2 > sizeof period) return JOBQ_EINVAL;
+  snprintf(period, sizeof period, "%s%s", isdigit((unsigned char)p[0]) ? "" : "1", p);
+  int64_t ms;
+  if (jobq_parse_duration(period, &ms) != JOBQ_OK || ms < 1 || ms > JOBQ_LIMIT_PERIOD_MAX)
+    return JOBQ_EINVAL;
+  *count = (int64_t)n;
+  *period_ms = ms;
   return JOBQ_OK;
 }
 

@@ -58,13 +58,14 @@ t_bad_input() {
 q --running 0|invalid --running '0': expected an integer from 1
 q --running -3|invalid --running '-3'
 q --running 2x|invalid --running '2x'
-q --rate 5|invalid --rate '5': expected N/PERIOD like 100/1s
+q --rate 5|invalid --rate '5': expected N/PERIOD, N from 1 to 1000000000 and PERIOD from 1ms to 1d, like 100/1s
 q --rate /1s|invalid --rate '/1s': expected N/PERIOD
 q --rate 5/|invalid --rate '5/': expected N/PERIOD
-q --rate x/1s|invalid --rate count 'x'
-q --rate 5/2x|invalid --rate period '2x': expected a duration
-q --rate 5/2d|invalid --rate period '2d'
-q --rate 5/0s|invalid --rate period '0s'
+q --rate x/1s|invalid --rate 'x/1s': expected N/PERIOD
+q --rate 5/2x|invalid --rate '5/2x': expected N/PERIOD
+q --rate 5/2d|invalid --rate '5/2d': expected N/PERIOD
+q --rate 5/0s|invalid --rate '5/0s': expected N/PERIOD
+q --rate 0/1s|invalid --rate '0/1s': expected N/PERIOD
 q --clear --running 1|invalid --clear with another limit
 q --running-per-key 0|invalid --running-per-key '0'
 q --running-per-key x|invalid --running-per-key 'x'

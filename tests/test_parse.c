@@ -51,6 +51,35 @@ static void test_durations(void **state) {
   assert_rc(jobq_parse_duration(NULL, &ms), JOBQ_EINVAL);
 }
 
+static void test_rates(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    int64_t count, ms;
+  } good[] = {{"100/1s", 100, 1000},  {"10/m", 10, 60000},         {"1/250ms", 1, 250},
+              {"5/1m30s", 5, 90000},  {"1000000000/1d", 1000000000, 86400000},
+              {"7/s", 7, 1000},       {"3/1ms", 3, 1}};
+  for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+    int64_t n = -1, ms = -1;
+    if (jobq_parse_rate(good[k].text, &n, &ms) != JOBQ_OK) fail_msg("'%s' refused", good[k].text);
+    if (n != good[k].count || ms != good[k].ms)
+      fail_msg("'%s' gave %lld/%lldms", good[k].text, (long long)n, (long long)ms);
+  }
+  static const char *const bad[] = {"",      "5",     "/1s",   "5/",      "x/1s",
+                                    "0/1s",  "-1/1s", "5/2x",  "5/2d",    "5/0s",
+                                    "5/0",   " 5/1s", "5 /1s", "+5/1s",   "1000000001/1s",
+                                    "99999999999999999999/1s", "5/1s/2"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    int64_t n = 4242, ms = 4242;
+    int rc = jobq_parse_rate(bad[k], &n, &ms);
+    if (rc != JOBQ_EINVAL) fail_msg("'%s' gave %s, expected JOBQ_EINVAL", bad[k], jobq_err_name(rc));
+    assert_int_equal(n, 4242);
+    assert_int_equal(ms, 4242);
+  }
+  int64_t n, ms;
+  assert_rc(jobq_parse_rate(NULL, &n, &ms), JOBQ_EINVAL);
+}
+
 static void test_sizes(void **state) {
   (void)state;
   static const struct {
@@ -464,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_stores_are_whole),
       cmocka_unit_test(test_statements_spell),
       cmocka_unit_test(test_durations),
+      cmocka_unit_test(test_rates),
       cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_url_redact),
       TQ_TEST(test_open_errors),

@@ -95,18 +95,13 @@ function limitRate(N, rate) {
     throw new TypeError(`invalid rate '${String(rate)}': expected N/PERIOD like '100/1s', ` +
       '{ count, period } or null');
   }
-  const m = rate.match(/^([0-9]+)\/(.+)$/);
-  if (m === null) {
-    throw new errors.Invalid(`invalid rate '${rate}': expected N/PERIOD like 100/1s or 10/1m`);
-  }
-  // '100/s' reads as 100/1s, as `jobq limit --rate` does.
-  const text = /^[0-9]/.test(m[2]) ? m[2] : `1${m[2]}`;
+  const count = [0];
   const ms = [0];
-  if (N.fn.jobq_parse_duration(text, ms) < 0 || ms[0] < 1 || ms[0] > native.LIMIT_PERIOD_MAX) {
-    throw new errors.Invalid(`invalid rate period '${m[2]}': expected a duration from 1ms ` +
-      'to 1d, like 1s or 5m');
+  if (N.fn.jobq_parse_rate(rate, count, ms) < 0) {
+    throw new errors.Invalid(`invalid rate '${rate}': expected N/PERIOD, N from 1 to ` +
+      `${native.LIMIT_MAX} and PERIOD from 1ms to 1d, like 100/1s or 10/1m`);
   }
-  return [limitCount(Number(m[1]), 'rate count'), Number(ms[0])];
+  return [Number(count[0]), Number(ms[0])];
 }
 
 function queueLimits(c) {

@@ -150,6 +150,7 @@ const PROTOTYPES = [
   'int jobq_limits_list(jobq *db, const char *queue, _Out_ jobq_limits **out, _Out_ size_t *n)',
   'void jobq_limits_free(jobq_limits *limits, size_t n)',
   'int jobq_parse_duration(const char *text, _Out_ int64_t *ms)',
+  'int jobq_parse_rate(const char *text, _Out_ int64_t *count, _Out_ int64_t *period_ms)',
 ];
 
 function candidates() {

@@ -259,6 +259,7 @@ PROTOTYPES = {
     "jobq_limits_list": (c_int, [c_void_p, c_char_p, P(P(Limits)), P(c_size_t)]),
     "jobq_limits_free": (None, [P(Limits), c_size_t]),
     "jobq_parse_duration": (c_int, [c_char_p, P(c_int64)]),
+    "jobq_parse_rate": (c_int, [c_char_p, P(c_int64), P(c_int64)]),
 }
 
 _lib = None

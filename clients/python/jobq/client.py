@@ -133,17 +133,11 @@ def _rate(lib, rate):
     if not isinstance(rate, str):
         raise TypeError("invalid rate %r: expected N/PERIOD like '100/1s', a (count, seconds) "
                         "pair or None" % (rate,))
-    count, slash, period = rate.partition("/")
-    if not (slash and count.isascii() and count.isdigit() and period):
-        raise errors.Invalid("invalid rate '%s': expected N/PERIOD like 100/1s or 10/1m" % rate)
-    # "100/s" reads as 100/1s, as `jobq limit --rate` does.
-    text = period if period[0].isdigit() else "1" + period
-    ms = ctypes.c_int64()
-    if (lib.jobq_parse_duration(text.encode(), ctypes.byref(ms)) < 0 or
-            not 1 <= ms.value <= N.LIMIT_PERIOD_MAX):
-        raise errors.Invalid("invalid rate period '%s': expected a duration from 1ms to 1d, "
-                             "like 1s or 5m" % period)
-    return _limit(int(count), "rate count"), ms.value
+    count, ms = ctypes.c_int64(), ctypes.c_int64()
+    if lib.jobq_parse_rate(rate.encode(), ctypes.byref(count), ctypes.byref(ms)) < 0:
+        raise errors.Invalid("invalid rate '%s': expected N/PERIOD, N from 1 to %d and PERIOD "
+                             "from 1ms to 1d, like 100/1s or 10/1m" % (rate, N.LIMIT_MAX))
+    return count.value, ms.value
 
 
 def _queue_limits(c):
