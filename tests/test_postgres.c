@@ -1339,6 +1339,37 @@ static void test_a_pooled_handle_leaves_nothing_on_the_server(void **state) {
   jobq_close(w);
 }
 
+/* Through a pooler in transaction mode, the vacuums' lock is the look's
+ * transaction's: a look still starts no vacuum while another holds the
+ * lock, starts one once it is free, and keeps nothing on its connection
+ * after it. */
+static void test_a_pooled_claimer_vacuums_and_keeps_no_lock(void **state) {
+  tq *t = *state;
+  command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");
+  char url[sizeof t->url + 32];
+  snprintf(url, sizeof url, "%s&pooler=transaction", t->url);
+  jobq *w = th_open(url);
+  jobq_session *s = th_session(w, 60000);
+  make_dead_rows(t->db, w, s, "pv");
+  PQclear(rows_of(t->db, "SELECT pg_advisory_lock(" VACUUM_LOCK ")"));
+  int64_t before = vacuums(t->db);
+  for (int i = 0; i < 30; i++) {
+    th_claim_none(s, "pv");
+    th_sleep_ms(100);
+  }
+  assert_int_equal(vacuums(t->db), before);
+  PQclear(rows_of(t->db, "SELECT pg_advisory_unlock(" VACUUM_LOCK ")"));
+  claim_until_vacuumed(t->db, s, "pv", before);
+  assert_true(vacuum_lock_free(t->db));
+  PGresult *res = rows_of(w, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+                             "pid = pg_backend_pid()");
+  assert_string_equal(PQgetvalue(res, 0, 0), "0");
+  PQclear(res);
+  jobq_session_close(s);
+  jobq_close(w);
+  command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
@@ -1356,6 +1387,7 @@ int main(void) {
       TQ_TEST(test_round_trips),
       TQ_TEST(test_a_connection_that_changed_hands_is_named),
       TQ_TEST(test_a_pooled_handle_leaves_nothing_on_the_server),
+      TQ_TEST(test_a_pooled_claimer_vacuums_and_keeps_no_lock),
       TQ_TEST(test_a_claim_whose_commit_fails),
       TQ_TEST(test_a_claim_committed_unseen),
       TQ_TEST(test_a_lock_sent_later_that_times_out),

@@ -123,13 +123,16 @@ void pg_vacuum_start(jobq *db) {
   PGconn *pc = pg_connect_to(db);
   jobq__error_restore(db, &kept);
   if (pc == NULL) return;
-  /* Through a pooler in transaction mode, the setting would stay on a
-   * server connection that other clients get next: the vacuum runs with
-   * the server's own statement_timeout. */
+  /* Through a pooler in transaction mode, a setting would stay on a
+   * server connection that other clients get next, and the search_path
+   * of setup is not there: the vacuum runs with the server's own
+   * statement_timeout, and names the schema (checked at open: no quote
+   * can be in it). */
+  char sql[128];
+  snprintf(sql, sizeof sql, "VACUUM (SKIP_LOCKED, PARALLEL 0) %s.jobq_jobs", c->set_path);
   PGresult *res = c->pooled ? NULL : PQexec(pc, "SET statement_timeout = 0");
   int ok = (c->pooled || PQresultStatus(res) == PGRES_COMMAND_OK) &&
-           PQsendQueryParams(pc, "VACUUM (SKIP_LOCKED, PARALLEL 0) jobq_jobs", 0, NULL, NULL, NULL,
-                             NULL, 0) == 1;
+           PQsendQueryParams(pc, sql, 0, NULL, NULL, NULL, NULL, 0) == 1;
   PQclear(res);
   if (!ok) {
     PQfinish(pc);
