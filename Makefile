@@ -218,6 +218,13 @@ ha: deps
 	$(MAKE) all
 	tests/ha/run.sh $(BUILD)
 
+# A hundred foremen (JOBQ_LOAD_FOREMEN), each on a host of its own, through
+# one PgBouncer in transaction mode on one PostgreSQL (as root): every job
+# once, each key in order, the server's connections within the pool.
+pgbouncer-load: deps
+	$(MAKE) all
+	tests/pgbouncer_load.sh $(BUILD)
+
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
 deps:
@@ -300,5 +307,5 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo tsan install uninstall clean fuzz fuzz-build fuzzers \
+.PHONY: all deps check test demo tsan install uninstall clean fuzz fuzz-build fuzzers pgbouncer-load \
         chaos ha fresh-check

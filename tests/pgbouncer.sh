@@ -18,7 +18,9 @@
 #
 # JOBQ_PGBOUNCER_MODE (default transaction) is its pool_mode and
 # JOBQ_PGBOUNCER_POOL (default 2) its default_pool_size: the most server
-# connections it opens for the database.  Exit status 77 means PgBouncer
+# connections it opens for the database.  JOBQ_PGBOUNCER_LISTEN=ADDRESS at
+# start also listens on ADDRESS (a test network's own, never a public
+# interface); its URL then names ADDRESS.  Exit status 77 means PgBouncer
 # is not installed, so that callers can skip with a reason.
 set -euo pipefail
 
@@ -53,6 +55,13 @@ start() {
   user=${BASH_REMATCH[2]} password=${BASH_REMATCH[3]} host=${BASH_REMATCH[4]}
   port=${BASH_REMATCH[5]} db=${BASH_REMATCH[6]}
   mkdir -p "$dir"
+  local listen=127.0.0.1
+  if [[ -n ${JOBQ_PGBOUNCER_LISTEN:-} ]]; then
+    [[ $JOBQ_PGBOUNCER_LISTEN =~ ^[0-9.]+$ ]] ||
+      die "invalid JOBQ_PGBOUNCER_LISTEN '$JOBQ_PGBOUNCER_LISTEN': expected an address like 10.1.2.1"
+    echo "$JOBQ_PGBOUNCER_LISTEN" >"$dir/listen"
+    listen="127.0.0.1,$JOBQ_PGBOUNCER_LISTEN"
+  fi
   printf '"%s" "%s"\n' "$user" "$password" >"$dir/userlist.txt"
   printf '%s\n%s\n%s\n' "$user" "$password" "$db" >"$dir/login"
   if [[ $(id -u) -eq 0 ]]; then
@@ -67,7 +76,7 @@ start() {
 $db = host=$host port=$port dbname=$db
 
 [pgbouncer]
-listen_addr = 127.0.0.1
+listen_addr = $listen
 listen_port = $mine
 unix_socket_dir =
 auth_type = scram-sha-256
@@ -75,7 +84,7 @@ auth_file = $dir/userlist.txt
 admin_users = $user
 pool_mode = ${JOBQ_PGBOUNCER_MODE:-transaction}
 default_pool_size = ${JOBQ_PGBOUNCER_POOL:-2}
-max_client_conn = 500
+max_client_conn = ${JOBQ_PGBOUNCER_CLIENTS:-500}
 logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid
 EOF
@@ -131,7 +140,9 @@ url() {
   local dir=$1 user password db
   [[ -f $dir/port ]] || die "no pooler in '$dir'"
   { read -r user; read -r password; read -r db; } <"$dir/login"
-  echo "postgres://$user:$password@127.0.0.1:$(cat "$dir/port")/$db"
+  local address=127.0.0.1
+  [[ -f $dir/listen ]] && address=$(cat "$dir/listen")
+  echo "postgres://$user:$password@$address:$(cat "$dir/port")/$db"
 }
 
 stop() {
