@@ -153,7 +153,8 @@ int pg_refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
   c->stats_checked_ms = now;
   jobq_rows *r;
   may_vacuum = may_vacuum && c->vacuum == NULL && !c->vacuum_lock && now >= c->vacuum_next_ms;
-  int rc = pg_query(db, c->pooled ? PG_TABLE_STATS_XACT : PG_TABLE_STATS, SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r, NULL);
+  int rc = pg_query(db, c->pooled ? PG_TABLE_STATS_XACT : PG_TABLE_STATS,
+                    SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r, NULL);
   if (rc != JOBQ_OK) return rc;
   int stale = 0, dirty = 0;
   c->reltuples = INT64_MAX; /* a role that may not analyze: no look before the next */
