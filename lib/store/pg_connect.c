@@ -141,7 +141,8 @@ static int setup(jobq *db, PGconn *pc) {
   const int at = c->pooled ? 0 : 7; /* the looks' columns */
   PGresult *res = PQexecParams(
       pc,
-      c->pooled ? "SELECT pg_is_in_recovery(), current_setting('default_transaction_read_only')"
+      c->pooled ? "SELECT pg_is_in_recovery(), "
+                  "current_setting('default_transaction_read_only')"
                 : "SELECT set_config('search_path', $1, false), "
                   "set_config('statement_timeout', $2, false), "
                   "set_config('idle_in_transaction_session_timeout', '60s', false), "
@@ -163,7 +164,8 @@ static int setup(jobq *db, PGconn *pc) {
       PQclear(res);
       res = PQexec(pc, "SET default_transaction_read_only = on");
       if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s", c->redacted,
+        rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s",
+                        c->redacted,
                         pg_first_line(PQresultErrorMessage(res), line, sizeof line));
     }
   } else if (strcmp(PQgetvalue(res, 0, at), "t") == 0) {

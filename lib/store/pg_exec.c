@@ -30,13 +30,13 @@
  * vacuum), whether it has 20000 dead rows or more, no vacuum at work and
  * the vacuums' lock was free, now held, taken with function lock; and
  * the planner's count. */
-#define TABLE_STATS(lock)                                                                 \
-  "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "                  \
-  "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "             \
-  "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "                  \
-  "v.relid = c.oid) THEN " lock "(" VACUUM_LOCK_KEY ") ELSE false END, "                  \
-  "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "                    \
-  "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "                              \
+#define TABLE_STATS(lock)                                                               \
+  "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "                \
+  "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "           \
+  "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "                \
+  "v.relid = c.oid) THEN " lock "(" VACUUM_LOCK_KEY ") ELSE false END, "                \
+  "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "                  \
+  "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "                            \
   "pg_has_role(c.relowner, 'MEMBER')"
 
 static const char *const own_sql[] = {
@@ -330,8 +330,8 @@ static PGresult *exec_one(pg *c, const sendable *q) {
   char name[16];
   if (q->id < 0) return PQexec(c->conn, q->sql);
   if (c->pooled)
-    return PQexecParams(c->conn, c->text[q->id], q->n, NULL, q->values, q->lengths, q->formats,
-                        1);
+    return PQexecParams(c->conn, c->text[q->id], q->n, NULL, q->values, q->lengths,
+                        q->formats, 1);
   return PQexecPrepared(c->conn, stmt_name(name, q->id), q->n, q->values, q->lengths,
                         q->formats, 1);
 }
@@ -427,7 +427,8 @@ int pg_exec_pending(jobq *db, const sendable *q, PGresult **res) {
   /* Through a pooler in transaction mode, every transaction makes its
    * settings first: after its BEGIN, or before a statement that runs
    * alone, whose round trip is then one transaction. */
-  int set = c->pooled && (c->begin_pending || PQtransactionStatus(c->conn) == PQTRANS_IDLE);
+  int set = c->pooled &&
+            (c->begin_pending || PQtransactionStatus(c->conn) == PQTRANS_IDLE);
   if (!set && !c->begin_pending && c->nlater == 0 && !c->commit_with) {
     *res = exec_one(c, q);
     return JOBQ_OK;

@@ -53,7 +53,8 @@ const jobq_option pg_options[] = {
 
 /* jobq's own options, not libpq's. */
 static int is_own_option(const char *k) {
-  return strcmp(k, "schema") == 0 || strcmp(k, "notify") == 0 || strcmp(k, "pooler") == 0 ||
+  return strcmp(k, "schema") == 0 || strcmp(k, "notify") == 0 ||
+         strcmp(k, "pooler") == 0 ||
          strcmp(k, "statement_timeout") == 0 || strcmp(k, "max_payload") == 0;
 }
 
@@ -241,7 +242,8 @@ int pg_params(jobq *db, const jobq_url *u) {
   if (rc != JOBQ_OK) return rc;
   /* The settings' values (pg_connect.c's setup, PG_SETTINGS). */
   snprintf(c->set_path, sizeof c->set_path, "\"%s\"", c->schema);
-  snprintf(c->set_timeout, sizeof c->set_timeout, "%lldms", (long long)c->statement_timeout_ms);
+  snprintf(c->set_timeout, sizeof c->set_timeout, "%lldms",
+           (long long)c->statement_timeout_ms);
   const char *t = param(c, "connect_timeout"); /* checked above: a number */
   if (t != NULL) c->connect_timeout_s = strtoll(t, NULL, 10);
   if (param(c, "application_name") == NULL && param_set(c, "application_name", "jobq") != JOBQ_OK)
