@@ -218,9 +218,10 @@ ha: deps
 	$(MAKE) all
 	tests/ha/run.sh $(BUILD)
 
-# A hundred foremen (JOBQ_LOAD_FOREMEN), each on a host of its own, through
-# one PgBouncer in transaction mode on one PostgreSQL (as root): every job
-# once, each key in order, the server's connections within the pool.
+# A hundred foremen (JOBQ_LOAD_FOREMEN), each on a host of its own, on one
+# PostgreSQL, directly and through one PgBouncer in transaction mode (as
+# root): every job once, each key in order, at most two server connections
+# a foreman directly and the pool's through the pooler.
 pgbouncer-load: deps
 	$(MAKE) all
 	tests/pgbouncer_load.sh $(BUILD)
