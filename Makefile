@@ -218,6 +218,14 @@ ha: deps
 	$(MAKE) all
 	tests/ha/run.sh $(BUILD)
 
+# A hundred foremen (JOBQ_LOAD_FOREMEN), each on a host of its own, on one
+# PostgreSQL, directly and through one PgBouncer in transaction mode (as
+# root): every job once, each key in order, at most two server connections
+# a foreman directly and the pool's through the pooler.
+pgbouncer-load: deps
+	$(MAKE) all
+	tests/pgbouncer_load.sh $(BUILD)
+
 # Installs the Debian packages the build and the tests need (only the
 # missing ones).
 deps:
@@ -231,11 +239,15 @@ deps:
 # minutes), to keep the whole under half an hour on two cores.
 SAN_SKIP := cli_ha.sh cli_ha_mariadb.sh cli_clients.sh cli_bench.sh
 SAN_SKIP_WHY := run in the plain pass only (make check: SAN_SKIP)
+# The conformance suite through PgBouncer runs the same library code as
+# on PostgreSQL: in the plain pass only, for time.
+SAN_STORES := sqlite postgres mysql
 check: deps
 	$(MAKE) all
 	JOBQ_BUILD=$(BUILD) tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
 	JOBQ_BUILD=build-san JOBQ_MULTIPROC_SECONDS=10 JOBQ_CHAOS_SECONDS=10 \
+	  JOBQ_TEST_STORES="$(SAN_STORES)" \
 	  JOBQ_TEST_SKIP="$(SAN_SKIP)" JOBQ_TEST_SKIP_WHY="$(SAN_SKIP_WHY)" tests/run.sh
 	$(MAKE) fuzz-build
 	tests/fuzz/run.sh build-fuzz 5
@@ -300,5 +312,5 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz build-tsan
 
-.PHONY: all deps check test demo tsan install uninstall clean fuzz fuzz-build fuzzers \
+.PHONY: all deps check test demo tsan install uninstall clean fuzz fuzz-build fuzzers pgbouncer-load \
         chaos ha fresh-check

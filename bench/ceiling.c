@@ -1060,6 +1060,14 @@ int bench_ceiling_rate(const struct bench_config *cfg, jobq *db, int procs, size
 
 int bench_ceiling(const struct bench_config *cfg, jobq *db,
                   struct bench_report *rep, struct bench_run *run) {
+  /* Its bare SQL runs on the store's own connection, with jobq's
+   * settings, and the latency floor listens on it: through a pooler in
+   * transaction mode neither stays with the connection. */
+  if (cfg->store == BENCH_POSTGRES && strstr(cfg->url, "pooler=transaction") != NULL) {
+    snprintf(run->why, sizeof run->why,
+             "the bare SQL needs a connection of its own: run it without pooler=transaction");
+    return BENCH_SKIPPED;
+  }
   int procs = (int)(cfg->concurrency > 0 ? cfg->concurrency : DEFAULT_CONCURRENCY);
   size_t batch = cfg->batch > 0 ? (size_t)cfg->batch : 100;
   static const struct {

@@ -200,6 +200,8 @@ static int run_workloads(struct bench_config *cfg, jobq *db, const int *want,
       cli_error("%s: %s", run->name, line);
       free(line);
       status = CLI_EXIT_ERROR;
+    } else if (run->status == BENCH_SKIPPED) {
+      cli_error("%s: not run: %s", run->name, run->why);
     }
     if (bench_cleanup(db) != 0) status = CLI_EXIT_ERROR;
   }

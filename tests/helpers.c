@@ -515,6 +515,24 @@ void th_sleep_ms(int64_t ms) {
   }
 }
 
+/* Runs sql on a PostgreSQL handle.  Through a pooler in transaction mode
+ * (JOBQ_TEST_PG_URL with pooler=transaction) the connection keeps no
+ * search_path of its own between transactions: a statement outside one
+ * runs in a transaction of jobq_begin(), which sets it. */
+static PGresult *pg_run(jobq *db, const char *sql) {
+  PGconn *h = jobq_native(db);
+  const char *url = getenv("JOBQ_TEST_PG_URL");
+  int wrap = url != NULL && strstr(url, "pooler=transaction") != NULL &&
+             PQtransactionStatus(h) == PQTRANS_IDLE && jobq_begin(db) == JOBQ_OK;
+  PGresult *res = PQexec(h, sql);
+  ExecStatusType st = PQresultStatus(res);
+  if (wrap && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK))
+    assert_int_equal(jobq_commit(db), JOBQ_OK);
+  else if (wrap)
+    jobq_rollback(db);
+  return res;
+}
+
 int th_sql(jobq *db, const char *sql) {
   void *h = jobq_native(db);
   assert_non_null(h);
@@ -528,7 +546,7 @@ int th_sql(jobq *db, const char *sql) {
     if (res != NULL) mysql_free_result(res);
     return 0;
   }
-  PGresult *res = PQexec(h, sql);
+  PGresult *res = pg_run(db, sql);
   ExecStatusType st = PQresultStatus(res);
   int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : 1;
   if (rc != 0) print_message("%s: %s", sql, PQresultErrorMessage(res));
@@ -552,7 +570,7 @@ int64_t th_sql_int(jobq *db, const char *sql) {
     return v;
   }
   if (!th_is_sqlite()) {
-    PGresult *res = PQexec(h, sql);
+    PGresult *res = pg_run(db, sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1) {
       print_error("%s: %s\n", sql, PQresultErrorMessage(res));
       PQclear(res);

@@ -32,6 +32,7 @@
 # the database is "jobq".  JOBQ_PG_LISTEN=ADDRESS/BITS at start also listens
 # on ADDRESS (a test network's own, never a public interface) and accepts
 # logins and replication from that network; its URL then names ADDRESS.
+# JOBQ_PG_MAX_CONNECTIONS (default 200) is its max_connections.
 # Exit status 77 means PostgreSQL is not installed, so that callers can
 # skip with a reason.
 set -euo pipefail
@@ -105,7 +106,7 @@ options() {
   local listen=127.0.0.1
   [[ -f $1/listen ]] && listen="127.0.0.1,$(address "$1")"
   echo "-c listen_addresses=$listen -p $2 -c unix_socket_directories=$1" \
-    "-c fsync=on -c synchronous_commit=on -c max_connections=200" \
+    "-c fsync=on -c synchronous_commit=on -c max_connections=${JOBQ_PG_MAX_CONNECTIONS:-200}" \
     "-c shared_buffers=128MB"
 }
 

@@ -7,7 +7,11 @@
 # this script starts first (tests/pgserver.sh, tests/mysqlserver.sh: a
 # fresh data folder on a free port of 127.0.0.1) and stops at the end;
 # test_parse and test_cronspec, which test no store, run once, and test_postgres and
-# test_mysql, a store's own tests, run on that store only.  Then every
+# test_mysql, a store's own tests, run on that store only.  The store
+# "pgbouncer" is PostgreSQL through a PgBouncer in transaction mode
+# (tests/pgbouncer.sh, a pool of 2 server connections) with
+# pooler=transaction in the URL: the binaries of JOBQ_TEST_PGBOUNCER run
+# again through it.  Then every
 # tests/cli_*.sh and tests/build_*.sh script runs (given JOBQ=$JOBQ_BUILD/jobq, JOBQ_TEST_PG_URL
 # and JOBQ_TEST_MYSQL_URL).  Each file runs under a
 # per-file timeout.  One line per file says how it went; a failing file's
@@ -30,7 +34,10 @@
 #                       function (* and ? match any text, any character)
 #   JOBQ_TEST_VERBOSE   1: print every file's whole output
 #   JOBQ_TEST_STORES    the stores to run the suite on (default
-#                       "sqlite postgres mysql")
+#                       "sqlite postgres pgbouncer mysql")
+#   JOBQ_TEST_PGBOUNCER the binaries run through PgBouncer, without test_
+#                       (default: claim ack session order limit put admin
+#                       tally bad_input)
 #   JOBQ_TEST_PG_URL    a PostgreSQL server to use instead of starting one
 #   JOBQ_TEST_MYSQL_URL a MariaDB server to use instead of starting one
 set -u
@@ -52,7 +59,8 @@ verbose=${JOBQ_TEST_VERBOSE:-0}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-stores=${JOBQ_TEST_STORES:-sqlite postgres mysql}
+stores=${JOBQ_TEST_STORES:-sqlite postgres pgbouncer mysql}
+pooled=" ${JOBQ_TEST_PGBOUNCER:-claim ack session order limit put admin tally bad_input} "
 
 total_pass=0
 total_fail=0
@@ -62,10 +70,12 @@ out=$(mktemp "${TMPDIR:-/tmp}/jobq-run.XXXXXX")
 XDG_STATE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/jobq-state.XXXXXX")
 export XDG_STATE_HOME
 pgdir=""
+bouncerdir=""
 mydir=""
 cleanup() {
   rm -f "$out"
   rm -rf "$XDG_STATE_HOME"
+  if [[ -n $bouncerdir ]]; then "$here/pgbouncer.sh" stop "$bouncerdir"; fi
   if [[ -n $pgdir ]]; then "$here/pgserver.sh" stop "$pgdir"; fi
   if [[ -n $mydir ]]; then "$here/mysqlserver.sh" stop "$mydir"; fi
 }
@@ -133,7 +143,8 @@ run_script() {
 }
 
 # The PostgreSQL server, unless one was given.
-if [[ " $stores " == *" postgres "* && -z ${JOBQ_TEST_PG_URL:-} ]]; then
+if [[ " $stores " == *" postgres "* || " $stores " == *" pgbouncer "* ]] &&
+   [[ -z ${JOBQ_TEST_PG_URL:-} ]]; then
   pgdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-pg.XXXXXX")
   if ! JOBQ_TEST_PG_URL=$("$here/pgserver.sh" start "$pgdir" 2>"$out"); then
     echo "FAIL postgres server           could not start:"
@@ -141,9 +152,30 @@ if [[ " $stores " == *" postgres "* && -z ${JOBQ_TEST_PG_URL:-} ]]; then
     total_fail=$((total_fail + 1))
     pgdir=""
     stores=${stores/postgres/}
+    stores=${stores/pgbouncer/}
   fi
   export JOBQ_TEST_PG_URL
   [[ -n $pgdir ]] && export JOBQ_TEST_PG_DIR=$pgdir
+fi
+
+# PgBouncer in front of it.  Not installed: its runs are skipped, and say so.
+bouncer_url=""
+if [[ " $stores " == *" pgbouncer "* ]]; then
+  bouncerdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-bouncer.XXXXXX")
+  bouncer_url=$(JOBQ_PGBOUNCER_POOL=2 "$here/pgbouncer.sh" start "$bouncerdir" \
+    "${JOBQ_TEST_PG_URL%%\?*}" 2>"$out")
+  status=$?
+  if ((status != 0)); then
+    if ((status == 77)); then
+      echo "skip pgbouncer               $(cat "$out")"
+    else
+      echo "FAIL pgbouncer               could not start:"
+      sed 's/^/    /' "$out"
+      total_fail=$((total_fail + 1))
+    fi
+    bouncerdir=""
+    stores=${stores/pgbouncer/}
+  fi
 fi
 
 # The MariaDB server, unless one was given.  Not installed: the store's
@@ -185,6 +217,12 @@ for bin in "$build"/tests/test_*; do
     continue
   fi
   for store in $stores; do
+    if [[ $store == pgbouncer ]]; then
+      [[ $pooled == *" $own "* ]] || continue
+      JOBQ_TEST_STORE=postgres JOBQ_TEST_PG_URL="$bouncer_url?pooler=transaction" \
+        run_cmocka "$bin" "$(basename "$bin")[$store]"
+      continue
+    fi
     JOBQ_TEST_STORE=$store run_cmocka "$bin" "$(basename "$bin")[$store]"
   done
 done

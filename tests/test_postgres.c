@@ -1277,6 +1277,99 @@ static void test_a_unix_socket_and_libpq_options(void **state) {
   assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'sock'"), 3);
 }
 
+/* Through a pooler in transaction mode (pooler=transaction), the next
+ * transaction of a handle may run on another server connection, and the
+ * one it ran on goes to other clients: nothing of a handle's may outlive
+ * its transaction there.  Here on the server itself, the handle's one
+ * connection shows what each transaction left: no prepared statement, no
+ * setting, no lock, no LISTEN; inside a transaction of its own the
+ * settings are there; and the puts, claims and acknowledgements work. */
+static void test_a_pooled_handle_leaves_nothing_on_the_server(void **state) {
+  tq *t = *state;
+  char url[sizeof t->url + 32];
+  snprintf(url, sizeof url, "%s&pooler=transaction", t->url);
+  jobq *w = th_open(url);
+  PGconn *pc = jobq_native(w);
+  jobq_session *s = th_session(w, 60000);
+  th_put_many(w, "pooled", 50, 0);
+  drain(s, "pooled");
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE queue = 'pooled'"), 50);
+  jobq_queue_stats *st;
+  size_t n;
+  assert_rc(jobq_stats(w, &st, &n), JOBQ_OK);
+  jobq_stats_free(st, n);
+  jobq *r = NULL;
+  assert_rc(jobq_open_readonly(url, &r), JOBQ_OK);
+  assert_rc(jobq_stats(r, &st, &n), JOBQ_OK);
+  jobq_stats_free(st, n);
+  int fd;
+  assert_rc(jobq_watch(w, &fd), JOBQ_ENOTSUP);
+  if (!strstr(jobq_errmsg(w), "pooler=transaction"))
+    fail_msg("the message does not say why: %s", jobq_errmsg(w));
+  PGconn *conns[] = {pc, jobq_native(r)};
+  for (size_t i = 0; i < 2; i++) {
+    PGresult *res = PQexec(
+        conns[i],
+        "SELECT (SELECT count(*) FROM pg_prepared_statements), current_setting('search_path'), "
+        "current_setting('statement_timeout'), current_setting('default_transaction_read_only'), "
+        "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()), "
+        "(SELECT count(*) FROM pg_listening_channels())");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    const char *got[6], *want[6] = {"0", "\"$user\", public", "0", "off", "0", "0"};
+    for (int c = 0; c < 6; c++) {
+      got[c] = PQgetvalue(res, 0, c);
+      if (strcmp(got[c], want[c]) != 0)
+        fail_msg("connection %zu kept '%s' where '%s' was expected (column %d)", i, got[c],
+                 want[c], c);
+    }
+    PQclear(res);
+  }
+  /* A transaction of the handle's has the settings. */
+  assert_rc(jobq_begin(w), JOBQ_OK);
+  PGresult *res = PQexec(pc, "SELECT current_setting('search_path'), "
+                             "current_setting('statement_timeout'), current_setting('jit')");
+  assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+  assert_non_null(strstr(PQgetvalue(res, 0, 0), strstr(t->url, "schema=") + 7));
+  assert_string_equal(PQgetvalue(res, 0, 1), "30s");
+  assert_string_equal(PQgetvalue(res, 0, 2), "off");
+  PQclear(res);
+  assert_rc(jobq_rollback(w), JOBQ_OK);
+  jobq_close(r);
+  jobq_session_close(s);
+  jobq_close(w);
+}
+
+/* Through a pooler in transaction mode, the vacuums' lock is the look's
+ * transaction's: a look still starts no vacuum while another holds the
+ * lock, starts one once it is free, and keeps nothing on its connection
+ * after it. */
+static void test_a_pooled_claimer_vacuums_and_keeps_no_lock(void **state) {
+  tq *t = *state;
+  command(t->db, "ALTER TABLE jobq_jobs SET (autovacuum_enabled = false)");
+  char url[sizeof t->url + 32];
+  snprintf(url, sizeof url, "%s&pooler=transaction", t->url);
+  jobq *w = th_open(url);
+  jobq_session *s = th_session(w, 60000);
+  make_dead_rows(t->db, w, s, "pv");
+  PQclear(rows_of(t->db, "SELECT pg_advisory_lock(" VACUUM_LOCK ")"));
+  int64_t before = vacuums(t->db);
+  for (int i = 0; i < 30; i++) {
+    th_claim_none(s, "pv");
+    th_sleep_ms(100);
+  }
+  assert_int_equal(vacuums(t->db), before);
+  PQclear(rows_of(t->db, "SELECT pg_advisory_unlock(" VACUUM_LOCK ")"));
+  claim_until_vacuumed(t->db, s, "pv", before);
+  assert_true(vacuum_lock_free(t->db));
+  PGresult *res = rows_of(w, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+                             "pid = pg_backend_pid()");
+  assert_string_equal(PQgetvalue(res, 0, 0), "0");
+  PQclear(res);
+  jobq_session_close(s);
+  jobq_close(w);
+  command(t->db, "ALTER TABLE jobq_jobs RESET (autovacuum_enabled)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_plans_made_on_an_emptied_table),
@@ -1293,6 +1386,8 @@ int main(void) {
       TQ_TEST(test_a_connection_ended_by_the_server_is_made_again),
       TQ_TEST(test_round_trips),
       TQ_TEST(test_a_connection_that_changed_hands_is_named),
+      TQ_TEST(test_a_pooled_handle_leaves_nothing_on_the_server),
+      TQ_TEST(test_a_pooled_claimer_vacuums_and_keeps_no_lock),
       TQ_TEST(test_a_claim_whose_commit_fails),
       TQ_TEST(test_a_claim_committed_unseen),
       TQ_TEST(test_a_lock_sent_later_that_times_out),

@@ -28,7 +28,8 @@
   X(PQgetvalue) X(PQhost) X(PQisBusy) X(PQnotifies) X(PQntuples) X(PQpipelineSync) X(PQport) X(PQprepare)      \
   X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)              \
   X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQserverVersion)               \
-  X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
+  X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)          \
+  X(PQtransactionStatus)
 
 struct jobq__libpq {
 #define JOBQ_LIBPQ_SLOT(f) __typeof__(f) *f##_;
@@ -82,5 +83,6 @@ int jobq__libpq_load(jobq *db);
 #define PQsetnonblocking (jobq__libpq.PQsetnonblocking_)
 #define PQsocket (jobq__libpq.PQsocket_)
 #define PQstatus (jobq__libpq.PQstatus_)
+#define PQtransactionStatus (jobq__libpq.PQtransactionStatus_)
 
 #endif

@@ -36,6 +36,8 @@ enum {
   PG_LOCKS,
   PG_NOTIFY,
   PG_TABLE_STATS,
+  PG_TABLE_STATS_XACT,
+  PG_SETTINGS,
   PG__END
 };
 
@@ -94,6 +96,16 @@ typedef struct pg {
   int nhosts, nports;
   char *schema;
   int notify;                  /* send NOTIFY when work becomes ready */
+  /* pooler=transaction: each transaction may run on another server
+   * connection, so nothing may outlive one there.  Statements go
+   * unnamed, with their text (text), the settings go with every
+   * transaction (PG_SETTINGS, after its BEGIN, or before a statement
+   * that runs alone, in its round trip), there are no wake-ups to
+   * listen for, and the vacuums' lock is the look's transaction's. */
+  int pooled;
+  char *text[PG__END];         /* pooled: each statement's text, once spelled */
+  char set_path[80], set_timeout[32]; /* PG_SETTINGS' values */
+  const char *set_values[3];
   int64_t statement_timeout_ms;
   unsigned char prepared[PG__END];
   unsigned char params[PG__END]; /* of each prepared statement: its highest $N */
@@ -193,6 +205,7 @@ int pg_reconnect(jobq *db);
 int pg_refresh_stats(jobq *db, int64_t rows, int may_vacuum);
 const char *pg_role_prefix(const pg *c, char *buf, size_t len);
 int pg_run_after(jobq *db, const char *sql, const char *what);
+int pg_run_begin(jobq *db, const char *what);
 int pg_run_plain(jobq *db, const char *sql, const char *what);
 void pg_vacuum_reap(pg *c);
 void pg_vacuum_start(jobq *db);

@@ -125,7 +125,11 @@ static PGconn *try_host(pg *c, const char *const *keys, const char *const *value
  * plans, and a primary that accepts writes.  A generic plan does not know
  * its LIMIT and expects a tenth of the table: with a million jobs
  * analyzed, the claim's cost passed jit_above_cost, and the server spent
- * about 10 ms compiling each claim of 10 jobs (test_postgres.c). */
+ * about 10 ms compiling each claim of 10 jobs (test_postgres.c).  Through
+ * a pooler in transaction mode the settings would stay on a server
+ * connection that other clients get next, and not come with jobq's next
+ * transaction: each transaction makes them for itself (PG_SETTINGS), and
+ * this only looks at the server. */
 static int setup(jobq *db, PGconn *pc) {
   pg *c = pg_conn(db);
   char line[400];
@@ -133,39 +137,43 @@ static int setup(jobq *db, PGconn *pc) {
     return jobq__fail(db, JOBQ_ENOTSUP,
                       "'%s' runs PostgreSQL %d.%d: expected 13 or newer", c->redacted,
                       PQserverVersion(pc) / 10000, PQserverVersion(pc) % 10000);
-  char path[80], timeout[32];
-  snprintf(path, sizeof path, "\"%s\"", c->schema);
-  snprintf(timeout, sizeof timeout, "%lldms", (long long)c->statement_timeout_ms);
-  const char *values[2] = {path, timeout};
+  const char *values[2] = {c->set_path, c->set_timeout};
+  const int at = c->pooled ? 0 : 7; /* the looks' columns */
   PGresult *res = PQexecParams(
       pc,
-      "SELECT set_config('search_path', $1, false), "
-      "set_config('statement_timeout', $2, false), "
-      "set_config('idle_in_transaction_session_timeout', '60s', false), "
-      "set_config('synchronous_commit', 'on', false), "
-      "set_config('lock_timeout', $2, false), "
-      "set_config('plan_cache_mode', 'force_generic_plan', false), "
-      "set_config('jit', 'off', false), "
-      "pg_is_in_recovery(), current_setting('default_transaction_read_only')",
-      2, NULL, values, NULL, NULL, 0);
+      c->pooled ? "SELECT pg_is_in_recovery(), "
+                  "current_setting('default_transaction_read_only')"
+                : "SELECT set_config('search_path', $1, false), "
+                  "set_config('statement_timeout', $2, false), "
+                  "set_config('idle_in_transaction_session_timeout', '60s', false), "
+                  "set_config('synchronous_commit', 'on', false), "
+                  "set_config('lock_timeout', $2, false), "
+                  "set_config('plan_cache_mode', 'force_generic_plan', false), "
+                  "set_config('jit', 'off', false), "
+                  "pg_is_in_recovery(), current_setting('default_transaction_read_only')",
+      c->pooled ? 0 : 2, NULL, values, NULL, NULL, 0);
   int rc = JOBQ_OK;
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s", c->redacted,
                     pg_first_line(PQresultErrorMessage(res), line, sizeof line));
   } else if (db->readonly) {
     /* A handle that only reads takes a standby or a read-only database,
-     * and makes sure of writing nothing. */
-    PQclear(res);
-    res = PQexec(pc, "SET default_transaction_read_only = on");
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-      rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s", c->redacted,
-                      pg_first_line(PQresultErrorMessage(res), line, sizeof line));
-  } else if (strcmp(PQgetvalue(res, 0, 7), "t") == 0) {
+     * and makes sure of writing nothing (pooled: each transaction,
+     * PG_SETTINGS). */
+    if (!c->pooled) {
+      PQclear(res);
+      res = PQexec(pc, "SET default_transaction_read_only = on");
+      if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        rc = jobq__fail(db, JOBQ_ECONN, "setting up the connection to '%s': %s",
+                        c->redacted,
+                        pg_first_line(PQresultErrorMessage(res), line, sizeof line));
+    }
+  } else if (strcmp(PQgetvalue(res, 0, at), "t") == 0) {
     rc = jobq__fail(db, JOBQ_EREADONLY,
                     "'%s' is a standby in recovery: expected the primary (list every "
                     "host and add target_session_attrs=read-write to fail over)",
                     c->redacted);
-  } else if (strcmp(PQgetvalue(res, 0, 8), "on") == 0) {
+  } else if (strcmp(PQgetvalue(res, 0, at + 1), "on") == 0) {
     rc = jobq__fail(db, JOBQ_EREADONLY,
                     "'%s' is read-only (default_transaction_read_only is on): "
                     "expected a database that accepts writes",
@@ -285,6 +293,7 @@ void pg_close(jobq *db) {
   pg_names_clear(&c->wake);
   free(c->wake.v);
   pg_later_clear(c);
+  for (int i = 0; i < PG__END; i++) free(c->text[i]);
   free(c->schema);
   free(c);
   db->conn = NULL;

@@ -21,7 +21,9 @@
 /* Runs a query of the doctor's (no values) for its first row; NULL when
  * it returns none.  Caller PQclear()s. */
 static PGresult *doctor_row(jobq *db, const char *sql) {
-  PGresult *res = PQexec(pg_conn(db)->conn, sql);
+  const sendable q = {.id = -1, .sql = sql};
+  PGresult *res = NULL;
+  if (pg_exec_pending(db, &q, &res) != JOBQ_OK) return NULL;
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     pg_fail(db, res, "checking the server");
     PQclear(res);
@@ -64,6 +66,24 @@ int pg_doctor(jobq *db, jobq__checks *c) {
                     standbys);
   int autovac_on = strcmp(autovacuum, "on") == 0;
   PQclear(r);
+
+  /* A pooler gives its clients process ids of its own making. */
+  pg *pc = pg_conn(db);
+  r = doctor_row(db, "SELECT pg_backend_pid()");
+  if (r == NULL) return db->err;
+  int pooled = strtol(PQgetvalue(r, 0, 0), NULL, 10) != PQbackendPID(pc->conn);
+  PQclear(r);
+  if (pc->pooled)
+    jobq__check_add(c, JOBQ_CHECK_OK, "pooler", NULL,
+                    "through a pooler in transaction mode (pooler=transaction): no "
+                    "wake-ups, workers poll");
+  else if (pooled)
+    jobq__check_add(c, JOBQ_CHECK_WARN, "pooler",
+                    "if the pooler hands server connections to other clients between "
+                    "transactions (pgbouncer's pool_mode = transaction), add "
+                    "pooler=transaction to the url; in session mode nothing is needed",
+                    "through a connection pooler (the server's process id is not the one "
+                    "the connection was given)");
 
   /* The oldest transaction anywhere holds vacuum back in every table. */
   r = doctor_row(db,

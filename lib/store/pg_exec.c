@@ -22,6 +22,23 @@
 
 
 
+/* A row when this role may analyze and vacuum the hot table (see
+ * refresh_stats): whether the planner's count of its rows is under a
+ * tenth of what the statistics collector counts live, or of $1 jobs that
+ * the last claim took (there is no count: -1, a table never vacuumed nor
+ * analyzed, as after jobq init); with $2 > 0 (this handle may start a
+ * vacuum), whether it has 20000 dead rows or more, no vacuum at work and
+ * the vacuums' lock was free, now held, taken with function lock; and
+ * the planner's count. */
+#define TABLE_STATS(lock)                                                               \
+  "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "                \
+  "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "           \
+  "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "                \
+  "v.relid = c.oid) THEN " lock "(" VACUUM_LOCK_KEY ") ELSE false END, "                \
+  "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "                  \
+  "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "                            \
+  "pg_has_role(c.relowner, 'MEMBER')"
+
 static const char *const own_sql[] = {
     [PG_LOCK_SHARED - JOBQ_STMT_COUNT] =
         "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))",
@@ -34,22 +51,22 @@ static const char *const own_sql[] = {
         "ORDER BY u.n) x",
     [PG_NOTIFY - JOBQ_STMT_COUNT] =
         "SELECT pg_notify('jobq', q) FROM unnest($1::text[]) q",
-    /* A row when this role may analyze and vacuum the hot table (see
-     * refresh_stats): whether the planner's count of its rows is under a
-     * tenth of what the statistics collector counts live, or of $1 jobs
-     * that the last claim took (there is no count: -1, a table never
-     * vacuumed nor analyzed, as after jobq init); with $2 > 0 (this
-     * handle may start a vacuum), whether it has 20000 dead rows or more,
-     * no vacuum at work and the vacuums' lock was free, now held by this
-     * connection (vacuum_unlock); and the planner's count. */
-    [PG_TABLE_STATS - JOBQ_STMT_COUNT] =
-        "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "
-        "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "
-        "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "
-        "v.relid = c.oid) THEN pg_try_advisory_lock(" VACUUM_LOCK_KEY ") ELSE false END, "
-        "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "
-        "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "
-        "pg_has_role(c.relowner, 'MEMBER')",
+    /* The lock held by the connection until vacuum_unlock. */
+    [PG_TABLE_STATS - JOBQ_STMT_COUNT] = TABLE_STATS("pg_try_advisory_lock"),
+    /* The same, the lock held to the end of the look's transaction:
+     * through a pooler in transaction mode, a lock of the session's
+     * would stay on a server connection that other clients get next. */
+    [PG_TABLE_STATS_XACT - JOBQ_STMT_COUNT] = TABLE_STATS("pg_try_advisory_xact_lock"),
+    /* What setup (pg_connect.c) sets on a connection of its own, for the
+     * transaction only: the schema $1, the statement and lock timeout $2,
+     * and, where $3, a transaction that only reads. */
+    [PG_SETTINGS - JOBQ_STMT_COUNT] =
+        "SELECT set_config('search_path', $1, true), set_config('statement_timeout', $2, "
+        "true), set_config('lock_timeout', $2, true), "
+        "set_config('idle_in_transaction_session_timeout', '60s', true), "
+        "set_config('synchronous_commit', 'on', true), set_config('plan_cache_mode', "
+        "'force_generic_plan', true), set_config('jit', 'off', true), CASE WHEN "
+        "$3::boolean THEN set_config('transaction_read_only', 'on', true) END",
 };
 
 /* What each statement does, for messages. */
@@ -59,7 +76,9 @@ static const char *stmt_what(int id) {
     case PG_LOCK: return "taking a queue's lock";
     case PG_LOCKS: return "taking the locks";
     case PG_NOTIFY: return "sending wake-ups";
-    case PG_TABLE_STATS: return "reading the job table's statistics";
+    case PG_TABLE_STATS:
+    case PG_TABLE_STATS_XACT: return "reading the job table's statistics";
+    case PG_SETTINGS: return "making the transaction's settings";
     default: return jobq__sql_what(id);
   }
 }
@@ -125,7 +144,7 @@ int pg_fail(jobq *db, PGresult *res, const char *what) {
     return jobq__fail(db, JOBQ_EDB,
                       "%s: %s: the server connection is shared with other clients, as "
                       "behind a pooler in transaction mode; jobq needs a connection of its "
-                      "own (a pooler in session mode)",
+                      "own (a pooler in session mode), or pooler=transaction in the url",
                       what, msg);
   return jobq__fail(db, JOBQ_EDB, "%s: %s (SQLSTATE %s)", what, msg, state);
 }
@@ -213,15 +232,17 @@ static const char *stmt_name(char buf[16], int id) {
   return buf;
 }
 
+/* Spells statement id and prepares it on the connection, once; through a
+ * pooler in transaction mode, where a prepared statement would stay on a
+ * server connection that the next transaction may not get, it keeps the
+ * text to send with the values, as an unnamed statement, every time. */
 int pg_prepare(jobq *db, int id) {
   pg *c = pg_conn(db);
-  if (c->prepared[id]) return JOBQ_OK;
+  if (c->prepared[id] || c->text[id] != NULL) return JOBQ_OK;
   char *text = id < JOBQ_STMT_COUNT
                    ? jobq__sql_text(JOBQ_DIALECT_PG, id, NULL, NULL)
                    : jobq__sql_spell(JOBQ_DIALECT_PG, own_sql[id - JOBQ_STMT_COUNT], NULL, NULL);
   if (text == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  char name[16];
-  PGresult *res = PQprepare(c->conn, stmt_name(name, id), text, 0, NULL);
   int most = 0;
   for (const char *p = text; (p = strchr(p, '$')) != NULL;) {
     char *end;
@@ -229,6 +250,12 @@ int pg_prepare(jobq *db, int id) {
     if (end != p && k > most) most = (int)k;
   }
   c->params[id] = (unsigned char)most;
+  if (c->pooled) {
+    c->text[id] = text;
+    return JOBQ_OK;
+  }
+  char name[16];
+  PGresult *res = PQprepare(c->conn, stmt_name(name, id), text, 0, NULL);
   free(text);
   int rc = JOBQ_OK;
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -242,8 +269,14 @@ int pg_prepare(jobq *db, int id) {
   return rc;
 }
 
-
-
+/* PG_SETTINGS with its values, which point into db's connection. */
+static sendable settings(jobq *db) {
+  pg *c = pg_conn(db);
+  c->set_values[0] = c->set_path;
+  c->set_values[1] = c->set_timeout;
+  c->set_values[2] = db->readonly ? "t" : "f";
+  return (sendable){PG_SETTINGS, NULL, 3, c->set_values, NULL, NULL};
+}
 
 void pg_later_clear(pg *c) {
   for (int i = 0; i < c->nlater; i++) free(c->later[i].copy);
@@ -281,18 +314,26 @@ int pg_later_add(pg *c, int id, int n, const char *const *values, const int *len
   return 1;
 }
 
-static int send_one(PGconn *pc, const sendable *q) {
+/* Sends q, prepared or with its text (pooled). */
+static int send_one(pg *c, const sendable *q) {
   char name[16];
-  return q->id >= 0 ? PQsendQueryPrepared(pc, stmt_name(name, q->id), q->n, q->values,
-                                          q->lengths, q->formats, 1)
-                    : PQsendQueryParams(pc, q->sql, 0, NULL, NULL, NULL, NULL, 0);
+  if (q->id < 0) return PQsendQueryParams(c->conn, q->sql, 0, NULL, NULL, NULL, NULL, 0);
+  if (c->pooled)
+    return PQsendQueryParams(c->conn, c->text[q->id], q->n, NULL, q->values, q->lengths,
+                             q->formats, 1);
+  return PQsendQueryPrepared(c->conn, stmt_name(name, q->id), q->n, q->values, q->lengths,
+                             q->formats, 1);
 }
 
-static PGresult *exec_one(PGconn *pc, const sendable *q) {
+/* Runs q, prepared or with its text (pooled): its result. */
+static PGresult *exec_one(pg *c, const sendable *q) {
   char name[16];
-  return q->id >= 0 ? PQexecPrepared(pc, stmt_name(name, q->id), q->n, q->values, q->lengths,
-                                     q->formats, 1)
-                    : PQexec(pc, q->sql);
+  if (q->id < 0) return PQexec(c->conn, q->sql);
+  if (c->pooled)
+    return PQexecParams(c->conn, c->text[q->id], q->n, NULL, q->values, q->lengths,
+                        q->formats, 1);
+  return PQexecPrepared(c->conn, stmt_name(name, q->id), q->n, q->values, q->lengths,
+                        q->formats, 1);
 }
 
 /* Reads the results of one statement of a pipeline up to its end (NULL):
@@ -316,7 +357,7 @@ static void pipeline(pg *c, const sendable *q, size_t n, PGresult **res) {
   for (size_t i = 0; i < n; i++) res[i] = NULL;
   if (!PQenterPipelineMode(pc)) return;
   size_t sent = 0;
-  while (sent < n && send_one(pc, &q[sent])) sent++;
+  while (sent < n && send_one(c, &q[sent])) sent++;
   if (sent == n && PQpipelineSync(pc)) {
     for (size_t i = 0; i < n; i++) res[i] = pipeline_result(pc);
     PQclear(PQgetResult(pc)); /* PGRES_PIPELINE_SYNC */
@@ -383,21 +424,30 @@ static const char *sent_what(const sendable *q) {
 int pg_exec_pending(jobq *db, const sendable *q, PGresult **res) {
   pg *c = pg_conn(db);
   *res = NULL;
-  if (!c->begin_pending && c->nlater == 0 && !c->commit_with) {
-    *res = exec_one(c->conn, q);
+  /* Through a pooler in transaction mode, every transaction makes its
+   * settings first: after its BEGIN, or before a statement that runs
+   * alone, whose round trip is then one transaction. */
+  int set = c->pooled &&
+            (c->begin_pending || PQtransactionStatus(c->conn) == PQTRANS_IDLE);
+  if (!set && !c->begin_pending && c->nlater == 0 && !c->commit_with) {
+    *res = exec_one(c, q);
     return JOBQ_OK;
   }
-  sendable all[MAX_LATER + 3];
-  PGresult *got[MAX_LATER + 3];
+  int rc = set ? pg_prepare(db, PG_SETTINGS) : JOBQ_OK;
+  if (rc != JOBQ_OK) return rc;
+  sendable all[MAX_LATER + 4];
+  PGresult *got[MAX_LATER + 4];
   size_t k = 0;
   int begin = c->begin_pending;
   c->begin_pending = 0;
   if (begin) all[k++] = (sendable){.id = -1, .sql = "BEGIN"};
+  if (set) all[k++] = settings(db);
+  const size_t lead = k; /* the BEGIN and the settings */
   int before = c->nlater;
   /* What may go with the commit (the counters, lib/counts.c, and the
    * wake-ups) is held last: after the claim that ends the transaction. */
   while (c->commit_with && before > 0 && c->later[before - 1].late) before--;
-  const size_t at = (size_t)(begin + before);
+  const size_t at = lead + (size_t)before;
   for (int i = 0; i < c->nlater; i++) {
     const later *l = &c->later[i];
     if (i == before) all[k++] = *q;
@@ -412,13 +462,12 @@ int pg_exec_pending(jobq *db, const sendable *q, PGresult **res) {
   }
   /* The first failure is what went wrong; what came after it did not
    * run.  q's own is for the caller. */
-  int rc = JOBQ_OK;
   for (size_t i = 0; i < k && rc == JOBQ_OK; i++)
     if (i != at && (i < at || result_ok(got[at])) && !result_ok(got[i]))
       rc = pg_fail(db, got[i], sent_what(&all[i]));
   for (int j = 0; j < before && rc == JOBQ_OK; j++)
     if (c->later[j].ids != NULL)
-      rc = insert_ids(db, got[j + begin], c->later[j].ids, c->later[j].nids);
+      rc = insert_ids(db, got[j + lead], c->later[j].ids, c->later[j].nids);
   /* A COMMIT that ended a failed transaction says ROLLBACK. */
   if (rc == JOBQ_OK && c->commit_with && result_ok(got[at])) {
     c->committed = strcmp(PQcmdStatus(got[k - 1]), "COMMIT") == 0;
@@ -442,6 +491,23 @@ int pg_run_after(jobq *db, const char *sql, const char *what) {
   int rc = pg_exec_pending(db, &q, &res);
   if (rc == JOBQ_OK && !result_ok(res)) rc = pg_fail(db, res, what);
   PQclear(res);
+  return rc;
+}
+
+/* BEGIN, at once, with the transaction's settings through a pooler in
+ * transaction mode (one round trip). */
+int pg_run_begin(jobq *db, const char *what) {
+  pg *c = pg_conn(db);
+  if (!c->pooled) return pg_run_plain(db, "BEGIN", what);
+  int rc = pg_prepare(db, PG_SETTINGS);
+  if (rc != JOBQ_OK) return rc;
+  const sendable all[2] = {{.id = -1, .sql = "BEGIN"}, settings(db)};
+  PGresult *got[2];
+  pipeline(c, all, 2, got);
+  for (size_t i = 0; i < 2; i++) {
+    if (rc == JOBQ_OK && !result_ok(got[i])) rc = pg_fail(db, got[i], what);
+    PQclear(got[i]);
+  }
   return rc;
 }
 

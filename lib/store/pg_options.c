@@ -29,6 +29,12 @@
 const jobq_option pg_options[] = {
     {"schema", 'n', 0, 0, "1 to 63 characters of a-z, 0-9 and '_', not starting with a digit"},
     {"notify", 'c', 0, 0, "on or off"},
+    /* What stands between jobq and the server: a pooler in transaction
+     * mode hands the server connection to other clients between
+     * transactions (pgbouncer's pool_mode=transaction); one in session
+     * mode, or none, leaves it to jobq.  Statement mode cannot run
+     * jobq's transactions. */
+    {"pooler", 'c', 0, 0, "transaction, session or none"},
     {"statement_timeout", 'd', 1, 86400000, "a duration from 1ms to 1d, like 30s"},
     {"replication", 'x', 0, 0, "jobq needs an ordinary connection, not a replication one"},
     {"sslmode", 'c', 0, 0, "disable, allow, prefer, require, verify-ca or verify-full"},
@@ -48,6 +54,7 @@ const jobq_option pg_options[] = {
 /* jobq's own options, not libpq's. */
 static int is_own_option(const char *k) {
   return strcmp(k, "schema") == 0 || strcmp(k, "notify") == 0 ||
+         strcmp(k, "pooler") == 0 ||
          strcmp(k, "statement_timeout") == 0 || strcmp(k, "max_payload") == 0;
 }
 
@@ -225,12 +232,18 @@ int pg_params(jobq *db, const jobq_url *u) {
       rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   const char *notify = jobq__url_opt(u, "notify"), *schema = jobq__url_opt(u, "schema");
+  const char *pooler = jobq__url_opt(u, "pooler");
   c->notify = notify == NULL || strcmp(notify, "on") == 0;
+  c->pooled = pooler != NULL && strcmp(pooler, "transaction") == 0;
   c->statement_timeout_ms = jobq__url_number(u, pg_options, "statement_timeout", 30000);
   if (rc == JOBQ_OK && (c->schema = strdup(schema ? schema : "public")) == NULL)
     rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   PQconninfoFree(opts);
   if (rc != JOBQ_OK) return rc;
+  /* The settings' values (pg_connect.c's setup, PG_SETTINGS). */
+  snprintf(c->set_path, sizeof c->set_path, "\"%s\"", c->schema);
+  snprintf(c->set_timeout, sizeof c->set_timeout, "%lldms",
+           (long long)c->statement_timeout_ms);
   const char *t = param(c, "connect_timeout"); /* checked above: a number */
   if (t != NULL) c->connect_timeout_s = strtoll(t, NULL, 10);
   if (param(c, "application_name") == NULL && param_set(c, "application_name", "jobq") != JOBQ_OK)

@@ -132,7 +132,8 @@ static const char roles_sql[] =
     "    pg_advisory_xact_lock(bigint), pg_advisory_xact_lock_shared(bigint),\n"
     "    pg_try_advisory_xact_lock(bigint), pg_try_advisory_xact_lock_shared(bigint) FROM PUBLIC;\n"
     "  EXECUTE format('GRANT EXECUTE ON FUNCTION pg_advisory_xact_lock(bigint), '\n"
-    "    'pg_advisory_xact_lock_shared(bigint), pg_try_advisory_lock(bigint) TO %%I, %%I, %%I',\n"
+    "    'pg_advisory_xact_lock_shared(bigint), pg_try_advisory_lock(bigint), '\n"
+    "    'pg_try_advisory_xact_lock(bigint) TO %%I, %%I, %%I',\n"
     "    '%2$sproducer', '%2$sworker', owner);\n"
     "END $$;\n";
 

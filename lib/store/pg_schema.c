@@ -347,7 +347,7 @@ _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION
  * search_path FROM CURRENT). */
 int pg_schema_begin(jobq *db) {
   pg *c = pg_conn(db);
-  int rc = pg_run_plain(db, "BEGIN", "initialising the schema");
+  int rc = pg_run_begin(db, "initialising the schema");
   if (rc == JOBQ_OK)
     rc = pg_run_plain(db, "SELECT pg_advisory_xact_lock(7236982757301234)",
                    "initialising the schema");

@@ -74,11 +74,11 @@ int pg_begin_now(jobq *db) {
   pg_conn(db)->begin_pending = 0;
   int rc = connected(db);
   if (rc != JOBQ_OK) return rc;
-  rc = pg_run_plain(db, "BEGIN", "starting a transaction");
+  rc = pg_run_begin(db, "starting a transaction");
   /* Nothing was done yet: a connection that turns out broken is made
    * again, once. */
   if (rc == JOBQ_ECONN && pg_reconnect(db) == JOBQ_OK)
-    rc = pg_run_plain(db, "BEGIN", "starting a transaction");
+    rc = pg_run_begin(db, "starting a transaction");
   return rc;
 }
 

@@ -123,10 +123,16 @@ void pg_vacuum_start(jobq *db) {
   PGconn *pc = pg_connect_to(db);
   jobq__error_restore(db, &kept);
   if (pc == NULL) return;
-  PGresult *res = PQexec(pc, "SET statement_timeout = 0");
-  int ok = PQresultStatus(res) == PGRES_COMMAND_OK &&
-           PQsendQueryParams(pc, "VACUUM (SKIP_LOCKED, PARALLEL 0) jobq_jobs", 0, NULL, NULL, NULL,
-                             NULL, 0) == 1;
+  /* Through a pooler in transaction mode, a setting would stay on a
+   * server connection that other clients get next, and the search_path
+   * of setup is not there: the vacuum runs with the server's own
+   * statement_timeout, and names the schema (checked at open: no quote
+   * can be in it). */
+  char sql[128];
+  snprintf(sql, sizeof sql, "VACUUM (SKIP_LOCKED, PARALLEL 0) %s.jobq_jobs", c->set_path);
+  PGresult *res = c->pooled ? NULL : PQexec(pc, "SET statement_timeout = 0");
+  int ok = (c->pooled || PQresultStatus(res) == PGRES_COMMAND_OK) &&
+           PQsendQueryParams(pc, sql, 0, NULL, NULL, NULL, NULL, 0) == 1;
   PQclear(res);
   if (!ok) {
     PQfinish(pc);
@@ -147,7 +153,8 @@ int pg_refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
   c->stats_checked_ms = now;
   jobq_rows *r;
   may_vacuum = may_vacuum && c->vacuum == NULL && !c->vacuum_lock && now >= c->vacuum_next_ms;
-  int rc = pg_query(db, PG_TABLE_STATS, SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r, NULL);
+  int rc = pg_query(db, c->pooled ? PG_TABLE_STATS_XACT : PG_TABLE_STATS,
+                    SQL_ARGS(V_INT(rows), V_INT(may_vacuum)), &r, NULL);
   if (rc != JOBQ_OK) return rc;
   int stale = 0, dirty = 0;
   c->reltuples = INT64_MAX; /* a role that may not analyze: no look before the next */
@@ -157,7 +164,10 @@ int pg_refresh_stats(jobq *db, int64_t rows, int may_vacuum) {
     c->reltuples = pg_col_int(r, 2);
   }
   pg_done(db, r);
-  if (dirty) c->vacuum_lock = c->vacuum_wanted = 1;
+  if (dirty) c->vacuum_wanted = 1;
+  /* Through a pooler in transaction mode, the lock was the look's
+   * transaction's, and ends with it. */
+  if (dirty && !c->pooled) c->vacuum_lock = 1;
   if (!stale) return JOBQ_OK;
   c->reltuples = INT64_MAX;
   rc = pg_run_after(db, "SET LOCAL default_statistics_target = 10", "analyzing the job table");

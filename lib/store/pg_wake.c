@@ -66,6 +66,12 @@ int pg_watch(jobq *db, int *fd) {
   if (!c->notify)
     return jobq__fail(db, JOBQ_ENOTSUP,
                       "wake-ups are off for '%s' (notify=off): poll instead", c->redacted);
+  /* LISTEN lasts as long as the server connection, which a pooler in
+   * transaction mode hands to others after each transaction. */
+  if (c->pooled)
+    return jobq__fail(db, JOBQ_ENOTSUP,
+                      "no wake-ups through a pooler in transaction mode "
+                      "(pooler=transaction): poll instead");
   if (c->watch_fd < 0) {
     c->watch_fd = epoll_create1(EPOLL_CLOEXEC);
     if (c->watch_fd < 0)
