@@ -197,18 +197,21 @@ static void test_slot_back_with_session(void **state) {
  * wait for its poll. */
 static void test_freed_slot_wakes(void **state) {
   tq *t = *state;
-  if (th_is_mysql()) {
-    print_message("skipped on mysql: the store has no wake-ups (workers poll)\n");
+  jobq *db2 = th_open(t->url);
+  int fd = -1;
+  if (jobq_watch(db2, &fd) == JOBQ_ENOTSUP) {
+    print_message("skipped: no wake-ups here (%s)\n", jobq_errmsg(db2));
+    jobq_close(db2);
     skip();
   }
   th_put_many(t->db, "lim", 3, 0);
   set_limits(t->db, "lim", 1, 0, 0);
-  jobq *db2 = th_open(t->url);
   jobq_session *a = th_session(t->db, 5000), *b = th_session(db2, 5000);
   jobq_job *j = th_claim_one(a, "lim");
   th_claim_none(b, "lim");
-  int fd = -1;
-  assert_rc(jobq_watch(db2, &fd), JOBQ_OK);
+  /* What the puts sent is heard and forgotten. */
+  th_sleep_ms(200);
+  jobq_changed(db2);
   assert_int_equal(jobq_changed(db2), 0);
   th_complete_many(a, j, 1);
   int changed = 0;

@@ -695,15 +695,18 @@ class Chaos:
         # (SIGKILL, sent just after the event's time: it runs no more), or
         # with its foreman, whose guard kills its jobs at once, or by its
         # foreman when it lost or suspended its session (both within
-        # 100 ms).
+        # 100 ms).  A kill names its process: its event may come just
+        # before the run's start line, which the process writes as it
+        # starts (a pid comes back only long after).
         for rs in out.values():
             rs.sort(key=lambda r: r["start"])
             for r in rs:
                 if r["end"] is not None:
                     continue
-                ends = [t + 10 * 10**6 for t, k, d in self.events if t > r["start"] and
+                since = r["start"] - 10**9
+                ends = [t + 10 * 10**6 for t, k, d in self.events if t > since and
                         k == "kill_job" and d == r["pid"]]
-                ends += [t + 100 * 10**6 for t, k, d in self.events if t > r["start"] and
+                ends += [t + 100 * 10**6 for t, k, d in self.events if t > since and
                          k in ("kill_foreman", "last_fault") and d == r["foreman"]]
                 ends += [t + 100 * 10**6 for t in lost.get(r["foreman"], []) if t > r["start"]]
                 if ends:
