@@ -174,7 +174,7 @@ static int purge_unblock(jobq *db, purge_part *p) {
  * holds, under the queue's exclusive lock (puts to it wait). */
 static int purge_jobs(jobq *db, void *arg) {
   purge_part *p = arg;
-  jobq_jobref ref = {0, p->queue, NULL, 1};
+  jobq_jobref ref = {0, p->queue, NULL, 1, 0};
   int rc = jobq__lock_job(db, &ref, 0);
   int running = 0;
   if (rc == JOBQ_OK && p->first)
@@ -200,7 +200,7 @@ static int purge_jobs(jobq *db, void *arg) {
  * and taken off the queue's counters. */
 static int purge_done(jobq *db, void *arg) {
   purge_part *p = arg;
-  jobq_jobref ref = {0, p->queue, NULL, 1};
+  jobq_jobref ref = {0, p->queue, NULL, 1, 0};
   int64_t bound = -1;
   int rc = jobq__lock_job(db, &ref, 0);
   if (rc == JOBQ_OK)
@@ -298,15 +298,17 @@ static int cancel_part_run(jobq *db, void *arg) {
                            SQL_ARGS(V_TEXT(o->queue), V_INT(p->after), V_INT(CANCEL_CHUNK)));
   if (rc != JOBQ_OK) return rc;
   int64_t *ids = malloc(CANCEL_CHUNK * sizeof *ids);
-  unsigned char *running = malloc(CANCEL_CHUNK);
+  unsigned char *running = malloc(CANCEL_CHUNK), *pending = malloc(CANCEL_CHUNK);
   size_t n = 0;
   int got = 0;
-  if (ids == NULL || running == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (ids == NULL || running == NULL || pending == NULL)
+    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   while (rc == JOBQ_OK && (got = jobq__rows_next(db, r)) == 1) {
     p->seen++;
     p->after = jobq__col_int(db, r, 0);
     if (!chosen(db, r, o)) continue;
     running[n] = jobq__col_is(db, r, 1, "running");
+    pending[n] = jobq__col_is(db, r, 1, "pending");
     ids[n++] = p->after;
   }
   jobq__rows_done(db, r);
@@ -314,6 +316,9 @@ static int cancel_part_run(jobq *db, void *arg) {
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     int now = !running[i];
     if (!o->dry_run) rc = jobq__cancel(db, ids[i], &now);
+    /* A pending job that the cancel of one of its parents has
+     * cancelled already (lib/after.c). */
+    if (rc == JOBQ_ESTATE && pending[i]) rc = jobq__ok(db);
     if (now)
       p->cancelled++;
     else
@@ -321,6 +326,7 @@ static int cancel_part_run(jobq *db, void *arg) {
   }
   free(ids);
   free(running);
+  free(pending);
   return rc;
 }
 
@@ -332,10 +338,10 @@ int jobq_cancel_jobs(jobq *db, const jobq_bulk_opts *o, int64_t *cancelled,
   int rc = start(db, o, 1);
   if (rc != JOBQ_OK) return rc;
   if (o->state != 0 && o->state != JOBQ_STATE_READY && o->state != JOBQ_STATE_RUNNING &&
-      o->state != JOBQ_STATE_WAITING)
+      o->state != JOBQ_STATE_WAITING && o->state != JOBQ_STATE_PENDING)
     return jobq__fail(db, JOBQ_EINVAL,
-                      "invalid state '%s' to cancel: expected ready, scheduled, running or "
-                      "waiting",
+                      "invalid state '%s' to cancel: expected ready, scheduled, running, "
+                      "waiting or pending",
                       jobq_state_name(o->state) ? jobq_state_name(o->state) : "?");
   if (o->key != NULL && (rc = jobq__check_key(db, "key", o->key, -1)) != JOBQ_OK) return rc;
   cancel_part p = {o, 0, CANCEL_CHUNK, 0, 0};

@@ -61,7 +61,7 @@ int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
     /* With a barrier among them, the queue's lock is exclusive: no one
      * else finishes beside them, and the barrier's lock adds nothing. */
-    jobq_jobref queue = {0, jobs[i]->queue, NULL, 0};
+    jobq_jobref queue = {0, jobs[i]->queue, NULL, 0, 0};
     size_t nkeys = 0;
     for (end = i; end < n && strcmp(jobs[end]->queue, queue.queue) == 0; end++) {
       queue.barrier = queue.barrier || jobs[end]->barrier;
@@ -255,7 +255,7 @@ static int promote_after_barrier(jobq *db, const char *queue) {
                        SQL_ARGS(V_TEXT(queue), V_INT(limit)));
   if (rc != JOBQ_OK) return rc;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    jobq_jobref k = {0, queue, keys[i], 0};
+    jobq_jobref k = {0, queue, keys[i], 0, 0};
     rc = lock(db, 'k', queue, keys[i], 1);
     if (rc == JOBQ_OK) rc = jobq__promote_key(db, k.queue, k.key, 0);
   }
@@ -295,6 +295,8 @@ static int archived(jobq *db, const jobq_jobref *j, int from, int state, int bar
       rc = jobq__sql_run(db, JOBQ_Q_BLOCK,
                          SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
   }
+  /* The jobs put after it: counted down, or cancelled. */
+  if (rc == JOBQ_OK && j->children) rc = jobq__after_finished(db, &j->id, &state, 1);
   if (rc != JOBQ_OK) return rc;
   /* A key has one active job at a time: a ready or running one that
    * leaves was it. */
@@ -441,6 +443,7 @@ int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state) {
   ref->queue = jobq__col_text(db, r, 1, &failed);
   ref->key = jobq__col_text(db, r, 2, &failed);
   ref->barrier = (int)jobq__col_int(db, r, 3);
+  ref->children = (int)jobq__col_int(db, r, 4);
   jobq__rows_done(db, r);
   if (failed) {
     jobq__job_ref_release(ref);

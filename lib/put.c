@@ -3,7 +3,8 @@
  * validated before any SQL runs.  A job with a unique key that an
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
- * barrier goes in as `waiting` (lib/order.c).  Jobs without a barrier,
+ * barrier goes in as `waiting` (lib/order.c), one put after jobs not yet
+ * done as `pending` (lib/after.c).  Jobs without a barrier or parents,
  * one or many, keyed or not, go in by set statements: one round trip on
  * PostgreSQL (two with unique keys, which are looked up first), where
  * the general way takes three for one job; a statement for up to 64 jobs
@@ -111,7 +112,7 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
     sorted = queue_key_cmp(&by[i - 1], &by[i]) <= 0;
   if (rc == JOBQ_OK && !sorted) qsort(by, n, sizeof *by, queue_key_cmp);
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
-    jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
+    jobq_jobref qref = {0, queue_of(by[i]), NULL, 0, 0};
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
       qref.barrier = qref.barrier || by[end]->barrier;
     rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
@@ -131,9 +132,11 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
 }
 
 /* One job into queue_seen *q's transaction, its locks taken (lock_all).
- * key_put: a job of its key went in earlier in the transaction. */
-static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int64_t *id,
-                   int *existed) {
+ * key_put: a job of its key went in earlier in the transaction.
+ * pending: it waits for its parents (lib/after.c).  now_id: *id is
+ * needed before the commit. */
+static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int pending,
+                   int now_id, int64_t *id, int *existed) {
   *existed = 0;
   int rc;
   if (o->unique_key != NULL) {
@@ -145,11 +148,11 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
       return JOBQ_OK;
     }
   }
-  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
+  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0, 0};
   if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier)
     *q = (queue_seen){o->queue, -1};
   int wait = 1;
-  if (!key_put) {
+  if (!key_put && !pending) {
     if (!o->barrier && q->barrier < 0 &&
         (rc = jobq__barrier_pending(db, o->queue, &q->barrier)) != JOBQ_OK)
       return rc;
@@ -157,7 +160,8 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
       return rc;
   }
   const jobq_val row[] = {V_TEXT(o->queue), V_INT(o->priority), V_INT(o->run_at_ms),
-                          V_INT(o->delay_ms), V_TEXT(wait ? "waiting" : "ready"),
+                          V_INT(o->delay_ms),
+                          V_TEXT(pending ? "pending" : wait ? "waiting" : "ready"),
                           V_TEXT(o->key), V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
                           V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
                           V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
@@ -165,7 +169,7 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
   int inserted = 1;
   /* Without a unique key the row always goes in: where the INSERT
    * returns its id, the id may come later (with the commit). */
-  if (o->unique_key == NULL && jobq__sql_returns(db->store->dialect, JOBQ_Q_INSERT_JOB))
+  if (o->unique_key == NULL && !now_id && jobq__sql_returns(db->store->dialect, JOBQ_Q_INSERT_JOB))
     rc = db->store->query(db, JOBQ_Q_INSERT_JOB, row, nrow, NULL,
                           &(const jobq_how){.defer = 1, .adds = 1, .ids = id, .nids = 1});
   else
@@ -175,6 +179,7 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
     /* The queue has a barrier from now on. */
     if (o->barrier) q->barrier = 1;
     /* Delayed too: an idle worker then knows when to look (jobq_next_due). */
+    if (pending) return JOBQ_OK;
     if (!wait && o->run_at_ms == 0 && o->delay_ms == 0) jobq__wake(db, o->queue);
     else if (!wait) jobq__wake_later(db, o->queue);
     return JOBQ_OK;
@@ -417,7 +422,7 @@ static void uniques_done(const uniques *u, size_t n, int64_t *ids, unsigned char
 }
 
 /* Whether put_rows() (put_unique_rows() with a unique key) takes o. */
-static int plain(const jobq_put_opts *o) { return !o->barrier; }
+static int plain(const jobq_put_opts *o) { return !o->barrier && !jobq__after_has(o); }
 
 /* index_names: prefix messages with "job N: " (jobq_put_many). */
 static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
@@ -428,22 +433,31 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   jobq__need(db, JOBQ__ROLE_PRODUCER);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
-  int all_plain = 1, keyed = 0, unique = 0;
+  int all_plain = 1, keyed = 0, unique = 0, named = 0;
   for (size_t i = 0; i < n; i++) {
     rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
     all_plain = all_plain && plain(&opts[i]);
+    named = named || jobq__after_has(&opts[i]);
     keyed = keyed || opts[i].key != NULL;
     unique = unique || opts[i].unique_key != NULL;
   }
   if (existed != NULL) memset(existed, 0, n);
+  /* With dependencies: which jobs of the batch were there already. */
+  unsigned char *deps = named ? calloc(n, 1) : NULL;
+  if (named && deps == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   keys_put keys = {NULL, 0};
   if (keyed && n > 1) {
-    if (n > SIZE_MAX / 4 / sizeof *keys.slot) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (n > SIZE_MAX / 4 / sizeof *keys.slot) {
+      free(deps);
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
     size_t size = 4;
     while (size < 2 * n) size *= 2;
-    if ((keys.slot = malloc(size * sizeof *keys.slot)) == NULL)
+    if ((keys.slot = malloc(size * sizeof *keys.slot)) == NULL) {
+      free(deps);
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
     keys.mask = size - 1;
   }
   int attempt = 0, own = db->txn_depth == 0;
@@ -461,7 +475,10 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
       rc = unique ? put_unique_rows(db, opts, n, &keys, &u) : put_rows(db, opts, n, ids, &keys);
     } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
-      rc = lock_all(db, opts, n);
+      /* The parents' rows before the order locks (lib/after.c). */
+      jobq_after_put *after = NULL;
+      rc = jobq__after_begin(db, opts, n, index_names, &after);
+      if (rc == JOBQ_OK) rc = lock_all(db, opts, n);
       for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
         jobq_put_opts o = opts[i];
         if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;
@@ -469,10 +486,15 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
                            ? key_slot(&keys, opts, o.queue, o.key)
                            : NULL;
         int ex = 0;
-        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, &ids[i], &ex);
+        int pending = after != NULL && jobq__after_pending(after, opts, i, ids, deps);
+        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, pending, after != NULL, &ids[i],
+                     &ex);
         if (rc == JOBQ_OK && slot != NULL && *slot == 0 && !ex) *slot = i + 1;
         if (existed != NULL) existed[i] = (unsigned char)ex;
+        if (deps != NULL) deps[i] = (unsigned char)ex;
+        if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, i, ids, deps);
       }
+      jobq__after_release(after);
     }
     rc = jobq__txn_end(db, rc);
     if (rc == JOBQ_OK && rows && unique) uniques_done(&u, n, ids, existed);
@@ -483,6 +505,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     if (again) rows = 0;
   } while (again || jobq__txn_retry(db, rc, &attempt));
   free(keys.slot);
+  free(deps);
   /* Only the library's own transaction is known to have committed. */
   if (rc == JOBQ_OK && own) jobq__mark_put(db, opts, ids, existed, n, began);
   return rc;

@@ -1,0 +1,259 @@
+/*
+ * test_after.c - dependencies: a job put after others stays pending,
+ * where no claim finds it, until every one of them is done; a parent that
+ * dies or is cancelled cancels it (and its own children), naming the
+ * parent, unless it runs on any outcome; a batch names its own jobs by
+ * place, all or nothing; unknown ids are refused with nothing written;
+ * jobq_links() lists parents and children.
+ */
+#include "helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t put_after(jobq *db, const int64_t *after, size_t n, int any) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.after = after;
+  o.n_after = n;
+  o.after_any_outcome = any;
+  o.max_attempts = 1;
+  return th_put_opts(db, &o);
+}
+
+static int64_t put_one(jobq *db) { return th_put_attempts(db, "q", 1); }
+
+/* Claims exactly the job id from "q". */
+static jobq_job *claim_is(jobq_session *s, int64_t id) {
+  jobq_job *j = th_claim_one(s, "q");
+  assert_non_null(j);
+  assert_int_equal(j->id, id);
+  return j;
+}
+
+static void test_waits_until_every_parent_is_done(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db), b = put_one(t->db);
+  const int64_t parents[] = {a, b};
+  int64_t c = put_after(t->db, parents, 2, 0);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_PENDING);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *ja = claim_is(s, a);
+  jobq_job *jb = claim_is(s, b);
+  th_claim_none(s, "q");
+  assert_int_equal(jobq_complete(s, ja, "", 0, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_PENDING);
+  th_claim_none(s, "q");
+  assert_int_equal(jobq_complete(s, jb, "", 0, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_READY);
+  jobq_job *jc = claim_is(s, c);
+  assert_int_equal(jobq_complete(s, jc, "", 0, NULL), JOBQ_OK);
+  jobq_jobs_free(ja, 1);
+  jobq_jobs_free(jb, 1);
+  jobq_jobs_free(jc, 1);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+/* Acknowledged in one batch, as the foreman does: the general path and
+ * (PostgreSQL) the completions at once. */
+static void test_batch_ack_frees_children(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db), b = put_one(t->db);
+  const int64_t pa[] = {a}, pb[] = {a, b};
+  int64_t c = put_after(t->db, pa, 1, 0), d = put_after(t->db, pb, 2, 0);
+  jobq_session *s = th_session(t->db, 5000);
+  size_t n;
+  jobq_job *j = th_claim(s, "q", 10, &n);
+  assert_int_equal(n, 2);
+  th_complete_many(s, j, n);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_READY);
+  assert_int_equal(th_state(t->db, d), JOBQ_STATE_READY);
+  jobq_job *k = th_claim(s, "q", 10, &n);
+  assert_int_equal(n, 2);
+  th_complete_many(s, k, n);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+static void test_done_parent_counts_as_done(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *ja = claim_is(s, a);
+  assert_int_equal(jobq_complete(s, ja, "", 0, NULL), JOBQ_OK);
+  const int64_t pa[] = {a};
+  int64_t c = put_after(t->db, pa, 1, 0);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_READY);
+  jobq_jobs_free(ja, 1);
+  jobq_session_close(s);
+}
+
+static void test_dead_parent_cancels_children_transitively(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db);
+  const int64_t pa[] = {a};
+  int64_t c = put_after(t->db, pa, 1, 0);
+  const int64_t pc[] = {c};
+  int64_t g = put_after(t->db, pc, 1, 0);
+  int64_t any = put_after(t->db, pa, 1, 1);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *ja = claim_is(s, a);
+  assert_int_equal(jobq_fail(s, ja, "boom"), JOBQ_OK);
+  assert_int_equal(th_state(t->db, a), JOBQ_STATE_DEAD);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, g), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, any), JOBQ_STATE_READY);
+  jobq_job_info *ic = th_show(t->db, c), *ig = th_show(t->db, g);
+  assert_non_null(strstr(ic->last_error, "is dead"));
+  char want[64];
+  snprintf(want, sizeof want, "job %lld ", (long long)a);
+  assert_non_null(strstr(ic->last_error, want));
+  snprintf(want, sizeof want, "job %lld ", (long long)c);
+  assert_non_null(strstr(ig->last_error, want));
+  jobq_info_free(ic, 1);
+  jobq_info_free(ig, 1);
+  /* A job put after a dead one now is cancelled at once. */
+  int64_t late = put_after(t->db, pa, 1, 0);
+  assert_int_equal(th_state(t->db, late), JOBQ_STATE_CANCELLED);
+  jobq_jobs_free(ja, 1);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+static void test_cancelled_parent_cancels_children(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db);
+  const int64_t pa[] = {a};
+  int64_t c = put_after(t->db, pa, 1, 0);
+  int64_t any = put_after(t->db, pa, 1, 1);
+  assert_int_equal(jobq_cancel(t->db, a, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_CANCELLED);
+  jobq_job_info *ic = th_show(t->db, c);
+  assert_non_null(strstr(ic->last_error, "was cancelled"));
+  jobq_info_free(ic, 1);
+  assert_int_equal(th_state(t->db, any), JOBQ_STATE_READY);
+  th_assert_counts_agree(t->db);
+}
+
+static void test_unknown_id_refused_nothing_written(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db);
+  jobq_put_opts o[2];
+  jobq_put_opts_init(&o[0]);
+  jobq_put_opts_init(&o[1]);
+  const int64_t bad[] = {a, a + 1000};
+  o[1].after = bad;
+  o[1].n_after = 2;
+  int64_t ids[2];
+  assert_int_equal(jobq_put_many(t->db, o, 2, ids, NULL), JOBQ_EINVAL);
+  char want[64];
+  snprintf(want, sizeof want, "unknown job %lld", (long long)(a + 1000));
+  th_assert_msg(t->db, want);
+  th_assert_msg(t->db, "job 1: ");
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
+  /* The id the batch's own first job will get is not known yet either:
+   * no cycle through ids. */
+  const int64_t next[] = {a + 1};
+  o[1].after = next;
+  o[1].n_after = 1;
+  assert_int_equal(jobq_put_many(t->db, o, 2, ids, NULL), JOBQ_EINVAL);
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
+  /* A job cannot also have a key. */
+  jobq_put_opts k;
+  jobq_put_opts_init(&k);
+  k.after = bad;
+  k.n_after = 1;
+  k.key = "k";
+  int64_t id;
+  assert_int_equal(jobq_put(t->db, &k, &id, NULL), JOBQ_EINVAL);
+}
+
+static void test_batch_by_place(void **state) {
+  tq *t = *state;
+  jobq_put_opts o[4];
+  for (int i = 0; i < 4; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "q";
+  }
+  const size_t p1[] = {0}, p3[] = {1, 2}, fwd[] = {3};
+  o[1].after_index = p1;
+  o[1].n_after_index = 1;
+  o[2].after_index = p1;
+  o[2].n_after_index = 1;
+  o[3].after_index = p3;
+  o[3].n_after_index = 2;
+  int64_t ids[4];
+  /* Forward, or to itself: refused, nothing written. */
+  o[2].after_index = fwd;
+  assert_int_equal(jobq_put_many(t->db, o, 4, ids, NULL), JOBQ_EINVAL);
+  th_assert_msg(t->db, "job 2: invalid after_index '3'");
+  assert_int_equal(th_count_jobs(t->db, 0), 0);
+  o[2].after_index = p1;
+  assert_int_equal(jobq_put_many(t->db, o, 4, ids, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, ids[0]), JOBQ_STATE_READY);
+  for (int i = 1; i < 4; i++) assert_int_equal(th_state(t->db, ids[i]), JOBQ_STATE_PENDING);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *j0 = claim_is(s, ids[0]);
+  th_claim_none(s, "q");
+  assert_int_equal(jobq_complete(s, j0, "", 0, NULL), JOBQ_OK);
+  size_t n;
+  jobq_job *mid = th_claim(s, "q", 10, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(th_state(t->db, ids[3]), JOBQ_STATE_PENDING);
+  th_complete_many(s, mid, n);
+  jobq_job *j3 = claim_is(s, ids[3]);
+  /* Its parents and children, with their states. */
+  jobq_job_link *l;
+  size_t nl;
+  assert_int_equal(jobq_links(t->db, ids[1], &l, &nl), JOBQ_OK);
+  assert_int_equal(nl, 2);
+  assert_int_equal(l[0].id, ids[0]);
+  assert_int_equal(l[0].child, 0);
+  assert_int_equal(l[0].state, JOBQ_STATE_DONE);
+  assert_int_equal(l[1].id, ids[3]);
+  assert_int_equal(l[1].child, 1);
+  assert_int_equal(l[1].state, JOBQ_STATE_RUNNING);
+  free(l);
+  jobq_jobs_free(j0, 1);
+  jobq_jobs_free(j3, 1);
+  jobq_session_close(s);
+}
+
+/* A stats count and a listing of their own. */
+static void test_pending_in_stats_and_list(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db);
+  const int64_t pa[] = {a};
+  int64_t c = put_after(t->db, pa, 1, 0);
+  jobq_queue_stats *st;
+  size_t n;
+  assert_int_equal(jobq_stats(t->db, &st, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(st[0].pending, 1);
+  assert_int_equal(st[0].ready, 1);
+  jobq_stats_free(st, n);
+  jobq_list_opts lo = {.state = JOBQ_STATE_PENDING};
+  jobq_job_info *v;
+  assert_int_equal(jobq_list(t->db, &lo, &v, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(v[0].id, c);
+  jobq_info_free(v, n);
+  assert_string_equal(jobq_state_name(JOBQ_STATE_PENDING), "pending");
+  assert_int_equal(jobq_state_parse("pending"), JOBQ_STATE_PENDING);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_waits_until_every_parent_is_done),
+      TQ_TEST(test_batch_ack_frees_children),
+      TQ_TEST(test_done_parent_counts_as_done),
+      TQ_TEST(test_dead_parent_cancels_children_transitively),
+      TQ_TEST(test_cancelled_parent_cancels_children),
+      TQ_TEST(test_unknown_id_refused_nothing_written),
+      TQ_TEST(test_batch_by_place),
+      TQ_TEST(test_pending_in_stats_and_list),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
