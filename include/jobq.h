@@ -237,6 +237,8 @@ JOBQ_API void *jobq_native(jobq *db);
 #define JOBQ_PRIORITY_MIN (-32768)
 #define JOBQ_PRIORITY_MAX 32767
 #define JOBQ_ATTEMPTS_MAX 1000
+/* The most jobs one job may be put after (jobq_put_opts.after). */
+#define JOBQ_AFTER_MAX 1000
 #define JOBQ_DEFAULT_QUEUE "default"
 #define JOBQ_DEFAULT_MAX_ATTEMPTS 25
 #define JOBQ_DEFAULT_BACKOFF_MS 1000

@@ -16,8 +16,6 @@
 #include "store/store.h"
 
 #define JOBQ_SCHEMA_VERSION 8
-/* The most jobs one job may be put after (lib/after.c). */
-#define JOBQ_AFTER_MAX 1000
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32

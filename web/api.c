@@ -108,9 +108,10 @@ static json_t *job_json(const jobq_job_info *j, int with_data) {
 }
 
 static json_t *stats_json(const jobq_queue_stats *q) {
-  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o}", "name", str(q->name),
-                   "ready", (json_int_t)q->ready, "scheduled", (json_int_t)q->scheduled,
-                   "waiting", (json_int_t)q->waiting, "running", (json_int_t)q->running,
+  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o}", "name",
+                   str(q->name), "ready", (json_int_t)q->ready, "scheduled",
+                   (json_int_t)q->scheduled, "waiting", (json_int_t)q->waiting, "pending",
+                   (json_int_t)q->pending, "running", (json_int_t)q->running,
                    "done", (json_int_t)q->done, "dead", (json_int_t)q->dead, "cancelled",
                    (json_int_t)q->cancelled, "paused", q->paused, "oldest_ready_ms",
                    (json_int_t)q->oldest_ready_ms, "key_policy", str(q->key_policy));
@@ -216,7 +217,7 @@ static void queue_page(jobq *db, web_arg_fn arg, void *ctx, struct web_reply *r,
     lo.state = jobq_state_parse(state);
     if (lo.state == 0) {
       web_reply_error(r, 400, "invalid state '%.40s': expected ready, scheduled, waiting, "
-                              "running, done, dead, cancelled or all", state);
+                              "pending, running, done, dead, cancelled or all", state);
       return;
     }
     lo.scheduled = strcmp(state, "scheduled") == 0;
