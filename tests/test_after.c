@@ -8,6 +8,7 @@
  */
 #include "helpers.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,6 +245,55 @@ static void test_pending_in_stats_and_list(void **state) {
   assert_int_equal(jobq_state_parse("pending"), JOBQ_STATE_PENDING);
 }
 
+/* A put naming a parent beside the parent's completion, many times over:
+ * whichever commits second sees the other's work, so that the child is
+ * never left pending behind a parent that is done. */
+typedef struct beside {
+  const char *url;
+  int64_t parent, child;
+  pthread_barrier_t *go;
+} beside;
+
+static void *put_beside(void *arg) {
+  beside *b = arg;
+  jobq *db = NULL;
+  if (jobq_open(b->url, &db) != JOBQ_OK) return NULL;
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.after = &b->parent;
+  o.n_after = 1;
+  pthread_barrier_wait(b->go);
+  if (jobq_put(db, &o, &b->child, NULL) != JOBQ_OK) b->child = -1;
+  jobq_close(db);
+  return NULL;
+}
+
+static void test_put_beside_the_parents_completion(void **state) {
+  tq *t = *state;
+  jobq_session *s = th_session(t->db, 5000);
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, 2);
+  for (int round = 0; round < 25; round++) {
+    int64_t p = put_one(t->db);
+    jobq_job *j = claim_is(s, p);
+    beside b = {t->url, p, 0, &go};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, put_beside, &b), 0);
+    pthread_barrier_wait(&go);
+    assert_int_equal(jobq_complete(s, j, "", 0, NULL), JOBQ_OK);
+    pthread_join(th, NULL);
+    assert_true(b.child > 0);
+    assert_int_equal(th_state(t->db, b.child), JOBQ_STATE_READY);
+    jobq_job *c = claim_is(s, b.child);
+    assert_int_equal(jobq_complete(s, c, "", 0, NULL), JOBQ_OK);
+    jobq_jobs_free(j, 1);
+    jobq_jobs_free(c, 1);
+  }
+  pthread_barrier_destroy(&go);
+  jobq_session_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_waits_until_every_parent_is_done),
@@ -254,6 +304,7 @@ int main(void) {
       TQ_TEST(test_unknown_id_refused_nothing_written),
       TQ_TEST(test_batch_by_place),
       TQ_TEST(test_pending_in_stats_and_list),
+      TQ_TEST(test_put_beside_the_parents_completion),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
