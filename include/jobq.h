@@ -805,7 +805,8 @@ JOBQ_API void jobq_limits_free(jobq_limits *limits, size_t n);
 typedef struct jobq_bulk_opts {
   const char *queue;     /* the queue (NULL: every queue, where allowed) */
   int state;             /* jobq_cancel_jobs(): 0 for every unfinished job,
-                            or JOBQ_STATE_READY, _RUNNING or _WAITING */
+                            or JOBQ_STATE_READY, _RUNNING, _WAITING or
+                            _PENDING */
   int scheduled;         /* with READY: 1 only jobs whose run-at time is
                             ahead ("scheduled"), -1 only those due, 0 both */
   const char *key;       /* jobq_cancel_jobs(): only this ordering key */

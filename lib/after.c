@@ -183,8 +183,7 @@ static int parents_of(const jobq_after_put *a, const jobq_put_opts *opts, size_t
 }
 
 int jobq__after_pending(const jobq_after_put *a, const jobq_put_opts *opts, size_t i,
-                        const int64_t *ids, const unsigned char *existed) {
-  (void)existed;
+                        const int64_t *ids) {
   int64_t *p, failed;
   size_t np, left;
   int fs;

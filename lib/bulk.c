@@ -102,6 +102,8 @@ static int prune_chunk(jobq *db, void *arg) {
   free(v);
   if (rc == JOBQ_OK) rc = jobq__failpoint(db, "prune.counted");
   if (rc == JOBQ_OK)
+    rc = jobq__sql_run(db, JOBQ_Q_AFTER_PRUNE, SQL_ARGS(V_INT(cutoff), V_TEXT(p->queue)));
+  if (rc == JOBQ_OK)
     rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(cutoff), V_TEXT(p->queue)));
   /* A completion that finished before the cut-off may be gone now: the
    * check of acknowledged writes (lib/mark.c) must not call it lost. */
@@ -188,9 +190,22 @@ static int purge_jobs(jobq *db, void *arg) {
     rc = jobq__sql_int(db, JOBQ_Q_PURGE_BOUND, -1, &bound,
                        SQL_ARGS(V_TEXT(p->queue), V_INT(p->last_id), V_INT(PRUNE_CHUNK)));
   p->last = bound < 0;
+  int64_t upto = p->last ? p->last_id : bound - 1, *parents = NULL;
+  size_t np = 0;
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_ids(db, JOBQ_Q_AFTER_PURGED, PRUNE_CHUNK, &parents, &np,
+                       SQL_ARGS(V_TEXT(p->queue), V_INT(upto)));
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_PURGE_JOBS, &p->count,
-                          SQL_ARGS(V_TEXT(p->queue), V_INT(p->last ? p->last_id : bound - 1)));
+                          SQL_ARGS(V_TEXT(p->queue), V_INT(upto)));
+  /* The pending jobs of other queues put after them are cancelled, as
+   * after a cancel (lib/after.c). */
+  int *outcomes = np > 0 ? malloc(np * sizeof *outcomes) : NULL;
+  if (rc == JOBQ_OK && np > 0 && outcomes == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < np && rc == JOBQ_OK; i++) outcomes[i] = JOBQ_STATE_CANCELLED;
+  if (rc == JOBQ_OK && np > 0) rc = jobq__after_finished(db, parents, outcomes, np);
+  free(outcomes);
+  free(parents);
   if (rc == JOBQ_OK && p->last) rc = purge_unblock(db, p);
   return rc;
 }

@@ -421,7 +421,7 @@ int jobq__after_begin(jobq *db, const jobq_put_opts *opts, size_t n, int index_n
 int jobq__after_has(const jobq_put_opts *o);
 /* Whether job i of the put must be pending (its parents not all done). */
 int jobq__after_pending(const jobq_after_put *a, const jobq_put_opts *opts, size_t i,
-                        const int64_t *ids, const unsigned char *existed);
+                        const int64_t *ids);
 /* After job i went in as ids[i] (existed[i]: it was there already): its
  * edges, its count of parents left, and a job cancelled at once when a
  * parent had died or was cancelled (unless it runs on any outcome). */

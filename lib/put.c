@@ -444,18 +444,18 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   }
   if (existed != NULL) memset(existed, 0, n);
   /* With dependencies: which jobs of the batch were there already. */
-  unsigned char *deps = named ? calloc(n, 1) : NULL;
-  if (named && deps == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  unsigned char *there = named ? calloc(n, 1) : NULL;
+  if (named && there == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   keys_put keys = {NULL, 0};
   if (keyed && n > 1) {
     if (n > SIZE_MAX / 4 / sizeof *keys.slot) {
-      free(deps);
+      free(there);
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     }
     size_t size = 4;
     while (size < 2 * n) size *= 2;
     if ((keys.slot = malloc(size * sizeof *keys.slot)) == NULL) {
-      free(deps);
+      free(there);
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     }
     keys.mask = size - 1;
@@ -486,13 +486,13 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
                            ? key_slot(&keys, opts, o.queue, o.key)
                            : NULL;
         int ex = 0;
-        int pending = after != NULL && jobq__after_pending(after, opts, i, ids, deps);
+        int pending = after != NULL && jobq__after_pending(after, opts, i, ids);
         rc = put_one(db, &o, &q, slot != NULL && *slot != 0, pending, after != NULL, &ids[i],
                      &ex);
         if (rc == JOBQ_OK && slot != NULL && *slot == 0 && !ex) *slot = i + 1;
         if (existed != NULL) existed[i] = (unsigned char)ex;
-        if (deps != NULL) deps[i] = (unsigned char)ex;
-        if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, i, ids, deps);
+        if (there != NULL) there[i] = (unsigned char)ex;
+        if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, i, ids, there);
       }
       jobq__after_release(after);
     }
@@ -505,7 +505,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     if (again) rows = 0;
   } while (again || jobq__txn_retry(db, rc, &attempt));
   free(keys.slot);
-  free(deps);
+  free(there);
   /* Only the library's own transaction is known to have committed. */
   if (rc == JOBQ_OK && own) jobq__mark_put(db, opts, ids, existed, n, began);
   return rc;

@@ -1358,6 +1358,19 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "coalesce(j.state, d.outcome), e.any_outcome FROM jobq_after e LEFT JOIN "
                    "jobq_jobs j ON j.id = e.child LEFT JOIN jobq_done d ON d.id = e.child WHERE "
                    "e.parent = ?1 ORDER BY 2, 1"},
+    /* The jobs with children among those PURGE_JOBS deletes (same
+     * arguments). */
+    /* The edges of the jobs PRUNE deletes as children (same arguments):
+     * an edge stays while its child is kept, its parent shown as pruned. */
+    [JOBQ_Q_AFTER_PRUNE] = {.what = "pruning the finished jobs' dependencies",
+                            .common = "DELETE FROM jobq_after WHERE EXISTS (SELECT 1 FROM "
+                                      "jobq_done d WHERE d.id = jobq_after.child AND "
+                                      "d.finished_at < ?1 AND d.queue = coalesce(?2, d.queue) "
+                                      "AND d.id NOT IN (SELECT job_id FROM jobq_blocked))"},
+    [JOBQ_Q_AFTER_PURGED] = {.what = "finding the purged jobs' children",
+                             .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+                                       "children = 1 AND state <> 'running' AND session IS "
+                                       "NULL AND id <= ?2 ORDER BY id"},
 };
 
 const char *jobq__sql_what(int stmt) {

@@ -245,6 +245,34 @@ static void test_pending_in_stats_and_list(void **state) {
   assert_int_equal(jobq_state_parse("pending"), JOBQ_STATE_PENDING);
 }
 
+/* A purged parent cancels its children in other queues; a pruned child
+ * takes its edges with it, a pruned parent shows as such. */
+static void test_purge_and_prune(void **state) {
+  tq *t = *state;
+  int64_t a = th_put_attempts(t->db, "other", 1);
+  const int64_t pa[] = {a};
+  int64_t c = put_after(t->db, pa, 1, 0);
+  int64_t purged;
+  assert_int_equal(jobq_purge(t->db, "other", &purged), JOBQ_OK);
+  assert_int_equal(purged, 1);
+  assert_int_equal(th_state(t->db, c), JOBQ_STATE_CANCELLED);
+  jobq_job_link *l;
+  size_t n;
+  assert_int_equal(jobq_links(t->db, c, &l, &n), JOBQ_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(l[0].id, a);
+  assert_int_equal(l[0].state, 0);
+  free(l);
+  th_sleep_ms(5);
+  int64_t pruned;
+  assert_int_equal(jobq_prune(t->db, 0, &pruned), JOBQ_OK);
+  assert_int_equal(pruned, 1);
+  assert_int_equal(jobq_links(t->db, c, &l, &n), JOBQ_OK);
+  assert_int_equal(n, 0);
+  free(l);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_after"), 0);
+}
+
 /* A put naming a parent beside the parent's completion, many times over:
  * whichever commits second sees the other's work, so that the child is
  * never left pending behind a parent that is done. */
@@ -304,6 +332,7 @@ int main(void) {
       TQ_TEST(test_unknown_id_refused_nothing_written),
       TQ_TEST(test_batch_by_place),
       TQ_TEST(test_pending_in_stats_and_list),
+      TQ_TEST(test_purge_and_prune),
       TQ_TEST(test_put_beside_the_parents_completion),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
