@@ -519,10 +519,11 @@ static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n)
                        0, NULL, completed, &c, NULL);
     /* Their children's turn, after the statement (its snapshot predates
      * a put that named them while it waited for their rows). */
-    for (size_t i = 0; i < c.nparents && rc == JOBQ_OK; i++) {
-      const int done = JOBQ_STATE_DONE;
-      rc = jobq__after_finished(db, &c.parents[i], &done, 1);
-    }
+    int *done = c.nparents > 0 ? malloc(c.nparents * sizeof *done) : NULL;
+    if (c.nparents > 0 && done == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c.nparents && rc == JOBQ_OK; i++) done[i] = JOBQ_STATE_DONE;
+    if (rc == JOBQ_OK) rc = jobq__after_finished(db, c.parents, done, c.nparents);
+    free(done);
   }
   free(parents);
   free(locks);

@@ -226,11 +226,14 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
     v[np + k] = V_INT(ids[i]);
     v[2 * np + k] = V_INT(o->after_any_outcome ? 1 : 0);
   }
+  /* Nothing is read back: on PostgreSQL they go with the next round
+   * trip. */
+  static const jobq_how later = {.defer = 1};
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, JOBQ_Q_AFTER_EDGES,
                        SQL_ARGS(V_COL('i', v, np), V_COL('i', v + np, np),
                                 V_COL('i', v + 2 * np, np)),
-                       0, NULL, NULL, NULL, NULL);
+                       0, &later, NULL, NULL, NULL);
   /* The batch's own parents are marked now (those named by id were at
    * the start). */
   size_t nb = 0;
@@ -241,7 +244,7 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
     jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, NULL, 0, 0};
     rc = cancel_child(db, &ref, failed, failed_state);
   } else if (rc == JOBQ_OK && left > 0) {
-    rc = jobq__sql_run(db, JOBQ_Q_AFTER_LEFT, SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)left)));
+    rc = jobq__sql_defer(db, JOBQ_Q_AFTER_LEFT, SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)left)));
   }
   free(v);
   free(p);
@@ -301,10 +304,17 @@ static int outcome_of(const int64_t *parents, const int *outcomes, size_t n, int
   return JOBQ_STATE_DONE;
 }
 
+/* What child_turn() knows of the queue of the children it last made
+ * ready: its lock is held, and whether it has an unfinished barrier. */
+typedef struct queue_look {
+  const char *queue;
+  int barrier;
+} queue_look;
+
 /* Pending child e[0] (its edges e[0..k) to the finished parents): counted
  * down, made ready or waiting at zero, or cancelled. */
 static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
-                      const int *outcomes, size_t n) {
+                      const int *outcomes, size_t n, queue_look *q) {
   int64_t dec = 0, failed = 0;
   int failed_state = 0;
   for (size_t i = 0; i < k; i++) {
@@ -323,22 +333,35 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
     ref.children = now.children;
     int rc = state == JOBQ_STATE_PENDING ? cancel_child(db, &ref, failed, failed_state) : JOBQ_OK;
     jobq__job_ref_release(&now);
+    q->queue = NULL; /* its locks may be others now */
     return rc;
   }
   int64_t left = e->left - dec;
   int wait = 0, rc = JOBQ_OK;
   if (left <= 0) {
     /* Its queue's lock, shared, so that no barrier comes or goes while
-     * it decides whether one is before it. */
+     * it decides whether one is before it: once a queue. */
     left = 0;
-    rc = jobq__lock_job(db, &ref, 0);
-    if (rc == JOBQ_OK) rc = jobq__must_wait(db, &ref, -1, &wait);
+    if (q->queue == NULL || strcmp(q->queue, e->queue) != 0) {
+      *q = (queue_look){e->queue, 0};
+      rc = jobq__lock_job(db, &ref, 0);
+      if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, e->queue, &q->barrier);
+    }
+    if (rc == JOBQ_OK && q->barrier) rc = jobq__must_wait(db, &ref, -1, &wait);
   }
   const char *state = left > 0 ? "pending" : wait ? "waiting" : "ready";
   if (rc == JOBQ_OK)
-    rc = jobq__sql_run(db, JOBQ_Q_AFTER_SET, SQL_ARGS(V_INT(e->child), V_INT(left), V_TEXT(state)));
+    rc = jobq__sql_defer(db, JOBQ_Q_AFTER_SET,
+                         SQL_ARGS(V_INT(e->child), V_INT(left), V_TEXT(state)));
   if (rc == JOBQ_OK && left == 0 && !wait) jobq__wake(db, e->queue);
   return rc;
+}
+
+static int edge_queue_cmp(const void *x, const void *y) {
+  const edge *a = x, *b = y;
+  int c = strcmp(a->queue, b->queue);
+  if (c != 0) return c;
+  return edge_cmp(x, y);
 }
 
 int jobq__after_finished(jobq *db, const int64_t *parents, const int *outcomes, size_t n) {
@@ -349,10 +372,12 @@ int jobq__after_finished(jobq *db, const int64_t *parents, const int *outcomes, 
   int rc = jobq__sql_set(db, JOBQ_Q_AFTER_CHILDREN, SQL_ARGS(V_COL('i', v, n)), 0, NULL,
                          edges_read, &es, NULL);
   free(v);
-  if (rc == JOBQ_OK) qsort(es.e, es.n, sizeof *es.e, edge_cmp);
+  /* By queue, then child: a queue's lock and look once. */
+  if (rc == JOBQ_OK) qsort(es.e, es.n, sizeof *es.e, edge_queue_cmp);
+  queue_look q = {NULL, 0};
   for (size_t i = 0, end; i < es.n && rc == JOBQ_OK; i = end) {
     for (end = i; end < es.n && es.e[end].child == es.e[i].child; end++) continue;
-    rc = child_turn(db, &es.e[i], end - i, parents, outcomes, n);
+    rc = child_turn(db, &es.e[i], end - i, parents, outcomes, n, &q);
   }
   for (size_t i = 0; i < es.n; i++) free(es.e[i].queue);
   free(es.e);
