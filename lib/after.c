@@ -87,12 +87,12 @@ static jobq_val *id_column(const int64_t *ids, size_t n) {
 }
 
 /* Marks jobs ids[0..n) (ascending) as having children, locking their
- * rows. */
-static int mark(jobq *db, const int64_t *ids, size_t n) {
+ * rows (how: with the next round trip, for rows of the put's own). */
+static int mark(jobq *db, const int64_t *ids, size_t n, const jobq_how *how) {
   if (n == 0) return JOBQ_OK;
   jobq_val *v = id_column(ids, n);
   if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int rc = jobq__sql_set(db, JOBQ_Q_AFTER_MARK, SQL_ARGS(V_COL('i', v, n)), 0, NULL, NULL, NULL,
+  int rc = jobq__sql_set(db, JOBQ_Q_AFTER_MARK, SQL_ARGS(V_COL('i', v, n)), 0, how, NULL, NULL,
                          NULL);
   free(v);
   return rc;
@@ -119,7 +119,7 @@ int jobq__after_begin(jobq *db, const jobq_put_opts *opts, size_t n, int index_n
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < opts[i].n_after; k++) a->ids[a->n++] = opts[i].after[k];
   a->n = ids_unique(a->ids, a->n);
-  int rc = mark(db, a->ids, a->n);
+  int rc = mark(db, a->ids, a->n, NULL);
   jobq_val *v = rc == JOBQ_OK ? id_column(a->ids, a->n) : NULL;
   if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   if (rc == JOBQ_OK && a->n > 0)
@@ -239,7 +239,7 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
   size_t nb = 0;
   for (size_t k = 0; k < np; k++)
     if (state_of(a, p[k]) == 0) p[nb++] = p[k];
-  if (rc == JOBQ_OK) rc = mark(db, p, nb);
+  if (rc == JOBQ_OK) rc = mark(db, p, nb, &later);
   if (rc == JOBQ_OK && failed != 0) {
     jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, NULL, 0, 0};
     rc = cancel_child(db, &ref, failed, failed_state);

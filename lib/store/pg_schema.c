@@ -337,7 +337,11 @@ static const jobq_step v8_steps[] = {{"ALTER TABLE jobq_jobs"
     "  child bigint NOT NULL,"
     "  any_outcome smallint NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (parent, child));"
-    "CREATE INDEX jobq_after_child ON jobq_after(child, parent);", NULL}, {NULL, NULL}};
+    "CREATE INDEX jobq_after_child ON jobq_after(child, parent);",
+    /* Unless it was made already (a schema set back to an older version
+     * by hand). */
+    "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = 'jobq_jobs' AND column_name = 'parents_left'"}, {NULL, NULL}};
 
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"

@@ -296,7 +296,11 @@ static const jobq_step v8_steps[] = {{"CREATE TABLE jobq_jobs_8 ("
     "  any_outcome INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (parent, child)"
     ") WITHOUT ROWID;"
-    "CREATE INDEX jobq_after_child ON jobq_after(child, parent);", NULL}, {NULL, NULL}};
+    "CREATE INDEX jobq_after_child ON jobq_after(child, parent);",
+    /* Unless it was made already (a database set back to an older
+     * version by hand). */
+    "SELECT count(*) FROM pragma_table_info('jobq_jobs') WHERE name = 'parents_left'"},
+    {NULL, NULL}};
 
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
