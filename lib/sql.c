@@ -676,12 +676,14 @@ static const text texts[JOBQ_Q__COUNT] = {
      * relations to lock, less to plan). */
     [JOBQ_Q_COMPLETE_UNKEYED] = {.what = "completing jobs",
                                  .common = "",
-                                 .pg = COMPLETE_ARCHIVE " SELECT id, queue FROM i" COMPLETE_PARENTS},
+                                 .pg = COMPLETE_ARCHIVE " SELECT id, queue FROM i"
+                                     COMPLETE_PARENTS},
     /* ACK_ROW for each of the jobs ?1 (a column, ids ascending) of
      * session ?2, each locked in that order, in the columns of
      * jobq__ack_got_row(): id, claim (which the library compares), the
-     * row's columns, and where the row is (PostgreSQL: its ctid, for
-     * REQUEUE_ROWS and ARCHIVE_ROWS; NULL elsewhere).  PostgreSQL looks
+     * row's columns, where the row is (PostgreSQL: its ctid, for
+     * REQUEUE_ROWS and ARCHIVE_ROWS; NULL elsewhere), and whether jobs
+     * were put after it (lib/after.c).  PostgreSQL looks
      * each job up by its id alone, as the claim looks up each queue: read
      * as one set ("id = ANY", or joined to the ids), the generic plan
      * made on an emptied table read the whole table; and compares the
@@ -690,18 +692,19 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_ACK_ROWS] =
         {.what = "reading the acknowledged jobs",
          .common = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
-                   "queue, order_key, barrier, NULL, children FROM jobq_jobs WHERE id IN ({each:?1}) AND "
-                   "session = ?2 AND state = 'running' ORDER BY id",
+                   "queue, order_key, barrier, NULL, children FROM jobq_jobs WHERE id IN "
+                   "({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id",
          .pg = "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
-               "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid, j.children FROM "
+               "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid, j.children "
+               "FROM "
                "unnest(?1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
                "attempts, max_attempts, backoff_ms, cancel_requested, queue, order_key, "
-               "barrier, children FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = ?2 AND "
-               "state = 'running' FOR UPDATE) j",
+               "barrier, children FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = "
+               "?2 AND state = 'running' FOR UPDATE) j",
          .mysql = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
-                  "queue, order_key, barrier, NULL, children FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE "
-                  "id IN ({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id "
-                  "FOR UPDATE"},
+                  "queue, order_key, barrier, NULL, children FROM jobq_jobs FORCE INDEX "
+                  "(PRIMARY) WHERE id IN ({each:?1}) AND session = ?2 AND state = 'running' "
+                  "ORDER BY id FOR UPDATE"},
     [JOBQ_Q_ACK_DONE_BEFORE] = {.what = "looking for an earlier acknowledgement",
                                 .common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
                                 "AND claim = ?2"},
@@ -1358,8 +1361,6 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "coalesce(j.state, d.outcome), e.any_outcome FROM jobq_after e LEFT JOIN "
                    "jobq_jobs j ON j.id = e.child LEFT JOIN jobq_done d ON d.id = e.child WHERE "
                    "e.parent = ?1 ORDER BY 2, 1"},
-    /* The jobs with children among those PURGE_JOBS deletes (same
-     * arguments). */
     /* The edges of the jobs PRUNE deletes as children (same arguments):
      * an edge stays while its child is kept, its parent shown as pruned. */
     [JOBQ_Q_AFTER_PRUNE] = {.what = "pruning the finished jobs' dependencies",
@@ -1367,6 +1368,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                                       "jobq_done d WHERE d.id = jobq_after.child AND "
                                       "d.finished_at < ?1 AND d.queue = coalesce(?2, d.queue) "
                                       "AND d.id NOT IN (SELECT job_id FROM jobq_blocked))"},
+    /* The jobs with children among those PURGE_JOBS deletes (same
+     * arguments). */
     [JOBQ_Q_AFTER_PURGED] = {.what = "finding the purged jobs' children",
                              .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                                        "children = 1 AND state <> 'running' AND session IS "
