@@ -111,7 +111,7 @@ struct chunk {
 
 struct totals {
   int64_t put, existed, first_id, last_id;
-  int64_t *ids;      /* the ids of the jobs of the chunks written, in order */
+  int64_t *ids; /* the ids of the jobs of the chunks written, in order */
   size_t n, cap;
 };
 
@@ -137,14 +137,18 @@ static int place_parents(struct ndjson_job *j, const struct totals *t, size_t in
       free(after);
       if (here == 0)
         cli_error("line %ld: invalid after_index '%zu': expected the place of an earlier "
-                  "line's job, and this is the first", line, at);
+                  "line's job, and this is the first",
+                  line, at);
       else
         cli_error("line %ld: invalid after_index '%zu': expected the place of an earlier "
-                  "line's job (0 to %zu)", line, at, here - 1);
+                  "line's job (0 to %zu)",
+                  line, at, here - 1);
       return CLI_EXIT_USAGE;
     }
-    if (at < t->n) after[na++] = t->ids[at];
-    else j->after_index[kept++] = at - t->n;
+    if (at < t->n)
+      after[na++] = t->ids[at];
+    else
+      j->after_index[kept++] = at - t->n;
   }
   free(j->after);
   j->after = after;
@@ -156,8 +160,8 @@ static int place_parents(struct ndjson_job *j, const struct totals *t, size_t in
 
 /* Adds one line's job to the chunk; 0, or the usage status after a
  * message "line N: ...". */
-static int parse_line(struct chunk *c, const struct totals *t, const char *text, size_t len,
-                      long line, const jobq_put_opts *base) {
+static int parse_line(struct chunk *c, const struct totals *t, const char *text,
+                      size_t len, long line, const jobq_put_opts *base) {
   char err[512];
   size_t k = c->n;
   int rc = ndjson_parse(text, len, base, &c->job[k], err, sizeof err);
@@ -166,7 +170,8 @@ static int parse_line(struct chunk *c, const struct totals *t, const char *text,
     cli_error("line %ld: %s", line, err);
     return CLI_EXIT_USAGE;
   }
-  if (c->job[k].opts.n_after_index > 0 && (rc = place_parents(&c->job[k], t, k, line)) != 0) {
+  if (c->job[k].opts.n_after_index > 0 &&
+      (rc = place_parents(&c->job[k], t, k, line)) != 0) {
     ndjson_job_release(&c->job[k]);
     return rc;
   }
@@ -326,8 +331,8 @@ static int parse_after(const char *text, int64_t **out, size_t *n) {
     p = end + 1;
   }
   if (k > JOBQ_AFTER_MAX) {
-    cli_error("invalid --after '%s': %zu jobs: expected at most %d", cli_quote(shown, text), k,
-              JOBQ_AFTER_MAX);
+    cli_error("invalid --after '%s': %zu jobs: expected at most %d",
+              cli_quote(shown, text), k, JOBQ_AFTER_MAX);
     free(ids);
     return CLI_EXIT_USAGE;
   }

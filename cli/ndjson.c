@@ -21,19 +21,38 @@
 
 /* The fields of a line. */
 enum field {
-  F_QUEUE, F_PAYLOAD, F_PAYLOAD_BASE64, F_PRIORITY, F_DELAY, F_RUN_AT, F_KEY,
-  F_BARRIER, F_UNIQUE, F_MAX_ATTEMPTS, F_TIMEOUT, F_BACKOFF, F_AFTER, F_AFTER_INDEX,
-  F_AFTER_ANY, NFIELDS
+  F_QUEUE,
+  F_PAYLOAD,
+  F_PAYLOAD_BASE64,
+  F_PRIORITY,
+  F_DELAY,
+  F_RUN_AT,
+  F_KEY,
+  F_BARRIER,
+  F_UNIQUE,
+  F_MAX_ATTEMPTS,
+  F_TIMEOUT,
+  F_BACKOFF,
+  F_AFTER,
+  F_AFTER_INDEX,
+  F_AFTER_ANY,
+  NFIELDS
 };
-static const char *const fields[NFIELDS] = {
-    [F_QUEUE] = "queue",     [F_PAYLOAD] = "payload",
-    [F_PAYLOAD_BASE64] = "payload_base64", [F_PRIORITY] = "priority",
-    [F_DELAY] = "delay",     [F_RUN_AT] = "run_at",
-    [F_KEY] = "key",         [F_BARRIER] = "barrier",
-    [F_UNIQUE] = "unique",   [F_MAX_ATTEMPTS] = "max_attempts",
-    [F_TIMEOUT] = "timeout", [F_BACKOFF] = "backoff",
-    [F_AFTER] = "after",     [F_AFTER_INDEX] = "after_index",
-    [F_AFTER_ANY] = "after_any_outcome"};
+static const char *const fields[NFIELDS] = {[F_QUEUE] = "queue",
+                                            [F_PAYLOAD] = "payload",
+                                            [F_PAYLOAD_BASE64] = "payload_base64",
+                                            [F_PRIORITY] = "priority",
+                                            [F_DELAY] = "delay",
+                                            [F_RUN_AT] = "run_at",
+                                            [F_KEY] = "key",
+                                            [F_BARRIER] = "barrier",
+                                            [F_UNIQUE] = "unique",
+                                            [F_MAX_ATTEMPTS] = "max_attempts",
+                                            [F_TIMEOUT] = "timeout",
+                                            [F_BACKOFF] = "backoff",
+                                            [F_AFTER] = "after",
+                                            [F_AFTER_INDEX] = "after_index",
+                                            [F_AFTER_ANY] = "after_any_outcome"};
 
 /* Where a line's message goes. */
 struct err {
@@ -287,7 +306,8 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
       case F_AFTER:
         free(job->after);
         job->after = NULL;
-        if (line_ints(line, key, v, 1, JOBQ_AFTER_MAX, &job->after, &o->n_after)) return -1;
+        if (line_ints(line, key, v, 1, JOBQ_AFTER_MAX, &job->after, &o->n_after))
+          return -1;
         o->after = job->after;
         break;
       case F_AFTER_INDEX: {
@@ -305,7 +325,8 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
       }
       case F_AFTER_ANY:
         if (!json_is_boolean(v))
-          return line_error(line, "invalid after_any_outcome: expected true or false, "
+          return line_error(line,
+                            "invalid after_any_outcome: expected true or false, "
                             "not %s",
                             type_name(v));
         o->after_any_outcome = json_is_true(v);

@@ -34,12 +34,14 @@
 #include "internal.h"
 
 struct jobq_after_put {
-  int64_t *ids;  /* the parents named by id, ascending, each once */
-  int *states;   /* their states (jobq_state) */
+  int64_t *ids; /* the parents named by id, ascending, each once */
+  int *states;  /* their states (jobq_state) */
   size_t n;
 };
 
-int jobq__after_has(const jobq_put_opts *o) { return o->n_after > 0 || o->n_after_index > 0; }
+int jobq__after_has(const jobq_put_opts *o) {
+  return o->n_after > 0 || o->n_after_index > 0;
+}
 
 static int id_cmp(const void *x, const void *y) {
   int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -75,7 +77,8 @@ static int states_read(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg
     int64_t id = jobq__col_int(db, r, 0);
     size_t len;
     const int64_t *hit = bsearch(&id, a->ids, a->n, sizeof id, id_cmp);
-    if (hit != NULL) a->states[hit - a->ids] = jobq_state_parse(db->store->col_bytes(r, 1, &len));
+    if (hit != NULL)
+      a->states[hit - a->ids] = jobq_state_parse(db->store->col_bytes(r, 1, &len));
   }
   return got < 0 ? got : JOBQ_OK;
 }
@@ -92,8 +95,8 @@ static int mark(jobq *db, const int64_t *ids, size_t n, const jobq_how *how) {
   if (n == 0) return JOBQ_OK;
   jobq_val *v = id_column(ids, n);
   if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  int rc = jobq__sql_set(db, JOBQ_Q_AFTER_MARK, SQL_ARGS(V_COL('i', v, n)), 0, how, NULL, NULL,
-                         NULL);
+  int rc = jobq__sql_set(db, JOBQ_Q_AFTER_MARK, SQL_ARGS(V_COL('i', v, n)), 0, how, NULL,
+                         NULL, NULL);
   free(v);
   return rc;
 }
@@ -187,7 +190,8 @@ int jobq__after_pending(const jobq_after_put *a, const jobq_put_opts *opts, size
   int64_t *p, failed;
   size_t np, left;
   int fs;
-  if (!jobq__after_has(&opts[i]) || parents_of(a, opts, i, ids, &p, &np, &left, &failed, &fs))
+  if (!jobq__after_has(&opts[i]) ||
+      parents_of(a, opts, i, ids, &p, &np, &left, &failed, &fs))
     return 0;
   free(p);
   return left > 0 || failed != 0;
@@ -200,7 +204,8 @@ static void reason(char *buf, size_t len, int64_t parent, int state) {
 }
 
 /* Cancels pending job ref (its order locks taken here) for parent. */
-static int cancel_child(jobq *db, const jobq_jobref *ref, int64_t parent, int parent_state) {
+static int cancel_child(jobq *db, const jobq_jobref *ref, int64_t parent,
+                        int parent_state) {
   char why[96];
   reason(why, sizeof why, parent, parent_state);
   int rc = jobq__lock_job(db, ref, 1);
@@ -230,10 +235,10 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
    * trip. */
   static const jobq_how later = {.defer = 1};
   if (rc == JOBQ_OK)
-    rc = jobq__sql_set(db, JOBQ_Q_AFTER_EDGES,
-                       SQL_ARGS(V_COL('i', v, np), V_COL('i', v + np, np),
-                                V_COL('i', v + 2 * np, np)),
-                       0, &later, NULL, NULL, NULL);
+    rc = jobq__sql_set(
+        db, JOBQ_Q_AFTER_EDGES,
+        SQL_ARGS(V_COL('i', v, np), V_COL('i', v + np, np), V_COL('i', v + 2 * np, np)),
+        0, &later, NULL, NULL, NULL);
   /* The batch's own parents are marked now (those named by id were at
    * the start). */
   size_t nb = 0;
@@ -244,7 +249,8 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
     jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, NULL, 0, 0};
     rc = cancel_child(db, &ref, failed, failed_state);
   } else if (rc == JOBQ_OK && left > 0) {
-    rc = jobq__sql_defer(db, JOBQ_Q_AFTER_LEFT, SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)left)));
+    rc = jobq__sql_defer(db, JOBQ_Q_AFTER_LEFT,
+                         SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)left)));
   }
   free(v);
   free(p);
@@ -319,8 +325,10 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
   int failed_state = 0;
   for (size_t i = 0; i < k; i++) {
     int st = outcome_of(parents, outcomes, n, e[i].parent);
-    if (st == JOBQ_STATE_DONE || e[i].any_outcome) dec++;
-    else if (failed == 0) failed = e[i].parent, failed_state = st;
+    if (st == JOBQ_STATE_DONE || e[i].any_outcome)
+      dec++;
+    else if (failed == 0)
+      failed = e[i].parent, failed_state = st;
   }
   jobq_jobref ref = {e->child, e->queue, NULL, 0, e->children};
   if (failed != 0) {
@@ -331,7 +339,8 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
     int got = jobq__job_ref(db, e->child, &now, &state);
     if (got <= 0) return got;
     ref.children = now.children;
-    int rc = state == JOBQ_STATE_PENDING ? cancel_child(db, &ref, failed, failed_state) : JOBQ_OK;
+    int rc = state == JOBQ_STATE_PENDING ? cancel_child(db, &ref, failed, failed_state)
+                                         : JOBQ_OK;
     jobq__job_ref_release(&now);
     q->queue = NULL; /* its locks may be others now */
     return rc;
@@ -364,7 +373,8 @@ static int edge_queue_cmp(const void *x, const void *y) {
   return edge_cmp(x, y);
 }
 
-int jobq__after_finished(jobq *db, const int64_t *parents, const int *outcomes, size_t n) {
+int jobq__after_finished(jobq *db, const int64_t *parents, const int *outcomes,
+                         size_t n) {
   if (n == 0) return JOBQ_OK;
   jobq_val *v = id_column(parents, n);
   if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -412,7 +422,9 @@ int jobq_links(jobq *db, int64_t id, jobq_job_link **out, size_t *n) {
     size_t len;
     l->id = jobq__col_int(db, r, 0);
     l->child = (int)jobq__col_int(db, r, 1);
-    l->state = jobq__col_null(db, r, 2) ? 0 : jobq_state_parse(db->store->col_bytes(r, 2, &len));
+    l->state = jobq__col_null(db, r, 2)
+                   ? 0
+                   : jobq_state_parse(db->store->col_bytes(r, 2, &len));
     l->any_outcome = (int)jobq__col_int(db, r, 3);
   }
   jobq__rows_done(db, r);
