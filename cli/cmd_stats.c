@@ -55,11 +55,11 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
       cli_json_set(o, "ready", json_integer(st[i].ready));
       cli_json_set(o, "scheduled", json_integer(st[i].scheduled));
       cli_json_set(o, "waiting", json_integer(st[i].waiting));
-      cli_json_set(o, "pending", json_integer(st[i].pending));
       cli_json_set(o, "running", json_integer(st[i].running));
       cli_json_set(o, "done", json_integer(st[i].done));
       cli_json_set(o, "dead", json_integer(st[i].dead));
       cli_json_set(o, "cancelled", json_integer(st[i].cancelled));
+      cli_json_set(o, "pending", json_integer(st[i].pending));
       cli_json_set(o, "paused", json_boolean(st[i].paused));
       cli_json_set(o, "oldest_ready_ms", json_integer(st[i].oldest_ready_ms));
       cli_json_set(o, "key_policy", cli_json_str(st[i].key_policy));

@@ -291,8 +291,21 @@ static void job_page(jobq *db, web_arg_fn arg, void *ctx, struct web_reply *r) {
       }
     jobq_sessions_free(ss, nss);
   }
-  r->json = json_pack("{s:o, s:o, s:o}", "job", job_json(j, 1), "attempts", attempts, "session",
-                      session);
+  /* The jobs it was put after, and those put after it. */
+  json_t *links = json_array();
+  jobq_job_link *l;
+  size_t nl;
+  if (jobq_links(db, id, &l, &nl) == JOBQ_OK) {
+    for (size_t i = 0; i < nl; i++)
+      json_array_append_new(
+          links, json_pack("{s:I, s:b, s:o, s:b}", "id", (json_int_t)l[i].id, "child",
+                           l[i].child, "state",
+                           l[i].state ? json_string(jobq_state_name(l[i].state)) : json_null(),
+                           "any_outcome", l[i].any_outcome));
+    free(l);
+  }
+  r->json = json_pack("{s:o, s:o, s:o, s:o}", "job", job_json(j, 1), "attempts", attempts,
+                      "session", session, "links", links);
   jobq_attempts_free(a, na);
   jobq_info_free(j, 1);
 }

@@ -238,6 +238,13 @@ static const jobq_step v7_steps[] = {
  * put after others, with the number of its parents not yet done and
  * whether others were put after it, and the edges between them. */
 static const jobq_step v8_steps[] = {
+    /* MySQL keeps a column's CHECK apart from the column, by the name it
+     * gave it (the table's only unnamed check), and MODIFY would add a
+     * second one: the first goes.  MariaDB replaces it with the column
+     * and has no check of that name: the step is left out there. */
+    {"ALTER TABLE jobq_jobs DROP CHECK jobq_jobs_chk_1",
+     "SELECT count(*) = 0 FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = "
+     "DATABASE() AND TABLE_NAME = 'jobq_jobs' AND CONSTRAINT_NAME = 'jobq_jobs_chk_1'"},
     {"ALTER TABLE jobq_jobs MODIFY state VARCHAR(8) NOT NULL CHECK (state IN "
      "('ready','running','waiting','pending')), ADD COLUMN parents_left INT NOT NULL DEFAULT 0, "
      "ADD COLUMN children SMALLINT NOT NULL DEFAULT 0",

@@ -369,6 +369,13 @@ function dataBlock(label, d, kind) {
     h("pre", { class: "data " + (kind || "") }, d.text !== undefined ? d.text : d.hex));
 }
 
+// The parents (or children) of a job page's links: each a link and its state.
+function linked(links, child) {
+  const mine = (links || []).filter((l) => l.child === child);
+  if (!mine.length) return "–";
+  return mine.map((l, i) => [i ? ", " : "", jobLink(l.id), " ", badge(l.state || "pruned")]);
+}
+
 async function jobPage(id) {
   const data = await api("job?id=" + encodeURIComponent(id));
   const j = data.job, st = stateOf(j);
@@ -396,6 +403,7 @@ async function jobPage(id) {
         fact("Created", `${when(j.created_at_ms)} (${ago(j.created_at_ms)})`),
         fact("Runs at", when(j.run_at_ms)), fact("Last claimed", when(j.claimed_at_ms)), fact("Finished", when(j.finished_at_ms)),
         fact("Timeout", j.timeout_ms ? dur(j.timeout_ms) : "none"), fact("Barrier", j.barrier ? "yes" : "no"),
+        fact("After", linked(data.links, false)), fact("Children", linked(data.links, true)),
         fact("Session", sess ? `${sess.name} on ${sess.host} (pid ${sess.pid})` : j.session ? h("span", { class: "mono" }, j.session) : "–"))),
       h("div", { class: "panel" }, dataBlock("Payload", j.payload), j.result ? dataBlock("Result", j.result) : null,
         j.last_error && st !== "done" ? h("div", {}, h("h2", {}, "Last error"), h("pre", { class: "data error" }, j.last_error)) : null)),
