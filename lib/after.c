@@ -25,7 +25,9 @@
  * are named by place (after_index), each before the job naming it, so
  * the graph never has a cycle.  A parent that is done counts as done; a
  * parent already dead or cancelled cancels the new job at once, as its
- * later death would.
+ * later death would.  The jobs of a put go in as any others (a batch by
+ * set statements), then, before the commit, those that wait are made
+ * pending, their edges written with the next round trip.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,49 +156,6 @@ void jobq__after_release(jobq_after_put *a) {
   free(a);
 }
 
-/* Job i's parents: ids[0..*np) (each once, ascending), how many are
- * unfinished (*left), and the first that died or was cancelled (*failed,
- * 0: none; with its outcome *failed_state), unless the job runs on any
- * outcome.  A parent of the batch (after_index) is unfinished: new, or
- * an unfinished job of its unique key. */
-static int parents_of(const jobq_after_put *a, const jobq_put_opts *opts, size_t i,
-                      const int64_t *ids, int64_t **out, size_t *np, size_t *left,
-                      int64_t *failed, int *failed_state) {
-  const jobq_put_opts *o = &opts[i];
-  int64_t *p = malloc((o->n_after + o->n_after_index + 1) * sizeof *p);
-  if (p == NULL) return JOBQ_ENOMEM;
-  size_t n = 0;
-  for (size_t k = 0; k < o->n_after; k++) p[n++] = o->after[k];
-  for (size_t k = 0; k < o->n_after_index; k++) p[n++] = ids[o->after_index[k]];
-  n = ids_unique(p, n);
-  *left = 0;
-  *failed = 0;
-  for (size_t k = 0; k < n; k++) {
-    int st = state_of(a, p[k]);
-    if (st == 0 || unfinished(st)) {
-      (*left)++;
-    } else if (st != JOBQ_STATE_DONE && !o->after_any_outcome && *failed == 0) {
-      *failed = p[k];
-      *failed_state = st;
-    }
-  }
-  *out = p;
-  *np = n;
-  return JOBQ_OK;
-}
-
-int jobq__after_pending(const jobq_after_put *a, const jobq_put_opts *opts, size_t i,
-                        const int64_t *ids) {
-  int64_t *p, failed;
-  size_t np, left;
-  int fs;
-  if (!jobq__after_has(&opts[i]) ||
-      parents_of(a, opts, i, ids, &p, &np, &left, &failed, &fs))
-    return 0;
-  free(p);
-  return left > 0 || failed != 0;
-}
-
 /* The reason a child is cancelled for its parent. */
 static void reason(char *buf, size_t len, int64_t parent, int state) {
   snprintf(buf, len, "job %lld that it was put after %s", (long long)parent,
@@ -204,8 +163,7 @@ static void reason(char *buf, size_t len, int64_t parent, int state) {
 }
 
 /* Cancels pending job ref (its order locks taken here) for parent. */
-static int cancel_child(jobq *db, const jobq_jobref *ref, int64_t parent,
-                        int parent_state) {
+static int cancel_child(jobq *db, const jobq_jobref *ref, int64_t parent, int parent_state) {
   char why[96];
   reason(why, sizeof why, parent, parent_state);
   int rc = jobq__lock_job(db, ref, 1);
@@ -215,45 +173,91 @@ static int cancel_child(jobq *db, const jobq_jobref *ref, int64_t parent,
   return rc;
 }
 
-int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size_t i,
-                    const int64_t *ids, const unsigned char *existed) {
-  const jobq_put_opts *o = &opts[i];
-  if (!jobq__after_has(o) || (existed != NULL && existed[i])) return JOBQ_OK;
-  int64_t *p, failed;
-  size_t np, left;
-  int failed_state = 0;
-  if (parents_of(a, opts, i, ids, &p, &np, &left, &failed, &failed_state) != JOBQ_OK)
-    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-  jobq_val *v = malloc(3 * np * sizeof *v);
-  int rc = v == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
-  for (size_t k = 0; k < np && rc == JOBQ_OK; k++) {
-    v[k] = V_INT(p[k]);
-    v[np + k] = V_INT(ids[i]);
-    v[2 * np + k] = V_INT(o->after_any_outcome ? 1 : 0);
+/* What one job of a put waits for (parents_of). */
+typedef struct waits {
+  size_t left;       /* parents not finished */
+  int64_t failed;    /* the first that died or was cancelled (0: none) */
+  int failed_state;  /* its outcome */
+} waits;
+
+/* Job i's parent id, state st (its batch's jobs: 0, or CANCELLED when the
+ * put cancelled it), counted into *w. */
+static void parent_counts(const jobq_put_opts *o, int64_t id, int st, waits *w) {
+  if (st == 0 || unfinished(st)) {
+    w->left++;
+  } else if (st != JOBQ_STATE_DONE && !o->after_any_outcome && w->failed == 0) {
+    w->failed = id;
+    w->failed_state = st;
   }
-  /* Nothing is read back: on PostgreSQL they go with the next round
+}
+
+/* Job i's parents, each once, onto edges (parent, child, any outcome:
+ * three columns of cap rows from *ne on), and what it waits for.  A
+ * parent of the batch (after_index) is unfinished (new, or an unfinished
+ * job of its unique key) unless the put cancelled it (gone[place]). */
+static void parents_of(const jobq_after_put *a, const jobq_put_opts *opts, size_t i,
+                       const int64_t *ids, const unsigned char *gone, jobq_val *edges,
+                       size_t cap, size_t *ne, waits *w) {
+  const jobq_put_opts *o = &opts[i];
+  *w = (waits){0, 0, 0};
+  size_t first = *ne;
+  for (size_t k = 0; k < o->n_after + o->n_after_index; k++) {
+    int batch = k >= o->n_after;
+    size_t at = batch ? o->after_index[k - o->n_after] : 0;
+    int64_t id = batch ? ids[at] : o->after[k];
+    int seen = 0;
+    for (size_t e = first; e < *ne && !seen; e++) seen = edges[e].i == id;
+    if (seen) continue;
+    edges[*ne] = V_INT(id);
+    edges[cap + *ne] = V_INT(ids[i]);
+    edges[2 * cap + *ne] = V_INT(o->after_any_outcome ? 1 : 0);
+    (*ne)++;
+    parent_counts(o, id, batch ? (gone[at] ? JOBQ_STATE_CANCELLED : 0) : state_of(a, id), w);
+  }
+}
+
+int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size_t n,
+                    const int64_t *ids, const unsigned char *existed) {
+  size_t cap = 0;
+  for (size_t i = 0; i < n; i++) cap += opts[i].n_after + opts[i].n_after_index;
+  jobq_val *edges = malloc((3 * cap + 1) * sizeof *edges);
+  int64_t *batch = malloc((cap + 1) * sizeof *batch);
+  unsigned char *gone = calloc(n ? n : 1, 1);
+  int rc = edges == NULL || batch == NULL || gone == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  /* Nothing is read back: on PostgreSQL these go with the next round
    * trip. */
   static const jobq_how later = {.defer = 1};
-  if (rc == JOBQ_OK)
-    rc = jobq__sql_set(
-        db, JOBQ_Q_AFTER_EDGES,
-        SQL_ARGS(V_COL('i', v, np), V_COL('i', v + np, np), V_COL('i', v + 2 * np, np)),
-        0, &later, NULL, NULL, NULL);
-  /* The batch's own parents are marked now (those named by id were at
-   * the start). */
-  size_t nb = 0;
-  for (size_t k = 0; k < np; k++)
-    if (state_of(a, p[k]) == 0) p[nb++] = p[k];
-  if (rc == JOBQ_OK) rc = mark(db, p, nb, &later);
-  if (rc == JOBQ_OK && failed != 0) {
-    jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, NULL, 0, 0};
-    rc = cancel_child(db, &ref, failed, failed_state);
-  } else if (rc == JOBQ_OK && left > 0) {
-    rc = jobq__sql_defer(db, JOBQ_Q_AFTER_LEFT,
-                         SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)left)));
+  size_t ne = 0, nb = 0;
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const jobq_put_opts *o = &opts[i];
+    if (!jobq__after_has(o) || (existed != NULL && existed[i])) continue;
+    for (size_t k = 0; k < o->n_after_index; k++) batch[nb++] = ids[o->after_index[k]];
+    waits w;
+    parents_of(a, opts, i, ids, gone, edges, cap, &ne, &w);
+    /* In order: a job of the batch cancelled here cancels those put after
+     * it by place. */
+    if (w.failed != 0) {
+      jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, NULL, 0, 0};
+      rc = cancel_child(db, &ref, w.failed, w.failed_state);
+      gone[i] = 1;
+    } else if (w.left > 0) {
+      rc = jobq__sql_defer(db, JOBQ_Q_AFTER_PENDING,
+                           SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)w.left)));
+    }
   }
-  free(v);
-  free(p);
+  if (rc == JOBQ_OK && ne > 0)
+    rc = jobq__sql_set(db, JOBQ_Q_AFTER_EDGES,
+                       SQL_ARGS(V_COL('i', edges, ne), V_COL('i', edges + cap, ne),
+                                V_COL('i', edges + 2 * cap, ne)),
+                       0, &later, NULL, NULL, NULL);
+  /* The batch's own parents marked (those named by id were at the
+   * start). */
+  if (rc == JOBQ_OK) rc = mark(db, batch, ids_unique(batch, nb), &later);
+  free(edges);
+  free(batch);
+  free(gone);
   return rc;
 }
 

@@ -417,15 +417,15 @@ void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
 typedef struct jobq_after_put jobq_after_put;
 int jobq__after_begin(jobq *db, const jobq_put_opts *opts, size_t n, int index_names,
                       jobq_after_put **a);
-/* Whether opts names parents (and so needs its id at once). */
+/* Whether opts names parents. */
 int jobq__after_has(const jobq_put_opts *o);
-/* Whether job i of the put must be pending (its parents not all done). */
-int jobq__after_pending(const jobq_after_put *a, const jobq_put_opts *opts, size_t i,
-                        const int64_t *ids);
-/* After job i went in as ids[i] (existed[i]: it was there already): its
- * edges, its count of parents left, and a job cancelled at once when a
- * parent had died or was cancelled (unless it runs on any outcome). */
-int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size_t i,
+/* After the n jobs of the put went in (ids; existed[i]: job i was there
+ * already, by its unique key), as though they had no parents: their
+ * edges, those that wait made pending with their count of parents left,
+ * and those whose parent died or was cancelled (a job of the batch that
+ * this cancelled, by place, included) cancelled, unless they run on any
+ * outcome. */
+int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size_t n,
                     const int64_t *ids, const unsigned char *existed);
 void jobq__after_release(jobq_after_put *a);
 /* The jobs parents[0..n) left the hot table with outcomes[i] (DONE, DEAD

@@ -3,13 +3,13 @@
  * validated before any SQL runs.  A job with a unique key that an
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
- * barrier goes in as `waiting` (lib/order.c), one put after jobs not yet
- * done as `pending` (lib/after.c).  Jobs without a barrier or parents,
- * one or many, keyed or not, go in by set statements: one round trip on
- * PostgreSQL (two with unique keys, which are looked up first), where
- * the general way takes three for one job; a statement for up to 64 jobs
- * on MariaDB and SQLite, where the general way takes three or four a
- * job.
+ * barrier goes in as `waiting` (lib/order.c); one put after jobs not yet
+ * done is made `pending` once it is in (lib/after.c).  Jobs without a
+ * barrier, one or many, keyed or not, go in by set statements: one round
+ * trip on PostgreSQL (two with unique keys, which are looked up first),
+ * where the general way takes three for one job; a statement for up to
+ * 64 jobs on MariaDB and SQLite, where the general way takes three or
+ * four a job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -132,11 +132,10 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
 }
 
 /* One job into queue_seen *q's transaction, its locks taken (lock_all).
- * key_put: a job of its key went in earlier in the transaction.
- * pending: it waits for its parents (lib/after.c).  now_id: *id is
- * needed before the commit. */
-static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int pending,
-                   int now_id, int64_t *id, int *existed) {
+ * key_put: a job of its key went in earlier in the transaction.  now_id:
+ * *id is needed before the commit (lib/after.c). */
+static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int now_id,
+                   int64_t *id, int *existed) {
   *existed = 0;
   int rc;
   if (o->unique_key != NULL) {
@@ -152,7 +151,7 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
   if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier)
     *q = (queue_seen){o->queue, -1};
   int wait = 1;
-  if (!key_put && !pending) {
+  if (!key_put) {
     if (!o->barrier && q->barrier < 0 &&
         (rc = jobq__barrier_pending(db, o->queue, &q->barrier)) != JOBQ_OK)
       return rc;
@@ -160,8 +159,7 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
       return rc;
   }
   const jobq_val row[] = {V_TEXT(o->queue), V_INT(o->priority), V_INT(o->run_at_ms),
-                          V_INT(o->delay_ms),
-                          V_TEXT(pending ? "pending" : wait ? "waiting" : "ready"),
+                          V_INT(o->delay_ms), V_TEXT(wait ? "waiting" : "ready"),
                           V_TEXT(o->key), V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
                           V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
                           V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
@@ -179,7 +177,6 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
     /* The queue has a barrier from now on. */
     if (o->barrier) q->barrier = 1;
     /* Delayed too: an idle worker then knows when to look (jobq_next_due). */
-    if (pending) return JOBQ_OK;
     if (!wait && o->run_at_ms == 0 && o->delay_ms == 0) jobq__wake(db, o->queue);
     else if (!wait) jobq__wake_later(db, o->queue);
     return JOBQ_OK;
@@ -233,10 +230,11 @@ static int put_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) 
  * batch has job i's key (keys: the batch's key table); or a read
  * (PUT_WAITS) decides it before, where the INSERT cannot.  On PostgreSQL
  * all of it goes with the commit, the ids read back with it: a put is
- * one round trip.
+ * one round trip; with now_ids, the ids are read at once (jobs put after
+ * others, lib/after.c, need them before the commit).
  */
 static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
-                    const keys_put *keys) {
+                    const keys_put *keys, int now_ids) {
   enum { COLS = 12 };
   jobq_val *v = malloc(COLS * n * sizeof *v);
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
@@ -285,7 +283,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                        NULL, NULL, NULL);
   if (rc == JOBQ_OK) rc = db->store->lock(db, locks, nl);
   const int returns = jobq__sql_returns(db->store->dialect, JOBQ_Q_PUT_ROWS);
-  const jobq_how how = {.defer = 1, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
+  const jobq_how how = {.defer = !now_ids, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
   rows_put p = {ids};
   const jobq_val args[COLS] = {V_COL('t', v, n),          V_COL('i', v + n, n),
                                V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
@@ -400,7 +398,7 @@ static int put_unique_rows(jobq *db, const jobq_put_opts *o, size_t n, const key
     in[u->m] = o[i];
     u->at[u->m++] = i;
   }
-  if (rc == JOBQ_OK && u->m > 0) rc = put_rows(db, in, u->m, u->in_ids, keys);
+  if (rc == JOBQ_OK && u->m > 0) rc = put_rows(db, in, u->m, u->in_ids, keys, 0);
   free(by);
   free(v);
   free(in);
@@ -422,7 +420,7 @@ static void uniques_done(const uniques *u, size_t n, int64_t *ids, unsigned char
 }
 
 /* Whether put_rows() (put_unique_rows() with a unique key) takes o. */
-static int plain(const jobq_put_opts *o) { return !o->barrier && !jobq__after_has(o); }
+static int plain(const jobq_put_opts *o) { return !o->barrier; }
 
 /* index_names: prefix messages with "job N: " (jobq_put_many). */
 static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
@@ -463,7 +461,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   int attempt = 0, own = db->txn_depth == 0;
   /* Unique keys by set statements only in a transaction of the
    * library's own, which can run again the general way (below). */
-  int rows = all_plain && n > 0 && (!unique || own), again;
+  int rows = all_plain && n > 0 && (!unique || own) && !(named && unique), again;
   uniques u = {NULL, NULL, NULL, NULL, 0};
   int64_t began = jobq__mono_ms();
   do {
@@ -471,14 +469,16 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     /* On a connection made again: is it still the database it was? */
     rc = jobq__write_check(db);
     if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
+    /* The parents' rows before the order locks (lib/after.c). */
+    jobq_after_put *after = NULL;
+    if (rc == JOBQ_OK && named) rc = jobq__after_begin(db, opts, n, index_names, &after);
     if (rc == JOBQ_OK && rows) {
-      rc = unique ? put_unique_rows(db, opts, n, &keys, &u) : put_rows(db, opts, n, ids, &keys);
+      rc = unique ? put_unique_rows(db, opts, n, &keys, &u)
+                  : put_rows(db, opts, n, ids, &keys, named);
+      if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, n, ids, NULL);
     } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
-      /* The parents' rows before the order locks (lib/after.c). */
-      jobq_after_put *after = NULL;
-      rc = jobq__after_begin(db, opts, n, index_names, &after);
-      if (rc == JOBQ_OK) rc = lock_all(db, opts, n);
+      rc = lock_all(db, opts, n);
       for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
         jobq_put_opts o = opts[i];
         if (o.queue == NULL) o.queue = JOBQ_DEFAULT_QUEUE;
@@ -486,16 +486,14 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
                            ? key_slot(&keys, opts, o.queue, o.key)
                            : NULL;
         int ex = 0;
-        int pending = after != NULL && jobq__after_pending(after, opts, i, ids);
-        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, pending, after != NULL, &ids[i],
-                     &ex);
+        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, named, &ids[i], &ex);
         if (rc == JOBQ_OK && slot != NULL && *slot == 0 && !ex) *slot = i + 1;
         if (existed != NULL) existed[i] = (unsigned char)ex;
         if (there != NULL) there[i] = (unsigned char)ex;
-        if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, i, ids, there);
       }
-      jobq__after_release(after);
+      if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, n, ids, there);
     }
+    jobq__after_release(after);
     rc = jobq__txn_end(db, rc);
     if (rc == JOBQ_OK && rows && unique) uniques_done(&u, n, ids, existed);
     uniques_release(&u);

@@ -1331,9 +1331,10 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "INSERT INTO jobq_after(parent, child, any_outcome) VALUES {each:(?1, ?2, ?3)}",
          .pg = "INSERT INTO jobq_after(parent, child, any_outcome) SELECT p, c, a FROM "
                "unnest(?1::bigint[], ?2::bigint[], ?3::bigint[]) AS u(p, c, a)"},
-    /* Job ?1 waits for ?2 parents. */
-    [JOBQ_Q_AFTER_LEFT] = {.what = "counting the job's parents",
-                           .common = "UPDATE jobq_jobs SET parents_left = ?2 WHERE id = ?1"},
+    /* Job ?1, just put, waits for ?2 parents. */
+    [JOBQ_Q_AFTER_PENDING] = {.what = "counting the job's parents",
+                              .common = "UPDATE jobq_jobs SET state = 'pending', parents_left "
+                                        "= ?2 WHERE id = ?1"},
     /* The pending children of the jobs ?1 (a column), each edge a row:
      * parent, child, any outcome, and the child's queue, parents left
      * and whether it has children; the children's rows locked. */

@@ -222,6 +222,38 @@ static void test_batch_by_place(void **state) {
   jobq_session_close(s);
 }
 
+/* A batch after a dead job: the job put after it is cancelled at once,
+ * and so are the batch's jobs put after that one, by place. */
+static void test_batch_after_a_dead_job(void **state) {
+  tq *t = *state;
+  int64_t a = put_one(t->db);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *ja = claim_is(s, a);
+  assert_int_equal(jobq_fail(s, ja, "boom"), JOBQ_OK);
+  jobq_put_opts o[3];
+  for (int i = 0; i < 3; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "q";
+  }
+  const int64_t pa[] = {a};
+  const size_t p0[] = {0}, p1[] = {1};
+  o[0].after = pa;
+  o[0].n_after = 1;
+  o[1].after_index = p0;
+  o[1].n_after_index = 1;
+  o[2].after_index = p1;
+  o[2].n_after_index = 1;
+  o[2].after_any_outcome = 1;
+  int64_t ids[3];
+  assert_int_equal(jobq_put_many(t->db, o, 3, ids, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, ids[0]), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, ids[1]), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, ids[2]), JOBQ_STATE_READY);
+  jobq_jobs_free(ja, 1);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
 /* A stats count and a listing of their own. */
 static void test_pending_in_stats_and_list(void **state) {
   tq *t = *state;
@@ -331,6 +363,7 @@ int main(void) {
       TQ_TEST(test_cancelled_parent_cancels_children),
       TQ_TEST(test_unknown_id_refused_nothing_written),
       TQ_TEST(test_batch_by_place),
+      TQ_TEST(test_batch_after_a_dead_job),
       TQ_TEST(test_pending_in_stats_and_list),
       TQ_TEST(test_purge_and_prune),
       TQ_TEST(test_put_beside_the_parents_completion),
