@@ -221,15 +221,16 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
   size_t cap = 0;
   for (size_t i = 0; i < n; i++) cap += opts[i].n_after + opts[i].n_after_index;
   jobq_val *edges = malloc((3 * cap + 1) * sizeof *edges);
+  jobq_val *wait = malloc((2 * n + 1) * sizeof *wait);
   int64_t *batch = malloc((cap + 1) * sizeof *batch);
   unsigned char *gone = calloc(n ? n : 1, 1);
-  int rc = edges == NULL || batch == NULL || gone == NULL
+  int rc = edges == NULL || wait == NULL || batch == NULL || gone == NULL
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   /* Nothing is read back: on PostgreSQL these go with the next round
    * trip. */
   static const jobq_how later = {.defer = 1};
-  size_t ne = 0, nb = 0;
+  size_t ne = 0, nb = 0, nw = 0;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     const jobq_put_opts *o = &opts[i];
     if (!jobq__after_has(o) || (existed != NULL && existed[i])) continue;
@@ -243,10 +244,14 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
       rc = cancel_child(db, &ref, w.failed, w.failed_state);
       gone[i] = 1;
     } else if (w.left > 0) {
-      rc = jobq__sql_defer(db, JOBQ_Q_AFTER_PENDING,
-                           SQL_ARGS(V_INT(ids[i]), V_INT((int64_t)w.left)));
+      wait[nw] = V_INT(ids[i]);
+      wait[n + nw++] = V_INT((int64_t)w.left);
     }
   }
+  if (rc == JOBQ_OK && nw > 0)
+    rc = jobq__sql_set(db, JOBQ_Q_AFTER_PENDING,
+                       SQL_ARGS(V_COL('i', wait, nw), V_COL('i', wait + n, nw)), 0, &later,
+                       NULL, NULL, NULL);
   if (rc == JOBQ_OK && ne > 0)
     rc = jobq__sql_set(db, JOBQ_Q_AFTER_EDGES,
                        SQL_ARGS(V_COL('i', edges, ne), V_COL('i', edges + cap, ne),
@@ -256,6 +261,7 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
    * start). */
   if (rc == JOBQ_OK) rc = mark(db, batch, ids_unique(batch, nb), &later);
   free(edges);
+  free(wait);
   free(batch);
   free(gone);
   return rc;

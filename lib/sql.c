@@ -1331,10 +1331,16 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "INSERT INTO jobq_after(parent, child, any_outcome) VALUES {each:(?1, ?2, ?3)}",
          .pg = "INSERT INTO jobq_after(parent, child, any_outcome) SELECT p, c, a FROM "
                "unnest(?1::bigint[], ?2::bigint[], ?3::bigint[]) AS u(p, c, a)"},
-    /* Job ?1, just put, waits for ?2 parents. */
-    [JOBQ_Q_AFTER_PENDING] = {.what = "counting the job's parents",
-                              .common = "UPDATE jobq_jobs SET state = 'pending', parents_left "
-                                        "= ?2 WHERE id = ?1"},
+    /* The jobs ?1, just put, each waiting for ?2 parents, both columns.
+     * MariaDB names the index of a list of ids (see REQUEUE_ROWS). */
+    [JOBQ_Q_AFTER_PENDING] =
+        {.what = "counting the jobs' parents",
+         .common = "UPDATE jobq_jobs SET state = 'pending', parents_left = v.column2 FROM "
+                   "(VALUES {each:(?1, ?2)}) AS v WHERE jobq_jobs.id = v.column1",
+         .pg = "UPDATE jobq_jobs j SET state = 'pending', parents_left = a.l FROM "
+               "unnest(?1::bigint[], ?2::bigint[]) AS a(id, l) WHERE j.id = a.id",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'pending', parents_left "
+                  "= CAST(" BY_ID("?1", "?2") " AS SIGNED) WHERE id IN ({each:?1})"},
     /* The pending children of the jobs ?1 (a column), each edge a row:
      * parent, child, any outcome, and the child's queue, parents left
      * and whether it has children; the children's rows locked. */

@@ -254,6 +254,38 @@ static void test_batch_after_a_dead_job(void **state) {
   th_assert_counts_agree(t->db);
 }
 
+/* A chain of jobs in one batch, longer than a set statement's rows, runs
+ * one after the other, in order. */
+static void test_chain_in_one_batch(void **state) {
+  tq *t = *state;
+  enum { N = 150 };
+  jobq_put_opts o[N];
+  size_t prev[N];
+  for (size_t i = 0; i < N; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = "q";
+    prev[i] = i - 1;
+    if (i > 0) {
+      o[i].after_index = &prev[i];
+      o[i].n_after_index = 1;
+    }
+  }
+  int64_t ids[N];
+  assert_int_equal(jobq_put_many(t->db, o, N, ids, NULL), JOBQ_OK);
+  assert_int_equal(th_count_jobs(t->db, JOBQ_STATE_PENDING), N - 1);
+  jobq_session *s = th_session(t->db, 5000);
+  for (size_t i = 0; i < N; i++) {
+    size_t n;
+    jobq_job *j = th_claim(s, "q", 10, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(j[0].id, ids[i]);
+    th_complete_many(s, j, n);
+  }
+  th_claim_none(s, "q");
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
 /* A stats count and a listing of their own. */
 static void test_pending_in_stats_and_list(void **state) {
   tq *t = *state;
@@ -364,6 +396,7 @@ int main(void) {
       TQ_TEST(test_unknown_id_refused_nothing_written),
       TQ_TEST(test_batch_by_place),
       TQ_TEST(test_batch_after_a_dead_job),
+      TQ_TEST(test_chain_in_one_batch),
       TQ_TEST(test_pending_in_stats_and_list),
       TQ_TEST(test_purge_and_prune),
       TQ_TEST(test_put_beside_the_parents_completion),
