@@ -355,24 +355,22 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
     q->queue = NULL; /* its locks may be others now */
     return rc;
   }
-  int64_t left = e->left - dec;
+  /* Where it goes once no parent is left: its queue's lock, shared, so
+   * that no barrier comes or goes while it decides whether one is before
+   * it (once a queue).  Decided for every child: what was read of its
+   * count may be older than a cascade's count-down in this
+   * transaction, which AFTER_SET adds to. */
   int wait = 0, rc = JOBQ_OK;
-  if (left <= 0) {
-    /* Its queue's lock, shared, so that no barrier comes or goes while
-     * it decides whether one is before it: once a queue. */
-    left = 0;
-    if (q->queue == NULL || strcmp(q->queue, e->queue) != 0) {
-      *q = (queue_look){e->queue, 0};
-      rc = jobq__lock_job(db, &ref, 0);
-      if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, e->queue, &q->barrier);
-    }
-    if (rc == JOBQ_OK && q->barrier) rc = jobq__must_wait(db, &ref, -1, &wait);
+  if (q->queue == NULL || strcmp(q->queue, e->queue) != 0) {
+    *q = (queue_look){e->queue, 0};
+    rc = jobq__lock_job(db, &ref, 0);
+    if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, e->queue, &q->barrier);
   }
-  const char *state = left > 0 ? "pending" : wait ? "waiting" : "ready";
+  if (rc == JOBQ_OK && q->barrier) rc = jobq__must_wait(db, &ref, -1, &wait);
   if (rc == JOBQ_OK)
     rc = jobq__sql_defer(db, JOBQ_Q_AFTER_SET,
-                         SQL_ARGS(V_INT(e->child), V_INT(left), V_TEXT(state)));
-  if (rc == JOBQ_OK && left == 0 && !wait) jobq__wake(db, e->queue);
+                         SQL_ARGS(V_INT(e->child), V_INT(dec), V_TEXT(wait ? "waiting" : "ready")));
+  if (rc == JOBQ_OK && e->left - dec <= 0 && !wait) jobq__wake(db, e->queue);
   return rc;
 }
 

@@ -1354,10 +1354,14 @@ static const text texts[JOBQ_Q__COUNT] = {
                "FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child WHERE e.parent = "
                "ANY(?1::bigint[]) AND j.state = 'pending' ORDER BY e.child, e.parent FOR "
                "UPDATE OF j"},
-    /* Pending job ?1 with ?2 parents left, in state ?3. */
+    /* Pending job ?1 with ?2 parents fewer, in state ?3 once none is
+     * left.  Relative, so that two finishes of its parents in one
+     * transaction (a cancel's cascade beside) add up; the state first,
+     * from the count before, as MySQL assigns in order. */
     [JOBQ_Q_AFTER_SET] = {.what = "counting down the job's parents",
-                          .common = "UPDATE jobq_jobs SET parents_left = ?2, state = ?3 WHERE "
-                                    "id = ?1 AND state = 'pending'"},
+                          .common = "UPDATE jobq_jobs SET state = CASE WHEN parents_left - ?2 "
+                                    "<= 0 THEN ?3 ELSE state END, parents_left = parents_left "
+                                    "- ?2 WHERE id = ?1 AND state = 'pending'"},
     /* Job ?1's parents (0) and children (1): id, which, state (NULL:
      * pruned), any outcome. */
     [JOBQ_Q_AFTER_LINKS] =

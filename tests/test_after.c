@@ -123,6 +123,24 @@ static void test_dead_parent_cancels_children_transitively(void **state) {
   th_assert_counts_agree(t->db);
 }
 
+/* A job after a parent that dies and after that parent's cancelled child,
+ * on any outcome: both count, in the one transaction of the death. */
+static void test_cascade_counts_once_each(void **state) {
+  tq *t = *state;
+  int64_t x = put_one(t->db);
+  const int64_t px[] = {x};
+  int64_t c1 = put_after(t->db, px, 1, 0);
+  const int64_t pboth[] = {x, c1};
+  int64_t c2 = put_after(t->db, pboth, 2, 1);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *jx = claim_is(s, x);
+  assert_int_equal(jobq_fail(s, jx, "boom"), JOBQ_OK);
+  assert_int_equal(th_state(t->db, c1), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, c2), JOBQ_STATE_READY);
+  jobq_jobs_free(jx, 1);
+  jobq_session_close(s);
+}
+
 static void test_cancelled_parent_cancels_children(void **state) {
   tq *t = *state;
   int64_t a = put_one(t->db);
@@ -393,6 +411,7 @@ int main(void) {
       TQ_TEST(test_done_parent_counts_as_done),
       TQ_TEST(test_dead_parent_cancels_children_transitively),
       TQ_TEST(test_cancelled_parent_cancels_children),
+      TQ_TEST(test_cascade_counts_once_each),
       TQ_TEST(test_unknown_id_refused_nothing_written),
       TQ_TEST(test_batch_by_place),
       TQ_TEST(test_batch_after_a_dead_job),
