@@ -141,6 +141,8 @@ int bench_backlog(const struct bench_config *, jobq *, struct bench_report *,
                   struct bench_run *);
 int bench_keys(const struct bench_config *, jobq *, struct bench_report *,
                struct bench_run *);
+int bench_after(const struct bench_config *, jobq *, struct bench_report *,
+                struct bench_run *);
 int bench_failures(const struct bench_config *, jobq *, struct bench_report *,
                     struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,

@@ -5,8 +5,9 @@
  * exactly once), latency (put to start on an idle foreman), scale (claimer
  * processes from 1 to 64), backlog (the claim rate beside a large ready
  * backlog or a large archive), keys (the jobs of one ordering key, put
- * and worked in order) and failures (batches failed, to run again later
- * or dead).  Also the hidden worker modes that the
+ * and worked in order), failures (batches failed, to run again later
+ * or dead) and after (jobs put after others).  Also the hidden worker
+ * modes that the
  * `jobq work` children run.  The bare-SQL ceiling is in ceiling.c.
  */
 #include <errno.h>
@@ -122,7 +123,7 @@ static int verify(jobq *db, const char *queue, int64_t n, const char *variant,
   int got = bench_queue_stats(db, queue, &st);
   if (got < 0) return bench_lib_fail(run, db, got, "reading the stats");
   if (got == 0) return bench_fail(run, "%s: queue '%s' is missing", variant, queue);
-  int64_t left = st.ready + st.scheduled + st.waiting + st.running;
+  int64_t left = st.ready + st.scheduled + st.waiting + st.pending + st.running;
   if (st.done != n || left != 0 || st.dead != 0 || st.cancelled != 0)
     return bench_fail(run,
                       "%s: not every job ended done exactly once: %lld of %lld done, "
@@ -671,6 +672,89 @@ int bench_backlog(const struct bench_config *cfg, jobq *db,
   backlog_rows(rep, "1000 ready", r_base, NULL);
   backlog_rows(rep, ready, r_ready, r_base);
   backlog_rows(rep, archived, r_archived, r_base);
+  return BENCH_OK;
+}
+
+/* ---------------------------------------------------------------- after */
+
+/* n jobs of queue q put 1000 to a transaction, with deps each after the
+ * job of its place in the batch before, then drained by one session 100
+ * at a time (claim, then acknowledge): *put and *drain get the rates. */
+static int after_run(jobq *db, const char *q, int64_t n, int deps, double *put,
+                     double *drain, struct bench_run *run) {
+  enum { BATCH = 1000 };
+  jobq_put_opts *o = cli_xmalloc(BATCH * sizeof *o);
+  int64_t *ids = cli_xmalloc(BATCH * sizeof *ids), *prev = cli_xmalloc(BATCH * sizeof *prev);
+  int rc = JOBQ_OK, status = BENCH_OK;
+  struct cli_progress bar;
+  cli_progress_start(&bar, "after (putting):", "jobs", n);
+  double t0 = bench_now();
+  for (int64_t done = 0; done < n && rc == JOBQ_OK && !bench_stop; done += BATCH) {
+    size_t b = n - done < BATCH ? (size_t)(n - done) : BATCH;
+    for (size_t i = 0; i < b; i++) {
+      jobq_put_opts_init(&o[i]);
+      o[i].queue = q;
+      o[i].payload = "x";
+      o[i].payload_len = 1;
+      o[i].after = deps && done > 0 ? &prev[i] : NULL;
+      o[i].n_after = deps && done > 0;
+    }
+    rc = jobq_put_many(db, o, b, ids, NULL);
+    memcpy(prev, ids, b * sizeof *ids);
+    cli_progress_update(&bar, done + (int64_t)b, done + (int64_t)b);
+  }
+  *put = (double)n / (bench_now() - t0);
+  cli_progress_end(&bar);
+  free(o);
+  free(ids);
+  free(prev);
+  if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "put");
+  if (bench_stop) return interrupted(run);
+  jobq_session *s;
+  if ((rc = session(db, &s)) != JOBQ_OK) return bench_lib_fail(run, db, rc, "session");
+  cli_progress_start(&bar, "after (draining):", "jobs", n);
+  double beat = bench_now();
+  t0 = beat;
+  for (int64_t done = 0; done < n && status == BENCH_OK && !bench_stop;) {
+    jobq_job *jobs;
+    size_t got;
+    status = claim_beating(db, s, q, 100, NULL, &beat, &jobs, &got, run);
+    if (status != BENCH_OK) break;
+    if (got == 0) {
+      status = bench_fail(run, "after: nothing to claim after %lld of %lld jobs",
+                          (long long)done, (long long)n);
+      break;
+    }
+    jobq_ack acks[100];
+    for (size_t i = 0; i < got; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
+    if ((rc = jobq_ack_many(s, acks, got)) != JOBQ_OK)
+      status = bench_lib_fail(run, db, rc, "acknowledge");
+    jobq_jobs_free(jobs, got);
+    done += (int64_t)got;
+    cli_progress_update(&bar, done, done);
+  }
+  *drain = (double)n / (bench_now() - t0);
+  cli_progress_end(&bar);
+  jobq_session_close(s);
+  if (status == BENCH_OK && bench_stop) status = interrupted(run);
+  if (status == BENCH_OK) status = verify(db, q, n, "after", run);
+  return status;
+}
+
+int bench_after(const struct bench_config *cfg, jobq *db, struct bench_report *rep,
+                struct bench_run *run) {
+  int64_t n = cfg->jobs / 5 < 1000 ? 1000 : cfg->jobs / 5;
+  for (int deps = 0; deps < 2; deps++) {
+    char q[BENCH_QUEUE_BUF], variant[64];
+    bench_queue(cfg, deps ? "after" : "after-none", q);
+    double put = 0, drain = 0;
+    int status = after_run(db, q, n, deps, &put, &drain, run);
+    if (status != BENCH_OK) return status;
+    snprintf(variant, sizeof variant, deps ? "%lld, each after one job" : "%lld, none after",
+             (long long)n);
+    bench_add(rep, "after", variant, "put", put, "jobs/s");
+    bench_add(rep, "after", variant, "drain", drain, "jobs/s");
+  }
   return BENCH_OK;
 }
 

@@ -15,15 +15,16 @@ static const char usage[] =
     "usage: jobq cancel ID...\n"
     "   or: jobq cancel --queue QUEUE [--state S] [--key K] [--dry-run] [--quiet]\n"
     "\n"
-    "Cancels each job: a ready, scheduled or waiting job is archived as\n"
-    "cancelled at once ('job ID cancelled'); a running job is asked to stop\n"
-    "and ends as cancelled when its worker sees the request ('job ID cancel\n"
-    "requested (running)').  A dead job that blocks its ordering key is\n"
-    "marked cancelled so the key proceeds.  A job that cannot be cancelled\n"
-    "is reported and the exit status is the worst of all.\n"
+    "Cancels each job: a ready, scheduled, waiting or pending job is\n"
+    "archived as cancelled at once ('job ID cancelled'), and the pending\n"
+    "jobs put after it with it; a running job is asked to stop and ends as\n"
+    "cancelled when its worker sees the request ('job ID cancel requested\n"
+    "(running)').  A dead job that blocks its ordering key is marked\n"
+    "cancelled so the key proceeds.  A job that cannot be cancelled is\n"
+    "reported and the exit status is the worst of all.\n"
     "\n"
     "With --queue, every unfinished job of QUEUE, or those in state S\n"
-    "(ready, scheduled, running, waiting) and of ordering key K, in\n"
+    "(ready, scheduled, running, waiting, pending) and of ordering key K, in\n"
     "transactions of about 1000 jobs with a progress bar on a terminal;\n"
     "prints 'cancelled N jobs, asked M running jobs to stop'.\n";
 
@@ -78,7 +79,7 @@ static int run(int argc, char **argv) {
   const struct cli_option options[] = {
       CLI_STRING('q', "queue", &queue, "QUEUE", "every unfinished job of QUEUE"),
       CLI_STRING('s', "state", &state, "S",
-                 "with --queue: only jobs in S: ready, scheduled, running, waiting"),
+                 "with --queue: only jobs in S: ready, scheduled, running, waiting, pending"),
       CLI_STRING(0, "key", &key, "K", "with --queue: only jobs of ordering key K"),
       CLI_FLAG(0, "dry-run", &dry_run, "with --queue: count the jobs; cancel nothing"),
       CLI_FLAG(0, "quiet", &quiet, "with --queue: print nothing but errors"),
@@ -112,8 +113,9 @@ static int run(int argc, char **argv) {
   if (state != NULL) {
     o.state = jobq_state_parse(state);
     if (o.state != JOBQ_STATE_READY && o.state != JOBQ_STATE_RUNNING &&
-        o.state != JOBQ_STATE_WAITING) {
-      cli_error("invalid --state '%s': expected one of ready, scheduled, running, waiting",
+        o.state != JOBQ_STATE_WAITING && o.state != JOBQ_STATE_PENDING) {
+      cli_error("invalid --state '%s': expected one of ready, scheduled, running, waiting, "
+                "pending",
                 cli_quote(shown, state));
       return CLI_EXIT_USAGE;
     }

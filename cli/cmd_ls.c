@@ -12,7 +12,7 @@ static const char usage[] =
     "usage: jobq ls [-q QUEUE] [--state STATE] [--limit N] [--after ID] [--json]\n"
     "\n"
     "Lists jobs by id: unfinished ones and the archived ones not yet pruned.\n"
-    "STATE is one of ready, scheduled, running, waiting, done, dead,\n"
+    "STATE is one of ready, scheduled, running, waiting, pending, done, dead,\n"
     "cancelled ('ready' means ready to run now; 'scheduled' ready but due\n"
     "later).  At most --limit jobs are listed (default 100); when there are\n"
     "more, stderr says which --after shows the next page.\n";
@@ -119,7 +119,7 @@ static int run(int argc, char **argv) {
   const struct cli_option options[] = {
       CLI_STRING('q', "queue", &queue, "QUEUE", "only this queue's jobs"),
       CLI_STRING('s', "state", &state, "STATE",
-                 "only jobs in STATE: ready, scheduled, running, waiting, "
+                 "only jobs in STATE: ready, scheduled, running, waiting, pending, "
                  "done, dead, cancelled"),
       CLI_STRING('n', "limit", &limit, "N", "at most N jobs (default 100)"),
       CLI_STRING(0, "after", &after, "ID", "only jobs with an id above ID (paging)"),
@@ -141,7 +141,7 @@ static int run(int argc, char **argv) {
     lo.state = jobq_state_parse(state);
     if (lo.state == 0) {
       cli_error("invalid --state '%s': expected one of ready, scheduled, "
-                "running, waiting, done, dead, cancelled",
+                "running, waiting, pending, done, dead, cancelled",
                 cli_quote(shown, state));
       return CLI_EXIT_USAGE;
     }

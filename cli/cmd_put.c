@@ -26,9 +26,16 @@ static const char usage[] =
     "\n"
     "With --ndjson, each line of FILE (or stdin) is one job as a JSON\n"
     "object with the fields queue, payload (or payload_base64), priority,\n"
-    "delay, run_at, key, barrier, unique, max_attempts, timeout and backoff;\n"
-    "the options below are the defaults of every line.  All the jobs are\n"
-    "written in one transaction, or none when a line is wrong.\n";
+    "delay, run_at, key, barrier, unique, max_attempts, timeout, backoff,\n"
+    "after (an array of ids), after_index (an array of places of earlier\n"
+    "lines' jobs, from 0: a graph of jobs in one input) and\n"
+    "after_any_outcome; the options below are the defaults of every line.\n"
+    "All the jobs are written in one transaction, or none when a line is\n"
+    "wrong.\n"
+    "\n"
+    "With --after, the job is pending until every job named is done; when\n"
+    "one dies or is cancelled, it is cancelled too, naming that job, unless\n"
+    "--after-any-outcome lets it run once they have all finished.\n";
 
 #define CHUNK_JOBS 1000
 #define CHUNK_BYTES (16u << 20)
@@ -104,6 +111,8 @@ struct chunk {
 
 struct totals {
   int64_t put, existed, first_id, last_id;
+  int64_t *ids; /* the ids of the jobs of the chunks written, in order */
+  size_t n, cap;
 };
 
 static void chunk_clear(struct chunk *c) {
@@ -112,10 +121,47 @@ static void chunk_clear(struct chunk *c) {
   c->bytes = 0;
 }
 
+/* The places of earlier jobs of the input that job j names (after_index):
+ * those of chunks written become ids, those of this chunk places in it;
+ * 0, or the usage status after a message. */
+static int place_parents(struct ndjson_job *j, const struct totals *t, size_t in_chunk,
+                         long line) {
+  jobq_put_opts *o = &j->opts;
+  size_t here = t->n + in_chunk, kept = 0;
+  int64_t *after = cli_xmalloc((o->n_after + o->n_after_index + 1) * sizeof *after);
+  if (o->n_after > 0) memcpy(after, o->after, o->n_after * sizeof *after);
+  size_t na = o->n_after;
+  for (size_t i = 0; i < o->n_after_index; i++) {
+    size_t at = o->after_index[i];
+    if (at >= here) {
+      free(after);
+      if (here == 0)
+        cli_error("line %ld: invalid after_index '%zu': expected the place of an earlier "
+                  "line's job, and this is the first",
+                  line, at);
+      else
+        cli_error("line %ld: invalid after_index '%zu': expected the place of an earlier "
+                  "line's job (0 to %zu)",
+                  line, at, here - 1);
+      return CLI_EXIT_USAGE;
+    }
+    if (at < t->n)
+      after[na++] = t->ids[at];
+    else
+      j->after_index[kept++] = at - t->n;
+  }
+  free(j->after);
+  j->after = after;
+  o->after = after;
+  o->n_after = na;
+  o->n_after_index = kept;
+  return 0;
+}
+
 /* Adds one line's job to the chunk; 0, or the usage status after a
  * message "line N: ...". */
-static int parse_line(struct chunk *c, const char *text, size_t len, long line,
-                      const jobq_put_opts *base) {
+static int parse_line(struct chunk *c, const struct totals *t, const char *text,
+                      size_t len, long line, const jobq_put_opts *base) {
   char err[512];
   size_t k = c->n;
   int rc = ndjson_parse(text, len, base, &c->job[k], err, sizeof err);
@@ -123,6 +169,11 @@ static int parse_line(struct chunk *c, const char *text, size_t len, long line,
     ndjson_job_release(&c->job[k]);
     cli_error("line %ld: %s", line, err);
     return CLI_EXIT_USAGE;
+  }
+  if (c->job[k].opts.n_after_index > 0 &&
+      (rc = place_parents(&c->job[k], t, k, line)) != 0) {
+    ndjson_job_release(&c->job[k]);
+    return rc;
   }
   c->opts[k] = c->job[k].opts;
   c->line[k] = line;
@@ -149,6 +200,14 @@ static int flush(jobq *db, struct chunk *c, struct totals *t) {
     }
     return cli_lib_error(db, rc);
   }
+  if (t->n + c->n > t->cap) {
+    t->cap = 2 * (t->n + c->n);
+    int64_t *ids = realloc(t->ids, t->cap * sizeof *ids);
+    if (ids == NULL) cli_oom();
+    t->ids = ids;
+  }
+  memcpy(t->ids + t->n, c->ids, c->n * sizeof *c->ids);
+  t->n += c->n;
   for (size_t i = 0; i < c->n; i++) {
     if (c->existed[i]) {
       t->existed++;
@@ -192,7 +251,7 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
   }
   struct chunk *c = cli_xmalloc(sizeof *c);
   c->n = c->bytes = 0;
-  struct totals t = {0, 0, 0, 0};
+  struct totals t = {0, 0, 0, 0, NULL, 0, 0};
   struct cli_progress bar;
   cli_progress_start(&bar, "jobq put:", "jobs", size);
   /* A line holds one job: its payload escaped in JSON, and the rest. */
@@ -215,7 +274,7 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
                 in.line, in.max);
       rc = CLI_EXIT_USAGE;
     } else {
-      rc = parse_line(c, line, len, in.line, base);
+      rc = parse_line(c, &t, line, len, in.line, base);
       if (rc == 0 && (c->n == CHUNK_JOBS || c->bytes >= CHUNK_BYTES))
         rc = flush(db, c, &t);
     }
@@ -240,6 +299,7 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
   }
   chunk_clear(c);
   free(c);
+  free(t.ids);
   ndjson_reader_release(&in);
   jobq_close(db);
   if (f != stdin) fclose(f);
@@ -248,14 +308,53 @@ static int put_ndjson(const char *path, const jobq_put_opts *base) {
 
 /* ---------------------------------------------------------------- command */
 
+/* --after's list: ids separated by commas; 0, or 2 after a message. */
+static int parse_after(const char *text, int64_t **out, size_t *n) {
+  char shown[CLI_QUOTE_BUF];
+  size_t cap = 1;
+  for (const char *p = text; *p; p++) cap += *p == ',';
+  int64_t *ids = cli_xmalloc(cap * sizeof *ids);
+  size_t k = 0;
+  const char *p = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : 0;
+    if (v <= 0 || errno != 0 || (*end != ',' && *end != '\0')) {
+      cli_error("invalid --after '%s': expected job ids separated by commas, like 12,15",
+                cli_quote(shown, text));
+      free(ids);
+      return CLI_EXIT_USAGE;
+    }
+    ids[k++] = v;
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  if (k > JOBQ_AFTER_MAX) {
+    cli_error("invalid --after '%s': %zu jobs: expected at most %d",
+              cli_quote(shown, text), k, JOBQ_AFTER_MAX);
+    free(ids);
+    return CLI_EXIT_USAGE;
+  }
+  *out = ids;
+  *n = k;
+  return 0;
+}
+
 static int run(int argc, char **argv) {
   struct cli_job_args a;
-  const char *ndjson = NULL;
+  const char *ndjson = NULL, *after = NULL;
+  int any_outcome = 0;
   memset(&a, 0, sizeof a);
   const struct cli_option options[] = {
       CLI_JOB_WHAT_OPTIONS(&a),
       CLI_JOB_WHEN_OPTIONS(&a),
       CLI_JOB_HOW_OPTIONS(&a),
+      CLI_STRING(0, "after", &after, "ID,...",
+                 "pending until every job named is done; cancelled if one dies or is "
+                 "cancelled"),
+      CLI_FLAG(0, "after-any-outcome", &any_outcome,
+               "with --after: run once they have all finished, whatever their outcome"),
       CLI_STRING(0, "ndjson", &ndjson, "FILE",
                  "one job per line of FILE ('-': stdin), in one transaction"),
       CLI_END};
@@ -273,8 +372,17 @@ static int run(int argc, char **argv) {
   jobq_put_opts o;
   if ((rc = cli_job_check(&a, &o)) != 0) return rc;
   if ((rc = cli_check_max_payload()) != 0) return rc;
-  if (ndjson != NULL) return put_ndjson(ndjson, &o);
-  return put_one(&o, argc > 1 ? argv[1] : NULL);
+  int64_t *ids = NULL;
+  if (after != NULL && (rc = parse_after(after, &ids, &o.n_after)) != 0) return rc;
+  if (any_outcome && after == NULL && ndjson == NULL) {
+    cli_error("--after-any-outcome needs --after: expected the jobs to wait for");
+    return CLI_EXIT_USAGE;
+  }
+  o.after = ids;
+  o.after_any_outcome = any_outcome;
+  rc = ndjson != NULL ? put_ndjson(ndjson, &o) : put_one(&o, argc > 1 ? argv[1] : NULL);
+  free(ids);
+  return rc;
 }
 
 const struct cli_command cli_cmd_put = {

@@ -13,7 +13,9 @@ static const char usage[] =
     "\n"
     "Prints every field of the job: state, queue, priority, when it runs,\n"
     "key, attempts, timings (RFC 3339, UTC), its session and claim while\n"
-    "running, the last error, the payload and, once done, the result.\n"
+    "running, the last error, the payload and, once done, the result, then\n"
+    "the jobs it was put after (parents) and those put after it (children)\n"
+    "with their states.\n"
     "Payloads that are not plain text are shown escaped (UTF-8 with control\n"
     "characters) or in base64 (other bytes), with a note.  With --json, a\n"
     "payload that is not UTF-8 (or holds NUL) is 'payload_base64' instead\n"
@@ -80,6 +82,40 @@ static void print_job(const jobq_job_info *j, int64_t now_ms) {
   field_bytes("result", j->result, j->result_len);
 }
 
+/* The parents or the children (child) of links[0..n), each with its
+ * state: "12 done, 15 pending". */
+static void field_links(const char *label, const jobq_job_link *l, size_t n, int child) {
+  char buf[1024];
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (l[i].child != child) continue;
+    const char *st = l[i].state ? jobq_state_name(l[i].state) : "pruned";
+    int w = snprintf(buf + used, sizeof buf - used, "%s%lld %s", used ? ", " : "",
+                     (long long)l[i].id, st);
+    if (w < 0 || (size_t)w >= sizeof buf - used) {
+      memcpy(buf + sizeof buf - 4, "...", 4);
+      used = sizeof buf - 1;
+      break;
+    }
+    used += (size_t)w;
+  }
+  cli_field(label, "%s", used ? buf : "-");
+}
+
+/* The links as JSON: [{"id": 12, "state": "done"}, ...]. */
+static json_t *links_json(const jobq_job_link *l, size_t n, int child) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++) {
+    if (l[i].child != child) continue;
+    json_t *o = cli_json_object();
+    cli_json_set(o, "id", json_integer(l[i].id));
+    cli_json_set(o, "state", l[i].state ? json_string(jobq_state_name(l[i].state)) : json_null());
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
 static int run(int argc, char **argv) {
   const struct cli_option options[] = {CLI_END};
   int rc = cli_parse_options(usage, options, &argc, argv);
@@ -96,16 +132,30 @@ static int run(int argc, char **argv) {
   if ((rc = cli_open_readonly(&db)) != 0) return rc;
   int64_t now_ms;
   jobq_job_info *job = NULL;
+  jobq_job_link *links = NULL;
+  size_t nlinks = 0;
   if ((rc = cli_db_now(db, &now_ms)) == 0) {
     int err = jobq_show(db, id, &job);
+    if (err == JOBQ_OK) err = jobq_links(db, id, &links, &nlinks);
     if (err != JOBQ_OK) rc = cli_lib_error(db, err);
   }
   if (rc == 0) {
-    if (cli_global.json)
-      cli_json_print(cli_job_json(job, now_ms, 1));
-    else
+    if (cli_global.json) {
+      json_t *doc = cli_job_json(job, now_ms, 1);
+      cli_json_set(doc, "after", links_json(links, nlinks, 0));
+      cli_json_set(doc, "after_any_outcome",
+                   json_boolean(nlinks > 0 && !links[0].child && links[0].any_outcome));
+      cli_json_set(doc, "children", links_json(links, nlinks, 1));
+      cli_json_print(doc);
+    } else {
       print_job(job, now_ms);
+      field_links("after", links, nlinks, 0);
+      if (nlinks > 0 && !links[0].child && links[0].any_outcome)
+        cli_field("after any outcome", "yes");
+      field_links("children", links, nlinks, 1);
+    }
   }
+  free(links);
   jobq_info_free(job, 1);
   jobq_close(db);
   return rc;

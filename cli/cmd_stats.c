@@ -18,7 +18,8 @@ static const char usage[] =
     "usage: jobq stats [--watch [--interval D]] [--json | --prometheus]\n"
     "\n"
     "Prints one line per queue: jobs ready to run now, scheduled for later,\n"
-    "waiting for their ordering key or a barrier, running, and the archived\n"
+    "waiting for their ordering key or a barrier, pending until the jobs\n"
+    "they were put after are done (--after), running, and the archived\n"
     "done, dead and cancelled ones (until pruned); whether the queue is\n"
     "paused, the age of its oldest ready job, its key policy, and its limits\n"
     "(jobq limit): '-' for none, 'held' when they hold ready jobs back.  With\n"
@@ -58,6 +59,7 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
       cli_json_set(o, "done", json_integer(st[i].done));
       cli_json_set(o, "dead", json_integer(st[i].dead));
       cli_json_set(o, "cancelled", json_integer(st[i].cancelled));
+      cli_json_set(o, "pending", json_integer(st[i].pending));
       cli_json_set(o, "paused", json_boolean(st[i].paused));
       cli_json_set(o, "oldest_ready_ms", json_integer(st[i].oldest_ready_ms));
       cli_json_set(o, "key_policy", cli_json_str(st[i].key_policy));
@@ -72,7 +74,7 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
   }
   static const struct cli_column cols[] = {
       {"QUEUE", 0},   {"READY", 1},  {"SCHEDULED", 1}, {"WAITING", 1},
-      {"RUNNING", 1}, {"DONE", 1},   {"DEAD", 1},      {"CANCELLED", 1},
+      {"PENDING", 1}, {"RUNNING", 1}, {"DONE", 1},   {"DEAD", 1},      {"CANCELLED", 1},
       {"PAUSED", 0},  {"OLDEST", 1}, {"POLICY", 0},     {"LIMIT", 0}};
   struct cli_table t;
   cli_table_init(&t, cols, sizeof cols / sizeof cols[0]);
@@ -81,6 +83,7 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
     cli_table_cell(&t, "%lld", (long long)st[i].ready);
     cli_table_cell(&t, "%lld", (long long)st[i].scheduled);
     cli_table_cell(&t, "%lld", (long long)st[i].waiting);
+    cli_table_cell(&t, "%lld", (long long)st[i].pending);
     cli_table_cell(&t, "%lld", (long long)st[i].running);
     cli_table_cell(&t, "%lld", (long long)st[i].done);
     cli_table_cell(&t, "%lld", (long long)st[i].dead);

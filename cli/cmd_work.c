@@ -288,8 +288,8 @@ static int run(int argc, char **argv) {
       CLI_FLAG(0, "persistent", &a.persistent,
                "run CONCURRENCY long-lived workers fed over the line protocol"),
       CLI_FLAG(0, "until-empty", &a.until_empty,
-               "exit 0 once the queues have nothing ready, scheduled, waiting "
-               "or running (1 at once on an error that does not pass)"),
+               "exit 0 once the queues have nothing ready, scheduled, waiting, "
+               "pending or running (1 at once on an error that does not pass)"),
       CLI_FLAG(0, "no-cron", &a.no_cron,
                "do not put the jobs of periodic schedules (jobq cron) when due"),
       CLI_FLAG('v', "verbose", &a.verbose, "log one line per finished job"),

@@ -2,7 +2,8 @@
  * ndjson.c - the input of `jobq put --ndjson`: lines read one at a time
  * (blank ones skipped, each bounded), and each line a JSON object whose
  * fields describe a job (queue, payload or payload_base64, priority,
- * delay, run_at, key, barrier, unique, max_attempts, timeout, backoff),
+ * delay, run_at, key, barrier, unique, max_attempts, timeout, backoff,
+ * after, after_index, after_any_outcome),
  * turned into jobq_put_opts on top of the command's defaults.  Every
  * wrong field gets a message naming it and what is expected.  Kept apart
  * from the command so that it can be fuzzed on its own.
@@ -20,16 +21,38 @@
 
 /* The fields of a line. */
 enum field {
-  F_QUEUE, F_PAYLOAD, F_PAYLOAD_BASE64, F_PRIORITY, F_DELAY, F_RUN_AT, F_KEY,
-  F_BARRIER, F_UNIQUE, F_MAX_ATTEMPTS, F_TIMEOUT, F_BACKOFF, NFIELDS
+  F_QUEUE,
+  F_PAYLOAD,
+  F_PAYLOAD_BASE64,
+  F_PRIORITY,
+  F_DELAY,
+  F_RUN_AT,
+  F_KEY,
+  F_BARRIER,
+  F_UNIQUE,
+  F_MAX_ATTEMPTS,
+  F_TIMEOUT,
+  F_BACKOFF,
+  F_AFTER,
+  F_AFTER_INDEX,
+  F_AFTER_ANY,
+  NFIELDS
 };
-static const char *const fields[NFIELDS] = {
-    [F_QUEUE] = "queue",     [F_PAYLOAD] = "payload",
-    [F_PAYLOAD_BASE64] = "payload_base64", [F_PRIORITY] = "priority",
-    [F_DELAY] = "delay",     [F_RUN_AT] = "run_at",
-    [F_KEY] = "key",         [F_BARRIER] = "barrier",
-    [F_UNIQUE] = "unique",   [F_MAX_ATTEMPTS] = "max_attempts",
-    [F_TIMEOUT] = "timeout", [F_BACKOFF] = "backoff"};
+static const char *const fields[NFIELDS] = {[F_QUEUE] = "queue",
+                                            [F_PAYLOAD] = "payload",
+                                            [F_PAYLOAD_BASE64] = "payload_base64",
+                                            [F_PRIORITY] = "priority",
+                                            [F_DELAY] = "delay",
+                                            [F_RUN_AT] = "run_at",
+                                            [F_KEY] = "key",
+                                            [F_BARRIER] = "barrier",
+                                            [F_UNIQUE] = "unique",
+                                            [F_MAX_ATTEMPTS] = "max_attempts",
+                                            [F_TIMEOUT] = "timeout",
+                                            [F_BACKOFF] = "backoff",
+                                            [F_AFTER] = "after",
+                                            [F_AFTER_INDEX] = "after_index",
+                                            [F_AFTER_ANY] = "after_any_outcome"};
 
 /* Where a line's message goes. */
 struct err {
@@ -112,6 +135,31 @@ static int line_int(struct err *line, const char *name, const json_t *v, int64_t
   return 0;
 }
 
+/* An array field of integers from min up (after, after_index): a new
+ * array of them in *out (room for extra more), their number in *n. */
+static int line_ints(struct err *line, const char *name, const json_t *v, int64_t min,
+                     size_t extra, int64_t **out, size_t *n) {
+  if (!json_is_array(v))
+    return line_error(line, "invalid %s: expected an array of %s, not %s", name,
+                      min > 0 ? "job ids" : "places of earlier lines", type_name(v));
+  size_t len = json_array_size(v);
+  if (len > JOBQ_AFTER_MAX)
+    return line_error(line, "invalid %s: %zu jobs: expected at most %d", name, len,
+                      JOBQ_AFTER_MAX);
+  *out = cli_xmalloc((len + extra + 1) * sizeof **out);
+  *n = len;
+  for (size_t i = 0; i < len; i++) {
+    const json_t *e = json_array_get(v, i);
+    if (!json_is_integer(e) || json_integer_value(e) < min)
+      return line_error(line, "invalid %s: expected %s, not %s", name,
+                        min > 0 ? "job ids (integers from 1)"
+                                : "places of earlier lines (integers from 0)",
+                        json_is_integer(e) ? "a smaller integer" : type_name(e));
+    (*out)[i] = json_integer_value(e);
+  }
+  return 0;
+}
+
 /* payload_base64 (padding optional) into a new buffer *out of *outlen
  * bytes and a NUL (caller frees); 0, or -1 when text is not base64. */
 static int decode(const char *text, size_t len, char **out, size_t *outlen) {
@@ -130,6 +178,8 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
   struct err e = {errbuf, errlen}, *line = &e;
   job->json = NULL;
   job->decoded = NULL;
+  job->after = NULL;
+  job->after_index = NULL;
   json_error_t err;
   json_t *obj = json_loadb(text, len,
                            JSON_DECODE_ANY | JSON_REJECT_DUPLICATES |
@@ -253,6 +303,34 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
         if (line_duration(line, key, v, JOBQ_BACKOFF_CAP_MS, &o->backoff_ms))
           return -1;
         break;
+      case F_AFTER:
+        free(job->after);
+        job->after = NULL;
+        if (line_ints(line, key, v, 1, JOBQ_AFTER_MAX, &job->after, &o->n_after))
+          return -1;
+        o->after = job->after;
+        break;
+      case F_AFTER_INDEX: {
+        int64_t *places = NULL;
+        size_t n = 0;
+        int r = line_ints(line, key, v, 0, 0, &places, &n);
+        free(job->after_index);
+        job->after_index = cli_xmalloc((n + 1) * sizeof *job->after_index);
+        for (size_t i = 0; i < n && r == 0; i++) job->after_index[i] = (size_t)places[i];
+        free(places);
+        if (r) return -1;
+        o->after_index = job->after_index;
+        o->n_after_index = n;
+        break;
+      }
+      case F_AFTER_ANY:
+        if (!json_is_boolean(v))
+          return line_error(line,
+                            "invalid after_any_outcome: expected true or false, "
+                            "not %s",
+                            type_name(v));
+        o->after_any_outcome = json_is_true(v);
+        break;
       case NFIELDS:
         break;
     }
@@ -266,8 +344,12 @@ int ndjson_parse(const char *text, size_t len, const jobq_put_opts *base,
 void ndjson_job_release(struct ndjson_job *job) {
   json_decref(job->json);
   free(job->decoded);
+  free(job->after);
+  free(job->after_index);
   job->json = NULL;
   job->decoded = NULL;
+  job->after = NULL;
+  job->after_index = NULL;
 }
 
 /* ---------------------------------------------------------------- lines */

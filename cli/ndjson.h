@@ -13,11 +13,16 @@
 #include "jobq.h"
 
 /* A parsed line: its options, whose strings point into json; a payload
- * given in base64 is decoded into decoded. */
+ * given in base64 is decoded into decoded.  opts.after is after (room
+ * for n_after ids and the places of after_index besides), and
+ * opts.after_index is after_index: places of earlier jobs of the input,
+ * from 0, which the command turns into ids or places in its batch. */
 struct ndjson_job {
   jobq_put_opts opts;
   json_t *json;
   char *decoded;
+  int64_t *after;
+  size_t *after_index;
 };
 
 /* Parses len bytes of text (one line, without its newline) into job, on

@@ -69,7 +69,7 @@ _jobq() {
       return
       ;;
     -s | --state)
-      COMPREPLY=($(compgen -W "ready scheduled running waiting done dead cancelled" -- "$cur"))
+      COMPREPLY=($(compgen -W "ready scheduled running waiting pending done dead cancelled" -- "$cur"))
       return
       ;;
     --tz)

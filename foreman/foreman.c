@@ -345,7 +345,7 @@ static void on_stats(struct fm *fm, struct fm_op *op) {
       mine = strcmp(cfg->queues[k], st->name) == 0;
     /* A paused queue's jobs cannot be claimed until it is resumed. */
     if (mine && !st->paused)
-      left += st->ready + st->scheduled + st->waiting + st->running;
+      left += st->ready + st->scheduled + st->waiting + st->pending + st->running;
   }
   fm_op_free(op);
   if (left == 0 && fm->running.n == 0 && fm->waiting.n == 0 &&

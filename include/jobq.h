@@ -237,6 +237,8 @@ JOBQ_API void *jobq_native(jobq *db);
 #define JOBQ_PRIORITY_MIN (-32768)
 #define JOBQ_PRIORITY_MAX 32767
 #define JOBQ_ATTEMPTS_MAX 1000
+/* The most jobs one job may be put after (jobq_put_opts.after). */
+#define JOBQ_AFTER_MAX 1000
 #define JOBQ_DEFAULT_QUEUE "default"
 #define JOBQ_DEFAULT_MAX_ATTEMPTS 25
 #define JOBQ_DEFAULT_BACKOFF_MS 1000
@@ -276,6 +278,22 @@ typedef struct jobq_put_opts {
   int64_t timeout_ms;      /* 0: none; for the worker to enforce (at most
                               JOBQ_DURATION_MAX_MS) */
   int64_t backoff_ms;      /* base of exponential backoff, default 1 s */
+  /* Dependencies: the job stays JOBQ_STATE_PENDING until every job it
+   * names is done.  after[0..n_after): ids of jobs that exist when the put
+   * starts (unfinished, or archived and not pruned); an unknown id is
+   * refused (JOBQ_EINVAL), nothing written.  after_index[0..
+   * n_after_index) (jobq_put_many only): places of earlier jobs of the
+   * same batch, each less than this job's own place, so that no cycle
+   * can form.  When a parent dies or is cancelled, the job is cancelled
+   * naming it, unless after_any_outcome is 1: then it runs once every
+   * parent has finished, whatever the outcome.  At most 1000 in all;
+   * cannot be combined with key or barrier.  The arrays stay the
+   * caller's. */
+  const int64_t *after;
+  size_t n_after;
+  const size_t *after_index;
+  size_t n_after_index;
+  int after_any_outcome;
 } jobq_put_opts;
 
 /* Fills opts with the defaults above. */
@@ -521,7 +539,8 @@ typedef enum jobq_state {
   JOBQ_STATE_WAITING,     /* for its ordering key or a barrier */
   JOBQ_STATE_DONE,
   JOBQ_STATE_DEAD,
-  JOBQ_STATE_CANCELLED
+  JOBQ_STATE_CANCELLED,
+  JOBQ_STATE_PENDING      /* for the jobs it was put after (--after) */
 } jobq_state;
 
 /* "ready", "running", ...; NULL for an unknown value. */
@@ -560,6 +579,20 @@ typedef struct jobq_job_info {
  * JOBQ_ENOTFOUND when there is none (pruned or never put). */
 JOBQ_API int jobq_show(jobq *db, int64_t id, jobq_job_info **out);
 
+/* A dependency of a job: one of the jobs it was put after (a parent), or
+ * one put after it (a child). */
+typedef struct jobq_job_link {
+  int64_t id;
+  int child;              /* 0: a parent of the job, 1: a child */
+  int state;              /* jobq_state; 0 when the job was pruned */
+  int any_outcome;        /* the child runs whatever the parent's outcome */
+} jobq_job_link;
+
+/* The parents and children of job id, parents first, each by id.  Free
+ * *out with free().  A job without any gives *n 0 (JOBQ_OK, whether or
+ * not the job exists). */
+JOBQ_API int jobq_links(jobq *db, int64_t id, jobq_job_link **out, size_t *n);
+
 typedef struct jobq_list_opts {
   const char *queue;   /* NULL: every queue */
   int state;           /* 0: every state; JOBQ_STATE_* */
@@ -587,6 +620,7 @@ typedef struct jobq_queue_stats {
   int paused;
   int64_t oldest_ready_ms; /* age of the oldest ready job, 0 when none */
   char *key_policy;     /* "block" or "skip" */
+  int64_t pending;      /* for the jobs they were put after */
 } jobq_queue_stats;
 
 /* Per-queue counts, by name.  Costs nothing per finished job (counters).
@@ -771,7 +805,8 @@ JOBQ_API void jobq_limits_free(jobq_limits *limits, size_t n);
 typedef struct jobq_bulk_opts {
   const char *queue;     /* the queue (NULL: every queue, where allowed) */
   int state;             /* jobq_cancel_jobs(): 0 for every unfinished job,
-                            or JOBQ_STATE_READY, _RUNNING or _WAITING */
+                            or JOBQ_STATE_READY, _RUNNING, _WAITING or
+                            _PENDING */
   int scheduled;         /* with READY: 1 only jobs whose run-at time is
                             ahead ("scheduled"), -1 only those due, 0 both */
   const char *key;       /* jobq_cancel_jobs(): only this ordering key */

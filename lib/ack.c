@@ -121,10 +121,10 @@ static int ack_leaves(const ack_job *j) { return j->plan.state != JOBQ_STATE_REA
 /* *j for a, whose job's row its claim holds: where the job goes, and its
  * queue and key (j takes them over). */
 static void ack_found(jobq *db, jobq_ack *a, const jobq_ack_row *row, char *queue, char *key,
-                      int barrier, ack_job *j) {
+                      int barrier, int children, ack_job *j) {
   j->a = a;
   jobq__ack_plan(row, a, jobq__rand(db), &j->plan);
-  j->ref = (jobq_jobref){a->id, queue, key, barrier};
+  j->ref = (jobq_jobref){a->id, queue, key, barrier, children};
   j->at_len = 0;
 }
 
@@ -147,13 +147,14 @@ static int ack_read(jobq *db, jobq_session *s, jobq_ack *a, ack_job *j) {
   char *queue = jobq__col_text(db, r, 4, &failed);
   char *key = jobq__col_text(db, r, 5, &failed);
   int barrier = (int)jobq__col_int(db, r, 6);
+  int children = (int)jobq__col_int(db, r, 7);
   jobq__rows_done(db, r);
   if (failed) {
     free(queue);
     free(key);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
-  ack_found(db, a, &row, queue, key, barrier, j);
+  ack_found(db, a, &row, queue, key, barrier, children, j);
   return 1;
 }
 
@@ -244,6 +245,7 @@ jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, s
   g->queue = jobq__col_text(db, r, 6, failed);
   g->key = jobq__col_text(db, r, 7, failed);
   g->barrier = (int)jobq__col_int(db, r, 8);
+  g->children = (int)jobq__col_int(db, r, 10);
   return g;
 }
 
@@ -295,7 +297,8 @@ static int ack_read_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m
   for (size_t i = 0; i < n; i++) {
     if (rc == JOBQ_OK && got[i].found) {
       ack_job *j = &jobs[(*nj)++];
-      ack_found(db, acks[i], &got[i].row, got[i].queue, got[i].key, got[i].barrier, j);
+      ack_found(db, acks[i], &got[i].row, got[i].queue, got[i].key, got[i].barrier,
+                got[i].children, j);
       memcpy(j->at, got[i].at, got[i].at_len);
       j->at_len = got[i].at_len;
       continue;
@@ -428,11 +431,14 @@ static int ack_many(jobq *db, jobq_session *s, jobq_ack **pending, size_t m) {
 
 /* ---------------------------------------------------------------- completions at once */
 
-/* COMPLETE's rows: a job archived (its ack done, its queue counted), or
- * (id 0) a queue with a job made ready. */
+/* COMPLETE's rows: a job archived (its ack done, its queue counted),
+ * (id 0) a queue with a job made ready, or (id < 0) a job archived that
+ * has children (lib/after.c). */
 typedef struct complete_ctx {
   jobq_ack **by_id;
   size_t n;
+  int64_t *parents; /* (id < 0) the jobs completed that have children */
+  size_t nparents;
 } complete_ctx;
 
 static int completed(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
@@ -446,6 +452,8 @@ static int completed(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) 
     if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     if (key.id == 0) {
       jobq__wake(db, queue);
+    } else if (key.id < 0) {
+      if (c->nparents < c->n) c->parents[c->nparents++] = -key.id;
     } else {
       rc = jobq__count_add(db, queue, 1, 0, 0);
       jobq_ack **hit = bsearch(&kp, c->by_id, c->n, sizeof *c->by_id, ack_id_only);
@@ -486,7 +494,8 @@ static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n)
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
   jobq_val *v = malloc(3 * m * sizeof *v);
   jobq_ack **by_id = malloc(m * sizeof *by_id);
-  int rc = locks == NULL || v == NULL || by_id == NULL
+  int64_t *parents = malloc(m * sizeof *parents);
+  int rc = locks == NULL || v == NULL || by_id == NULL || parents == NULL
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   size_t nl = 0, k = 0;
@@ -503,12 +512,20 @@ static int complete_at_once(jobq *db, jobq_session *s, jobq_ack *acks, size_t n)
   if (rc == JOBQ_OK) rc = db->store->lock(db, locks, jobq__locks_sort(locks, nl));
   if (rc == JOBQ_OK) {
     qsort(by_id, m, sizeof *by_id, ack_id_only);
-    complete_ctx c = {by_id, m};
+    complete_ctx c = {by_id, m, parents, 0};
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_COMPLETE : JOBQ_Q_COMPLETE_UNKEYED,
                        SQL_ARGS(V_COL('i', v, m), V_COL('t', v + m, m), V_COL('b', v + 2 * m, m),
                                 V_TEXT(s->id), V_INT(keyed)),
                        0, NULL, completed, &c, NULL);
+    /* Their children's turn, after the statement (its snapshot predates
+     * a put that named them while it waited for their rows). */
+    int *done = c.nparents > 0 ? malloc(c.nparents * sizeof *done) : NULL;
+    if (c.nparents > 0 && done == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c.nparents && rc == JOBQ_OK; i++) done[i] = JOBQ_STATE_DONE;
+    if (rc == JOBQ_OK) rc = jobq__after_finished(db, c.parents, done, c.nparents);
+    free(done);
   }
+  free(parents);
   free(locks);
   free(v);
   free(by_id);

@@ -84,7 +84,7 @@ static int retry(jobq *db, int64_t id) {
                       "unfinished job %lld",
                       (long long)id, a.unique, (long long)holder);
   }
-  jobq_jobref ref = {id, a.queue, a.key, a.barrier};
+  jobq_jobref ref = {id, a.queue, a.key, a.barrier, 0};
   if (rc == JOBQ_OK) rc = jobq__lock_job(db, &ref, 0);
   /* A dead head that blocks its key becomes the key's head again. */
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
@@ -130,7 +130,7 @@ int jobq_retry(jobq *db, int64_t id) {
 static int retry_dead_plain(jobq *db, const char *queue, int64_t after, int64_t last,
                             int64_t *moved) {
   *moved = 0;
-  jobq_jobref ref = {0, queue, NULL, 0};
+  jobq_jobref ref = {0, queue, NULL, 0, 0};
   int pending = 0;
   int64_t barrier = 0;
   int rc = jobq__lock_job(db, &ref, 0);
@@ -221,7 +221,7 @@ static int cancel_blocking(jobq *db, int64_t id, int *now) {
   if (rc == JOBQ_OK && !blocking)
     rc = jobq__fail(db, JOBQ_ESTATE, "job %lld is already %s: nothing to cancel",
                     (long long)id, jobq_state_name(a.outcome));
-  jobq_jobref ref = {id, a.queue, a.key, 0};
+  jobq_jobref ref = {id, a.queue, a.key, 0, 0};
   if (rc == JOBQ_OK) rc = jobq__lock_job(db, &ref, 0);
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_UNBLOCK, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_MARK_CANCELLED, SQL_ARGS(V_INT(id)));

@@ -102,6 +102,8 @@ static int prune_chunk(jobq *db, void *arg) {
   free(v);
   if (rc == JOBQ_OK) rc = jobq__failpoint(db, "prune.counted");
   if (rc == JOBQ_OK)
+    rc = jobq__sql_run(db, JOBQ_Q_AFTER_PRUNE, SQL_ARGS(V_INT(cutoff), V_TEXT(p->queue)));
+  if (rc == JOBQ_OK)
     rc = jobq__sql_run(db, JOBQ_Q_PRUNE, SQL_ARGS(V_INT(cutoff), V_TEXT(p->queue)));
   /* A completion that finished before the cut-off may be gone now: the
    * check of acknowledged writes (lib/mark.c) must not call it lost. */
@@ -174,7 +176,7 @@ static int purge_unblock(jobq *db, purge_part *p) {
  * holds, under the queue's exclusive lock (puts to it wait). */
 static int purge_jobs(jobq *db, void *arg) {
   purge_part *p = arg;
-  jobq_jobref ref = {0, p->queue, NULL, 1};
+  jobq_jobref ref = {0, p->queue, NULL, 1, 0};
   int rc = jobq__lock_job(db, &ref, 0);
   int running = 0;
   if (rc == JOBQ_OK && p->first)
@@ -188,9 +190,22 @@ static int purge_jobs(jobq *db, void *arg) {
     rc = jobq__sql_int(db, JOBQ_Q_PURGE_BOUND, -1, &bound,
                        SQL_ARGS(V_TEXT(p->queue), V_INT(p->last_id), V_INT(PRUNE_CHUNK)));
   p->last = bound < 0;
+  int64_t upto = p->last ? p->last_id : bound - 1, *parents = NULL;
+  size_t np = 0;
+  if (rc == JOBQ_OK)
+    rc = jobq__sql_ids(db, JOBQ_Q_AFTER_PURGED, PRUNE_CHUNK, &parents, &np,
+                       SQL_ARGS(V_TEXT(p->queue), V_INT(upto)));
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_PURGE_JOBS, &p->count,
-                          SQL_ARGS(V_TEXT(p->queue), V_INT(p->last ? p->last_id : bound - 1)));
+                          SQL_ARGS(V_TEXT(p->queue), V_INT(upto)));
+  /* The pending jobs of other queues put after them are cancelled, as
+   * after a cancel (lib/after.c). */
+  int *outcomes = np > 0 ? malloc(np * sizeof *outcomes) : NULL;
+  if (rc == JOBQ_OK && np > 0 && outcomes == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < np && rc == JOBQ_OK; i++) outcomes[i] = JOBQ_STATE_CANCELLED;
+  if (rc == JOBQ_OK && np > 0) rc = jobq__after_finished(db, parents, outcomes, np);
+  free(outcomes);
+  free(parents);
   if (rc == JOBQ_OK && p->last) rc = purge_unblock(db, p);
   return rc;
 }
@@ -200,7 +215,7 @@ static int purge_jobs(jobq *db, void *arg) {
  * and taken off the queue's counters. */
 static int purge_done(jobq *db, void *arg) {
   purge_part *p = arg;
-  jobq_jobref ref = {0, p->queue, NULL, 1};
+  jobq_jobref ref = {0, p->queue, NULL, 1, 0};
   int64_t bound = -1;
   int rc = jobq__lock_job(db, &ref, 0);
   if (rc == JOBQ_OK)
@@ -298,15 +313,17 @@ static int cancel_part_run(jobq *db, void *arg) {
                            SQL_ARGS(V_TEXT(o->queue), V_INT(p->after), V_INT(CANCEL_CHUNK)));
   if (rc != JOBQ_OK) return rc;
   int64_t *ids = malloc(CANCEL_CHUNK * sizeof *ids);
-  unsigned char *running = malloc(CANCEL_CHUNK);
+  unsigned char *running = malloc(CANCEL_CHUNK), *pending = malloc(CANCEL_CHUNK);
   size_t n = 0;
   int got = 0;
-  if (ids == NULL || running == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  if (ids == NULL || running == NULL || pending == NULL)
+    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   while (rc == JOBQ_OK && (got = jobq__rows_next(db, r)) == 1) {
     p->seen++;
     p->after = jobq__col_int(db, r, 0);
     if (!chosen(db, r, o)) continue;
     running[n] = jobq__col_is(db, r, 1, "running");
+    pending[n] = jobq__col_is(db, r, 1, "pending");
     ids[n++] = p->after;
   }
   jobq__rows_done(db, r);
@@ -314,6 +331,9 @@ static int cancel_part_run(jobq *db, void *arg) {
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     int now = !running[i];
     if (!o->dry_run) rc = jobq__cancel(db, ids[i], &now);
+    /* A pending job that the cancel of one of its parents has
+     * cancelled already (lib/after.c). */
+    if (rc == JOBQ_ESTATE && pending[i]) rc = jobq__ok(db);
     if (now)
       p->cancelled++;
     else
@@ -321,6 +341,7 @@ static int cancel_part_run(jobq *db, void *arg) {
   }
   free(ids);
   free(running);
+  free(pending);
   return rc;
 }
 
@@ -332,10 +353,10 @@ int jobq_cancel_jobs(jobq *db, const jobq_bulk_opts *o, int64_t *cancelled,
   int rc = start(db, o, 1);
   if (rc != JOBQ_OK) return rc;
   if (o->state != 0 && o->state != JOBQ_STATE_READY && o->state != JOBQ_STATE_RUNNING &&
-      o->state != JOBQ_STATE_WAITING)
+      o->state != JOBQ_STATE_WAITING && o->state != JOBQ_STATE_PENDING)
     return jobq__fail(db, JOBQ_EINVAL,
-                      "invalid state '%s' to cancel: expected ready, scheduled, running or "
-                      "waiting",
+                      "invalid state '%s' to cancel: expected ready, scheduled, running, "
+                      "waiting or pending",
                       jobq_state_name(o->state) ? jobq_state_name(o->state) : "?");
   if (o->key != NULL && (rc = jobq__check_key(db, "key", o->key, -1)) != JOBQ_OK) return rc;
   cancel_part p = {o, 0, CANCEL_CHUNK, 0, 0};

@@ -9,17 +9,17 @@
 #include "internal.h"
 
 static const char *const state_names[] = {
-    NULL, "ready", "running", "waiting", "done", "dead", "cancelled"};
+    NULL, "ready", "running", "waiting", "done", "dead", "cancelled", "pending"};
 
 const char *jobq_state_name(int state) {
-  if (state < JOBQ_STATE_READY || state > JOBQ_STATE_CANCELLED) return NULL;
+  if (state < JOBQ_STATE_READY || state > JOBQ_STATE_PENDING) return NULL;
   return state_names[state];
 }
 
 int jobq_state_parse(const char *name) {
   if (name == NULL) return 0;
   if (strcmp(name, "scheduled") == 0) return JOBQ_STATE_READY;
-  for (int i = JOBQ_STATE_READY; i <= JOBQ_STATE_CANCELLED; i++)
+  for (int i = JOBQ_STATE_READY; i <= JOBQ_STATE_PENDING; i++)
     if (strcmp(name, state_names[i]) == 0) return i;
   return 0;
 }
@@ -122,7 +122,7 @@ int jobq_list(jobq *db, const jobq_list_opts *opts, jobq_job_info **out,
     rc = jobq__sql_query(db, JOBQ_Q_LIST_ALL, &r,
                          SQL_ARGS(V_INT(o.after_id), V_TEXT(o.queue), V_INT((int64_t)o.limit),
                                   V_TEXT(o.key)));
-  else if (o.state <= JOBQ_STATE_WAITING)
+  else if (o.state <= JOBQ_STATE_WAITING || o.state == JOBQ_STATE_PENDING)
     rc = jobq__sql_query(db, JOBQ_Q_LIST_HOT, &r,
                          SQL_ARGS(V_INT(o.after_id), V_TEXT(o.queue), V_INT((int64_t)o.limit),
                                   V_TEXT(jobq_state_name(o.state)),
@@ -184,6 +184,8 @@ static void add_hot(jobq *db, jobq_rows *r, jobq_queue_stats *v, size_t nv) {
       v[i].running += count;
     } else if (jobq__col_is(db, r, 1, "waiting")) {
       v[i].waiting += count;
+    } else if (jobq__col_is(db, r, 1, "pending")) {
+      v[i].pending += count;
     } else if (!jobq__col_int(db, r, 2)) {
       v[i].scheduled += count;
     } else {

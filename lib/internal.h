@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 7
+#define JOBQ_SCHEMA_VERSION 8
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -362,6 +362,7 @@ typedef struct jobq_ack_got {
   jobq_ack_row row;
   char *queue, *key;
   int barrier;
+  int children;
   unsigned char at[16];
   size_t at_len;
 } jobq_ack_got;
@@ -406,6 +407,34 @@ jobq_ack_got *jobq__ack_got_row(jobq *db, jobq_rows *r, jobq_ack *const *acks, s
                                 jobq_ack_got *got, int *failed);
 void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc);
 
+/* ---------------------------------------------------------------- dependencies
+ * (lib/after.c): jobs put after others. */
+
+/* Before a put of opts[0..n) takes its order locks: the parents the jobs
+ * name by id marked (which locks their rows, as an acknowledgement does
+ * first) and their states read into *a (release with
+ * jobq__after_release).  A job with an unknown parent is refused. */
+typedef struct jobq_after_put jobq_after_put;
+int jobq__after_begin(jobq *db, const jobq_put_opts *opts, size_t n, int index_names,
+                      jobq_after_put **a);
+/* Whether opts names parents. */
+int jobq__after_has(const jobq_put_opts *o);
+/* After the n jobs of the put went in (ids; existed[i]: job i was there
+ * already, by its unique key), as though they had no parents: their
+ * edges, those that wait made pending with their count of parents left,
+ * and those whose parent died or was cancelled (a job of the batch that
+ * this cancelled, by place, included) cancelled, unless they run on any
+ * outcome. */
+int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size_t n,
+                    const int64_t *ids, const unsigned char *existed);
+void jobq__after_release(jobq_after_put *a);
+/* The jobs parents[0..n) left the hot table with outcomes[i] (DONE, DEAD
+ * or CANCELLED): their pending children counted down and made ready (or
+ * waiting for a barrier) at zero, or cancelled, naming the parent, when
+ * one died or was cancelled and they do not run on any outcome; their
+ * own children in turn. */
+int jobq__after_finished(jobq *db, const int64_t *parents, const int *outcomes, size_t n);
+
 /* The status of an ack that nobody has taken yet (the completions at
  * once leave it on the acks they do not take, lib/ack.c). */
 #define JOBQ_ACK_PENDING 1
@@ -419,6 +448,7 @@ typedef struct jobq_jobref {
   const char *queue;
   const char *key;    /* ordering key, or NULL */
   int barrier;
+  int children;       /* jobs were put after it (lib/after.c) */
 } jobq_jobref;
 
 /* Takes the named locks under which a job's place in its queue's order may be

@@ -61,7 +61,7 @@ int jobq__lock_finishing(jobq *db, const jobq_jobref *const *jobs, size_t n) {
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
     /* With a barrier among them, the queue's lock is exclusive: no one
      * else finishes beside them, and the barrier's lock adds nothing. */
-    jobq_jobref queue = {0, jobs[i]->queue, NULL, 0};
+    jobq_jobref queue = {0, jobs[i]->queue, NULL, 0, 0};
     size_t nkeys = 0;
     for (end = i; end < n && strcmp(jobs[end]->queue, queue.queue) == 0; end++) {
       queue.barrier = queue.barrier || jobs[end]->barrier;
@@ -255,7 +255,7 @@ static int promote_after_barrier(jobq *db, const char *queue) {
                        SQL_ARGS(V_TEXT(queue), V_INT(limit)));
   if (rc != JOBQ_OK) return rc;
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    jobq_jobref k = {0, queue, keys[i], 0};
+    jobq_jobref k = {0, queue, keys[i], 0, 0};
     rc = lock(db, 'k', queue, keys[i], 1);
     if (rc == JOBQ_OK) rc = jobq__promote_key(db, k.queue, k.key, 0);
   }
@@ -281,7 +281,8 @@ static int policy_blocks(jobq *db, const char *queue, int *yes) {
  * 'block' policy (blocks: whether its queue's policy is, or -1 to look),
  * its key's next job (unless key_left is 0: the key had no job left and
  * no hold, so no next job to look for), and (barrier_look) the barrier
- * behind it or, for a barrier, the jobs after it. */
+ * behind it or, for a barrier, the jobs after it, and the jobs put after
+ * it (barrier_look too: a batch looks for all of its jobs' at once). */
 static int archived(jobq *db, const jobq_jobref *j, int from, int state, int barrier_look,
                     int blocks, int key_left) {
   int rc = jobq__count_add(db, j->queue, state == JOBQ_STATE_DONE, state == JOBQ_STATE_DEAD,
@@ -295,6 +296,9 @@ static int archived(jobq *db, const jobq_jobref *j, int from, int state, int bar
       rc = jobq__sql_run(db, JOBQ_Q_BLOCK,
                          SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
   }
+  /* The jobs put after it: counted down, or cancelled. */
+  if (rc == JOBQ_OK && j->children && barrier_look)
+    rc = jobq__after_finished(db, &j->id, &state, 1);
   if (rc != JOBQ_OK) return rc;
   /* A key has one active job at a time: a ready or running one that
    * leaves was it. */
@@ -420,6 +424,20 @@ int jobq__archive_many(jobq *db, const jobq_archive_row *r, const jobq_jobref *c
     rc = archived(db, jobs[i], JOBQ_STATE_RUNNING, r[i].state, 0, 0, left[i]);
   free(blocks);
   free(left);
+  /* The jobs put after them, in one look (lib/after.c). */
+  int64_t *parents = malloc(n * sizeof *parents);
+  int *outcomes = malloc(n * sizeof *outcomes);
+  size_t np = 0;
+  if (rc == JOBQ_OK && (parents == NULL || outcomes == NULL))
+    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    if (!jobs[i]->children) continue;
+    parents[np] = jobs[i]->id;
+    outcomes[np++] = r[i].state;
+  }
+  if (rc == JOBQ_OK) rc = jobq__after_finished(db, parents, outcomes, np);
+  free(parents);
+  free(outcomes);
   /* A barrier waits for the jobs before it: each queue's is looked at
    * once, after all of its jobs left. */
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
@@ -441,6 +459,7 @@ int jobq__job_ref(jobq *db, int64_t id, jobq_jobref *ref, int *state) {
   ref->queue = jobq__col_text(db, r, 1, &failed);
   ref->key = jobq__col_text(db, r, 2, &failed);
   ref->barrier = (int)jobq__col_int(db, r, 3);
+  ref->children = (int)jobq__col_int(db, r, 4);
   jobq__rows_done(db, r);
   if (failed) {
     jobq__job_ref_release(ref);

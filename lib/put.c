@@ -3,12 +3,13 @@
  * validated before any SQL runs.  A job with a unique key that an
  * unfinished job of its queue already holds is not written; the caller
  * gets that job's id.  A job that must wait for its ordering key or a
- * barrier goes in as `waiting` (lib/order.c).  Jobs without a barrier,
- * one or many, keyed or not, go in by set statements: one round trip on
- * PostgreSQL (two with unique keys, which are looked up first), where
- * the general way takes three for one job; a statement for up to 64 jobs
- * on MariaDB and SQLite, where the general way takes three or four a
- * job.
+ * barrier goes in as `waiting` (lib/order.c); one put after jobs not yet
+ * done is made `pending` once it is in (lib/after.c).  Jobs without a
+ * barrier, one or many, keyed or not, go in by set statements: one round
+ * trip on PostgreSQL (two with unique keys, which are looked up first),
+ * where the general way takes three for one job; a statement for up to
+ * 64 jobs on MariaDB and SQLite, where the general way takes three or
+ * four a job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
     sorted = queue_key_cmp(&by[i - 1], &by[i]) <= 0;
   if (rc == JOBQ_OK && !sorted) qsort(by, n, sizeof *by, queue_key_cmp);
   for (size_t i = 0, end; i < n && rc == JOBQ_OK; i = end) {
-    jobq_jobref qref = {0, queue_of(by[i]), NULL, 0};
+    jobq_jobref qref = {0, queue_of(by[i]), NULL, 0, 0};
     for (end = i; end < n && strcmp(queue_of(by[end]), qref.queue) == 0; end++)
       qref.barrier = qref.barrier || by[end]->barrier;
     rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(qref.queue)));
@@ -131,9 +132,10 @@ static int lock_all(jobq *db, const jobq_put_opts *opts, size_t n) {
 }
 
 /* One job into queue_seen *q's transaction, its locks taken (lock_all).
- * key_put: a job of its key went in earlier in the transaction. */
-static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int64_t *id,
-                   int *existed) {
+ * key_put: a job of its key went in earlier in the transaction.  now_id:
+ * *id is needed before the commit (lib/after.c). */
+static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put, int now_id,
+                   int64_t *id, int *existed) {
   *existed = 0;
   int rc;
   if (o->unique_key != NULL) {
@@ -145,7 +147,7 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
       return JOBQ_OK;
     }
   }
-  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0};
+  jobq_jobref ref = {0, o->queue, o->key, o->barrier != 0, 0};
   if (q->name == NULL || strcmp(q->name, o->queue) != 0 || o->barrier)
     *q = (queue_seen){o->queue, -1};
   int wait = 1;
@@ -165,7 +167,7 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
   int inserted = 1;
   /* Without a unique key the row always goes in: where the INSERT
    * returns its id, the id may come later (with the commit). */
-  if (o->unique_key == NULL && jobq__sql_returns(db->store->dialect, JOBQ_Q_INSERT_JOB))
+  if (o->unique_key == NULL && !now_id && jobq__sql_returns(db->store->dialect, JOBQ_Q_INSERT_JOB))
     rc = db->store->query(db, JOBQ_Q_INSERT_JOB, row, nrow, NULL,
                           &(const jobq_how){.defer = 1, .adds = 1, .ids = id, .nids = 1});
   else
@@ -292,10 +294,11 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
  * batch has job i's key (keys: the batch's key table); or a read
  * (PUT_WAITS) decides it before, where the INSERT cannot.  On PostgreSQL
  * all of it goes with the commit, the ids read back with it: a put is
- * one round trip.
+ * one round trip; with now_ids, the ids are read at once (jobs put after
+ * others, lib/after.c, need them before the commit).
  */
 static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
-                    const keys_put *keys) {
+                    const keys_put *keys, int now_ids) {
   enum { COLS = 12 };
   jobq_val *v = malloc(COLS * n * sizeof *v);
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
@@ -344,7 +347,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                        NULL, NULL, NULL);
   if (rc == JOBQ_OK) rc = db->store->lock(db, locks, nl);
   const int returns = jobq__sql_returns(db->store->dialect, JOBQ_Q_PUT_ROWS);
-  const jobq_how how = {.defer = 1, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
+  const jobq_how how = {.defer = !now_ids, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
   rows_put p = {ids};
   const jobq_val args[COLS] = {V_COL('t', v, n),          V_COL('i', v + n, n),
                                V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
@@ -459,7 +462,7 @@ static int put_unique_rows(jobq *db, const jobq_put_opts *o, size_t n, const key
     in[u->m] = o[i];
     u->at[u->m++] = i;
   }
-  if (rc == JOBQ_OK && u->m > 0) rc = put_rows(db, in, u->m, u->in_ids, keys);
+  if (rc == JOBQ_OK && u->m > 0) rc = put_rows(db, in, u->m, u->in_ids, keys, 0);
   free(by);
   free(v);
   free(in);
@@ -492,28 +495,37 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
   jobq__need(db, JOBQ__ROLE_PRODUCER);
   if (opts == NULL || ids == NULL)
     return jobq__fail(db, JOBQ_EINVAL, "invalid arguments: opts and ids are required");
-  int all_plain = 1, keyed = 0, unique = 0;
+  int all_plain = 1, keyed = 0, unique = 0, named = 0;
   for (size_t i = 0; i < n; i++) {
     rc = jobq__check_put(db, &opts[i], index_names ? (long)i : -1);
     if (rc != JOBQ_OK) return rc;
     all_plain = all_plain && plain(&opts[i]);
+    named = named || jobq__after_has(&opts[i]);
     keyed = keyed || opts[i].key != NULL;
     unique = unique || opts[i].unique_key != NULL;
   }
   if (existed != NULL) memset(existed, 0, n);
+  /* With dependencies: which jobs of the batch were there already. */
+  unsigned char *there = named ? calloc(n, 1) : NULL;
+  if (named && there == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   keys_put keys = {NULL, 0};
   if (keyed && n > 1) {
-    if (n > SIZE_MAX / 4 / sizeof *keys.slot) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    if (n > SIZE_MAX / 4 / sizeof *keys.slot) {
+      free(there);
+      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
     size_t size = 4;
     while (size < 2 * n) size *= 2;
-    if ((keys.slot = malloc(size * sizeof *keys.slot)) == NULL)
+    if ((keys.slot = malloc(size * sizeof *keys.slot)) == NULL) {
+      free(there);
       return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    }
     keys.mask = size - 1;
   }
   int attempt = 0, own = db->txn_depth == 0;
   /* Unique keys by set statements only in a transaction of the
    * library's own, which can run again the general way (below). */
-  int rows = all_plain && n > 0 && (!unique || own), again;
+  int rows = all_plain && n > 0 && (!unique || own) && !(named && unique), again;
   uniques u = {NULL, NULL, NULL, NULL, 0};
   int64_t began = jobq__mono_ms();
   do {
@@ -521,8 +533,13 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     /* On a connection made again: is it still the database it was? */
     rc = jobq__write_check(db);
     if (keys.slot != NULL) memset(keys.slot, 0, (keys.mask + 1) * sizeof *keys.slot);
+    /* The parents' rows before the order locks (lib/after.c). */
+    jobq_after_put *after = NULL;
+    if (rc == JOBQ_OK && named) rc = jobq__after_begin(db, opts, n, index_names, &after);
     if (rc == JOBQ_OK && rows) {
-      rc = unique ? put_unique_rows(db, opts, n, &keys, &u) : put_rows(db, opts, n, ids, &keys);
+      rc = unique ? put_unique_rows(db, opts, n, &keys, &u)
+                  : put_rows(db, opts, n, ids, &keys, named);
+      if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, n, ids, NULL);
     } else if (rc == JOBQ_OK) {
       queue_seen q = {NULL, -1};
       rc = lock_all(db, opts, n);
@@ -533,11 +550,14 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
                            ? key_slot(&keys, opts, o.queue, o.key)
                            : NULL;
         int ex = 0;
-        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, &ids[i], &ex);
+        rc = put_one(db, &o, &q, slot != NULL && *slot != 0, named, &ids[i], &ex);
         if (rc == JOBQ_OK && slot != NULL && *slot == 0 && !ex) *slot = i + 1;
         if (existed != NULL) existed[i] = (unsigned char)ex;
+        if (there != NULL) there[i] = (unsigned char)ex;
       }
+      if (rc == JOBQ_OK && after != NULL) rc = jobq__after_put(db, after, opts, n, ids, there);
     }
+    jobq__after_release(after);
     rc = jobq__txn_end(db, rc);
     if (rc == JOBQ_OK && rows && unique) uniques_done(&u, n, ids, existed);
     uniques_release(&u);
@@ -547,6 +567,7 @@ static int put(jobq *db, const jobq_put_opts *opts, size_t n, int64_t *ids,
     if (again) rows = 0;
   } while (again || jobq__txn_retry(db, rc, &attempt));
   free(keys.slot);
+  free(there);
   /* Only the library's own transaction is known to have committed. */
   if (rc == JOBQ_OK && own) jobq__mark_put(db, opts, ids, existed, n, began);
   return rc;

@@ -41,7 +41,8 @@
   "RETURNING j.id, j.queue, j.priority, j.run_at, " OUTCOME " AS outcome, "     \
   "j.order_key, j.barrier, j.unique_key, j.payload, " RESULT " AS new_result, " \
   "j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, j.session, j.claim, " \
-  "j.created_at, j.claimed_at, " ERROR " AS new_error, j.last_error, j.prev_lost"
+  "j.created_at, j.claimed_at, " ERROR " AS new_error, j.last_error, j.prev_lost, " \
+  "j.children"
 #define DELETED_INTO_ARCHIVE                                                    \
   "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT id, queue, priority, run_at, " \
   "outcome, order_key, barrier, unique_key, payload, new_result, attempts, "    \
@@ -58,6 +59,10 @@
   "EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = j.queue AND b.barrier = 1) "  \
   DELETED_RETURNING("'done'", "a.result", "NULL::text") "), i AS ("              \
   DELETED_INTO_ARCHIVE " RETURNING id, queue)"
+
+/* The tail of COMPLETE and COMPLETE_UNKEYED: the jobs completed that
+ * have children (lib/after.c), their ids negated. */
+#define COMPLETE_PARENTS " UNION ALL SELECT -id, queue FROM d WHERE children = 1"
 
 /* MariaDB: of the values ?V of each row, the one in the place of the
  * row's id among the ids ?I (see REQUEUE_ROWS). */
@@ -644,7 +649,7 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_ACK_ROW] =
         {.what = "reading the acknowledged job",
          .common = "SELECT attempts, max_attempts, backoff_ms, cancel_requested, queue, "
-         "order_key, barrier FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
+         "order_key, barrier, children FROM jobq_jobs WHERE id = ?1 AND session = ?2 "
          "AND claim = ?3 AND state = 'running'{for_update}"},
     /* PostgreSQL only (a writable WITH): the completions ?1 (ids), ?2
      * (claims), ?3 (results), all columns, of session ?4, of jobs that
@@ -671,18 +676,20 @@ static const text texts[JOBQ_Q__COUNT] = {
                "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
                "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
                "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
-               "0::bigint, queue FROM p"},
+               "0::bigint, queue FROM p" COMPLETE_PARENTS},
     /* The same when no job of the batch has a key: no key to hand on, so
      * neither the update of the next job nor jobq_blocked (fewer
      * relations to lock, less to plan). */
     [JOBQ_Q_COMPLETE_UNKEYED] = {.what = "completing jobs",
                                  .common = "",
-                                 .pg = COMPLETE_ARCHIVE " SELECT id, queue FROM i"},
+                                 .pg = COMPLETE_ARCHIVE " SELECT id, queue FROM i"
+                                     COMPLETE_PARENTS},
     /* ACK_ROW for each of the jobs ?1 (a column, ids ascending) of
      * session ?2, each locked in that order, in the columns of
      * jobq__ack_got_row(): id, claim (which the library compares), the
-     * row's columns, and where the row is (PostgreSQL: its ctid, for
-     * REQUEUE_ROWS and ARCHIVE_ROWS; NULL elsewhere).  PostgreSQL looks
+     * row's columns, where the row is (PostgreSQL: its ctid, for
+     * REQUEUE_ROWS and ARCHIVE_ROWS; NULL elsewhere), and whether jobs
+     * were put after it (lib/after.c).  PostgreSQL looks
      * each job up by its id alone, as the claim looks up each queue: read
      * as one set ("id = ANY", or joined to the ids), the generic plan
      * made on an emptied table read the whole table; and compares the
@@ -691,18 +698,19 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_ACK_ROWS] =
         {.what = "reading the acknowledged jobs",
          .common = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
-                   "queue, order_key, barrier, NULL FROM jobq_jobs WHERE id IN ({each:?1}) AND "
-                   "session = ?2 AND state = 'running' ORDER BY id",
+                   "queue, order_key, barrier, NULL, children FROM jobq_jobs WHERE id IN "
+                   "({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id",
          .pg = "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
-               "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid FROM "
+               "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid, j.children "
+               "FROM "
                "unnest(?1::bigint[]) AS a(id) CROSS JOIN LATERAL (SELECT ctid, id, claim, "
                "attempts, max_attempts, backoff_ms, cancel_requested, queue, order_key, "
-               "barrier FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = ?2 AND "
-               "state = 'running' FOR UPDATE) j",
+               "barrier, children FROM jobq_jobs WHERE id = a.id AND coalesce(session, '') = "
+               "?2 AND state = 'running' FOR UPDATE) j",
          .mysql = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
-                  "queue, order_key, barrier, NULL FROM jobq_jobs FORCE INDEX (PRIMARY) WHERE "
-                  "id IN ({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id "
-                  "FOR UPDATE"},
+                  "queue, order_key, barrier, NULL, children FROM jobq_jobs FORCE INDEX "
+                  "(PRIMARY) WHERE id IN ({each:?1}) AND session = ?2 AND state = 'running' "
+                  "ORDER BY id FOR UPDATE"},
     [JOBQ_Q_ACK_DONE_BEFORE] = {.what = "looking for an earlier acknowledgement",
                                 .common = "SELECT outcome FROM jobq_done WHERE id = ?1 "
                                 "AND claim = ?2"},
@@ -889,7 +897,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                          .common = "SELECT outcome, queue, order_key, unique_key, "
                          "barrier FROM jobq_done WHERE id = ?1{for_update}"},
     [JOBQ_Q_HOT_STATE] = {.what = "reading the job's state",
-                          .common = "SELECT state, queue, order_key, barrier FROM "
+                          .common = "SELECT state, queue, order_key, barrier, children FROM "
                           "jobq_jobs WHERE id = ?1{for_update}"},
     [JOBQ_Q_UNARCHIVE] = {.what = "putting the finished job back in its queue",
                           .common = UNARCHIVE_AS("?2") "id = ?1"},
@@ -1304,6 +1312,85 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "(jobq_jobs_claim) WHERE queue = ?1 AND state = 'ready' AND run_at <= {now} "
                   "AND (order_key IS NULL OR " KEY_BUSY("?1", "x") " < ?3) ORDER BY priority "
                   "DESC, run_at, id LIMIT ?2{skip_locked}"},
+    /* Dependencies (lib/after.c).  The parents ?1 (a column, ids
+     * ascending) a put names, marked as having children: the UPDATE also
+     * locks their rows until commit, as an acknowledgement locks a job's
+     * row before anything else, so that a parent's completion and a put
+     * naming it each see what the other did. */
+    [JOBQ_Q_AFTER_MARK] =
+        {.what = "marking the jobs named by --after",
+         .common = "UPDATE jobq_jobs SET children = 1 WHERE id IN ({each:?1})",
+         .pg = "UPDATE jobq_jobs SET children = 1 WHERE id = ANY(?1::bigint[])",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET children = 1 WHERE id IN "
+                  "({each:?1})"},
+    /* The states of the jobs ?1 (a column): unfinished, or archived. */
+    [JOBQ_Q_AFTER_STATES] =
+        {.what = "reading the states of the jobs named by --after",
+         .common = "SELECT id, state FROM jobq_jobs WHERE id IN ({each:?1}) UNION ALL SELECT "
+                   "id, outcome FROM jobq_done WHERE id IN ({each:?1})",
+         .pg = "SELECT id, state FROM jobq_jobs WHERE id = ANY(?1::bigint[]) UNION ALL SELECT "
+               "id, outcome FROM jobq_done WHERE id = ANY(?1::bigint[])"},
+    /* The edges (parent ?1, child ?2, any outcome ?3), all columns. */
+    [JOBQ_Q_AFTER_EDGES] =
+        {.what = "recording the jobs' dependencies",
+         .exact = 1,
+         .common = "INSERT INTO jobq_after(parent, child, any_outcome) VALUES {each:(?1, ?2, ?3)}",
+         .pg = "INSERT INTO jobq_after(parent, child, any_outcome) SELECT p, c, a FROM "
+               "unnest(?1::bigint[], ?2::bigint[], ?3::bigint[]) AS u(p, c, a)"},
+    /* The jobs ?1, just put, each waiting for ?2 parents, both columns.
+     * MariaDB names the index of a list of ids (see REQUEUE_ROWS). */
+    [JOBQ_Q_AFTER_PENDING] =
+        {.what = "counting the jobs' parents",
+         .common = "UPDATE jobq_jobs SET state = 'pending', parents_left = v.column2 FROM "
+                   "(VALUES {each:(?1, ?2)}) AS v WHERE jobq_jobs.id = v.column1",
+         .pg = "UPDATE jobq_jobs j SET state = 'pending', parents_left = a.l FROM "
+               "unnest(?1::bigint[], ?2::bigint[]) AS a(id, l) WHERE j.id = a.id",
+         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'pending', parents_left "
+                  "= CAST(" BY_ID("?1", "?2") " AS SIGNED) WHERE id IN ({each:?1})"},
+    /* The pending children of the jobs ?1 (a column), each edge a row:
+     * parent, child, any outcome, and the child's queue, parents left
+     * and whether it has children; the children's rows locked. */
+    [JOBQ_Q_AFTER_CHILDREN] =
+        {.what = "finding the jobs put after the finished jobs",
+         .common = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, "
+                   "j.children FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child WHERE "
+                   "e.parent IN ({each:?1}) AND j.state = 'pending' ORDER BY e.child, e.parent"
+                   "{for_update}",
+         .pg = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, j.children "
+               "FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child WHERE e.parent = "
+               "ANY(?1::bigint[]) AND j.state = 'pending' ORDER BY e.child, e.parent FOR "
+               "UPDATE OF j"},
+    /* Pending job ?1 with ?2 parents fewer, in state ?3 once none is
+     * left.  Relative, so that two finishes of its parents in one
+     * transaction (a cancel's cascade beside) add up; the state first,
+     * from the count before, as MySQL assigns in order. */
+    [JOBQ_Q_AFTER_SET] = {.what = "counting down the job's parents",
+                          .common = "UPDATE jobq_jobs SET state = CASE WHEN parents_left - ?2 "
+                                    "<= 0 THEN ?3 ELSE state END, parents_left = parents_left "
+                                    "- ?2 WHERE id = ?1 AND state = 'pending'"},
+    /* Job ?1's parents (0) and children (1): id, which, state (NULL:
+     * pruned), any outcome. */
+    [JOBQ_Q_AFTER_LINKS] =
+        {.what = "reading the job's dependencies",
+         .common = "SELECT e.parent, 0, coalesce(j.state, d.outcome), e.any_outcome FROM "
+                   "jobq_after e LEFT JOIN jobq_jobs j ON j.id = e.parent LEFT JOIN jobq_done "
+                   "d ON d.id = e.parent WHERE e.child = ?1 UNION ALL SELECT e.child, 1, "
+                   "coalesce(j.state, d.outcome), e.any_outcome FROM jobq_after e LEFT JOIN "
+                   "jobq_jobs j ON j.id = e.child LEFT JOIN jobq_done d ON d.id = e.child WHERE "
+                   "e.parent = ?1 ORDER BY 2, 1"},
+    /* The edges of the jobs PRUNE deletes as children (same arguments):
+     * an edge stays while its child is kept, its parent shown as pruned. */
+    [JOBQ_Q_AFTER_PRUNE] = {.what = "pruning the finished jobs' dependencies",
+                            .common = "DELETE FROM jobq_after WHERE EXISTS (SELECT 1 FROM "
+                                      "jobq_done d WHERE d.id = jobq_after.child AND "
+                                      "d.finished_at < ?1 AND d.queue = coalesce(?2, d.queue) "
+                                      "AND d.id NOT IN (SELECT job_id FROM jobq_blocked))"},
+    /* The jobs with children among those PURGE_JOBS deletes (same
+     * arguments). */
+    [JOBQ_Q_AFTER_PURGED] = {.what = "finding the purged jobs' children",
+                             .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
+                                       "children = 1 AND state <> 'running' AND session IS "
+                                       "NULL AND id <= ?2 ORDER BY id"},
 };
 
 const char *jobq__sql_what(int stmt) {

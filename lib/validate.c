@@ -120,6 +120,40 @@ int jobq__check_key(jobq *db, const char *what, const char *key, long index) {
   return JOBQ_OK;
 }
 
+/* The parents of job index (-1: a lone put) of a put. */
+static int check_after(jobq *db, const jobq_put_opts *o, long index) {
+  char p[32];
+  if ((o->after == NULL && o->n_after > 0) ||
+      (o->after_index == NULL && o->n_after_index > 0))
+    return jobq__fail(db, JOBQ_EINVAL, "%sinvalid after: NULL with length %zu",
+                      prefix(p, sizeof p, index),
+                      o->after == NULL ? o->n_after : o->n_after_index);
+  if (o->n_after + o->n_after_index > JOBQ_AFTER_MAX)
+    return jobq__fail(db, JOBQ_EINVAL, "%s%zu jobs named by after: expected at most %d",
+                      prefix(p, sizeof p, index), o->n_after + o->n_after_index,
+                      JOBQ_AFTER_MAX);
+  if (o->n_after + o->n_after_index == 0) return JOBQ_OK;
+  if (o->barrier || o->key != NULL)
+    return jobq__fail(
+        db, JOBQ_EINVAL, "%sa job put after others cannot have %s: expected after alone",
+        prefix(p, sizeof p, index), o->barrier ? "a barrier" : "an ordering key");
+  for (size_t k = 0; k < o->n_after; k++)
+    if (o->after[k] <= 0)
+      return jobq__fail(db, JOBQ_EINVAL, "%sinvalid after id '%lld': expected a job id",
+                        prefix(p, sizeof p, index), (long long)o->after[k]);
+  if (o->n_after_index > 0 && index < 0)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "after_index names jobs of the same batch: expected jobq_put_many");
+  for (size_t k = 0; k < o->n_after_index; k++)
+    if (o->after_index[k] >= (size_t)index)
+      return jobq__fail(
+          db, JOBQ_EINVAL,
+          "%sinvalid after_index '%zu': expected the place of an earlier job "
+          "of the batch (0 to %ld)",
+          prefix(p, sizeof p, index), o->after_index[k], index - 1);
+  return JOBQ_OK;
+}
+
 int jobq__check_put(jobq *db, const jobq_put_opts *o, long index) {
   char p[32];
   int rc = check_queue_at(db, o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, index);
@@ -174,5 +208,5 @@ int jobq__check_put(jobq *db, const jobq_put_opts *o, long index) {
     return jobq__fail(db, JOBQ_EINVAL,
                       "%sa barrier cannot have an ordering key: expected one or the other",
                       prefix(p, sizeof p, index));
-  return JOBQ_OK;
+  return check_after(db, o, index);
 }

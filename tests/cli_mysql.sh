@@ -213,6 +213,9 @@ t_version_1_migrated() {
                  ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
                  ALTER TABLE jobq_counts DROP PRIMARY KEY, DROP COLUMN session, ADD PRIMARY KEY (queue, shard);
                  INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0);
+                 DROP TABLE jobq_after;
+                 ALTER TABLE jobq_jobs DROP COLUMN parents_left, DROP COLUMN children,
+                   MODIFY state VARCHAR(8) NOT NULL CHECK (state IN ('ready','running','waiting'));
                  UPDATE jobq_meta SET version = 1"
   run put -q old x
   expect_rc 2
@@ -228,6 +231,11 @@ t_version_1_migrated() {
   expect_out_has '"payload":"kept"'
   run stats --json
   expect_out_has '"done":7'
+  # The state of version 8: a job put after another.
+  run put -q old --after 1 later
+  expect_rc 0
+  run stats --json
+  expect_out_has '"pending":1'
   my_do -e "DROP DATABASE $S"
 }
 

@@ -110,7 +110,7 @@ expect_no_jobs() {
   run stats --json
   if [[ $rc != 0 ]]; then
     fail "jobq stats --json failed with $rc"
-  elif grep -oE '"(ready|scheduled|waiting|running|done|dead|cancelled)": *[0-9]+' "$T_OUT" |
+  elif grep -oE '"(ready|scheduled|waiting|pending|running|done|dead|cancelled)": *[0-9]+' "$T_OUT" |
       grep -qvE ': *0$'; then
     fail "jobs were written: $(head -c 300 "$T_OUT")"
   fi

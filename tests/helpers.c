@@ -667,7 +667,7 @@ void th_assert_counts_agree(jobq *db) {
   jobq_queue_stats *st = NULL;
   size_t n = 0;
   assert_rc(jobq_stats(db, &st, &n), JOBQ_OK);
-  int64_t sums[7] = {0};
+  int64_t sums[8] = {0};
   for (size_t k = 0; k < n; k++) {
     sums[JOBQ_STATE_READY] += st[k].ready + st[k].scheduled;
     sums[JOBQ_STATE_RUNNING] += st[k].running;
@@ -675,9 +675,10 @@ void th_assert_counts_agree(jobq *db) {
     sums[JOBQ_STATE_DONE] += st[k].done;
     sums[JOBQ_STATE_DEAD] += st[k].dead;
     sums[JOBQ_STATE_CANCELLED] += st[k].cancelled;
+    sums[JOBQ_STATE_PENDING] += st[k].pending;
   }
   jobq_stats_free(st, n);
-  for (int state = JOBQ_STATE_READY; state <= JOBQ_STATE_CANCELLED; state++) {
+  for (int state = JOBQ_STATE_READY; state <= JOBQ_STATE_PENDING; state++) {
     int64_t listed = (int64_t)th_count_jobs(db, state);
     if (listed != sums[state])
       fail_msg("stats count %lld %s jobs, jobq_list finds %lld",

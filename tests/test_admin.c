@@ -639,7 +639,7 @@ static void test_cancel_jobs(void **state) {
   b.queue = "c";
   b.state = JOBQ_STATE_DONE;
   assert_rc(jobq_cancel_jobs(t->db, &b, &cancelled, &requested), JOBQ_EINVAL);
-  th_assert_msg(t->db, "expected ready, scheduled, running or waiting");
+  th_assert_msg(t->db, "expected ready, scheduled, running, waiting or pending");
 
   /* The scheduled one only, counted, then cancelled. */
   b.state = JOBQ_STATE_READY;

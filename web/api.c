@@ -126,9 +126,10 @@ static json_t *limits_json(const char *queue, const jobq_limits *l, size_t n) {
 }
 
 static json_t *stats_json(const jobq_queue_stats *q, const jobq_limits *l, size_t nl) {
-  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:o}", "name", str(q->name),
-                   "ready", (json_int_t)q->ready, "scheduled", (json_int_t)q->scheduled,
-                   "waiting", (json_int_t)q->waiting, "running", (json_int_t)q->running,
+  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:o}", "name",
+                   str(q->name), "ready", (json_int_t)q->ready, "scheduled",
+                   (json_int_t)q->scheduled, "waiting", (json_int_t)q->waiting, "pending",
+                   (json_int_t)q->pending, "running", (json_int_t)q->running,
                    "done", (json_int_t)q->done, "dead", (json_int_t)q->dead, "cancelled",
                    (json_int_t)q->cancelled, "paused", q->paused, "oldest_ready_ms",
                    (json_int_t)q->oldest_ready_ms, "key_policy", str(q->key_policy), "limits",
@@ -236,7 +237,7 @@ static void queue_page(jobq *db, web_arg_fn arg, void *ctx, struct web_reply *r,
     lo.state = jobq_state_parse(state);
     if (lo.state == 0) {
       web_reply_error(r, 400, "invalid state '%.40s': expected ready, scheduled, waiting, "
-                              "running, done, dead, cancelled or all", state);
+                              "pending, running, done, dead, cancelled or all", state);
       return;
     }
     lo.scheduled = strcmp(state, "scheduled") == 0;
@@ -315,8 +316,21 @@ static void job_page(jobq *db, web_arg_fn arg, void *ctx, struct web_reply *r) {
       }
     jobq_sessions_free(ss, nss);
   }
-  r->json = json_pack("{s:o, s:o, s:o}", "job", job_json(j, 1), "attempts", attempts, "session",
-                      session);
+  /* The jobs it was put after, and those put after it. */
+  json_t *links = json_array();
+  jobq_job_link *l;
+  size_t nl;
+  if (jobq_links(db, id, &l, &nl) == JOBQ_OK) {
+    for (size_t i = 0; i < nl; i++)
+      json_array_append_new(
+          links, json_pack("{s:I, s:b, s:o, s:b}", "id", (json_int_t)l[i].id, "child",
+                           l[i].child, "state",
+                           l[i].state ? json_string(jobq_state_name(l[i].state)) : json_null(),
+                           "any_outcome", l[i].any_outcome));
+    free(l);
+  }
+  r->json = json_pack("{s:o, s:o, s:o, s:o}", "job", job_json(j, 1), "attempts", attempts,
+                      "session", session, "links", links);
   jobq_attempts_free(a, na);
   jobq_info_free(j, 1);
 }

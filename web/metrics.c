@@ -44,11 +44,11 @@ static void seconds(struct web_buf *b, int64_t ms) {
 static void queues(struct web_buf *b, const jobq_queue_stats *st, size_t n) {
   head(b, "jobq_jobs", "gauge",
        "Jobs per queue and state (done, dead and cancelled: archived, until pruned).");
-  static const char *const states[] = {"ready",   "scheduled", "waiting",  "running",
-                                       "done",    "dead",      "cancelled"};
+  static const char *const states[] = {"ready", "scheduled", "waiting",  "pending",
+                                       "running", "done",   "dead",     "cancelled"};
   for (size_t i = 0; i < n; i++) {
-    const int64_t v[] = {st[i].ready, st[i].scheduled, st[i].waiting, st[i].running,
-                         st[i].done,  st[i].dead,      st[i].cancelled};
+    const int64_t v[] = {st[i].ready, st[i].scheduled, st[i].waiting, st[i].pending,
+                         st[i].running, st[i].done,     st[i].dead,    st[i].cancelled};
     for (size_t k = 0; k < sizeof states / sizeof states[0]; k++) {
       web_buf_add(b, "jobq_jobs{queue=\"", 17);
       label(b, st[i].name);

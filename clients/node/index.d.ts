@@ -25,10 +25,17 @@ export interface PutOptions {
   backoff?: number | null;
   /** Runs after every earlier job of the queue, before any later one. */
   barrier?: boolean;
+  /** Ids of jobs put before: the job is 'pending' until they are all done,
+   * and cancelled when one dies or is cancelled. */
+  after?: number[] | null;
+  /** With after: run once they have all finished, whatever the outcome. */
+  afterAnyOutcome?: boolean;
 }
 
 export interface PutManyOptions extends PutOptions {
   queue?: string;
+  /** The places in the putMany() list of earlier jobs to wait for. */
+  afterIndex?: number[] | null;
 }
 
 /** One job of a putMany() with options of its own. */
@@ -44,7 +51,7 @@ export interface PutResult {
   existed: boolean;
 }
 
-export type State = 'ready' | 'running' | 'waiting' | 'done' | 'dead' | 'cancelled';
+export type State = 'ready' | 'running' | 'waiting' | 'pending' | 'done' | 'dead' | 'cancelled';
 
 export interface JobInfo {
   id: number;
@@ -78,6 +85,7 @@ export interface QueueStats {
   ready: number;
   scheduled: number;
   waiting: number;
+  pending: number;
   running: number;
   done: number;
   dead: number;
@@ -313,7 +321,7 @@ export namespace pg {
     query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
   }
   function put(client: Queryable, queue: string, payload?: Value,
-    options?: Omit<PutOptions, 'at'> & { at?: Date | number | null }): Promise<number>;
+    options?: Omit<PutOptions, 'at' | 'after' | 'afterAnyOutcome'> & { at?: Date | number | null }): Promise<number>;
   function putSql(queue: string, payload?: Value, options?: PutOptions):
     { text: string; values: unknown[] };
 }

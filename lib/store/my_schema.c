@@ -234,6 +234,31 @@ static const jobq_step v7_steps[] = {
      "TABLE_NAME = 'jobq_counts' AND COLUMN_NAME = 'session'"},
     {NULL, NULL},
 };
+/* Version 8: dependencies (lib/after.c): the state 'pending' of a job
+ * put after others, with the number of its parents not yet done and
+ * whether others were put after it, and the edges between them. */
+static const jobq_step v8_steps[] = {
+    /* MySQL keeps a column's CHECK apart from the column, by the name it
+     * gave it (the table's only unnamed check), and MODIFY would add a
+     * second one: the first goes.  MariaDB replaces it with the column
+     * and has no check of that name: the step is left out there. */
+    {"ALTER TABLE jobq_jobs DROP CHECK jobq_jobs_chk_1",
+     "SELECT count(*) = 0 FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = "
+     "DATABASE() AND TABLE_NAME = 'jobq_jobs' AND CONSTRAINT_NAME = 'jobq_jobs_chk_1'"},
+    {"ALTER TABLE jobq_jobs MODIFY state VARCHAR(8) NOT NULL CHECK (state IN "
+     "('ready','running','waiting','pending')), ADD COLUMN parents_left INT NOT NULL DEFAULT 0, "
+     "ADD COLUMN children SMALLINT NOT NULL DEFAULT 0",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_jobs' AND COLUMN_NAME = 'parents_left'"},
+    {"CREATE TABLE IF NOT EXISTS jobq_after ("
+     "  parent BIGINT NOT NULL,"
+     "  child BIGINT NOT NULL,"
+     "  any_outcome SMALLINT NOT NULL DEFAULT 0,"
+     "  PRIMARY KEY (parent, child),"
+     "  INDEX jobq_after_child (child, parent)"
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {NULL, NULL},
+};
 static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
                                         "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
                                         "  version INT NOT NULL,"
@@ -247,7 +272,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
  * each step may run again after an interrupted init (IF NOT EXISTS, or
  * its check), and the version moves after each version's steps. */
 const jobq_step *const my_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps};
 _Static_assert(sizeof my_versions / sizeof my_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

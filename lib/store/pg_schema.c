@@ -323,6 +323,26 @@ static const jobq_step v7_steps[] = {{"ALTER TABLE jobq_counts"
     "  ADD PRIMARY KEY (session, queue, shard);"
     "CREATE OR REPLACE " PUT_FUNCTION ";", NULL}, {NULL, NULL}};
 
+/* version 8: dependencies (lib/after.c): the state 'pending' of a job
+ * put after others, with the number of its parents not yet done and
+ * whether others were put after it, and the edges between them. */
+static const jobq_step v8_steps[] = {{"ALTER TABLE jobq_jobs"
+    "  DROP CONSTRAINT jobq_jobs_state_check,"
+    "  ADD CONSTRAINT jobq_jobs_state_check"
+    "    CHECK (state IN ('ready','running','waiting','pending')),"
+    "  ADD COLUMN parents_left integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN children smallint NOT NULL DEFAULT 0;"
+    "CREATE TABLE jobq_after ("
+    "  parent bigint NOT NULL,"
+    "  child bigint NOT NULL,"
+    "  any_outcome smallint NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (parent, child));"
+    "CREATE INDEX jobq_after_child ON jobq_after(child, parent);",
+    /* Unless it was made already (a schema set back to an older version
+     * by hand). */
+    "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = 'jobq_jobs' AND column_name = 'parents_left'"}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -334,7 +354,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

@@ -238,6 +238,70 @@ static const jobq_step v7_steps[] = {{"CREATE TABLE jobq_counts_7 ("
     "DROP TABLE jobq_counts;"
     "ALTER TABLE jobq_counts_7 RENAME TO jobq_counts;", NULL}, {NULL, NULL}};
 
+/* version 8: dependencies (lib/after.c): the state 'pending' of a job
+ * put after others, with the number of its parents not yet done and
+ * whether others were put after it, and the edges between them.  A CHECK
+ * SQLite cannot change in place: the table made again, its sequence
+ * kept (ids are never used twice: the archive has them). */
+static const jobq_step v8_steps[] = {{"CREATE TABLE jobq_jobs_8 ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  queue TEXT NOT NULL,"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  run_at INTEGER NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state = 'ready' OR state = 'running' OR state = 'waiting' OR state = 'pending'),"
+    "  order_key TEXT,"
+    "  barrier INTEGER NOT NULL DEFAULT 0,"
+    "  unique_key TEXT,"
+    "  payload BLOB NOT NULL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  max_attempts INTEGER NOT NULL,"
+    "  timeout_ms INTEGER NOT NULL DEFAULT 0,"
+    "  backoff_ms INTEGER NOT NULL,"
+    "  session TEXT,"
+    "  claim TEXT,"
+    "  claimed_at INTEGER,"
+    "  deadline_at INTEGER,"
+    "  created_at INTEGER NOT NULL,"
+    "  last_error TEXT,"
+    "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+    "  prev_lost INTEGER NOT NULL DEFAULT 0,"
+    "  started INTEGER NOT NULL DEFAULT 1,"
+    "  parents_left INTEGER NOT NULL DEFAULT 0,"
+    "  children INTEGER NOT NULL DEFAULT 0"
+    ");"
+    "INSERT INTO jobq_jobs_8(id, queue, priority, run_at, state, order_key, barrier, unique_key,"
+    "  payload, attempts, max_attempts, timeout_ms, backoff_ms, session, claim, claimed_at,"
+    "  deadline_at, created_at, last_error, cancel_requested, prev_lost, started)"
+    "  SELECT id, queue, priority, run_at, state, order_key, barrier, unique_key, payload,"
+    "  attempts, max_attempts, timeout_ms, backoff_ms, session, claim, claimed_at,"
+    "  deadline_at, created_at, last_error, cancel_requested, prev_lost, started FROM jobq_jobs;"
+    "DELETE FROM sqlite_sequence WHERE name = 'jobq_jobs_8';"
+    "INSERT INTO sqlite_sequence(name, seq) SELECT 'jobq_jobs_8', seq FROM sqlite_sequence"
+    "  WHERE name = 'jobq_jobs';"
+    "DROP TABLE jobq_jobs;"
+    "ALTER TABLE jobq_jobs_8 RENAME TO jobq_jobs;"
+    /* The claim index: exactly the claim query's WHERE and ORDER BY. */
+    "CREATE INDEX jobq_jobs_claim ON jobq_jobs(queue, priority DESC, run_at, id)"
+    "  WHERE state = 'ready';"
+    "CREATE INDEX jobq_jobs_session ON jobq_jobs(session) WHERE session IS NOT NULL;"
+    "CREATE INDEX jobq_jobs_key ON jobq_jobs(queue, order_key, state, id)"
+    "  WHERE order_key IS NOT NULL;"
+    "CREATE INDEX jobq_jobs_barrier ON jobq_jobs(queue, id) WHERE barrier = 1;"
+    "CREATE INDEX jobq_jobs_queue ON jobq_jobs(queue, id);"
+    "CREATE UNIQUE INDEX jobq_jobs_unique ON jobq_jobs(queue, unique_key)"
+    "  WHERE unique_key IS NOT NULL;"
+    "CREATE TABLE jobq_after ("
+    "  parent INTEGER NOT NULL,"
+    "  child INTEGER NOT NULL,"
+    "  any_outcome INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (parent, child)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX jobq_after_child ON jobq_after(child, parent);",
+    /* Unless it was made already (a database set back to an older
+     * version by hand). */
+    "SELECT count(*) FROM pragma_table_info('jobq_jobs') WHERE name = 'parents_left'"},
+    {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
                                         "  version INTEGER NOT NULL,"
@@ -247,7 +311,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         NULL},
                                        {NULL, NULL}};
 static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps};
 _Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

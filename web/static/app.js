@@ -7,7 +7,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const main = document.getElementById("main");
 const banner = document.getElementById("banner");
-const STATES = ["ready", "scheduled", "waiting", "running", "done", "dead", "cancelled"];
+const STATES = ["ready", "scheduled", "waiting", "pending", "running", "done", "dead", "cancelled"];
 let info = null;          // /api/session: csrf, read_only, login
 let timer = null;         // the page's refresh
 let clockSkew = 0;        // database clock minus this browser's
@@ -295,14 +295,14 @@ async function overview() {
         h("td", {}, spark(qm.map((r) => r.done), "#1a9e5a")),
         h("td", {}, q.paused ? button("Resume", "resume?queue=" + encodeURIComponent(q.name), () => `Resumed ${q.name}`)
           : button("Pause", "pause?queue=" + encodeURIComponent(q.name), () => `Paused ${q.name}`)));
-    }) : h("tr", {}, h("td", { colspan: 11, class: "empty" }, "No queue yet: put a job with  jobq put -q NAME PAYLOAD"))));
+    }) : h("tr", {}, h("td", { colspan: 12, class: "empty" }, "No queue yet: put a job with  jobq put -q NAME PAYLOAD"))));
 
   show(
     h("h1", {}, "Overview"),
     h("div", { class: "cards" },
       card("Ready", num(sum("ready")), num(sum("scheduled")) + " scheduled"),
       card("Running", num(sum("running")), plural(ov.sessions, "live session", "live sessions")),
-      card("Waiting", num(sum("waiting")), "for a key or barrier"),
+      card("Waiting", num(sum("waiting") + sum("pending")), num(sum("pending")) + " for the jobs they were put after"),
       card("Dead", num(sum("dead")), "until retried or pruned", sum("dead") > 0),
       card("Throughput", (done10 >= 100 ? num(Math.round(done10 / 10)) : (done10 / 10).toFixed(1)) + "/min", "done, last 10 min"),
       card("Pickup p95", p95 === null ? "–" : dur(p95), "due → claimed, last 10 min"),
@@ -384,6 +384,13 @@ function dataBlock(label, d, kind) {
     h("pre", { class: "data " + (kind || "") }, d.text !== undefined ? d.text : d.hex));
 }
 
+// The parents (or children) of a job page's links: each a link and its state.
+function linked(links, child) {
+  const mine = (links || []).filter((l) => l.child === child);
+  if (!mine.length) return "–";
+  return mine.map((l, i) => [i ? ", " : "", jobLink(l.id), " ", badge(l.state || "pruned")]);
+}
+
 async function jobPage(id) {
   const data = await api("job?id=" + encodeURIComponent(id));
   const j = data.job, st = stateOf(j);
@@ -411,6 +418,7 @@ async function jobPage(id) {
         fact("Created", `${when(j.created_at_ms)} (${ago(j.created_at_ms)})`),
         fact("Runs at", when(j.run_at_ms)), fact("Last claimed", when(j.claimed_at_ms)), fact("Finished", when(j.finished_at_ms)),
         fact("Timeout", j.timeout_ms ? dur(j.timeout_ms) : "none"), fact("Barrier", j.barrier ? "yes" : "no"),
+        fact("After", linked(data.links, false)), fact("Children", linked(data.links, true)),
         fact("Session", sess ? `${sess.name} on ${sess.host} (pid ${sess.pid})` : j.session ? h("span", { class: "mono" }, j.session) : "–"))),
       h("div", { class: "panel" }, dataBlock("Payload", j.payload), j.result ? dataBlock("Result", j.result) : null,
         j.last_error && st !== "done" ? h("div", {}, h("h2", {}, "Last error"), h("pre", { class: "data error" }, j.last_error)) : null)),

@@ -24,7 +24,7 @@ const INT_MAX = 2 ** 31 - 1;
 
 const ACK = { complete: 1, fail: 2, retry: 3, release: 4 };
 const PUT_OPTIONS = ['queue', 'key', 'unique', 'priority', 'delay', 'at', 'maxAttempts',
-  'timeout', 'backoff', 'barrier'];
+  'timeout', 'backoff', 'barrier', 'after', 'afterAnyOutcome', 'afterIndex'];
 
 // One job of a putMany() with options of its own:
 //
@@ -147,7 +147,23 @@ function putOpts(queue, payload, opts = {}) {
   if (opts.timeout != null) o.timeout_ms = toMs(opts.timeout, 'timeout');
   if (opts.backoff != null) o.backoff_ms = toMs(opts.backoff, 'backoff');
   o.barrier = opts.barrier ? 1 : 0;
+  const after = ints(opts.after, 'after');
+  const places = ints(opts.afterIndex, 'afterIndex');
+  o.after = after.length ? BigInt64Array.from(after, BigInt) : null;
+  o.n_after = after.length;
+  o.after_index = places.length ? BigUint64Array.from(places, BigInt) : null;
+  o.n_after_index = places.length;
+  o.after_any_outcome = opts.afterAnyOutcome ? 1 : 0;
   return o;
+}
+
+// The integers of a list option (after, afterIndex): [] when absent.
+function ints(value, what) {
+  if (value === null || value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((v) => Number.isSafeInteger(v) && v >= 0)) {
+    throw new TypeError(`invalid ${what} '${String(value)}': expected an array of integers`);
+  }
+  return value;
 }
 
 function jobInfo(N, c, withData) {
@@ -344,8 +360,8 @@ class Client {
     });
   }
 
-  // Per-queue counts: [{ name, ready, scheduled, waiting, running, done,
-  // dead, cancelled, paused, oldestReady (ms), keyPolicy }].
+  // Per-queue counts: [{ name, ready, scheduled, waiting, pending, running,
+  // done, dead, cancelled, paused, oldestReady (ms), keyPolicy }].
   async stats() {
     const out = [null];
     const n = [0];
@@ -355,7 +371,8 @@ class Client {
         const rows = n[0] ? this.N.koffi.decode(out[0], this.N.types.jobq_queue_stats, n[0]) : [];
         return rows.map((s) => ({
           name: s.name, ready: Number(s.ready), scheduled: Number(s.scheduled),
-          waiting: Number(s.waiting), running: Number(s.running), done: Number(s.done),
+          waiting: Number(s.waiting), pending: Number(s.pending), running: Number(s.running),
+          done: Number(s.done),
           dead: Number(s.dead), cancelled: Number(s.cancelled), paused: Boolean(s.paused),
           oldestReady: Number(s.oldest_ready_ms), keyPolicy: s.key_policy,
         }));
@@ -388,7 +405,7 @@ class Client {
       o.state = this.N.fn.jobq_state_parse(String(state));
       if (o.state === 0) {
         throw new errors.Invalid(`invalid state '${state}': expected ready, scheduled, ` +
-          'running, waiting, done, dead or cancelled');
+          'running, waiting, pending, done, dead or cancelled');
       }
       o.scheduled = state === 'scheduled' ? 1 : 0;
     }

@@ -31,7 +31,8 @@ function defineTypes(koffi) {
       queue: 'const char *', payload: 'const void *', payload_len: 'size_t', priority: 'int',
       delay_ms: 'int64_t', run_at_ms: 'int64_t', key: 'const char *', barrier: 'int',
       unique_key: 'const char *', max_attempts: 'int', timeout_ms: 'int64_t',
-      backoff_ms: 'int64_t',
+      backoff_ms: 'int64_t', after: 'const int64_t *', n_after: 'size_t',
+      after_index: 'const size_t *', n_after_index: 'size_t', after_any_outcome: 'int',
     }),
     jobq_session_opts: koffi.struct('jobq_session_opts', {
       name: 'const char *', lease_ms: 'int64_t',
@@ -62,7 +63,7 @@ function defineTypes(koffi) {
     jobq_queue_stats: koffi.struct('jobq_queue_stats', {
       name: 'const char *', ready: 'int64_t', scheduled: 'int64_t', waiting: 'int64_t',
       running: 'int64_t', done: 'int64_t', dead: 'int64_t', cancelled: 'int64_t',
-      paused: 'int', oldest_ready_ms: 'int64_t', key_policy: 'const char *',
+      paused: 'int', oldest_ready_ms: 'int64_t', key_policy: 'const char *', pending: 'int64_t',
     }),
     jobq_session_info: koffi.struct('jobq_session_info', {
       id: 'const char *', name: 'const char *', host: 'const char *', pid: 'int64_t',

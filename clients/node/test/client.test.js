@@ -83,6 +83,26 @@ eachStore('putMany is one transaction', async (t, store) => {
   assert.deepStrictEqual(await q.putMany([]), []);
 });
 
+eachStore('put after other jobs', async (t, store) => {
+  const { q } = await fresh(t, store);
+  const a = (await q.put('email', 'a')).id;
+  const b = (await q.put('email', 'b', { after: [a] })).id;
+  assert.strictEqual((await q.show(b)).state, 'pending');
+  assert.deepStrictEqual((await q.stats()).map((s) => s.pending), [1]);
+  const graph = await q.putMany(['root', new jobq.Put('l', { afterIndex: [0] }),
+    new jobq.Put('join', { afterIndex: [0, 1], after: [a], afterAnyOutcome: true })],
+  { queue: 'email' });
+  const states = [];
+  for (const { id } of graph) states.push((await q.show(id)).state);
+  assert.deepStrictEqual(states, ['ready', 'pending', 'pending']);
+  await assert.rejects(q.put('email', 'x', { after: [a + 1000] }),
+    (e) => e instanceof jobq.Invalid && e.message.includes(`unknown job ${a + 1000}`));
+  await assert.rejects(q.putMany(['x', new jobq.Put('y', { afterIndex: [1] })]),
+    (e) => e instanceof jobq.Invalid && e.message.includes("job 1: invalid after_index '1'"));
+  await assert.rejects(q.put('email', 'x', { after: a }), TypeError);
+  assert.strictEqual((await q.ls()).length, 5);
+});
+
 eachStore('stats, show, ls, cancel, retry, pause, resume', async (t, store) => {
   const { q } = await fresh(t, store);
   const ids = [];

@@ -44,6 +44,11 @@ class PutOpts(ctypes.Structure):
         ("max_attempts", c_int),
         ("timeout_ms", c_int64),
         ("backoff_ms", c_int64),
+        ("after", ctypes.POINTER(c_int64)),
+        ("n_after", c_size_t),
+        ("after_index", ctypes.POINTER(c_size_t)),
+        ("n_after_index", c_size_t),
+        ("after_any_outcome", c_int),
     ]
 
 
@@ -136,6 +141,7 @@ class QueueStats(ctypes.Structure):
         ("paused", c_int),
         ("oldest_ready_ms", c_int64),
         ("key_policy", c_char_p),
+        ("pending", c_int64),
     ]
 
 

@@ -63,11 +63,12 @@ class JobInfo(_Record):
 
 class QueueStats(_Record):
     """Counts of one queue: ready (run_at reached), scheduled (ready but
-    later), waiting (for a key or barrier), running, done, dead, cancelled;
+    later), waiting (for a key or barrier), pending (for the jobs it was
+    put after), running, done, dead, cancelled;
     paused; oldest_ready (seconds the oldest ready job has waited);
     key_policy ("block" or "skip")."""
 
-    __slots__ = ("name", "ready", "scheduled", "waiting", "running", "done", "dead",
+    __slots__ = ("name", "ready", "scheduled", "waiting", "pending", "running", "done", "dead",
                  "cancelled", "paused", "oldest_ready", "key_policy")
 
 
@@ -149,7 +150,7 @@ def _queue_limits(c):
 
 
 _PUT_OPTIONS = ("queue", "key", "unique", "priority", "delay", "at", "max_attempts", "timeout",
-                "backoff", "barrier")
+                "backoff", "barrier", "after", "after_any_outcome", "after_index")
 
 
 class Put:
@@ -159,7 +160,9 @@ class Put:
                    queue="email")
 
     The options are put()'s (queue, key, unique, priority, delay, at,
-    max_attempts, timeout, backoff, barrier)."""
+    max_attempts, timeout, backoff, barrier, after, after_any_outcome), and
+    after_index: the places in the list of earlier jobs it waits for, so
+    that a graph of jobs goes in one put_many()."""
 
     __slots__ = ("payload", "options")
 
@@ -176,8 +179,24 @@ class Put:
             ", %s=%r" % kv for kv in self.options.items()))
 
 
+def _ints(values, what, ctype):
+    """A ctypes array of the ints in values (a list or tuple), or None."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError("invalid %s %r: expected a list of ints" % (what, values))
+    values = list(values)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("invalid %s %r: expected a list of ints" % (what, values))
+        if v < 0:
+            raise errors.Invalid("invalid %s %r: expected ints of 0 or more" % (what, values))
+    return (ctype * max(len(values), 1))(*values), len(values)
+
+
 def _put_opts(lib, o, keep, queue=None, payload=b"", key=None, unique=None, priority=None, delay=None,
-              at=None, max_attempts=None, timeout=None, backoff=None, barrier=False):
+              at=None, max_attempts=None, timeout=None, backoff=None, barrier=False, after=None,
+              after_any_outcome=False, after_index=None):
     """Fills the jobq_put_opts o; keep holds the buffers it points to."""
     lib.jobq_put_opts_init(ctypes.byref(o))
     if queue is not None:
@@ -208,6 +227,17 @@ def _put_opts(lib, o, keep, queue=None, payload=b"", key=None, unique=None, prio
     if backoff is not None:
         o.backoff_ms = to_ms(backoff, "backoff")
     o.barrier = 1 if barrier else 0
+    ids = _ints(after, "after", ctypes.c_int64)
+    if ids is not None:
+        keep.append(ids[0])
+        o.after = ctypes.cast(ids[0], ctypes.POINTER(ctypes.c_int64))
+        o.n_after = ids[1]
+    places = _ints(after_index, "after_index", ctypes.c_size_t)
+    if places is not None:
+        keep.append(places[0])
+        o.after_index = ctypes.cast(places[0], ctypes.POINTER(ctypes.c_size_t))
+        o.n_after_index = places[1]
+    o.after_any_outcome = 1 if after_any_outcome else 0
 
 
 def _job_info(c, with_data):
@@ -316,7 +346,8 @@ class Client:
     # -- put
 
     def put(self, queue, payload=b"", *, key=None, unique=None, priority=None, delay=None,
-            at=None, max_attempts=None, timeout=None, backoff=None, barrier=False):
+            at=None, max_attempts=None, timeout=None, backoff=None, barrier=False, after=None,
+            after_any_outcome=False):
         """Enqueues one job and returns its id (a JobId: an int whose
         .existed says that a job with this unique key was already there,
         and nothing was written).
@@ -329,11 +360,14 @@ class Client:
         max_attempts: 1..1000 (25).  timeout: seconds, for the worker to
         enforce.  backoff: seconds, the base of the exponential backoff (1).
         barrier: runs after every earlier job of the queue, before any
-        later one."""
+        later one.  after: ids of jobs put before; the job is "pending"
+        until they are all done, and cancelled when one dies or is
+        cancelled, unless after_any_outcome (then it runs once they have
+        all finished)."""
         keep = []
         o = N.PutOpts()
         _put_opts(self._lib, o, keep, queue, payload, key, unique, priority, delay, at,
-                  max_attempts, timeout, backoff, barrier)
+                  max_attempts, timeout, backoff, barrier, after, after_any_outcome)
         job_id = ctypes.c_int64()
         existed = ctypes.c_int()
         self._call(self._lib.jobq_put, ctypes.byref(o), ctypes.byref(job_id),
@@ -418,7 +452,7 @@ class Client:
         try:
             return [QueueStats(
                 name=N.text(s.name), ready=s.ready, scheduled=s.scheduled, waiting=s.waiting,
-                running=s.running, done=s.done, dead=s.dead, cancelled=s.cancelled,
+                pending=s.pending, running=s.running, done=s.done, dead=s.dead, cancelled=s.cancelled,
                 paused=bool(s.paused), oldest_ready=s.oldest_ready_ms / 1000,
                 key_policy=N.text(s.key_policy)) for s in out[:n.value]]
         finally:
@@ -437,7 +471,7 @@ class Client:
     def ls(self, queue=None, state=None, *, limit=100, after=0):
         """Jobs by id (payload and result left out), at most limit of them
         with ids above after (for paging).  state: "ready", "scheduled"
-        (ready, but later), "running", "waiting", "done", "dead",
+        (ready, but later), "running", "waiting", "pending", "done", "dead",
         "cancelled", or None for all."""
         o = N.ListOpts()
         o.queue = _text(queue)
@@ -445,7 +479,7 @@ class Client:
             code = self._lib.jobq_state_parse(str(state).encode())
             if code == 0:
                 raise errors.Invalid("invalid state '%s': expected ready, scheduled, running, "
-                                     "waiting, done, dead or cancelled" % state)
+                                     "waiting, pending, done, dead or cancelled" % state)
             o.state = code
             o.scheduled = 1 if state == "scheduled" else 0
         o.limit = limit

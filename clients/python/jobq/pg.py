@@ -29,7 +29,8 @@ _SQL_ARGS = (
 def put_sql(queue, payload=b"", *, key=None, unique=None, priority=None, delay=None, at=None,
             max_attempts=None, timeout=None, backoff=None, barrier=False):
     """The statement and parameters that enqueue one job, for any DB-API
-    driver with the %s parameter style.  The arguments are put()'s."""
+    driver with the %s parameter style.  The arguments are put()'s, but
+    after and after_any_outcome."""
     if not isinstance(queue, str):
         raise TypeError("invalid queue %r: expected a queue name" % (queue,))
     if delay is not None and at is not None:
@@ -58,7 +59,9 @@ def put_sql(queue, payload=b"", *, key=None, unique=None, priority=None, delay=N
 def put(conn_or_cursor, queue, payload=b"", **options):
     """Enqueues one job in the transaction of conn_or_cursor (a psycopg2 or
     psycopg connection or cursor) and returns its id: the existing job's id
-    when its unique key is held.  The options are those of Client.put().
+    when its unique key is held.  The options are those of Client.put()
+    but after and after_any_outcome: the SQL function puts no
+    dependencies.
     An invalid argument raises the driver's error (SQLSTATE 22023)."""
     sql, params = put_sql(queue, payload, **options)
     if hasattr(conn_or_cursor, "fetchone"):

@@ -92,6 +92,33 @@ class ClientTests:
         self.assertEqual(q.identity().seq, before)
         self.assertEqual(q.put_many([]), [])
 
+    def test_put_after(self):
+        q = self.q
+        a = q.put("email", "a")
+        b = q.put("email", "b", after=[a])
+        self.assertEqual(q.show(b).state, "pending")
+        self.assertEqual([s.pending for s in q.stats()], [1])
+        graph = q.put_many(["root", jobq.Put("l", after_index=[0]), jobq.Put("r", after_index=[0]),
+                            jobq.Put("join", after_index=[1, 2], after=[a],
+                                     after_any_outcome=True)], queue="email")
+        self.assertEqual([q.show(i).state for i in graph], ["ready", "pending", "pending",
+                                                            "pending"])
+        with self.assertRaises(jobq.Invalid) as cm:
+            q.put("email", "x", after=[a + 1000])
+        self.assertIn("unknown job %d" % (a + 1000), str(cm.exception))
+        with self.assertRaises(jobq.Invalid) as cm:
+            q.put_many(["x", jobq.Put("y", after_index=[1])])
+        self.assertIn("job 1: invalid after_index '1'", str(cm.exception))
+        with self.assertRaises(TypeError):
+            q.put("email", "x", after=a)
+        self.assertEqual(len(q.ls()), 6)
+        s = q.session()
+        job = s.claim(["email"])[0]
+        self.assertEqual(job.id, a)
+        s.complete(job)
+        s.close()
+        self.assertEqual(q.show(b).state, "ready")
+
     def test_stats_show_ls_cancel_retry_pause_resume(self):
         q = self.q
         ids = [q.put("email", "p%d" % i) for i in range(5)]
