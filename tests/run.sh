@@ -60,7 +60,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 stores=${JOBQ_TEST_STORES:-sqlite postgres pgbouncer mysql}
-pooled=" ${JOBQ_TEST_PGBOUNCER:-claim ack session order limit put admin tally bad_input} "
+pooled=" ${JOBQ_TEST_PGBOUNCER:-claim ack session order limit put after admin tally bad_input} "
 
 total_pass=0
 total_fail=0
