@@ -231,8 +231,10 @@ pgbouncer-load: deps
 deps:
 	scripts/install-deps.sh
 
-# The whole suite: plain build, then the sanitizer build (whose
-# multi-process and chaos runs are shorter, and which leaves out the
+# The whole suite: plain build (its multi-process runs 20 s a store and
+# its chaos runs 15 s a store: `make chaos` and `make ha` are the
+# long ones), then the sanitizer build (whose
+# multi-process and chaos runs are shorter still, and which leaves out the
 # high-availability runs, the client packages' suites and the benchmark's
 # test: they exercise the same library code as the plain pass, through
 # servers, other languages and timed workloads, and would add twelve
@@ -244,7 +246,8 @@ SAN_SKIP_WHY := run in the plain pass only (make check: SAN_SKIP)
 SAN_STORES := sqlite postgres mysql
 check: deps
 	$(MAKE) all
-	JOBQ_BUILD=$(BUILD) tests/run.sh
+	JOBQ_BUILD=$(BUILD) JOBQ_MULTIPROC_SECONDS=20 JOBQ_CHAOS_SECONDS=15 JOBQ_HA_SECONDS=25 \
+	  tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
 	JOBQ_BUILD=build-san JOBQ_MULTIPROC_SECONDS=10 JOBQ_CHAOS_SECONDS=10 \
 	  JOBQ_TEST_STORES="$(SAN_STORES)" \
