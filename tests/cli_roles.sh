@@ -32,7 +32,8 @@ refused() {
 # job_state ID: the job's state, as the admin sees it.
 job_state() {
   T_DBURL=$A run show "$1" --json
-  sed -nE 's/.*"state":"([a-z]+)".*/\1/p' "$T_OUT"
+  /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["state"])' "$T_OUT" \
+    2>/dev/null
 }
 
 # The actions of every role, the same on both engines, with $R, $P, $W and
@@ -94,6 +95,25 @@ role_matrix() {
     fail "expected a dead head and its key's next job waiting: $(cat "$T_OUT")"
   T_DBURL=$W run reap
   expect_rc 0
+  # Jobs put after others: the producer puts them pending, the worker runs
+  # them in order, and cancels the child of a parent that died.
+  local parent child doomed orphan
+  T_DBURL=$P run put -q d1 parent
+  parent=$(cat "$T_OUT")
+  T_DBURL=$P run put -q d1 --after "$parent" child
+  expect_rc 0
+  child=$(cat "$T_OUT")
+  [[ $(job_state "$child") == pending ]] || fail "job $child put after $parent is $(job_state "$child")"
+  T_DBURL=$P run put -q d2 --max-attempts 1 doomed
+  doomed=$(cat "$T_OUT")
+  T_DBURL=$P run put -q d2 --after "$doomed" orphan
+  expect_rc 0
+  orphan=$(cat "$T_OUT")
+  run_work 60 --db "$W" -q d1 -q d2 --until-empty -- sh -c 'x=$(cat); [ "$x" != doomed ]'
+  expect_rc 0
+  [[ $(job_state "$child") == done ]] || fail "job $child after its parent: $(job_state "$child")"
+  [[ $(job_state "$orphan") == cancelled ]] ||
+    fail "job $orphan after a dead parent: $(job_state "$orphan")"
   # ... and asks no job to stop: neither a running one nor a waiting one.
   T_DBURL=$P run put -q q3 sleeper
   local sleeper
