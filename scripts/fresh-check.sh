@@ -77,6 +77,14 @@ mkdir -p "$target/src/jobq"
 echo "$(find "$target/src/jobq" -type f | wc -l) files, at $(git -C "$top" rev-parse --short HEAD)$(
   [[ -n $(git -C "$top" status --porcelain) ]] && echo ' with changes')"
 cp /etc/resolv.conf "$target/etc/resolv.conf"
+# A machine whose traffic passes a TLS-inspecting proxy trusts its
+# certificate through NODE_EXTRA_CA_CERTS: the root trusts it the same
+# way (npm fetches the Node client's packages over TLS).
+extra_ca=
+if [[ -n ${NODE_EXTRA_CA_CERTS:-} && -r $NODE_EXTRA_CA_CERTS ]]; then
+  cp "$NODE_EXTRA_CA_CERTS" "$target/etc/jobq-fresh-extra-ca.crt"
+  extra_ca=NODE_EXTRA_CA_CERTS=/etc/jobq-fresh-extra-ca.crt
+fi
 
 step "the packages of scripts/deps.txt in the root"
 missing=()
@@ -92,14 +100,17 @@ echo "missing: ${missing[*]:-none}"
 in_root() {
   unshare --mount --pid --fork --kill-child -- bash -c '
     set -e
-    t=$1; shift
+    t=$1 ca=$2; shift 2
+    # The root its own mount, so that / is a mount point in it, as on a
+    # machine ("ip netns exec" makes / a slave mount).
+    mount --bind "$t" "$t"
     mount -t proc proc "$t/proc"
     mount -t sysfs sysfs "$t/sys" 2>/dev/null || true
     mount --rbind /dev "$t/dev"
     mount -t tmpfs tmpfs "$t/tmp"
-    exec chroot "$t" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    exec chroot "$t" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb ${ca:+"$ca"} \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      bash -c "cd /src/jobq && $*"' _ "$target" "$@"
+      bash -c "cd /src/jobq && $*"' _ "$target" "$extra_ca" "$@"
 }
 
 status=0
