@@ -50,7 +50,7 @@ static const char usage[] =
 struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
-  const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format, *user, *state;
+  const char *kill_after, *poll, *fleet_polls, *ack_delay, *max_output, *name, *log_format, *user, *state;
   int persistent, until_empty, verbose, log_times, no_cgroups, no_cron;
 };
 
@@ -181,6 +181,9 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
   cfg->batch = cfg->concurrency + cfg->prefetch_max;
   if (cfg->batch > MAX_BATCH) cfg->batch = MAX_BATCH;
   if (count("--batch", a->batch, 1, MAX_BATCH, &cfg->batch)) return CLI_EXIT_USAGE;
+  cfg->fleet_polls = 20;
+  if (count("--fleet-polls", a->fleet_polls, 0, 10000, &cfg->fleet_polls))
+    return CLI_EXIT_USAGE;
   cfg->lease_ms = JOBQ_DEFAULT_LEASE_MS;
   cfg->grace_ms = 30000;
   cfg->kill_after_ms = 5000;
@@ -264,6 +267,11 @@ static int run(int argc, char **argv) {
       CLI_STRING(0, "poll", &a.poll, "D",
                  "the longest wait between claims when idle without "
                  "wake-ups, 10ms to 1h (default 1s)"),
+      CLI_STRING(0, "fleet-polls", &a.fleet_polls, "N",
+                 "without wake-ups, the polls a second that all live "
+                 "sessions make together, 0 to 10000 (default 20; 0: each "
+                 "polls every --poll): an idle foreman of a large fleet "
+                 "polls less often, up to 30 times --poll"),
       CLI_STRING(0, "ack-delay", &a.ack_delay, "D",
                  "how long an outcome may wait to be recorded with others, 0 "
                  "to 1s (default 2ms)"),

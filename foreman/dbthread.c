@@ -207,6 +207,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
       jobq_session_set_in_flight(d->s, op->in_flight);
       rc = jobq_heartbeat(d->s, &op->cancel, &op->ncancel);
       op->reaped = rc == JOBQ_OK ? jobq_session_reaped(d->s) : 0;
+      op->peers = rc == JOBQ_OK ? jobq_session_peers(d->s) : 0;
       /* An idle foreman's look at its wake-ups, which it may not claim
        * for a while: lost, or news. */
       if (op->drain) op->watch_changed = drain_watch(d, op) == 1;

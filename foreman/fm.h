@@ -296,6 +296,7 @@ struct fm_op {
   /* HEARTBEAT */
   int64_t in_flight;
   int64_t reaped;              /* out: sessions the heartbeat ended */
+  int64_t peers;               /* out: live sessions, its own among them */
   int64_t *cancel;
   size_t ncancel;
   int state_due;               /* in (HEARTBEAT, CONNECT): write state to
@@ -530,6 +531,7 @@ struct fm {
   int starved;                     /* a slot was idle for want of a
                                       claimed job since the last claim */
   int64_t poll_ms;                 /* the current fallback poll interval */
+  int64_t poll_cap_ms;             /* its longest: --poll, or the fleet's share */
   int polled;                      /* the poll timer asks for the next claim */
   int idle;                        /* the poll timer sleeps until a job is
                                       due, or IDLE_POLLS polls */

@@ -532,7 +532,7 @@ static void claim(struct fm *fm) {
 static void on_poll(uv_timer_t *t) {
   struct fm *fm = t->data;
   int64_t next = fm->poll_ms;
-  fm->poll_ms = fm->poll_ms * 2 > fm->cfg->poll_ms ? fm->cfg->poll_ms : fm->poll_ms * 2;
+  fm->poll_ms = fm->poll_ms * 2 > fm->poll_cap_ms ? fm->poll_cap_ms : fm->poll_ms * 2;
   uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(next, 20), 0);
   fm->maybe_work = 1;
   fm->woken_only = 0;
@@ -543,10 +543,29 @@ static void on_poll(uv_timer_t *t) {
   if (fm->running.n == 0 && fm->waiting.n == 0 && fm->claim_out == 0) check_empty(fm);
 }
 
+/* The longest poll interval, from the live sessions the heartbeat
+ * counted: without wake-ups, an idle fleet polls --fleet-polls times a
+ * second in all (each foreman every peers / fleet-polls seconds, its
+ * jitter spreading them), never more often than --poll each, and never
+ * less than IDLE_POLLS polls' time.  Any foreman's poll finds a job put
+ * meanwhile, so the fleet's pickup stays about 1 / fleet-polls seconds
+ * while its cost stops growing with its size.  With wake-ups, --poll. */
+static void poll_cap(struct fm *fm, int64_t peers) {
+  const struct fm_config *cfg = fm->cfg;
+  int64_t cap = cfg->poll_ms;
+  if ((fm->watch == NULL || fm->watch_down) && cfg->fleet_polls > 0 && peers > 0) {
+    int64_t share = peers * 1000 / cfg->fleet_polls;
+    if (share > cap) cap = share;
+    if (cap > cfg->poll_ms * IDLE_POLLS) cap = cfg->poll_ms * IDLE_POLLS;
+  }
+  fm->poll_cap_ms = cap;
+  if (fm->poll_ms > cap) fm->poll_ms = cap;
+}
+
 static void poll_restart(struct fm *fm, int64_t ms) {
   if (fm->stopping || fm->closed) return;
   fm->idle = 0;
-  if (ms > fm->cfg->poll_ms) ms = fm->cfg->poll_ms;
+  if (ms > fm->poll_cap_ms) ms = fm->poll_cap_ms;
   fm->poll_ms = ms;
   uv_timer_start(&fm->poll_timer, on_poll, (uint64_t)fm_jitter(ms, 20), 0);
 }
@@ -734,6 +753,7 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
      * their connection just lost (what it missed) or back. */
     int was_down = fm->watch_down;
     watch_note(fm, op);
+    poll_cap(fm, op->peers);
     if (op->watch_changed || (op->watch_lost && !was_down) || op->reaped > 0 ||
         cron_put(op)) {
       /* A claim out now, which the heartbeat's look may have made skip,
@@ -1100,6 +1120,7 @@ int fm_run(const struct fm_config *cfg) {
   fm->gen = 1;
   fm->started_ms = fm_now_ms();
   fm->poll_ms = POLL_MIN_MS;
+  fm->poll_cap_ms = cfg->poll_ms;
   fm->prefetch = cfg->prefetch;
   fm->seen.receipts = fm_xmalloc(FM_STATE_RECEIPTS * sizeof *fm->seen.receipts);
   fm_env_init(&fm->env, environ, cfg->url);

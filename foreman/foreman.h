@@ -47,6 +47,8 @@ struct fm_config {
   int64_t grace_ms;            /* how long running jobs may finish on stop */
   int64_t kill_after_ms;       /* from SIGTERM to SIGKILL */
   int64_t poll_ms;             /* the longest wait between claims when idle */
+  int fleet_polls;             /* without wake-ups, the polls a second of all
+                                * live sessions together (0: each --poll) */
   int64_t ack_delay_ms;        /* how long an ack may wait for company */
   size_t max_output;           /* the largest result (stdout) of a job */
   size_t max_payload;          /* for the handle: at least max_output */

@@ -348,6 +348,10 @@ JOBQ_API int64_t jobq_session_lease_ms(const jobq_session *s);
  * ended as expired, their jobs back to ready: a worker's own commits do
  * not wake it (jobq_watch), so it may claim for them now. */
 JOBQ_API int64_t jobq_session_reaped(const jobq_session *s);
+/* How many sessions, s among them, held a running lease on the database
+ * at the last successful jobq_heartbeat() of s (0 before the first): the
+ * size of the fleet, which a worker without wake-ups may poll by. */
+JOBQ_API int64_t jobq_session_peers(const jobq_session *s);
 
 /*
  * Renews the lease and does this session's share of reaping: expired

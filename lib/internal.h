@@ -115,6 +115,7 @@ struct jobq_session {
   int64_t done;     /* acknowledged by this session: written by heartbeats */
   int64_t failed;
   int64_t reaped;   /* sessions its last heartbeat ended (jobq_session_reaped) */
+  int64_t peers;    /* live sessions at its last heartbeat (jobq_session_peers) */
   /* jobq_session_start_now(): how many jobs of the next claim start at
    * once (SIZE_MAX: all); jobq_session_started(): held-back jobs started
    * since the last transaction. */

@@ -19,7 +19,7 @@
 static int write_starts(jobq *db, jobq_session *s, const jobq_ack *acks,
                                       size_t nacks);
 static int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
-                      int64_t *held_ms);
+                      int64_t *held_ms, int64_t *live);
 
 void jobq_session_opts_init(jobq_session_opts *o) {
   memset(o, 0, sizeof *o);
@@ -91,7 +91,7 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
     if (rc == JOBQ_OK) rc = jobq__marks_check(db);
     if (rc == JOBQ_OK) {
       s->epoch = db->epoch;
-      rc = jobq__reap(db, NULL, s->lease_ms, NULL, NULL);
+      rc = jobq__reap(db, NULL, s->lease_ms, NULL, NULL, NULL);
     }
     if (rc == JOBQ_OK) rc = session_insert(db, s);
     rc = jobq__txn_end(db, rc);
@@ -126,6 +126,7 @@ void jobq_session_close(jobq_session *s) {
 const char *jobq_session_id(const jobq_session *s) { return s->id; }
 int64_t jobq_session_lease_ms(const jobq_session *s) { return s->lease_ms; }
 int64_t jobq_session_reaped(const jobq_session *s) { return s->reaped; }
+int64_t jobq_session_peers(const jobq_session *s) { return s->peers; }
 
 void jobq_session_set_in_flight(jobq_session *s, int64_t in_flight) {
   s->in_flight = in_flight;
@@ -444,8 +445,8 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
                     s->id, (long long)s->epoch, (long long)db->epoch);
   if (rc == JOBQ_OK) rc = jobq__marks_check(db);
   /* The guard looks before this heartbeat counts. */
-  int64_t reaped = 0;
-  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, &reaped, NULL);
+  int64_t reaped = 0, live = 0;
+  if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, &reaped, NULL, &live);
   int64_t changed = 0;
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
@@ -463,6 +464,8 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   if (rc == JOBQ_OK && ids != NULL)
     rc = jobq__sql_ids(db, JOBQ_Q_CANCEL_LIST, SIZE_MAX, ids, n, SQL_ARGS(V_TEXT(s->id)));
   s->reaped = rc == JOBQ_OK ? reaped : 0;
+  /* Itself among them, whatever its lease was before this heartbeat. */
+  if (rc == JOBQ_OK) s->peers = live > 0 ? live : 1;
   return rc;
 }
 
@@ -603,8 +606,8 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
  * three leases shows little about now (the database may have stalled
  * again since): the guard looks anew.  Returns 1 (and how long it holds
  * back in *held_ms) when it holds reaping back, 0 when reaping may go on,
- * or an error. */
-static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms) {
+ * or an error.  *live (may be NULL) gets how many sessions' leases run. */
+static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms, int64_t *live) {
   jobq_rows *r;
   int got = jobq__sql_row(db, JOBQ_Q_STALL, &r, SQL_ARGS());
   if (got <= 0) return got;
@@ -612,6 +615,7 @@ static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms) {
   int any = !jobq__col_null(db, r, 1);
   int64_t beat = jobq__col_int(db, r, 1), longest = jobq__col_int(db, r, 2);
   int64_t look = jobq__col_int(db, r, 3);
+  if (live != NULL) *live = any ? jobq__col_int(db, r, 4) : 0;
   jobq__rows_done(db, r);
   if (!any) return 0; /* no session at all */
   if (guard_ms < 0) guard_ms = longest;
@@ -638,11 +642,11 @@ static int stall_guard(jobq *db, int64_t guard_ms, int64_t *held_ms) {
  * gets how long, 0 when it was not.  *count (may be NULL) gets how many
  * sessions were ended. */
 static int jobq__reap(jobq *db, const char *own, int64_t guard_ms, int64_t *count,
-                      int64_t *held_ms) {
+                      int64_t *held_ms, int64_t *live) {
   if (count != NULL) *count = 0;
   int64_t hold = 0;
   int by_hand = guard_ms < 0; /* jobq_reap() */
-  int got = stall_guard(db, guard_ms, &hold);
+  int got = stall_guard(db, guard_ms, &hold, live);
   if (held_ms != NULL) *held_ms = hold;
   if (got != 0) return got < 0 ? got : JOBQ_OK;
   jobq_rows *r;
@@ -687,7 +691,7 @@ int jobq_reap_held(jobq *db, int64_t *count, int64_t *held_ms) {
   do {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     /* The guard is the longest lease of any session. */
-    rc = jobq__txn_end(db, jobq__reap(db, NULL, -1, count, held_ms));
+    rc = jobq__txn_end(db, jobq__reap(db, NULL, -1, count, held_ms, NULL));
   } while (jobq__txn_retry(db, rc, &attempt));
   return rc;
 }

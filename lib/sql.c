@@ -576,10 +576,12 @@ static const text texts[JOBQ_Q__COUNT] = {
          "epoch = ?5"},
     /* What the stall guard weighs (lib/session.c): the database clock,
      * the last heartbeat of any session (NULL: no session), the longest
-     * lease, and when the guard last held reaping back. */
+     * lease, when the guard last held reaping back; and the sessions
+     * whose lease runs (jobq_session_peers). */
     [JOBQ_Q_STALL] = {.what = "checking whether any session heartbeats",
-                      .common = "SELECT {now}, s.beat, s.lease, m.guard_at FROM jobq_meta m, "
-                      "(SELECT max(heartbeat_at) AS beat, max(lease_ms) AS lease FROM "
+                      .common = "SELECT {now}, s.beat, s.lease, m.guard_at, s.live FROM "
+                      "jobq_meta m, (SELECT max(heartbeat_at) AS beat, max(lease_ms) AS lease, "
+                      "sum(CASE WHEN expires_at >= {now} THEN 1 ELSE 0 END) AS live FROM "
                       "jobq_sessions) s WHERE m.id = 1"},
     /* Every session gets a lease from now; their heartbeats stay as they
      * were, for the guard's next look and for `jobq sessions`. */

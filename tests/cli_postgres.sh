@@ -9,7 +9,7 @@
 # that cannot drop or alter jobq's tables, the jobq_put() SQL function,
 # a foreman that claims only on wake-ups for its own queues, URL options
 # that hold across a server restart, an idle foreman that does not spin
-# after one, the Unix socket in libpq's forms, passwords with '/' or '?'
+# after one, an idle fleet without wake-ups polling by its size, the Unix socket in libpq's forms, passwords with '/' or '?'
 # in them, and errors that do not pass by themselves.  Each case works in
 # a schema of its own.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
@@ -401,6 +401,50 @@ t_idle_foreman_sleeps_until_due() {
   # At its poll's pace it would make 30 or more claims in these seconds:
   # a few as the poll backs off, then one when a job comes due or is put.
   [[ -n $claims ]] && ((claims < 20)) || fail "${claims:-no} claims: $(tail -1 "$log")"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# Without wake-ups (notify=off, as through a pooler), an idle fleet
+# polls --fleet-polls times a second in all, not each foreman every
+# --poll: six foremen at --poll 100ms and --fleet-polls 10 poll every
+# 600ms each; one with --fleet-polls 0 beside them, every 100ms.  A job
+# put meanwhile is found by the fleet's next poll.
+t_idle_fleet_polls_by_its_size() {
+  new_schema
+  run init
+  expect_rc 0
+  local url="$U&notify=off" i fms=() logs=()
+  for i in 1 2 3 4 5 6 7; do
+    work_env JOBQ_DB="$url"
+    start_work "fleet$i" -q fleet --poll 100ms --fleet-polls $((i < 7 ? 10 : 0)) \
+      --lease 1500ms -- cat
+    fms+=("$W_PID")
+    logs+=("$W_LOG")
+  done
+  for i in "${logs[@]}"; do
+    wait_until 10 'grep -q "started:" "$i"' || fail "a foreman did not start: $(cat "$i")"
+  done
+  local own=${fms[6]} own_log=${logs[6]}
+  unset 'fms[6]' 'logs[6]'
+  sleep 6
+  T_DBURL=$U
+  run put -q fleet one
+  expect_rc 0
+  wait_until 5 'run stats --json; [[ $(json_sum done) == 1 ]]' ||
+    fail "the job was not done within 5s: $(cat "$T_OUT")"
+  kill -TERM "${fms[@]}" "$own"
+  for i in "${fms[@]}" "$own"; do wait_exit "$i" 10 || fail "foreman $i did not stop"; done
+  local claims most=0
+  for i in "${logs[@]}"; do
+    claims=$(claims_made "$i")
+    [[ -n $claims ]] || fail "no claims counted: $(tail -1 "$i")"
+    ((${claims:-0} > most)) && most=$claims
+  done
+  claims=$(claims_made "$own_log")
+  # About 7 s: every 600ms is some 12 polls, every 100ms some 70 (and a
+  # few more as each backs off after its start).
+  ((most <= 30)) || fail "a foreman of the fleet made $most claims: not by the fleet's share"
+  ((${claims:-0} >= 40)) || fail "the foreman with --fleet-polls 0 made ${claims:-no} claims: expected one every 100ms"
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 

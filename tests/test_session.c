@@ -95,6 +95,24 @@ static void test_open_and_list(void **state) {
   jobq_session_close(c);
 }
 
+/* The live sessions a heartbeat counts, its own among them: those whose
+ * lease runs, not one closed. */
+static void test_peers_counted(void **state) {
+  tq *t = *state;
+  jobq_session *a = th_session(t->db, 30000);
+  assert_int_equal(jobq_session_peers(a), 0);
+  jobq *db2 = th_open(t->url);
+  jobq_session *b = th_session(db2, 30000), *c = th_session(db2, 30000);
+  assert_rc(jobq_heartbeat(a, NULL, NULL), JOBQ_OK);
+  assert_int_equal(jobq_session_peers(a), 3);
+  jobq_session_close(c);
+  assert_rc(jobq_heartbeat(a, NULL, NULL), JOBQ_OK);
+  assert_int_equal(jobq_session_peers(a), 2);
+  jobq_session_close(b);
+  jobq_session_close(a);
+  jobq_close(db2);
+}
+
 static void test_lease_expiry_reaps(void **state) {
   tq *t = *state;
   int64_t id = th_put(t->db, "q", "x");
@@ -789,6 +807,7 @@ static void test_close_gives_back_many(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_open_and_list),
+      TQ_TEST(test_peers_counted),
       TQ_TEST(test_lease_expiry_reaps),
       TQ_TEST(test_reaped_session_fail_release),
       TQ_TEST(test_lost_last_attempt),
