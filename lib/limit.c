@@ -154,15 +154,7 @@ int jobq__limited_keep(jobq *db, jobq_rows *r, int col) {
 }
 
 int jobq__limited(const jobq *db, const char *const *queues, size_t nq) {
-  const char *list = db->limited;
-  if (list == NULL || list[0] == '\0') return 0;
-  if (nq == 0) return 1;
-  for (size_t i = 0; i < nq; i++) {
-    size_t len = strlen(queues[i]);
-    for (const char *p = list; (p = strstr(p, queues[i])) != NULL; p += len)
-      if ((p == list || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) return 1;
-  }
-  return 0;
+  return jobq__names_has(db->limited, queues, nq);
 }
 
 void jobq__limit_plan_release(jobq__limit_plan *p) {

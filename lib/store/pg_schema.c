@@ -343,6 +343,30 @@ static const jobq_step v8_steps[] = {{"ALTER TABLE jobq_jobs"
     "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
     "AND table_name = 'jobq_jobs' AND column_name = 'parents_left'"}, {NULL, NULL}};
 
+/* version 9: parts (lib/part.c): a queue's count of parts, a job's part
+ * (NULL while its queue has one), the parts' owners and the sessions
+ * that claim from each partitioned queue.  The claim index of parts
+ * holds only the jobs of partitioned queues. */
+static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN parts integer NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobq_jobs ADD COLUMN part integer;"
+    "CREATE INDEX jobq_jobs_part ON jobq_jobs(queue, part, priority DESC, run_at, id)"
+    "  WHERE state = 'ready' AND part IS NOT NULL;"
+    "CREATE TABLE jobq_parts ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  part integer NOT NULL,"
+    "  session text COLLATE \"C\","
+    "  since bigint NOT NULL,"
+    "  PRIMARY KEY (queue, part));"
+    "CREATE INDEX jobq_parts_session ON jobq_parts(session) WHERE session IS NOT NULL;"
+    "CREATE TABLE jobq_claimers ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  session text COLLATE \"C\" NOT NULL,"
+    "  since bigint NOT NULL,"
+    "  PRIMARY KEY (queue, session));"
+    "CREATE INDEX jobq_claimers_session ON jobq_claimers(session);",
+    "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = 'jobq_jobs' AND column_name = 'part'"}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -354,7 +378,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 
