@@ -412,8 +412,9 @@ static const text texts[JOBQ_Q__COUNT] = {
                "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u, " PART_OF("u.q", "u.h")
                " FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[], ?9::text[], ?13::bigint[]) WITH ORDINALITY AS "
-               "u(q, p, r, d, pl, m, t, b, u, h, n) ORDER BY u.n RETURNING id",
+               "?7::bigint[], ?8::bigint[], ?9::text[], ?10::text[], ?11::bigint[], ?12::bigint[], "
+               "?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, u, k, a, i, h, n) "
+               "ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
@@ -454,7 +455,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                "{now}, u.u, " PART_OF("u.q", "u.h") " FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
                "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[], "
-               "?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, a, u, h, n) "
+               "?12::bigint[], ?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, "
+               "a, u, i, h, n) "
                "ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
@@ -1432,10 +1434,11 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* The parts ?2 (a column) of the queues ?1 (a column), owned by no one. */
     [JOBQ_Q_PARTS_ADD] =
         {.what = "making the queue's parts",
+         .exact = 1,
          .common = "INSERT INTO jobq_parts(queue, part, session, since) VALUES "
                    "{each:(?1, ?2, NULL, {now})}",
          .pg = "INSERT INTO jobq_parts(queue, part, session, since) SELECT q, p, NULL, {now} "
-               "FROM unnest(?1::text[], ?2::int[]) AS u(q, p)"},
+               "FROM unnest(?1::text[], ?2::bigint[]) AS u(q, p)"},
     /* The ordering keys of queue ?1's unfinished jobs. */
     [JOBQ_Q_PARTS_KEYS] = {.what = "reading the queue's keys",
                            .common = "SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 "
