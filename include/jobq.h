@@ -847,6 +847,10 @@ JOBQ_API int jobq_set_parts(jobq *db, const char *queue, int parts);
  * freed with jobq_parts_free() (none with one part). */
 JOBQ_API int jobq_parts(jobq *db, const char *queue, int *parts, jobq_part **out, size_t *n);
 JOBQ_API void jobq_parts_free(jobq_part *parts, size_t n);
+/* Joins s to the claimers of those of queues[0..nq) that are in parts,
+ * taking its share of their parts now, as its first claim from each
+ * would: a worker that knows its queues joins them when it starts. */
+JOBQ_API int jobq_session_join(jobq_session *s, const char *const *queues, size_t nq);
 /* The part, of parts, of a job with ordering key key (len bytes). */
 JOBQ_API int jobq_part_of(const char *key, size_t len, int parts);
 

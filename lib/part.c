@@ -182,25 +182,52 @@ static int joined(const jobq_session *s, const char *queue) {
   return 0;
 }
 
+/* s joins queue's claimers, unless it did, and takes its share. */
+static int join(jobq *db, jobq_session *s, const char *queue) {
+  if (joined(s, queue)) return JOBQ_OK;
+  char *copy = strdup(queue);
+  char **v = copy ? realloc(s->joined, (s->njoined + 1) * sizeof *v) : NULL;
+  if (v == NULL) {
+    free(copy);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  s->joined = v;
+  s->joined[s->njoined++] = copy;
+  int rc = jobq__sql_run(db, JOBQ_Q_CLAIMERS_JOIN, SQL_ARGS(V_TEXT(queue), V_TEXT(s->id)));
+  return rc == JOBQ_OK ? balance(db, s->id, queue) : rc;
+}
+
 int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n) {
   *parts = NULL;
   *n = 0;
-  int rc = JOBQ_OK;
-  if (!joined(s, queue)) {
-    char *copy = strdup(queue);
-    char **v = copy ? realloc(s->joined, (s->njoined + 1) * sizeof *v) : NULL;
-    if (v == NULL) {
-      free(copy);
-      return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    }
-    s->joined = v;
-    s->joined[s->njoined++] = copy;
-    rc = jobq__sql_run(db, JOBQ_Q_CLAIMERS_JOIN, SQL_ARGS(V_TEXT(queue), V_TEXT(s->id)));
-    if (rc == JOBQ_OK) rc = balance(db, s->id, queue);
-  }
+  int rc = join(db, s, queue);
   if (rc == JOBQ_OK)
     rc = jobq__sql_ids(db, JOBQ_Q_PARTS_MINE, SIZE_MAX, parts, n,
                        SQL_ARGS(V_TEXT(queue), V_TEXT(s->id)));
+  return rc;
+}
+
+int jobq_session_join(jobq_session *s, const char *const *queues, size_t nq) {
+  if (s == NULL || (nq > 0 && queues == NULL)) return JOBQ_EINVAL;
+  jobq *db = s->db;
+  jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
+  for (size_t i = 0; i < nq; i++)
+    if (jobq_check_queue(db, queues[i]) != JOBQ_OK) return JOBQ_EINVAL;
+  if (db->txn_depth > 0)
+    return jobq__fail(db, JOBQ_ESTATE, "joining a queue inside a caller's transaction: "
+                                       "expected it outside jobq_begin/jobq_commit");
+  int rc, attempt = 0;
+  do {
+    if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
+    for (size_t i = 0; i < nq && rc == JOBQ_OK; i++) {
+      int64_t parts = 1;
+      rc = jobq__sql_int(db, JOBQ_Q_PARTS_GET, 1, &parts, SQL_ARGS(V_TEXT(queues[i])));
+      if (rc == JOBQ_OK && parts > 1) rc = join(db, s, queues[i]);
+    }
+    rc = jobq__txn_end(db, rc);
+    if (rc != JOBQ_OK) jobq__parts_forget(s);
+  } while (jobq__txn_retry(db, rc, &attempt));
   return rc;
 }
 
