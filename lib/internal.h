@@ -96,6 +96,8 @@ struct jobq {
    * the same way. */
   char *parted;
   size_t parted_cap;
+  /* The hash of this handle's next job without a key (0: not drawn). */
+  uint32_t part_next;
   /* What the open transaction and its savepoints added to the
    * counters, one entry per queue and level (lib/counts.c). */
   struct jobq_count {
@@ -199,7 +201,7 @@ int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *job
 void jobq__limit_plan_release(jobq__limit_plan *p);
 
 /* lib/part.c: a queue's parts.  part_hash: a new job's hash (of its key,
- * or drawn when it has none), whose remainder by the count of parts is
+ * or the handle's next when it has none), whose remainder by the count of parts is
  * its part (PART_OF in lib/sql.c).  names_has: whether the names in list
  * (joined by commas) hold one of the nq queues (any when nq is 0).
  * parted_keep / parted: the claim's look's queues in parts, as

@@ -2,8 +2,9 @@
  * part.c - a queue's parts, leased by the sessions that claim from it
  * with no leader.  A queue in P parts has P rows in jobq_parts, each
  * with its owner (a session, or none); a job's part is set when it is
- * put: a hash of its ordering key (jobq_part_of), or, without a key, a
- * random draw, so that a key's jobs share a part.  A session that claims
+ * put: a hash of its ordering key (jobq_part_of), so that a key's jobs
+ * share a part, or, without a key, the next part after the handle's last
+ * such job, from a random start.  A session that claims
  * from a queue in parts joins its claimers (jobq_claimers) and balances
  * its parts then and at each heartbeat, in one short transaction on the
  * database clock, with the parts' rows locked (one balance of a queue at
@@ -36,7 +37,12 @@ int jobq_part_of(const char *key, size_t len, int parts) {
 }
 
 int64_t jobq__part_hash(jobq *db, const char *key) {
-  if (key == NULL) return (int64_t)(jobq__rand(db) & 0x7fffffff);
+  /* Without a key, the handle's jobs go round the parts from a random
+   * start: parts of even sizes, whatever their count. */
+  if (key == NULL) {
+    if (db->part_next == 0) db->part_next = (jobq__rand(db) & 0x3fffffff) + 1;
+    return (int64_t)(db->part_next++ & 0x7fffffff);
+  }
   uint32_t h = 2166136261u;
   for (const char *p = key; *p; p++) {
     h ^= (unsigned char)*p;
