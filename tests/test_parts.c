@@ -7,7 +7,8 @@
  * only from the session's own parts, and none without parts; a change
  * of the count with jobs unfinished that loses none and puts each in
  * its key's part; each key's jobs one at a time and in order across
- * joins, leaves and heartbeats; counts out of range refused.
+ * joins, leaves and heartbeats; counts out of range refused; the
+ * PostgreSQL jobq_put() function's jobs in their keys' parts.
  */
 #include "helpers.h"
 
@@ -386,6 +387,28 @@ static void test_bad_counts(void **state) {
   jobq_info_free(info, 1);
 }
 
+/* PostgreSQL's jobq_put() SQL function puts a job in its key's part, as
+ * the library does, and a job without a key in one of the parts. */
+static void test_sql_put_function(void **state) {
+  tq *t = *state;
+  if (strcmp(th_store(), "postgres") != 0) {
+    print_message("skipped on %s: the jobq_put() SQL function is PostgreSQL's\n", th_store());
+    skip();
+  }
+  set_parts(t->db, 16);
+  static const char *const keys[] = {"a", "order-17", "caf\xc3\xa9", "x/y/z"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT jobq_put('%s', '', order_key => '%s')", Q, keys[i]);
+    jobq_job_info *info = th_show(t->db, th_sql_int(t->db, sql));
+    assert_int_equal(info->part, jobq_part_of(keys[i], strlen(keys[i]), 16));
+    jobq_info_free(info, 1);
+  }
+  jobq_job_info *info = th_show(t->db, th_sql_int(t->db, "SELECT jobq_put('pq', '')"));
+  assert_true(info->part >= 0 && info->part < 16);
+  jobq_info_free(info, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_fair_split),
@@ -396,6 +419,7 @@ int main(void) {
       TQ_TEST(test_change_count_loses_nothing),
       TQ_TEST(test_key_order_across_rebalances),
       TQ_TEST(test_bad_counts),
+      TQ_TEST(test_sql_put_function),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

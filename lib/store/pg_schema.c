@@ -36,6 +36,10 @@
   "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n" \
   "  new_id bigint;\n"                                                         \
   "  must_wait boolean;\n"                                                     \
+  "  nparts integer;\n"                                                         \
+  "  part_no integer;\n"                                                        \
+  "  h bigint;\n"                                                               \
+  "  kb bytea;\n"                                                               \
   "  bad text;\n"                                                              \
   "BEGIN\n"                                                                    \
   "  IF queue IS NULL OR queue !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN\n"        \
@@ -96,11 +100,23 @@
   "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n"                  \
   "      OR EXISTS (SELECT 1 FROM jobq_blocked b WHERE b.queue = jobq_put.queue AND b.order_key = jobq_put.order_key);\n" \
   "  END IF;\n"                                                                \
+  /* The job's part (lib/part.c): FNV-1a of its key, as jobq_part_of(). */ \
+  "  SELECT q.parts INTO nparts FROM jobq_queues q WHERE q.name = jobq_put.queue;\n" \
+  "  IF nparts > 1 AND order_key IS NULL THEN\n"                               \
+  "    part_no := floor(random() * nparts);\n"                                 \
+  "  ELSIF nparts > 1 THEN\n"                                                  \
+  "    h := 2166136261;\n"                                                     \
+  "    kb := convert_to(order_key, 'UTF8');\n"                                 \
+  "    FOR i IN 0 .. length(kb) - 1 LOOP\n"                                    \
+  "      h := ((h # get_byte(kb, i)) * 16777619) % 4294967296;\n"              \
+  "    END LOOP;\n"                                                            \
+  "    part_no := h % nparts;\n"                                               \
+  "  END IF;\n"                                                                \
   "  INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n" \
-  "                        max_attempts, timeout_ms, backoff_ms, created_at)\n" \
+  "                        max_attempts, timeout_ms, backoff_ms, created_at, part)\n" \
   "    VALUES (queue, priority, now_ms + delay_ms, CASE WHEN must_wait THEN 'waiting' ELSE 'ready' END,\n" \
   "            order_key, CASE WHEN barrier THEN 1 ELSE 0 END, unique_key, payload, max_attempts,\n" \
-  "            timeout_ms, backoff_ms, now_ms)\n"                              \
+  "            timeout_ms, backoff_ms, now_ms, part_no)\n"                     \
   "    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING\n" \
   "    RETURNING id INTO new_id;\n"                                            \
   "  IF new_id IS NULL THEN\n"                                                 \
@@ -363,7 +379,9 @@ static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN parts 
     "  session text COLLATE \"C\" NOT NULL,"
     "  since bigint NOT NULL,"
     "  PRIMARY KEY (queue, session));"
-    "CREATE INDEX jobq_claimers_session ON jobq_claimers(session);",
+    "CREATE INDEX jobq_claimers_session ON jobq_claimers(session);"
+    /* jobq_put() puts a job in its part. */
+    "CREATE OR REPLACE " PUT_FUNCTION ";",
     "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
     "AND table_name = 'jobq_jobs' AND column_name = 'part'"}, {NULL, NULL}};
 
