@@ -134,6 +134,9 @@ static int tokens(jobq *db, size_t max, char prefix[CLAIM_PREFIX + 1], char **bu
  */
 static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
                          const jobq__limit_plan *plan, size_t max, taken *t) {
+  /* Queues in parts: joined first (once), then claimed from the
+   * session's own parts in the same one statement. */
+  int parted = plan == NULL && jobq__parted(db, queues, nq);
   /* Under limits: the plan's queues, each with its cap (CLAIM_CAPPED),
    * and the commit waits for the claims' count when a rate needs it. */
   int ends = 1;
@@ -153,12 +156,13 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   }
   for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
     v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
+  if (rc == JOBQ_OK && parted) rc = jobq__parts_join_all(db, s, queues, nq);
   if (rc == JOBQ_OK) rc = jobq__counts_write(db);
   size_t now = s->start_now < max ? s->start_now : max;
   jobq_rows *r = NULL;
   db->txn_committed = 0;
   if (rc == JOBQ_OK && plan == NULL)
-    rc = db->store->query(db, JOBQ_Q_CLAIM,
+    rc = db->store->query(db, parted ? JOBQ_Q_CLAIM_PARTS : JOBQ_Q_CLAIM,
                           SQL_ARGS(nq ? V_COL('t', v, nq) : V_NULL, V_INT((int64_t)max),
                                    V_TEXT(s->id), V_INT((int64_t)now), V_COL('t', v + nq, max)),
                           &r, &(const jobq_how){.ends = 1, .claim = max});
@@ -355,7 +359,8 @@ static int claim_jobs(jobq *db, jobq_session *s, const char *const *queues, size
       (rc = jobq__limits_plan(db, queues, nq, max, &plan)) == JOBQ_OK)
     p = &plan;
   if (rc == JOBQ_OK)
-    rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM) || jobq__parted(db, queues, nq)
+    rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM) ||
+                 (p != NULL && jobq__parted(db, queues, nq))
              ? claim_in_steps(db, s, queues, nq, p, max, &t)
              : claim_at_once(db, s, queues, nq, p, max, &t);
   if (rc == JOBQ_OK && p != NULL) rc = jobq__limit_claimed(db, p, t.v, t.n);

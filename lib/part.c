@@ -82,6 +82,22 @@ int jobq__parted(const jobq *db, const char *const *queues, size_t nq) {
   return jobq__names_has(db->parted, queues, nq);
 }
 
+int jobq__parts_join_all(jobq *db, jobq_session *s, const char *const *queues, size_t nq) {
+  int rc = JOBQ_OK;
+  for (size_t i = 0; i < nq && rc == JOBQ_OK; i++)
+    if (jobq__parted(db, &queues[i], 1)) rc = jobq__parts_join(db, s, queues[i]);
+  /* Every queue: those in parts, from the claim's look. */
+  for (const char *p = nq == 0 ? db->parted : ""; rc == JOBQ_OK && p != NULL && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char queue[JOBQ_QUEUE_MAX + 1];
+    snprintf(queue, sizeof queue, "%.*s", (int)len, p);
+    rc = jobq__parts_join(db, s, queue);
+    p = end ? end + 1 : NULL;
+  }
+  return rc;
+}
+
 /* ---------------------------------------------------------------- balancing */
 
 /* Queue's parts shared out among its live claimers, as the header says;
@@ -188,8 +204,7 @@ static int joined(const jobq_session *s, const char *queue) {
   return 0;
 }
 
-/* s joins queue's claimers, unless it did, and takes its share. */
-static int join(jobq *db, jobq_session *s, const char *queue) {
+int jobq__parts_join(jobq *db, jobq_session *s, const char *queue) {
   if (joined(s, queue)) return JOBQ_OK;
   char *copy = strdup(queue);
   char **v = copy ? realloc(s->joined, (s->njoined + 1) * sizeof *v) : NULL;
@@ -206,7 +221,7 @@ static int join(jobq *db, jobq_session *s, const char *queue) {
 int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n) {
   *parts = NULL;
   *n = 0;
-  int rc = join(db, s, queue);
+  int rc = jobq__parts_join(db, s, queue);
   if (rc == JOBQ_OK)
     rc = jobq__sql_ids(db, JOBQ_Q_PARTS_MINE, SIZE_MAX, parts, n,
                        SQL_ARGS(V_TEXT(queue), V_TEXT(s->id)));
@@ -229,7 +244,7 @@ int jobq_session_join(jobq_session *s, const char *const *queues, size_t nq) {
     for (size_t i = 0; i < nq && rc == JOBQ_OK; i++) {
       int64_t parts = 1;
       rc = jobq__sql_int(db, JOBQ_Q_PARTS_GET, 1, &parts, SQL_ARGS(V_TEXT(queues[i])));
-      if (rc == JOBQ_OK && parts > 1) rc = join(db, s, queues[i]);
+      if (rc == JOBQ_OK && parts > 1) rc = jobq__parts_join(db, s, queues[i]);
     }
     rc = jobq__txn_end(db, rc);
     if (rc != JOBQ_OK) jobq__parts_forget(s);

@@ -1513,6 +1513,28 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "ELSE 0 END, (SELECT count(*) FROM jobq_jobs j WHERE j.queue = p.queue AND "
                    "j.part = p.part AND j.state = 'ready') FROM jobq_parts p LEFT JOIN "
                    "jobq_sessions s ON s.id = p.session WHERE p.queue = ?1 ORDER BY p.part"},
+    /* CLAIM where some queue is in parts: the queues in one part as
+     * CLAIM, and of those in parts, session ?3's own parts only, their
+     * rows kept from a balance until the claim commits (lib/part.c), each
+     * walked in the parts' claim index. */
+    [JOBQ_Q_CLAIM_PARTS] =
+        {.what = "claiming jobs",
+         .common = "",
+         .pg = "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND parts = 1 AND "
+               "(?1::text[] IS NULL OR name = ANY(?1::text[]))), "
+               "p AS (SELECT p.queue, p.part FROM jobq_parts p JOIN jobq_queues pq ON pq.name = "
+               "p.queue WHERE p.session = ?3 AND pq.paused = 0 AND pq.parts > 1 AND (?1::text[] "
+               "IS NULL OR p.queue = ANY(?1::text[])) FOR SHARE OF p), "
+               "c AS (SELECT j.t, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) "
+               "AS rn FROM (SELECT a.ctid AS t, a.id, a.priority, a.run_at FROM q CROSS JOIN "
+               "LATERAL (SELECT ctid, id, priority, run_at FROM jobq_jobs WHERE queue = q.name "
+               "AND state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id "
+               "LIMIT ?2 FOR UPDATE SKIP LOCKED) a UNION ALL SELECT b.ctid, b.id, b.priority, "
+               "b.run_at FROM p CROSS JOIN LATERAL (SELECT ctid, id, priority, run_at FROM "
+               "jobq_jobs WHERE queue = p.queue AND part = p.part AND part IS NOT NULL AND "
+               "state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id LIMIT ?2 "
+               "FOR UPDATE SKIP LOCKED) b) j ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
+               CLAIM_MARKED},
     [JOBQ_Q_SESSIONS_PARTS] = {.what = "reading the sessions' parts",
                                .common = "SELECT session, queue, part FROM jobq_parts WHERE "
                                          "session IS NOT NULL ORDER BY session, queue, part"},
