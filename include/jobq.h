@@ -818,11 +818,13 @@ JOBQ_API void jobq_limits_free(jobq_limits *limits, size_t n);
  * session that claims from a queue in parts holds a fair share of them
  * (shares differ by at most one), and claims only from its own, so
  * that claimers do not contend.  The sessions share them out among
- * themselves at each heartbeat, with no leader: a session keeps the
- * parts it holds up to its share, gives up those over it only when it
- * runs nothing of them, and takes the parts of no one, or of sessions
- * whose lease ran out.  A session that joins gets its share within a
- * heartbeat of the others; a dead one's parts move within its lease
+ * themselves as they join and at each heartbeat, with no leader: a
+ * session keeps the parts it holds up to its share, a part over its
+ * owner's share moves only once its owner runs none of its jobs, and
+ * the parts of no one, or of sessions whose lease ran out, go to the
+ * sessions under their shares.  A session that joins gets its share at
+ * once from idle parts, else within a heartbeat of the others once
+ * their jobs there are done; a dead one's parts move within its lease
  * and a heartbeat.  The ordering keys keep a key's jobs one at a time
  * and in order whatever the parts do.
  */

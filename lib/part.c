@@ -10,9 +10,10 @@
  * database clock, with the parts' rows locked (one balance of a queue at
  * a time): the live claimers, the oldest first, each have a fair share
  * (P / n, the first P % n one more); a session keeps what it holds up to
- * its share, gives up a part over it only when it runs nothing of it
- * (the hand-over is fenced), and every part with no live owner goes to
- * the first claimers under their shares.  A claim reads its own parts,
+ * its share (sticky), a part over its owner's share moves only when its
+ * owner runs nothing of it (the hand-over is fenced: the owner's claims
+ * read its parts under the same locks), and every part with no live
+ * owner goes to the first claimers under their shares.  A claim reads its own parts,
  * locked against a balance until it commits, and takes only from them
  * (lib/claim.c).  Whatever the parts do, a key's jobs run one at a time
  * and in order: only a key's head is ever ready (lib/order.c).
@@ -100,14 +101,14 @@ int jobq__parts_join_all(jobq *db, jobq_session *s, const char *const *queues, s
 
 /* ---------------------------------------------------------------- balancing */
 
-/* Queue's parts shared out among its live claimers, as the header says;
- * me (may be NULL: `jobq parts` after a change) gives up its parts over
- * its share.  Every part that gets an owner wakes the queue's workers. */
-static int balance(jobq *db, const char *me, const char *queue) {
+/* Queue's parts shared out among its live claimers, as the header says.
+ * Every part that gets an owner wakes the queue's workers. */
+static int balance(jobq *db, const char *queue) {
   char **owner = NULL, **members = NULL;
   size_t np = 0, nm = 0;
+  size_t *share = NULL, *held = NULL, *who = NULL;
   int64_t *busy = NULL;
-  size_t *share = NULL, *held = NULL;
+  unsigned char *moved = NULL;
   jobq_rows *r;
   int rc = jobq__sql_query(db, JOBQ_Q_PARTS_LOCK, &r, SQL_ARGS(V_TEXT(queue)));
   if (rc != JOBQ_OK) return rc;
@@ -127,48 +128,40 @@ static int balance(jobq *db, const char *me, const char *queue) {
   if (rc == JOBQ_OK)
     rc = jobq__sql_texts(db, JOBQ_Q_CLAIMERS_LIVE, &members, &nm, SQL_ARGS(V_TEXT(queue)));
   if (rc != JOBQ_OK || nm == 0 || np == 0) goto out;
-  busy = calloc(np, sizeof *busy);
   share = calloc(nm, sizeof *share);
   held = calloc(nm, sizeof *held);
-  if (busy == NULL || share == NULL || held == NULL) {
+  who = calloc(np, sizeof *who);
+  busy = calloc(np, sizeof *busy);
+  moved = calloc(np, 1);
+  if (share == NULL || held == NULL || who == NULL || busy == NULL || moved == NULL) {
     rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
     goto out;
   }
+  for (size_t m = 0; m < nm; m++) share[m] = np / nm + (m < np % nm ? 1 : 0);
   /* Each part's live owner, as a place in members (nm: none). */
-  size_t *who = malloc(np * sizeof *who);
-  unsigned char *moved = calloc(np, 1);
-  if (who == NULL || moved == NULL) {
-    free(who);
-    free(moved);
-    rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    goto out;
-  }
-  size_t mine = nm;
-  for (size_t m = 0; m < nm; m++) {
-    share[m] = np / nm + (m < np % nm ? 1 : 0);
-    if (me != NULL && strcmp(members[m], me) == 0) mine = m;
-  }
   for (size_t p = 0; p < np; p++) {
     who[p] = nm;
     for (size_t m = 0; owner[p] != NULL && m < nm && who[p] == nm; m++)
       if (strcmp(owner[p], members[m]) == 0) who[p] = m;
     if (who[p] < nm) held[who[p]]++;
   }
-  /* Mine over my share: the idle ones given up, the highest first. */
-  if (mine < nm && held[mine] > share[mine]) {
-    rc = jobq__sql_query(db, JOBQ_Q_PARTS_RUNNING, &r, SQL_ARGS(V_TEXT(me), V_TEXT(queue)));
-    if (rc == JOBQ_OK) {
-      while ((got = jobq__rows_next(db, r)) == 1) {
-        int64_t p = jobq__col_int(db, r, 0);
-        if (p >= 0 && (size_t)p < np) busy[p] = jobq__col_int(db, r, 1);
-      }
-      jobq__rows_done(db, r);
-      if (got < 0) rc = got;
+  /* A session over its share loses the parts it runs nothing of, the
+   * highest first, down to its share: the hand-over is fenced by the
+   * parts' locks, which its claims take too. */
+  for (size_t m = 0; m < nm && rc == JOBQ_OK; m++) {
+    if (held[m] <= share[m]) continue;
+    rc = jobq__sql_query(db, JOBQ_Q_PARTS_RUNNING, &r, SQL_ARGS(V_TEXT(members[m]), V_TEXT(queue)));
+    if (rc != JOBQ_OK) break;
+    while ((got = jobq__rows_next(db, r)) == 1) {
+      int64_t p = jobq__col_int(db, r, 0);
+      if (p >= 0 && (size_t)p < np) busy[p] = jobq__col_int(db, r, 1);
     }
-    for (size_t p = np; rc == JOBQ_OK && p-- > 0 && held[mine] > share[mine];)
-      if (who[p] == mine && busy[p] == 0) {
+    jobq__rows_done(db, r);
+    if (got < 0) rc = got;
+    for (size_t p = np; rc == JOBQ_OK && p-- > 0 && held[m] > share[m];)
+      if (who[p] == m && busy[p] == 0) {
         who[p] = nm;
-        held[mine]--;
+        held[m]--;
         moved[p] = 1;
       }
   }
@@ -186,14 +179,14 @@ static int balance(jobq *db, const char *me, const char *queue) {
                        SQL_ARGS(V_TEXT(queue), V_INT((int64_t)p), V_TEXT(to)));
     if (rc == JOBQ_OK && to != NULL) jobq__wake(db, queue);
   }
-  free(who);
-  free(moved);
 out:
   jobq__texts_free(owner, np);
   jobq__texts_free(members, nm);
-  free(busy);
   free(share);
   free(held);
+  free(who);
+  free(busy);
+  free(moved);
   return rc;
 }
 
@@ -215,7 +208,7 @@ int jobq__parts_join(jobq *db, jobq_session *s, const char *queue) {
   s->joined = v;
   s->joined[s->njoined++] = copy;
   int rc = jobq__sql_run(db, JOBQ_Q_CLAIMERS_JOIN, SQL_ARGS(V_TEXT(queue), V_TEXT(s->id)));
-  return rc == JOBQ_OK ? balance(db, s->id, queue) : rc;
+  return rc == JOBQ_OK ? balance(db, queue) : rc;
 }
 
 int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n) {
@@ -263,7 +256,7 @@ int jobq__parts_heartbeat(jobq *db, jobq_session *s) {
   char **queues;
   size_t n;
   int rc = jobq__sql_texts(db, JOBQ_Q_PARTS_JOINED, &queues, &n, SQL_ARGS(V_TEXT(s->id)));
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = balance(db, s->id, queues[i]);
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = balance(db, queues[i]);
   if (n > 0) jobq__texts_free(queues, n);
   return rc;
 }
@@ -310,7 +303,7 @@ static int set_parts(jobq *db, const char *queue, int n) {
   rc = jobq__sql_set(db, JOBQ_Q_PARTS_ADD, SQL_ARGS(V_COL('t', v, (size_t)n), V_COL('i', v + n, (size_t)n)),
                      0, NULL, NULL, NULL, NULL);
   free(v);
-  return rc == JOBQ_OK ? balance(db, NULL, queue) : rc;
+  return rc == JOBQ_OK ? balance(db, queue) : rc;
 }
 
 int jobq_set_parts(jobq *db, const char *queue, int parts) {

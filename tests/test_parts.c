@@ -118,6 +118,9 @@ static void test_fair_split(void **state) {
   jobq_stats_free(st, ns);
 }
 
+/* A key whose part, of parts, is p (into buf). */
+static const char *key_in(char *buf, size_t size, int p, int parts);
+
 static void test_join_within_a_heartbeat(void **state) {
   tq *t = *state;
   set_parts(t->db, 8);
@@ -128,20 +131,39 @@ static void test_join_within_a_heartbeat(void **state) {
   beat(b);
   assert_int_equal(owned(t->db, a), 4);
   assert_int_equal(owned(t->db, b), 4);
+  /* The others run nothing: a newcomer takes its share as it joins. */
   jobq_session *c = th_session(t->db, 0);
   join(c);
-  /* All parts were held: the newcomer waits for the others' beats. */
-  assert_int_equal(owned(t->db, c), 0);
-  beat(a);
-  beat(b);
-  /* One heartbeat of each of the others, none of its own. */
-  assert_int_equal(owned(t->db, a) + owned(t->db, b) + owned(t->db, c), 8);
   assert_int_equal(owned(t->db, c), 2);
   assert_int_equal(owned(t->db, a), 3);
   assert_int_equal(owned(t->db, b), 3);
+  /* The others run a job in each of their parts: the next newcomer
+   * waits for them, and gets its share at the first heartbeat after
+   * they are done. */
+  for (int p = 0; p < 8; p++) {
+    char key[16];
+    th_put_key(t->db, Q, key_in(key, sizeof key, p, 8));
+  }
+  size_t na, nb, nc;
+  jobq_job *ja = th_claim(a, Q, 10, &na), *jb = th_claim(b, Q, 10, &nb);
+  jobq_job *jc = th_claim(c, Q, 10, &nc);
+  assert_int_equal(na + nb + nc, 8);
+  jobq_session *d = th_session(t->db, 0);
+  join(d);
+  assert_int_equal(owned(t->db, d), 0);
+  th_complete_many(a, ja, na);
+  th_complete_many(b, jb, nb);
+  th_complete_many(c, jc, nc);
+  beat(a);
+  assert_int_equal(owned(t->db, a) + owned(t->db, b) + owned(t->db, c) + owned(t->db, d), 8);
+  assert_int_equal(owned(t->db, d), 2);
+  assert_int_equal(owned(t->db, a), 2);
+  assert_int_equal(owned(t->db, b), 2);
+  assert_int_equal(owned(t->db, c), 2);
   jobq_session_close(a);
   jobq_session_close(b);
   jobq_session_close(c);
+  jobq_session_close(d);
 }
 
 static void test_running_part_kept(void **state) {
@@ -188,7 +210,7 @@ static void test_expired_parts_move(void **state) {
   assert_int_equal(owned(t->db, a), 4);
   jobq_session *b = th_session(t->db, 0);
   join(b);
-  assert_int_equal(owned(t->db, b), 0);
+  assert_int_equal(owned(t->db, b), 2);
   /* a stops beating: after its lease, b's beat takes its parts. */
   th_sleep_ms(600);
   beat(b);
