@@ -156,7 +156,7 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   }
   for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
     v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
-  if (rc == JOBQ_OK && parted) rc = jobq__parts_join_all(db, s, queues, nq);
+  if (rc == JOBQ_OK && parted) rc = jobq__parts_claim_lock(db, s, queues, nq);
   if (rc == JOBQ_OK) rc = jobq__counts_write(db);
   size_t now = s->start_now < max ? s->start_now : max;
   jobq_rows *r = NULL;

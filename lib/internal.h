@@ -208,8 +208,11 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * jobq__limited_keep / jobq__limited.  parts_mine: s's parts of queue,
  * locked until commit (*parts, free()), after it joined the queue's
  * claimers the first time; parts_join: s joins queue's claimers (unless
- * it did) and takes its share; parts_join_all: the same for those of the
- * nq queues in parts (every one when nq is 0); parts_forget: s joins again at its next claim
+ * it did) and takes its share; parts_claim_lock: the same for those of
+ * the nq queues in parts (every one when nq is 0), then s's part lock on
+ * each (shared: a balance that moves a part of s takes it exclusive),
+ * for a claim that reads s's parts without locking their rows;
+ * parts_forget: s joins again at its next claim
  * (its transaction failed).  parts_heartbeat: s balances the parts of
  * the queues it claims from.  parts_leave: session sid's parts given up
  * and its claims forgotten, as it ends.  parts_of_sessions: each
@@ -220,7 +223,7 @@ int jobq__parted_keep(jobq *db, jobq_rows *r, int col);
 int jobq__parted(const jobq *db, const char *const *queues, size_t nq);
 int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n);
 int jobq__parts_join(jobq *db, jobq_session *s, const char *queue);
-int jobq__parts_join_all(jobq *db, jobq_session *s, const char *const *queues, size_t nq);
+int jobq__parts_claim_lock(jobq *db, jobq_session *s, const char *const *queues, size_t nq);
 void jobq__parts_forget(jobq_session *s);
 int jobq__parts_heartbeat(jobq *db, jobq_session *s);
 int jobq__parts_leave(jobq *db, const char *sid);

@@ -83,17 +83,23 @@ int jobq__parted(const jobq *db, const char *const *queues, size_t nq) {
   return jobq__names_has(db->parted, queues, nq);
 }
 
-int jobq__parts_join_all(jobq *db, jobq_session *s, const char *const *queues, size_t nq) {
+/* s joins queue (unless it did), then takes its part lock on it. */
+static int join_and_lock(jobq *db, jobq_session *s, const char *queue) {
+  int rc = jobq__parts_join(db, s, queue);
+  return rc == JOBQ_OK ? db->store->lock(db, &(const jobq_lock){'p', 0, queue, s->id}, 1) : rc;
+}
+
+int jobq__parts_claim_lock(jobq *db, jobq_session *s, const char *const *queues, size_t nq) {
   int rc = JOBQ_OK;
   for (size_t i = 0; i < nq && rc == JOBQ_OK; i++)
-    if (jobq__parted(db, &queues[i], 1)) rc = jobq__parts_join(db, s, queues[i]);
+    if (jobq__parted(db, &queues[i], 1)) rc = join_and_lock(db, s, queues[i]);
   /* Every queue: those in parts, from the claim's look. */
   for (const char *p = nq == 0 ? db->parted : ""; rc == JOBQ_OK && p != NULL && *p;) {
     const char *end = strchr(p, ',');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     char queue[JOBQ_QUEUE_MAX + 1];
     snprintf(queue, sizeof queue, "%.*s", (int)len, p);
-    rc = jobq__parts_join(db, s, queue);
+    rc = join_and_lock(db, s, queue);
     p = end ? end + 1 : NULL;
   }
   return rc;
@@ -150,7 +156,13 @@ static int balance(jobq *db, const char *queue) {
    * parts' locks, which its claims take too. */
   for (size_t m = 0; m < nm && rc == JOBQ_OK; m++) {
     if (held[m] <= share[m]) continue;
-    rc = jobq__sql_query(db, JOBQ_Q_PARTS_RUNNING, &r, SQL_ARGS(V_TEXT(members[m]), V_TEXT(queue)));
+    /* Where claims do not lock the parts' rows, the owner's part lock:
+     * its claims under way end first, and its next ones see the move. */
+    if (!jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM_PARTS))
+      rc = db->store->lock(db, &(const jobq_lock){'p', 1, queue, members[m]}, 1);
+    if (rc == JOBQ_OK)
+      rc = jobq__sql_query(db, JOBQ_Q_PARTS_RUNNING, &r,
+                           SQL_ARGS(V_TEXT(members[m]), V_TEXT(queue)));
     if (rc != JOBQ_OK) break;
     while ((got = jobq__rows_next(db, r)) == 1) {
       int64_t p = jobq__col_int(db, r, 0);

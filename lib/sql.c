@@ -1514,9 +1514,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "j.part = p.part AND j.state = 'ready') FROM jobq_parts p LEFT JOIN "
                    "jobq_sessions s ON s.id = p.session WHERE p.queue = ?1 ORDER BY p.part"},
     /* CLAIM where some queue is in parts: the queues in one part as
-     * CLAIM, and of those in parts, session ?3's own parts only, their
-     * rows kept from a balance until the claim commits (lib/part.c), each
-     * walked in the parts' claim index. */
+     * CLAIM, and of those in parts, session ?3's own parts only, each
+     * walked in the parts' claim index.  The parts' rows are not locked
+     * (a lock writes the row: every claimer would write one page): the
+     * session's part lock, taken before, keeps a balance off them
+     * (lib/part.c). */
     [JOBQ_Q_CLAIM_PARTS] =
         {.what = "claiming jobs",
          .common = "",
@@ -1524,7 +1526,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                "(?1::text[] IS NULL OR name = ANY(?1::text[]))), "
                "p AS (SELECT p.queue, p.part FROM jobq_parts p JOIN jobq_queues pq ON pq.name = "
                "p.queue WHERE p.session = ?3 AND pq.paused = 0 AND pq.parts > 1 AND (?1::text[] "
-               "IS NULL OR p.queue = ANY(?1::text[])) FOR SHARE OF p), "
+               "IS NULL OR p.queue = ANY(?1::text[]))), "
                "c AS (SELECT j.t, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) "
                "AS rn FROM (SELECT a.ctid AS t, a.id, a.priority, a.run_at FROM q CROSS JOIN "
                "LATERAL (SELECT ctid, id, priority, run_at FROM jobq_jobs WHERE queue = q.name "
