@@ -203,7 +203,9 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
 /* lib/part.c: a queue's parts.  part_hash: a new job's hash (of its key,
  * or the handle's next when it has none), whose remainder by the count of parts is
  * its part (PART_OF in lib/sql.c).  names_has: whether the names in list
- * (joined by commas) hold one of the nq queues (any when nq is 0).
+ * (joined by commas) hold one of the nq queues (any when nq is 0);
+ * names_keep: column col of r (such a list, or NULL) into *list, of
+ * *cap bytes, grown as needed.
  * parted_keep / parted: the claim's look's queues in parts, as
  * jobq__limited_keep / jobq__limited.  parts_mine: s's parts of queue,
  * locked until commit (*parts, free()), after it joined the queue's
@@ -219,6 +221,7 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * session's parts into v[0..n); session_parts_free: what it added. */
 int64_t jobq__part_hash(jobq *db, const char *key);
 int jobq__names_has(const char *list, const char *const *queues, size_t nq);
+int jobq__names_keep(jobq *db, jobq_rows *r, int col, char **list, size_t *cap);
 int jobq__parted_keep(jobq *db, jobq_rows *r, int col);
 int jobq__parted(const jobq *db, const char *const *queues, size_t nq);
 int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n);

@@ -140,17 +140,7 @@ int jobq__key_orders(jobq *db, const char *queue, int *orders) {
 /* ---------------------------------------------------------------- claiming */
 
 int jobq__limited_keep(jobq *db, jobq_rows *r, int col) {
-  size_t len = 0;
-  const char *names = jobq__col_null(db, r, col) ? "" : db->store->col_bytes(r, col, &len);
-  if (len + 1 > db->limited_cap) {
-    char *p = realloc(db->limited, len + 1);
-    if (p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    db->limited = p;
-    db->limited_cap = len + 1;
-  }
-  memcpy(db->limited, names, len);
-  db->limited[len] = '\0';
-  return JOBQ_OK;
+  return jobq__names_keep(db, r, col, &db->limited, &db->limited_cap);
 }
 
 int jobq__limited(const jobq *db, const char *const *queues, size_t nq) {

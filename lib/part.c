@@ -65,18 +65,22 @@ int jobq__names_has(const char *list, const char *const *queues, size_t nq) {
   return 0;
 }
 
-int jobq__parted_keep(jobq *db, jobq_rows *r, int col) {
+int jobq__names_keep(jobq *db, jobq_rows *r, int col, char **list, size_t *cap) {
   size_t len = 0;
   const char *names = jobq__col_null(db, r, col) ? "" : db->store->col_bytes(r, col, &len);
-  if (len + 1 > db->parted_cap) {
-    char *p = realloc(db->parted, len + 1);
+  if (len + 1 > *cap) {
+    char *p = realloc(*list, len + 1);
     if (p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    db->parted = p;
-    db->parted_cap = len + 1;
+    *list = p;
+    *cap = len + 1;
   }
-  memcpy(db->parted, names, len);
-  db->parted[len] = '\0';
+  memcpy(*list, names, len);
+  (*list)[len] = '\0';
   return JOBQ_OK;
+}
+
+int jobq__parted_keep(jobq *db, jobq_rows *r, int col) {
+  return jobq__names_keep(db, r, col, &db->parted, &db->parted_cap);
 }
 
 int jobq__parted(const jobq *db, const char *const *queues, size_t nq) {
