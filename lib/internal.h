@@ -216,8 +216,8 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * for a claim that reads s's parts without locking their rows;
  * parts_forget: s joins again at its next claim
  * (its transaction failed).  parts_heartbeat: s balances the parts of
- * the queues it claims from.  parts_leave: session sid's parts given up
- * and its claims forgotten, as it ends.  parts_of_sessions: each
+ * the queues it claims from.  parts_leave: session sid's parts handed
+ * to the others and its claims forgotten, as it ends.  parts_of_sessions: each
  * session's parts into v[0..n); session_parts_free: what it added. */
 int64_t jobq__part_hash(jobq *db, const char *key);
 int jobq__names_has(const char *list, const char *const *queues, size_t nq);

@@ -278,8 +278,16 @@ int jobq__parts_heartbeat(jobq *db, jobq_session *s) {
 }
 
 int jobq__parts_leave(jobq *db, const char *sid) {
-  int rc = jobq__sql_run(db, JOBQ_Q_PARTS_LEAVE, SQL_ARGS(V_TEXT(sid)));
-  return rc == JOBQ_OK ? jobq__sql_run(db, JOBQ_Q_CLAIMERS_LEAVE, SQL_ARGS(V_TEXT(sid))) : rc;
+  char **queues;
+  size_t n;
+  int rc = jobq__sql_texts(db, JOBQ_Q_PARTS_JOINED, &queues, &n, SQL_ARGS(V_TEXT(sid)));
+  if (rc != JOBQ_OK) return rc;
+  rc = jobq__sql_run(db, JOBQ_Q_PARTS_LEAVE, SQL_ARGS(V_TEXT(sid)));
+  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_CLAIMERS_LEAVE, SQL_ARGS(V_TEXT(sid)));
+  /* Its parts to the others at once, rather than at their heartbeats. */
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = balance(db, queues[i]);
+  if (n > 0) jobq__texts_free(queues, n);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- setting */

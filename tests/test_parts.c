@@ -1,6 +1,7 @@
 /*
  * test_parts.c - queues in parts, on every store: the parts shared
- * fairly among the sessions that claim (shares differ by at most one); a
+ * fairly among the sessions that claim (shares differ by at most one),
+ * and a leaving one's handed to the others; a
  * joining session's share within one heartbeat of the others; a part
  * kept by its owner while one of its jobs runs, handed over once it is
  * acknowledged; an expired session's parts taken by the others; claims
@@ -111,7 +112,11 @@ static void test_fair_split(void **state) {
     assert_true(si[i].parts[0].n == 3 || si[i].parts[0].n == 4);
   }
   jobq_sessions_free(si, nsi);
-  for (int i = 0; i < 3; i++) jobq_session_close(s[i]);
+  /* A session that leaves hands its parts to the others at once. */
+  jobq_session_close(s[0]);
+  assert_int_equal(owned(t->db, s[1]), 5);
+  assert_int_equal(owned(t->db, s[2]), 5);
+  for (int i = 1; i < 3; i++) jobq_session_close(s[i]);
   /* Closed sessions own nothing. */
   assert_rc(jobq_stats(t->db, &st, &ns), JOBQ_OK);
   assert_int_equal(st[0].parts_unowned, 10);
