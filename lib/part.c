@@ -4,19 +4,21 @@
  * with its owner (a session, or none); a job's part is set when it is
  * put: a hash of its ordering key (jobq_part_of), so that a key's jobs
  * share a part, or, without a key, the next part after the handle's last
- * such job, from a random start.  A session that claims
- * from a queue in parts joins its claimers (jobq_claimers) and balances
- * its parts then and at each heartbeat, in one short transaction on the
- * database clock, with the parts' rows locked (one balance of a queue at
+ * such job, from a random start.  A session that claims from a queue in
+ * parts joins its claimers (jobq_claimers) and balances the parts then,
+ * at each heartbeat and as it ends, in one short transaction on the
+ * database clock with the parts' rows locked (one balance of a queue at
  * a time): the live claimers, the oldest first, each have a fair share
- * (P / n, the first P % n one more); a session keeps what it holds up to
- * its share (sticky), a part over its owner's share moves only when its
- * owner runs nothing of it (the hand-over is fenced: the owner's claims
- * read its parts under the same locks), and every part with no live
- * owner goes to the first claimers under their shares.  A claim reads its own parts,
- * locked against a balance until it commits, and takes only from them
- * (lib/claim.c).  Whatever the parts do, a key's jobs run one at a time
- * and in order: only a key's head is ever ready (lib/order.c).
+ * (P / n, the first P % n one more); each keeps what it holds up to its
+ * share (sticky), a part over its owner's share moves only when its owner
+ * runs nothing of it, and every part with no live owner goes to the
+ * first claimers under their shares.  The hand-over is fenced: a claim
+ * reads its session's parts with their rows locked (MariaDB; SQLite has
+ * one writer), or under the session's part lock, which a balance takes
+ * before it moves one of the session's parts (PostgreSQL, whose claim
+ * is one statement), and takes only from them (lib/claim.c).  Whatever
+ * the parts do, a key's jobs run one at a time and in order: only a
+ * key's head is ever ready (lib/order.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,15 +28,20 @@
 
 /* ---------------------------------------------------------------- the hash */
 
-int jobq_part_of(const char *key, size_t len, int parts) {
-  if (parts <= 1 || key == NULL) return 0;
-  /* FNV-1a, 32 bits: the same on every store and machine. */
+/* FNV-1a, 32 bits, of key[0..len): the same on every store and machine
+ * (PostgreSQL's jobq_put() function computes it too). */
+static uint32_t fnv1a(const char *key, size_t len) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < len; i++) {
     h ^= (unsigned char)key[i];
     h *= 16777619u;
   }
-  return (int)(h % (uint32_t)parts);
+  return h;
+}
+
+int jobq_part_of(const char *key, size_t len, int parts) {
+  if (parts <= 1 || key == NULL) return 0;
+  return (int)(fnv1a(key, len) % (uint32_t)parts);
 }
 
 int64_t jobq__part_hash(jobq *db, const char *key) {
@@ -44,12 +51,7 @@ int64_t jobq__part_hash(jobq *db, const char *key) {
     if (db->part_next == 0) db->part_next = (jobq__rand(db) & 0x3fffffff) + 1;
     return (int64_t)(db->part_next++ & 0x7fffffff);
   }
-  uint32_t h = 2166136261u;
-  for (const char *p = key; *p; p++) {
-    h ^= (unsigned char)*p;
-    h *= 16777619u;
-  }
-  return (int64_t)h;
+  return (int64_t)fnv1a(key, strlen(key));
 }
 
 /* ---------------------------------------------------------------- which queues */
