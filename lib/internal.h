@@ -217,7 +217,9 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * parts_forget: s joins again at its next claim
  * (its transaction failed).  parts_heartbeat: s balances the parts of
  * the queues it claims from.  parts_leave: session sid's parts handed
- * to the others and its claims forgotten, as it ends.  parts_of_sessions: each
+ * to the others and its claims forgotten, as it ends.  parts_rekey: the
+ * unfinished jobs of key back in the key's part (a job retried from the
+ * archive comes back in its id's).  parts_of_sessions: each
  * session's parts into v[0..n); session_parts_free: what it added. */
 int64_t jobq__part_hash(jobq *db, const char *key);
 int jobq__names_has(const char *list, const char *const *queues, size_t nq);
@@ -230,6 +232,7 @@ int jobq__parts_claim_lock(jobq *db, jobq_session *s, const char *const *queues,
 void jobq__parts_forget(jobq_session *s);
 int jobq__parts_heartbeat(jobq *db, jobq_session *s);
 int jobq__parts_leave(jobq *db, const char *sid);
+int jobq__parts_rekey(jobq *db, const char *queue, const char *key);
 int jobq__parts_of_sessions(jobq *db, jobq_session_info *v, size_t n);
 void jobq__session_parts_free(jobq_session_info *x);
 

@@ -294,6 +294,19 @@ int jobq__parts_leave(jobq *db, const char *sid) {
 
 /* ---------------------------------------------------------------- setting */
 
+/* Queue's unfinished jobs of key into their part of n. */
+static int rekey(jobq *db, const char *queue, const char *key, int n) {
+  return jobq__sql_run(db, JOBQ_Q_PARTS_REKEY,
+                       SQL_ARGS(V_TEXT(queue), V_TEXT(key),
+                                V_INT(jobq_part_of(key, strlen(key), n))));
+}
+
+int jobq__parts_rekey(jobq *db, const char *queue, const char *key) {
+  int64_t n = 1;
+  int rc = jobq__sql_int(db, JOBQ_Q_PARTS_GET, 1, &n, SQL_ARGS(V_TEXT(queue)));
+  return rc == JOBQ_OK && n > 1 ? rekey(db, queue, key, (int)n) : rc;
+}
+
 /* Queue's unfinished jobs into their parts of n. */
 static int repart(jobq *db, const char *queue, int n) {
   int rc = jobq__sql_run(db, JOBQ_Q_PARTS_UNKEYED,
@@ -303,10 +316,7 @@ static int repart(jobq *db, const char *queue, int n) {
   size_t nk;
   if ((rc = jobq__sql_texts(db, JOBQ_Q_PARTS_KEYS, &keys, &nk, SQL_ARGS(V_TEXT(queue)))) != JOBQ_OK)
     return rc;
-  for (size_t i = 0; i < nk && rc == JOBQ_OK; i++)
-    rc = jobq__sql_run(db, JOBQ_Q_PARTS_REKEY,
-                       SQL_ARGS(V_TEXT(queue), V_TEXT(keys[i]),
-                                V_INT(jobq_part_of(keys[i], strlen(keys[i]), n))));
+  for (size_t i = 0; i < nk && rc == JOBQ_OK; i++) rc = rekey(db, queue, keys[i], n);
   jobq__texts_free(keys, nk);
   return rc;
 }

@@ -9,7 +9,8 @@
  * of the count with jobs unfinished that loses none and puts each in
  * its key's part; each key's jobs one at a time and in order across
  * joins, leaves and heartbeats; counts out of range refused; the
- * PostgreSQL jobq_put() function's jobs in their keys' parts.
+ * PostgreSQL jobq_put() function's jobs in their keys' parts; a retried
+ * dead job back in its key's part.
  */
 #include "helpers.h"
 
@@ -397,6 +398,32 @@ static void test_key_order_across_rebalances(void **state) {
   for (int i = 0; i < 3; i++) jobq_session_close(s[i]);
 }
 
+/* A dead job of a key, retried, comes back in its key's part. */
+static void test_retried_in_its_part(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 8);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = Q;
+  o.key = "the-key";
+  o.max_attempts = 1;
+  int64_t id = th_put_opts(t->db, &o);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, Q);
+  assert_rc(jobq_fail(s, j, "no"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DEAD);
+  assert_rc(jobq_retry(t->db, id), JOBQ_OK);
+  jobq_job_info *info = th_show(t->db, id);
+  assert_int_equal(info->part, jobq_part_of("the-key", 7, 8));
+  jobq_info_free(info, 1);
+  /* And its owner claims it. */
+  j = th_claim_one(s, Q);
+  assert_int_equal(j->id, id);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
 static void test_bad_counts(void **state) {
   tq *t = *state;
   th_put(t->db, Q, "a");
@@ -445,6 +472,7 @@ int main(void) {
       TQ_TEST(test_claims_only_own_parts),
       TQ_TEST(test_change_count_loses_nothing),
       TQ_TEST(test_key_order_across_rebalances),
+      TQ_TEST(test_retried_in_its_part),
       TQ_TEST(test_bad_counts),
       TQ_TEST(test_sql_put_function),
   };
