@@ -213,6 +213,9 @@ int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what);
 enum bench_limit { BENCH_LIMIT_NONE, BENCH_LIMIT_RUNNING, BENCH_LIMIT_PER_KEY,
                    BENCH_LIMIT_RATE };
 extern int bench_limit;
+/* --parts: scale's queue in this many parts per claimer (0: one part);
+ * its claimers join the queue before they start, and beat once after. */
+extern int bench_parts;
 
 /* Puts n jobs on queue with payload, in transactions of 1000, with a
  * progress bar labelled label (none when NULL); JOBQ_OK or the error

@@ -31,7 +31,7 @@
 static const char usage[] =
     "usage: jobq bench [--workload NAME|all] [--jobs N] [--concurrency N]\n"
     "                  [--batch N] [--backlog N] [--seconds S] [--rate N]\n"
-    "                  [--limit running|per-key|rate]\n"
+    "                  [--limit running|per-key|rate] [--parts K]\n"
     "                  [--json] [--csv FILE] [--plot FILE.svg]\n"
     "\n"
     "Runs standard workloads against the queue database and prints what\n"
@@ -248,7 +248,7 @@ static int run(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--internal-stamp") == 0) return bench_internal_stamp();
   const char *workload = NULL, *jobs = NULL, *conc = NULL, *batch = NULL;
   const char *backlog = NULL, *seconds = NULL, *rate = NULL, *csv = NULL, *plot = NULL,
-             *limit = NULL;
+             *limit = NULL, *parts = NULL;
   const struct cli_option options[] = {
       CLI_STRING('w', "workload", &workload, "NAME",
                  "all (default: every one but soak), or a comma list of " WORKLOAD_LIST),
@@ -271,6 +271,9 @@ static int run(int argc, char **argv) {
                  "a limit on the queues that drain, scale and the others fill, never "
                  "reached, to measure its cost: running, per-key (every job a key of its "
                  "own) or rate (default none)"),
+      CLI_STRING(0, "parts", &parts, "K",
+                 "scale splits its queue into K parts per claimer (jobq parts), 1 to 16 "
+                 "(default: one part)"),
       CLI_STRING(0, "csv", &csv, "FILE", "also write one row per measurement to FILE"),
       CLI_STRING(0, "plot", &plot, "FILE.svg",
                  "also draw the throughputs and latencies into an SVG file"),
@@ -282,6 +285,7 @@ static int run(int argc, char **argv) {
   struct bench_config cfg;
   memset(&cfg, 0, sizeof cfg);
   int want[NWORKLOADS];
+  int64_t parts_per = 0;
   cfg.backlog = 1000000;
   if (parse_workloads(workload, want) ||
       count("--jobs", jobs, 1, 100000000, &cfg.jobs) ||
@@ -289,8 +293,10 @@ static int run(int argc, char **argv) {
       count("--batch", batch, 1, 1000, &cfg.batch) ||
       count("--backlog", backlog, 1, 100000000, &cfg.backlog) ||
       count("--seconds", seconds, 1, 86400, &cfg.seconds) ||
-      count("--rate", rate, 1, 10000000, &cfg.rate))
+      count("--rate", rate, 1, 10000000, &cfg.rate) ||
+      count("--parts", parts, 1, 16, &parts_per))
     return CLI_EXIT_USAGE;
+  bench_parts = (int)parts_per;
   static const char *const limits[] = {"none", "running", "per-key", "rate"};
   for (int i = 0; limit != NULL && i < 4; i++)
     if (strcmp(limit, limits[i]) == 0) bench_limit = i, limit = NULL;

@@ -175,6 +175,7 @@ static int fill(jobq *db, const char *queue, const char *key, int each, int max_
 }
 
 int bench_limit = BENCH_LIMIT_NONE;
+int bench_parts = 0;
 
 int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
                const char *label) {
@@ -262,12 +263,15 @@ int bench_claimer_child(const void *arg, int index) {
   so.name = "bench";
   so.lease_ms = BENCH_LEASE_MS;
   if (rc == JOBQ_OK) rc = jobq_session_open(db, &so, &s);
+  const char *const qs[] = {c->queue};
+  if (rc == JOBQ_OK && bench_parts > 0) rc = jobq_session_join(s, qs, 1);
   atomic_fetch_add(&c->shared->ready, 1);
   /* Waiting for the others to connect: the session stays alive. */
   while (rc == JOBQ_OK && bench_await_go(c->shared, BENCH_LEASE_MS / 3000.0) == 0)
     rc = jobq_heartbeat(s, NULL, NULL);
+  /* All have joined: a beat gives each its share of the parts. */
+  if (rc == JOBQ_OK && bench_parts > 0) rc = jobq_heartbeat(s, NULL, NULL);
   double beat = bench_now();
-  const char *const qs[] = {c->queue};
   jobq_ack *acks = cli_xmalloc(c->batch * sizeof *acks);
   /* A worker's rhythm: the last batch's completions go with the next
    * claim, one transaction for both. */

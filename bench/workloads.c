@@ -453,7 +453,14 @@ int bench_scale(const struct bench_config *cfg, jobq *db,
     char q[BENCH_QUEUE_BUF], name[32], label[64];
     snprintf(name, sizeof name, "scale-%d", procs);
     bench_queue(cfg, name, q);
-    int rc = bench_fill(db, q, per, "x", "scale (filling):");
+    int rc = JOBQ_OK;
+    if (bench_parts > 0) {
+      int parts = procs * bench_parts > JOBQ_PARTS_MAX ? JOBQ_PARTS_MAX : procs * bench_parts;
+      /* One claimer is the queue as it is. */
+      if (parts > 1 && (rc = jobq_set_parts(db, q, parts)) != JOBQ_OK)
+        return bench_lib_fail(run, db, rc, "splitting the queue");
+    }
+    rc = bench_fill(db, q, per, "x", "scale (filling):");
     if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
     if (bench_stop) return interrupted(run);
     struct bench_claimer c = {cfg->url, q, batch, per, 1, bench_shared_new(), 0, NULL};

@@ -49,6 +49,7 @@ extern const struct cli_command cli_cmd_pause;
 extern const struct cli_command cli_cmd_resume;
 extern const struct cli_command cli_cmd_policy;
 extern const struct cli_command cli_cmd_limit;
+extern const struct cli_command cli_cmd_parts;
 extern const struct cli_command cli_cmd_prune;
 extern const struct cli_command cli_cmd_reap;
 extern const struct cli_command cli_cmd_epoch;

@@ -3,6 +3,7 @@
  * leases as the database clock sees them, what they hold and what they
  * have done.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "builtin.h"
@@ -13,8 +14,25 @@ static const char usage[] =
     "Lists the sessions registered by workers: id, name, host, pid, epoch,\n"
     "age, time since the last heartbeat, when the lease expires, the lease,\n"
     "jobs claimed now, jobs in flight as the worker reported, jobs done and\n"
-    "failed, and whether the lease has expired (such a session is reaped by\n"
-    "the next worker heartbeat or 'jobq reap').\n";
+    "failed, whether the lease has expired (such a session is reaped by\n"
+    "the next worker heartbeat or 'jobq reap'), and the parts it holds of\n"
+    "queues in parts (jobq parts), as QUEUE:PART,PART.\n";
+
+/* "queue:0,1,2 other:3" for s's parts, "-" for none (free()). */
+static char *parts_text(const jobq_session_info *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL) cli_oom();
+  for (size_t q = 0; q < s->nparts; q++) {
+    fprintf(f, "%s%s:", q ? " " : "", s->parts[q].queue);
+    for (size_t k = 0; k < s->parts[q].n; k++)
+      fprintf(f, "%s%d", k ? "," : "", s->parts[q].parts[k]);
+  }
+  if (s->nparts == 0) fputs("-", f);
+  if (fclose(f) != 0) cli_oom();
+  return buf;
+}
 
 static void print_sessions(const jobq_session_info *s, size_t n, int64_t now_ms) {
   if (cli_global.json) {
@@ -37,6 +55,15 @@ static void print_sessions(const jobq_session_info *s, size_t n, int64_t now_ms)
       cli_json_set(o, "done", json_integer(s[i].done));
       cli_json_set(o, "failed", json_integer(s[i].failed));
       cli_json_set(o, "expired", json_boolean(s[i].expired));
+      json_t *parts = cli_json_object();
+      for (size_t q = 0; q < s[i].nparts; q++) {
+        json_t *l = json_array();
+        if (l == NULL) cli_oom();
+        for (size_t k = 0; k < s[i].parts[q].n; k++)
+          if (json_array_append_new(l, json_integer(s[i].parts[q].parts[k])) != 0) cli_oom();
+        cli_json_set(parts, s[i].parts[q].queue, l);
+      }
+      cli_json_set(o, "parts", parts);
     }
     json_t *doc = cli_json_object();
     cli_json_set(doc, "sessions", list);
@@ -47,7 +74,7 @@ static void print_sessions(const jobq_session_info *s, size_t n, int64_t now_ms)
       {"ID", 0},      {"NAME", 0},      {"HOST", 0},    {"PID", 1},
       {"EPOCH", 1},   {"AGE", 1},       {"HEARTBEAT", 0}, {"EXPIRES", 0},
       {"LEASE", 1},   {"CLAIMED", 1},   {"IN FLIGHT", 1}, {"DONE", 1},
-      {"FAILED", 1},  {"EXPIRED", 0}};
+      {"FAILED", 1},  {"EXPIRED", 0},   {"PARTS", 0}};
   struct cli_table t;
   cli_table_init(&t, cols, sizeof cols / sizeof cols[0]);
   char a[CLI_TIME_BUF], b[CLI_TIME_BUF], c[CLI_TIME_BUF], d[CLI_TIME_BUF];
@@ -68,6 +95,9 @@ static void print_sessions(const jobq_session_info *s, size_t n, int64_t now_ms)
     cli_table_cell(&t, "%lld", (long long)s[i].done);
     cli_table_cell(&t, "%lld", (long long)s[i].failed);
     cli_table_cell(&t, "%s", s[i].expired ? "yes" : "no");
+    char *parts = parts_text(&s[i]);
+    cli_table_cell(&t, "%s", parts);
+    free(parts);
     free(name);
     free(host);
   }

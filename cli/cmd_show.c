@@ -65,6 +65,7 @@ static void print_job(const jobq_job_info *j, int64_t now_ms) {
   cli_field("priority", "%d", j->priority);
   field_time("run at", j->run_at_ms, now_ms);
   field_text("key", j->key);
+  if (j->part >= 0) cli_field("part", "%d", j->part);
   cli_field("barrier", "%s", j->barrier ? "yes" : "no");
   field_text("unique key", j->unique_key);
   cli_field("attempts", "%d of %d", j->attempts, j->max_attempts);

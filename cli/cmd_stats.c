@@ -22,7 +22,8 @@ static const char usage[] =
     "they were put after are done (--after), running, and the archived\n"
     "done, dead and cancelled ones (until pruned); whether the queue is\n"
     "paused, the age of its oldest ready job, its key policy, and its limits\n"
-    "(jobq limit): '-' for none, 'held' when they hold ready jobs back.  With\n"
+    "(jobq limit): '-' for none, 'held' when they hold ready jobs back; and\n"
+    "its parts (jobq parts) with how many have no live owner.  With\n"
     "--watch, prints again every interval (the screen is redrawn on a\n"
     "terminal; with --json, one document per line) until interrupted.\n"
     "With --prometheus, prints what `jobq web` serves at /metrics, in\n"
@@ -63,6 +64,8 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
       cli_json_set(o, "paused", json_boolean(st[i].paused));
       cli_json_set(o, "oldest_ready_ms", json_integer(st[i].oldest_ready_ms));
       cli_json_set(o, "key_policy", cli_json_str(st[i].key_policy));
+      cli_json_set(o, "parts", json_integer(st[i].parts));
+      cli_json_set(o, "parts_unowned", json_integer(st[i].parts_unowned));
       const jobq_limits *l = limits_of(st[i].name, lim, nl);
       cli_json_set(o, "limited", json_boolean(l != NULL));
       cli_json_set(o, "held_by_limit", json_boolean(l != NULL && l->held));
@@ -75,7 +78,7 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
   static const struct cli_column cols[] = {
       {"QUEUE", 0},   {"READY", 1},  {"SCHEDULED", 1}, {"WAITING", 1},
       {"PENDING", 1}, {"RUNNING", 1}, {"DONE", 1},   {"DEAD", 1},      {"CANCELLED", 1},
-      {"PAUSED", 0},  {"OLDEST", 1}, {"POLICY", 0},     {"LIMIT", 0}};
+      {"PAUSED", 0},  {"OLDEST", 1}, {"POLICY", 0},     {"LIMIT", 0},   {"PARTS", 0}};
   struct cli_table t;
   cli_table_init(&t, cols, sizeof cols / sizeof cols[0]);
   for (size_t i = 0; i < n; i++) {
@@ -94,6 +97,11 @@ static void print_stats(const jobq_queue_stats *st, size_t n, const jobq_limits 
     cli_table_cell(&t, "%s", st[i].key_policy ? st[i].key_policy : "block");
     const jobq_limits *l = limits_of(st[i].name, lim, nl);
     cli_table_cell(&t, "%s", l == NULL ? "-" : l->held ? "held" : "set");
+    /* Parts: the count, and how many have no live owner. */
+    if (st[i].parts > 1)
+      cli_table_cell(&t, "%d (%d unowned)", st[i].parts, st[i].parts_unowned);
+    else
+      cli_table_cell(&t, "-");
   }
   cli_table_print(&t);
   cli_table_release(&t);

@@ -15,7 +15,7 @@ static const struct cli_command *const commands[] = {
     &cli_cmd_init,   &cli_cmd_put,    &cli_cmd_work,     &cli_cmd_stats,
     &cli_cmd_ls,     &cli_cmd_show,   &cli_cmd_sessions, &cli_cmd_retry,
     &cli_cmd_cancel, &cli_cmd_purge,  &cli_cmd_pause,    &cli_cmd_resume,
-    &cli_cmd_policy, &cli_cmd_limit,  &cli_cmd_prune,  &cli_cmd_reap,     &cli_cmd_cron,
+    &cli_cmd_policy, &cli_cmd_limit,  &cli_cmd_parts,  &cli_cmd_prune,  &cli_cmd_reap,     &cli_cmd_cron,
     &cli_cmd_epoch,  &cli_cmd_doctor, &cli_cmd_web,      &cli_cmd_bench,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

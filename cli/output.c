@@ -387,6 +387,7 @@ json_t *cli_job_json(const jobq_job_info *j, int64_t now_ms, int bodies) {
   cli_json_set(o, "claim", cli_json_str(j->claim));
   cli_json_set(o, "cancel_requested", json_boolean(j->cancel_requested));
   cli_json_set(o, "prev_lost", json_boolean(j->prev_lost));
+  cli_json_set(o, "part", j->part >= 0 ? json_integer(j->part) : json_null());
   cli_json_set(o, "last_error", cli_json_str(j->last_error));
   cli_json_set(o, "payload_len", json_integer((json_int_t)j->payload_len));
   if (bodies) cli_json_bytes(o, "payload", j->payload, j->payload_len);

@@ -577,6 +577,8 @@ typedef struct jobq_job_info {
   char *last_error;       /* NULL when none */
   int cancel_requested;
   int prev_lost;
+  int part;               /* its part (jobq_parts); -1 when its queue has
+                             one, or it is finished */
 } jobq_job_info;
 
 /* One job by id, unfinished or archived.  Free with jobq_info_free(p, 1).
@@ -625,12 +627,21 @@ typedef struct jobq_queue_stats {
   int64_t oldest_ready_ms; /* age of the oldest ready job, 0 when none */
   char *key_policy;     /* "block" or "skip" */
   int64_t pending;      /* for the jobs they were put after */
+  int parts;            /* its count of parts (jobq_parts) */
+  int parts_unowned;    /* its parts with no live owner */
 } jobq_queue_stats;
 
 /* Per-queue counts, by name.  Costs nothing per finished job (counters).
  * Free with jobq_stats_free(). */
 JOBQ_API int jobq_stats(jobq *db, jobq_queue_stats **out, size_t *n);
 JOBQ_API void jobq_stats_free(jobq_queue_stats *stats, size_t n);
+
+/* A session's parts of one queue, in ascending order. */
+typedef struct jobq_session_parts {
+  char *queue;
+  int *parts;
+  size_t n;
+} jobq_session_parts;
 
 typedef struct jobq_session_info {
   char *id;
@@ -647,6 +658,9 @@ typedef struct jobq_session_info {
   int64_t done;
   int64_t failed;
   int expired;          /* expires_at has passed on the database clock */
+  /* The parts it holds (jobq_parts), one entry per queue, by name. */
+  struct jobq_session_parts *parts;
+  size_t nparts;
 } jobq_session_info;
 
 JOBQ_API int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n);
@@ -798,6 +812,53 @@ JOBQ_API int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *lim
  * and *n, freed with jobq_limits_free(). */
 JOBQ_API int jobq_limits_list(jobq *db, const char *queue, jobq_limits **out, size_t *n);
 JOBQ_API void jobq_limits_free(jobq_limits *limits, size_t n);
+
+/*
+ * A queue's parts.  A queue may be split into 1 to JOBQ_PARTS_MAX parts
+ * (1, the default, is a queue as it always was).  A job's part is a
+ * stable hash of its ordering key (FNV-1a of its bytes, modulo the
+ * count: jobq_part_of()), so that all of a key's jobs share one part;
+ * a job without a key goes to any part, spread evenly.  Every live
+ * session that claims from a queue in parts holds a fair share of them
+ * (shares differ by at most one), and claims only from its own, so
+ * that claimers do not contend.  The sessions share them out among
+ * themselves as they join and at each heartbeat, with no leader: a
+ * session keeps the parts it holds up to its share, a part over its
+ * owner's share moves only once its owner runs none of its jobs, and
+ * the parts of no one, or of sessions whose lease ran out, go to the
+ * sessions under their shares.  A session that joins gets its share at
+ * once from idle parts, else within a heartbeat of the others once
+ * their jobs there are done; a dead one's parts move within its lease
+ * and a heartbeat.  The ordering keys keep a key's jobs one at a time
+ * and in order whatever the parts do.
+ */
+#define JOBQ_PARTS_MAX 1024
+typedef struct jobq_part {
+  int part;               /* 0 to parts - 1 */
+  char *session;          /* its owner; NULL when none */
+  int64_t since_ms;       /* when it got its owner (or lost it) */
+  int live;               /* the owner's lease holds */
+  int64_t ready;          /* its ready jobs */
+} jobq_part;
+
+/* Splits queue into parts (1 to JOBQ_PARTS_MAX), making the queue if it
+ * is new.  A change puts every unfinished job of the queue into its new
+ * part and shares the new parts out among the queue's live claimers, in
+ * one transaction; jobs running go on under their sessions.
+ * JOBQ_EINVAL, naming the value, out of range; on error nothing is
+ * changed. */
+JOBQ_API int jobq_set_parts(jobq *db, const char *queue, int parts);
+/* Queue's count of parts (1 for a queue never used or never split) in
+ * *parts, and (out not NULL) each part with its owner: *out and *n,
+ * freed with jobq_parts_free() (none with one part). */
+JOBQ_API int jobq_parts(jobq *db, const char *queue, int *parts, jobq_part **out, size_t *n);
+JOBQ_API void jobq_parts_free(jobq_part *parts, size_t n);
+/* Joins s to the claimers of those of queues[0..nq) that are in parts,
+ * taking its share of their parts now, as its first claim from each
+ * would: a worker that knows its queues joins them when it starts. */
+JOBQ_API int jobq_session_join(jobq_session *s, const char *const *queues, size_t nq);
+/* The part, of parts, of a job with ordering key key (len bytes). */
+JOBQ_API int jobq_part_of(const char *key, size_t len, int parts);
 
 /*
  * Calls over many jobs work in parts, each its own transaction of about

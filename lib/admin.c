@@ -96,6 +96,8 @@ static int retry(jobq *db, int64_t id) {
   if (rc == JOBQ_OK)
     rc = jobq__sql_run(db, JOBQ_Q_UNARCHIVE,
                        SQL_ARGS(V_INT(id), V_TEXT(wait ? "waiting" : "ready")));
+  /* Back in its key's part (UNARCHIVE gives its id's). */
+  if (rc == JOBQ_OK && a.key != NULL) rc = jobq__parts_rekey(db, a.queue, a.key);
   if (rc == JOBQ_OK && !wait) jobq__wake(db, a.queue);
   if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_DELETE_DONE, SQL_ARGS(V_INT(id)));
   if (rc == JOBQ_OK)

@@ -134,6 +134,9 @@ static int tokens(jobq *db, size_t max, char prefix[CLAIM_PREFIX + 1], char **bu
  */
 static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
                          const jobq__limit_plan *plan, size_t max, taken *t) {
+  /* Queues in parts: joined first (once), then claimed from the
+   * session's own parts in the same one statement. */
+  int parted = plan == NULL && jobq__parted(db, queues, nq);
   /* Under limits: the plan's queues, each with its cap (CLAIM_CAPPED),
    * and the commit waits for the claims' count when a rate needs it. */
   int ends = 1;
@@ -153,12 +156,13 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   }
   for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
     v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
+  if (rc == JOBQ_OK && parted) rc = jobq__parts_claim_lock(db, s, queues, nq);
   if (rc == JOBQ_OK) rc = jobq__counts_write(db);
   size_t now = s->start_now < max ? s->start_now : max;
   jobq_rows *r = NULL;
   db->txn_committed = 0;
   if (rc == JOBQ_OK && plan == NULL)
-    rc = db->store->query(db, JOBQ_Q_CLAIM,
+    rc = db->store->query(db, parted ? JOBQ_Q_CLAIM_PARTS : JOBQ_Q_CLAIM,
                           SQL_ARGS(nq ? V_COL('t', v, nq) : V_NULL, V_INT((int64_t)max),
                                    V_TEXT(s->id), V_INT((int64_t)now), V_COL('t', v + nq, max)),
                           &r, &(const jobq_how){.ends = 1, .claim = max});
@@ -237,10 +241,31 @@ static int keyed_fits(jobq *db, taken *kt, int64_t per_key, int64_t most, taken 
   return rc;
 }
 
+/* Queue name's jobs, up to most, from s's own parts of it (PART_PICK for
+ * each), appended to t. */
+static int pick_parts(jobq *db, jobq_session *s, const char *name, int64_t most, taken *t) {
+  int64_t *parts;
+  size_t np;
+  int rc = jobq__parts_mine(db, s, name, &parts, &np);
+  for (size_t k = 0; k < np && rc == JOBQ_OK; k++) {
+    jobq_rows *r;
+    rc = jobq__sql_query(db, JOBQ_Q_PART_PICK, &r,
+                         SQL_ARGS(V_TEXT(name), V_INT(most), V_INT(parts[k])));
+    if (rc == JOBQ_OK) {
+      rc = taken_rows(db, r, 0, 0, t);
+      jobq__rows_done(db, r);
+    }
+  }
+  free(parts);
+  return rc;
+}
+
 /* The claim in steps: each queue's jobs picked (CLAIM_PICK; under
- * limits, the plan's queues, no more of each than its cap), the best max
- * of them marked running (CLAIM_MARK), those that start at once and
- * those held back apart, at one claim time on the database clock. */
+ * limits, the plan's queues, no more of each than its cap; in a queue in
+ * parts, from the session's own parts), the best max of them marked
+ * running (CLAIM_MARK), those that start at once and those held back
+ * apart, at one claim time on the database clock.  A queue with a limit
+ * per key is claimed from whole, parts or not. */
 static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
                           const jobq__limit_plan *plan, size_t max, taken *t) {
   char **names = NULL;
@@ -253,7 +278,9 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
     int wanted = plan != NULL || nq == 0;
     for (size_t k = 0; k < nq && !wanted; k++) wanted = strcmp(queues[k], name) == 0;
     int64_t per_key = plan ? plan->per_key[i] : 0;
-    if (wanted && most > 0 && per_key == 0) {
+    if (wanted && most > 0 && per_key == 0 && jobq__parted(db, &name, 1)) {
+      rc = pick_parts(db, s, name, most, t);
+    } else if (wanted && most > 0 && per_key == 0) {
       jobq_rows *r;
       rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK, &r, SQL_ARGS(V_TEXT(name), V_INT(most)));
       if (rc == JOBQ_OK) {
@@ -332,7 +359,8 @@ static int claim_jobs(jobq *db, jobq_session *s, const char *const *queues, size
       (rc = jobq__limits_plan(db, queues, nq, max, &plan)) == JOBQ_OK)
     p = &plan;
   if (rc == JOBQ_OK)
-    rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM)
+    rc = jobq__sql_none(db->store->dialect, JOBQ_Q_CLAIM) ||
+                 (p != NULL && jobq__parted(db, queues, nq))
              ? claim_in_steps(db, s, queues, nq, p, max, &t)
              : claim_at_once(db, s, queues, nq, p, max, &t);
   if (rc == JOBQ_OK && p != NULL) rc = jobq__limit_claimed(db, p, t.v, t.n);
@@ -406,6 +434,8 @@ int jobq_ack_claim(jobq_session *s, jobq_ack *acks, size_t nacks,
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.before-commit");
     if (rc == JOBQ_OK && max > 0) rc = claim_jobs(db, s, queues, nq, max, jobs, n);
     rc = jobq__txn_end(db, rc);
+    /* A queue joined in a transaction that did not commit is joined again. */
+    if (rc != JOBQ_OK) jobq__parts_forget(s);
     if (rc == JOBQ_OK && max > 0) rc = jobq__failpoint(db, "claim.after-commit");
     if (rc == JOBQ_ECONN && *n > 0) rc = claim_outcome(db, s, *jobs, *n, rc);
     if (rc != JOBQ_OK) {

@@ -92,6 +92,7 @@ void jobq_close(jobq *db) {
   jobq__counts_settle(db, 0);
   free(db->counts);
   free(db->limited);
+  free(db->parted);
   free(db->url_redacted);
   free(db);
 }

@@ -62,9 +62,10 @@ static void read_info(jobq *db, jobq_rows *r, jobq_job_info *v, int with_data,
   v->last_error = jobq__col_text(db, r, 19, failed);
   v->cancel_requested = (int)jobq__col_int(db, r, 20);
   v->prev_lost = (int)jobq__col_int(db, r, 21);
+  v->part = jobq__col_null(db, r, 22) ? -1 : (int)jobq__col_int(db, r, 22);
   if (with_data) {
-    v->payload = jobq__col_bytes(db, r, 22, &len, failed);
-    v->result = jobq__col_bytes(db, r, 23, &len, failed);
+    v->payload = jobq__col_bytes(db, r, 23, &len, failed);
+    v->result = jobq__col_bytes(db, r, 24, &len, failed);
   }
 }
 
@@ -222,6 +223,8 @@ int jobq_stats(jobq *db, jobq_queue_stats **out, size_t *n) {
     q->done = jobq__col_int(db, r, 3);
     q->dead = jobq__col_int(db, r, 4);
     q->cancelled = jobq__col_int(db, r, 5);
+    q->parts = (int)jobq__col_int(db, r, 6);
+    q->parts_unowned = (int)jobq__col_int(db, r, 7);
   }
   jobq__rows_done(db, r);
   if (got >= 0 && !failed) {
@@ -284,6 +287,7 @@ int jobq_sessions(jobq *db, jobq_session_info **out, size_t *n) {
     x->expired = (int)jobq__col_int(db, r, 13);
   }
   jobq__rows_done(db, r);
+  if (got >= 0 && !failed) got = jobq__parts_of_sessions(db, v, nv);
   if (got < 0 || failed) {
     jobq_sessions_free(v, nv);
     return got < 0 ? got : jobq__fail(db, JOBQ_ENOMEM, "out of memory");
@@ -299,6 +303,7 @@ void jobq_sessions_free(jobq_session_info *v, size_t n) {
     free(v[i].id);
     free(v[i].name);
     free(v[i].host);
+    jobq__session_parts_free(&v[i]);
   }
   free(v);
 }

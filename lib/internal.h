@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 8
+#define JOBQ_SCHEMA_VERSION 9
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -92,6 +92,12 @@ struct jobq {
    * (lib/limit.c), joined by commas; "" when none. */
   char *limited;
   size_t limited_cap;
+  /* The queues in parts that the last claim's look found (lib/part.c),
+   * the same way. */
+  char *parted;
+  size_t parted_cap;
+  /* The hash of this handle's next job without a key (0: not drawn). */
+  uint32_t part_next;
   /* What the open transaction and its savepoints added to the
    * counters, one entry per queue and level (lib/counts.c). */
   struct jobq_count {
@@ -156,6 +162,9 @@ struct jobq_session {
   size_t nheld, capheld;
   int held_unknown;
   unsigned reconciled;
+  /* The queues in parts whose claimers it joined (lib/part.c). */
+  char **joined;
+  size_t njoined;
 };
 
 /* lib/held.c: the jobs s holds.  add: the n jobs of a claim (a job
@@ -191,6 +200,42 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
                      jobq__limit_plan *p);
 int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *jobs, size_t n);
 void jobq__limit_plan_release(jobq__limit_plan *p);
+
+/* lib/part.c: a queue's parts.  part_hash: a new job's hash (of its key,
+ * or the handle's next when it has none), whose remainder by the count of parts is
+ * its part (PART_OF in lib/sql.c).  names_has: whether the names in list
+ * (joined by commas) hold one of the nq queues (any when nq is 0);
+ * names_keep: column col of r (such a list, or NULL) into *list, of
+ * *cap bytes, grown as needed.
+ * parted_keep / parted: the claim's look's queues in parts, as
+ * jobq__limited_keep / jobq__limited.  parts_mine: s's parts of queue,
+ * locked until commit (*parts, free()), after it joined the queue's
+ * claimers the first time; parts_join: s joins queue's claimers (unless
+ * it did) and takes its share; parts_claim_lock: the same for those of
+ * the nq queues in parts (every one when nq is 0), then s's part lock on
+ * each (shared: a balance that moves a part of s takes it exclusive),
+ * for a claim that reads s's parts without locking their rows;
+ * parts_forget: s joins again at its next claim
+ * (its transaction failed).  parts_heartbeat: s balances the parts of
+ * the queues it claims from.  parts_leave: session sid's parts handed
+ * to the others and its claims forgotten, as it ends.  parts_rekey: the
+ * unfinished jobs of key back in the key's part (a job retried from the
+ * archive comes back in its id's).  parts_of_sessions: each
+ * session's parts into v[0..n); session_parts_free: what it added. */
+int64_t jobq__part_hash(jobq *db, const char *key);
+int jobq__names_has(const char *list, const char *const *queues, size_t nq);
+int jobq__names_keep(jobq *db, jobq_rows *r, int col, char **list, size_t *cap);
+int jobq__parted_keep(jobq *db, jobq_rows *r, int col);
+int jobq__parted(const jobq *db, const char *const *queues, size_t nq);
+int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n);
+int jobq__parts_join(jobq *db, jobq_session *s, const char *queue);
+int jobq__parts_claim_lock(jobq *db, jobq_session *s, const char *const *queues, size_t nq);
+void jobq__parts_forget(jobq_session *s);
+int jobq__parts_heartbeat(jobq *db, jobq_session *s);
+int jobq__parts_leave(jobq *db, const char *sid);
+int jobq__parts_rekey(jobq *db, const char *queue, const char *key);
+int jobq__parts_of_sessions(jobq *db, jobq_session_info *v, size_t n);
+void jobq__session_parts_free(jobq_session_info *x);
 
 /* lib/tally.c: counting claims (after their commit) and acknowledgements
  * (after theirs: statuses and outcomes set); recording, in the

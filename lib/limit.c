@@ -140,29 +140,11 @@ int jobq__key_orders(jobq *db, const char *queue, int *orders) {
 /* ---------------------------------------------------------------- claiming */
 
 int jobq__limited_keep(jobq *db, jobq_rows *r, int col) {
-  size_t len = 0;
-  const char *names = jobq__col_null(db, r, col) ? "" : db->store->col_bytes(r, col, &len);
-  if (len + 1 > db->limited_cap) {
-    char *p = realloc(db->limited, len + 1);
-    if (p == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
-    db->limited = p;
-    db->limited_cap = len + 1;
-  }
-  memcpy(db->limited, names, len);
-  db->limited[len] = '\0';
-  return JOBQ_OK;
+  return jobq__names_keep(db, r, col, &db->limited, &db->limited_cap);
 }
 
 int jobq__limited(const jobq *db, const char *const *queues, size_t nq) {
-  const char *list = db->limited;
-  if (list == NULL || list[0] == '\0') return 0;
-  if (nq == 0) return 1;
-  for (size_t i = 0; i < nq; i++) {
-    size_t len = strlen(queues[i]);
-    for (const char *p = list; (p = strstr(p, queues[i])) != NULL; p += len)
-      if ((p == list || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) return 1;
-  }
-  return 0;
+  return jobq__names_has(db->limited, queues, nq);
 }
 
 void jobq__limit_plan_release(jobq__limit_plan *p) {

@@ -162,7 +162,8 @@ static int put_one(jobq *db, const jobq_put_opts *o, queue_seen *q, int key_put,
                           V_INT(o->delay_ms), V_TEXT(wait ? "waiting" : "ready"),
                           V_TEXT(o->key), V_INT(o->barrier ? 1 : 0), V_TEXT(o->unique_key),
                           V_BYTES(o->payload, o->payload_len), V_INT(o->max_attempts),
-                          V_INT(o->timeout_ms), V_INT(o->backoff_ms)};
+                          V_INT(o->timeout_ms), V_INT(o->backoff_ms),
+                          V_INT(jobq__part_hash(db, o->key))};
   const size_t nrow = sizeof row / sizeof row[0];
   int inserted = 1;
   /* Without a unique key the row always goes in: where the INSERT
@@ -299,7 +300,7 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
  */
 static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                     const keys_put *keys, int now_ids) {
-  enum { COLS = 12 };
+  enum { COLS = 13 };
   jobq_val *v = malloc(COLS * n * sizeof *v);
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
   if (v == NULL || locks == NULL) {
@@ -332,6 +333,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     v[9 * n + i] = V_TEXT(o[i].key);
     v[10 * n + i] = V_INT(after);
     v[11 * n + i] = V_INT((int64_t)i);
+    v[12 * n + i] = V_INT(jobq__part_hash(db, o[i].key));
   }
   /* The queues once each: the server need not sort a thousand names.
    * The locks' list has them, in order, once made distinct. */
@@ -354,7 +356,8 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
                                V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
                                V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
-                               V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n)};
+                               V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
+                               V_COL('i', v + 12 * n, n)};
   /* Where the INSERT cannot look itself, reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
     rc = put_waits(db, o, n, locks, q, nl, v + 10 * n);

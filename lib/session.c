@@ -118,6 +118,7 @@ void jobq_session_close(jobq_session *s) {
   }
   jobq__tally_release(s);
   jobq__held_release(s);
+  jobq__parts_forget(s);
   free(s->started);
   free(s->doubtful);
   free(s);
@@ -301,6 +302,7 @@ int jobq__session_enter(jobq *db, jobq_session *s, int claim,
     /* No such session reads as NULLs: epoch 0, not alive. */
     int alive = got == 1 && jobq__col_int(db, r, 5) == s->epoch && jobq__col_int(db, r, 6);
     if (got == 1 && rc == JOBQ_OK) rc = jobq__limited_keep(db, r, 7);
+    if (got == 1 && rc == JOBQ_OK) rc = jobq__parted_keep(db, r, 10);
     int64_t first_found = got == 1 ? jobq__col_int(db, r, 8) : 0;
     int64_t last_found = got == 1 ? jobq__col_int(db, r, 9) : 0;
     if (got == 1) jobq__rows_done(db, r);
@@ -456,6 +458,7 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_reconcile(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = write_starts(db, s, NULL, 0);
+  if (rc == JOBQ_OK && changed != 0) rc = jobq__parts_heartbeat(db, s);
   if (rc == JOBQ_OK && changed == 0)
     rc = jobq__fail(db, JOBQ_EEXPIRED,
                     "session '%s' has expired and was reaped: stop its jobs "
@@ -578,6 +581,7 @@ int jobq__end_session(jobq *db, const char *sid, int lost) {
   /* The delete waits for the acknowledgements that locked the row
    * (SESSION_LOCK): their counts are there for the fold. */
   rc = jobq__sql_run(db, JOBQ_Q_SESSION_DELETE, SQL_ARGS(V_TEXT(sid)));
+  if (rc == JOBQ_OK) rc = jobq__parts_leave(db, sid);
   return rc == JOBQ_OK ? jobq__counts_fold(db, sid) : rc;
 }
 

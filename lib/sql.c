@@ -21,12 +21,12 @@
   "unique_key, length(payload) AS payload_len, NULL AS result_len, "          \
   "attempts, max_attempts, timeout_ms, backoff_ms, session, claim, "          \
   "created_at, claimed_at, NULL AS finished_at, last_error, "                 \
-  "cancel_requested, prev_lost"
+  "cancel_requested, prev_lost, part"
 #define DONE_INFO                                                             \
   "SELECT id, queue, outcome, priority, run_at, order_key, barrier, "         \
   "unique_key, length(payload), length(result), attempts, max_attempts, "     \
   "timeout_ms, backoff_ms, session, claim, created_at, claimed_at, "          \
-  "finished_at, last_error, 0, prev_lost"
+  "finished_at, last_error, 0, prev_lost, NULL"
 
 #define ARCHIVE_COLS                                                          \
   "id, queue, priority, run_at, outcome, order_key, barrier, unique_key, "    \
@@ -68,15 +68,26 @@
  * row's id among the ids ?I (see REQUEUE_ROWS). */
 #define BY_ID(I, V) "ELT(FIELD(id, {each:" I "}), {each:" V "})"
 
+/* The names of the queues in more than one part (lib/part.c), as
+ * LIMITED. */
+#define PARTED(AGG) "(SELECT " AGG " FROM jobq_queues WHERE parts > 1)"
+
+/* The part of a job of queue Q whose hash (lib/part.c) is H: NULL while
+ * the queue has one part. */
+#define PART_OF(Q, H)                                                         \
+  "(SELECT CASE WHEN pq.parts > 1 THEN " H " % pq.parts END FROM jobq_queues "  \
+  "pq WHERE pq.name = " Q ")"
+
 /* An archived job back into the hot table in state STATE, with a fresh
  * attempt count: the head of a statement, its WHERE on jobq_done to
  * follow. */
 #define UNARCHIVE_AS(STATE)                                                   \
   "INSERT INTO jobq_jobs(id, queue, priority, run_at, state, order_key, "     \
   "barrier, unique_key, payload, attempts, max_attempts, timeout_ms, "        \
-  "backoff_ms, created_at, last_error) SELECT id, queue, priority, {now}, "   \
-  STATE ", order_key, barrier, unique_key, payload, 0, max_attempts, "        \
-  "timeout_ms, backoff_ms, created_at, last_error FROM jobq_done WHERE "
+  "backoff_ms, created_at, last_error, part) SELECT id, queue, priority, "    \
+  "{now}, " STATE ", order_key, barrier, unique_key, payload, 0, "            \
+  "max_attempts, timeout_ms, backoff_ms, created_at, last_error, "            \
+  PART_OF("queue", "id") " FROM jobq_done WHERE "
 /* Queue ?1's dead jobs after id ?2 up to id ?3 with no ordering key, no
  * unique key and no barrier. */
 #define DEAD_PLAIN                                                            \
@@ -326,23 +337,24 @@ static const text texts[JOBQ_Q__COUNT] = {
         {.what = "putting the job",
          .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, "
          "barrier, unique_key, payload, max_attempts, timeout_ms, backoff_ms, "
-         "created_at) VALUES (?1, ?2, CASE WHEN CAST(?3 AS {bigint}) > 0 THEN "
-         "CAST(?3 AS {bigint}) ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}) "
+         "created_at, part) VALUES (?1, ?2, CASE WHEN CAST(?3 AS {bigint}) > 0 THEN "
+         "CAST(?3 AS {bigint}) ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}, "
+         PART_OF("?1", "CAST(?13 AS {bigint})") ") "
          "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL "
          "DO NOTHING RETURNING id",
          /* Without RETURNING, which costs SQLite a temporary table per
           * statement: the store reads the new id (insert_id). */
          .sqlite = "INSERT INTO jobq_jobs(queue, priority, run_at, state, "
                    "order_key, barrier, unique_key, payload, max_attempts, "
-                   "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
+                   "timeout_ms, backoff_ms, created_at, part) VALUES (?1, ?2, CASE "
                    "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
-                   "?9, ?10, ?11, ?12, {now}) ON CONFLICT (queue, unique_key) "
+                   "?9, ?10, ?11, ?12, {now}, " PART_OF("?1", "?13") ") ON CONFLICT (queue, unique_key) "
                    "WHERE unique_key IS NOT NULL DO NOTHING",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, "
                   "order_key, barrier, unique_key, payload, max_attempts, "
-                  "timeout_ms, backoff_ms, created_at) VALUES (?1, ?2, CASE "
+                  "timeout_ms, backoff_ms, created_at, part) VALUES (?1, ?2, CASE "
                   "WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, ?5, ?6, ?7, ?8, "
-                  "?9, ?10, ?11, ?12, {now})"},
+                  "?9, ?10, ?11, ?12, {now}, " PART_OF("?1", "?13") ")"},
     /* The queues ?1 (a column, each once) made sure of. */
     [JOBQ_Q_QUEUES_ENSURE] =
         {.what = "adding the queues",
@@ -386,24 +398,28 @@ static const text texts[JOBQ_Q__COUNT] = {
         {.what = "putting jobs",
          .exact = 1,
          .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.column1, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
                    "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) THEN "
                    "'waiting' ELSE 'ready' END, u.column5, u.column6, u.column7, u.column8, "
-                   "{now}, u.column9 FROM (VALUES {each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)}) AS u",
+                   "{now}, u.column9, " PART_OF("u.column1", "u.column10") " FROM (VALUES "
+                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13)}) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-               "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.q, u.p, CASE "
+               "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
                "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
-               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u FROM unnest(?1::text[], "
+               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u, " PART_OF("u.q", "u.h")
+               " FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[], ?9::text[]) WITH ORDINALITY AS u(q, p, r, d, pl, "
-               "m, t, b, u, n) ORDER BY u.n RETURNING id",
+               "?7::bigint[], ?8::bigint[], ?9::text[], ?10::text[], ?11::bigint[], ?12::bigint[], "
+               "?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, u, k, a, i, h, n) "
+               "ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
-                  "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) VALUES "
+                  "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
-                  "= 1 THEN 'waiting' ELSE 'ready' END, ?5, ?6, ?7, ?8, {now}, ?9)}"},
+                  "= 1 THEN 'waiting' ELSE 'ready' END, ?5, ?6, ?7, ?8, {now}, ?9, "
+                  PART_OF("?1", "?13") ")}"},
     /* PUT_ROWS with ordering keys, after the keys' locks, so that the
      * statement sees every job of its keys put or finished before: a
      * keyed job waits behind an earlier one of its key in the batch, or
@@ -414,7 +430,7 @@ static const text texts[JOBQ_Q__COUNT] = {
         {.what = "putting jobs",
          .exact = 1,
          .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.column1, "
+                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
                    "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) OR "
@@ -423,10 +439,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
                    "x.order_key = u.column9)) AND " KEYS_ORDER("u.column1") " THEN 'waiting' "
                    "ELSE 'ready' END, u.column9, "
-                   "u.column5, u.column6, u.column7, u.column8, {now}, u.column11 FROM (VALUES "
-                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9)}) AS u",
+                   "u.column5, u.column6, u.column7, u.column8, {now}, u.column11, "
+                   PART_OF("u.column1", "u.column12") " FROM (VALUES "
+                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13)}) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-               "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) SELECT u.q, "
+               "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, "
                "u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
                "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) OR u.k IS NOT NULL "
@@ -435,14 +452,17 @@ static const text texts[JOBQ_Q__COUNT] = {
                "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
                "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) AND "
                KEYS_ORDER("u.q") " THEN 'waiting' ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, "
-               "{now}, u.u FROM unnest(?1::text[], "
+               "{now}, u.u, " PART_OF("u.q", "u.h") " FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[]) WITH "
-               "ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, a, u, n) ORDER BY u.n RETURNING id",
+               "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[], "
+               "?12::bigint[], ?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, "
+               "a, u, i, h, n) "
+               "ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
-                  "max_attempts, timeout_ms, backoff_ms, created_at, unique_key) VALUES "
+                  "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
-                  "= 1 THEN 'waiting' ELSE 'ready' END, ?10, ?5, ?6, ?7, ?8, {now}, ?9)}"},
+                  "= 1 THEN 'waiting' ELSE 'ready' END, ?10, ?5, ?6, ?7, ?8, {now}, ?9, "
+                  PART_OF("?1", "?13") ")}"},
     [JOBQ_Q_SESSION_INSERT] =
         {.what = "starting the session",
          .common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
@@ -463,26 +483,29 @@ static const text texts[JOBQ_Q__COUNT] = {
      * jobq_meta's; then the queues with a limit (lib/limit.c); then
      * whether the archive has completions ?2 (claim ?3) and ?4 (claim ?5),
      * the handle's first since its last check and its last (0 and ''
-     * when none: lib/mark.c). */
+     * when none: lib/mark.c); then the queues in parts (lib/part.c). */
     [JOBQ_Q_CLAIM_ENTER] =
         {.what = "checking the session before claiming",
          .common = NULL,
          .sqlite = "SELECT m.queue_id, m.epoch, m.version, {now}, coalesce((SELECT "
                    "seq FROM sqlite_sequence WHERE name = 'jobq_jobs'), 0), s.epoch, "
                    "CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
-                   LIMITED("group_concat(name, ',')") ", " MARKS_FOUND " FROM jobq_meta m "
+                   LIMITED("group_concat(name, ',')") ", " MARKS_FOUND ", "
+                   PARTED("group_concat(name, ',')") " FROM jobq_meta m "
                    "LEFT JOIN jobq_sessions s ON s.id = ?1 WHERE m.id = 1",
          .pg = "SELECT m.queue_id, m.epoch, m.version, {now}, "
                "coalesce(pg_sequence_last_value('jobq_jobs_id_seq'::regclass), 0), "
                "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
-               LIMITED("string_agg(name, ',')") ", " MARKS_FOUND " FROM jobq_meta m LEFT "
+               LIMITED("string_agg(name, ',')") ", " MARKS_FOUND ", "
+               PARTED("string_agg(name, ',')") " FROM jobq_meta m LEFT "
                "JOIN LATERAL (SELECT epoch, expires_at FROM jobq_sessions WHERE id = ?1 FOR "
                "KEY SHARE) s ON true WHERE m.id = 1",
          .mysql = "SELECT m.queue_id, m.epoch, m.version, {now}, (SELECT "
                   "coalesce(AUTO_INCREMENT, 1) - 1 FROM information_schema.TABLES "
                   "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobq_jobs'), "
                   "s.epoch, CASE WHEN s.expires_at >= {now} THEN 1 ELSE 0 END, "
-                  LIMITED("GROUP_CONCAT(name SEPARATOR ',')") ", " MARKS_FOUND " FROM "
+                  LIMITED("GROUP_CONCAT(name SEPARATOR ',')") ", " MARKS_FOUND ", "
+                  PARTED("GROUP_CONCAT(name SEPARATOR ',')") " FROM "
                   "jobq_meta m LEFT JOIN (SELECT epoch, expires_at FROM jobq_sessions WHERE "
                   "id = ?1 LOCK IN SHARE MODE) s ON 1 = 1 WHERE m.id = 1"},
     /* The columns a claim hands out (lib/claim.c): id, queue, payload,
@@ -520,7 +543,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs WHERE queue = ?1 "
                    "AND state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id "
                    "LIMIT ?2",
-         .pg = "",
+         /* PostgreSQL claims in steps only with queues in parts. */
+         .pg = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+               "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs WHERE queue = ?1 "
+               "AND state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id "
+               "LIMIT ?2 FOR UPDATE SKIP LOCKED",
          .mysql = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
                   "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs FORCE INDEX "
                   "(jobq_jobs_claim) WHERE queue = ?1 AND state = 'ready' AND run_at <= {now} "
@@ -535,7 +562,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE WHEN "
                    "timeout_ms > 0 THEN ?3 + timeout_ms END, claim = v.column2 FROM (VALUES "
                    "{each:(?4, ?5)}) AS v WHERE jobq_jobs.id = v.column1 AND state = 'ready'",
-         .pg = "",
+         .pg = "UPDATE jobq_jobs SET state = 'running', session = ?1, started = ?2, "
+               "claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE WHEN "
+               "timeout_ms > 0 THEN ?3 + timeout_ms END, claim = v.c FROM "
+               "unnest(?4::bigint[], ?5::text[]) AS v(i, c) WHERE jobq_jobs.id = v.i AND "
+               "state = 'ready'",
          .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'running', session = ?1, "
                   "started = ?2, claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE "
                   "WHEN timeout_ms > 0 THEN ?3 + timeout_ms END, claim = " BY_ID("?4", "?5")
@@ -881,9 +912,11 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "SELECT q.name, q.paused, q.key_policy, "
          "CAST(coalesce(sum(c.n_done), 0) AS {bigint}), "
          "CAST(coalesce(sum(c.n_dead), 0) AS {bigint}), "
-         "CAST(coalesce(sum(c.n_cancelled), 0) AS {bigint}) "
+         "CAST(coalesce(sum(c.n_cancelled), 0) AS {bigint}), q.parts, "
+         "(SELECT count(*) FROM jobq_parts p LEFT JOIN jobq_sessions s ON s.id = "
+         "p.session WHERE p.queue = q.name AND (s.id IS NULL OR s.expires_at < {now})) "
          "FROM jobq_queues q LEFT JOIN jobq_counts c ON c.queue = q.name "
-         "GROUP BY q.name, q.paused, q.key_policy ORDER BY q.name"},
+         "GROUP BY q.name, q.paused, q.key_policy, q.parts ORDER BY q.name"},
     [JOBQ_Q_STATS_HOT] =
         {.what = "counting the queues' jobs",
          .common = "SELECT queue, state, CASE WHEN run_at <= {now} THEN 1 ELSE 0 END, "
@@ -1393,6 +1426,122 @@ static const text texts[JOBQ_Q__COUNT] = {
                              .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
                                        "children = 1 AND state <> 'running' AND session IS "
                                        "NULL AND id <= ?2 ORDER BY id"},
+    /* ---- parts (lib/part.c) */
+    [JOBQ_Q_PARTS_GET] = {.what = "reading the queue's parts",
+                          .common = "SELECT parts FROM jobq_queues WHERE name = ?1"},
+    [JOBQ_Q_PARTS_SET] = {.what = "setting the queue's parts",
+                          .common = "UPDATE jobq_queues SET parts = ?2 WHERE name = ?1"},
+    [JOBQ_Q_PARTS_DROP] = {.what = "resetting the queue's parts",
+                           .common = "DELETE FROM jobq_parts WHERE queue = ?1"},
+    /* The parts ?2 (a column) of the queues ?1 (a column), owned by no one. */
+    [JOBQ_Q_PARTS_ADD] =
+        {.what = "making the queue's parts",
+         .exact = 1,
+         .common = "INSERT INTO jobq_parts(queue, part, session, since) VALUES "
+                   "{each:(?1, ?2, NULL, {now})}",
+         .pg = "INSERT INTO jobq_parts(queue, part, session, since) SELECT q, p, NULL, {now} "
+               "FROM unnest(?1::text[], ?2::bigint[]) AS u(q, p)"},
+    /* The ordering keys of queue ?1's unfinished jobs. */
+    [JOBQ_Q_PARTS_KEYS] = {.what = "reading the queue's keys",
+                           .common = "SELECT DISTINCT order_key FROM jobq_jobs WHERE queue = ?1 "
+                                     "AND order_key IS NOT NULL"},
+    /* Queue ?1's jobs of key ?2 into part ?3. */
+    [JOBQ_Q_PARTS_REKEY] = {.what = "moving the key's jobs to their part",
+                            .common = "UPDATE jobq_jobs SET part = ?3 WHERE queue = ?1 AND "
+                                      "order_key = ?2"},
+    /* Queue ?1's jobs (?3 = 0: those without a key) into ?2 parts: each
+     * its id's part (NULL for one part). */
+    [JOBQ_Q_PARTS_UNKEYED] = {.what = "moving the jobs to their parts",
+                              .common = "UPDATE jobq_jobs SET part = CASE WHEN ?2 > 1 THEN id % "
+                                        "?2 END WHERE queue = ?1 AND (?3 = 1 OR order_key IS "
+                                        "NULL)"},
+    /* Queue ?1's parts and their owners, locked: one balance at a time. */
+    [JOBQ_Q_PARTS_LOCK] = {.what = "reading the queue's parts",
+                           .common = "SELECT part, session FROM jobq_parts WHERE queue = ?1 "
+                                     "ORDER BY part{for_update}"},
+    [JOBQ_Q_CLAIMERS_JOIN] = {.what = "joining the queue's claimers",
+                              .common = "INSERT INTO jobq_claimers(queue, session, since) VALUES "
+                                        "(?1, ?2, {now}) ON CONFLICT (queue, session) DO NOTHING",
+                              .mysql = "INSERT IGNORE INTO jobq_claimers(queue, session, since) "
+                                       "VALUES (?1, ?2, {now})"},
+    /* The live sessions that claim from queue ?1, the oldest first. */
+    [JOBQ_Q_CLAIMERS_LIVE] = {.what = "reading the queue's claimers",
+                              .common = "SELECT c.session FROM jobq_claimers c JOIN "
+                                        "jobq_sessions s ON s.id = c.session WHERE c.queue = ?1 "
+                                        "AND s.expires_at >= {now} ORDER BY c.since, c.session"},
+    /* How many jobs of each part of queue ?2 session ?1 runs. */
+    [JOBQ_Q_PARTS_RUNNING] = {.what = "counting the session's jobs by part",
+                              .common = "SELECT part, count(*) FROM jobq_jobs WHERE session = ?1 "
+                                        "AND queue = ?2 AND state = 'running' AND part IS NOT "
+                                        "NULL GROUP BY part"},
+    [JOBQ_Q_PART_OWN] = {.what = "handing the part over",
+                         .common = "UPDATE jobq_parts SET session = ?3, since = {now} WHERE "
+                                   "queue = ?1 AND part = ?2"},
+    /* The queues in parts that session ?1 claims from. */
+    [JOBQ_Q_PARTS_JOINED] = {.what = "reading the session's queues",
+                             .common = "SELECT c.queue FROM jobq_claimers c JOIN jobq_queues q "
+                                       "ON q.name = c.queue WHERE c.session = ?1 AND q.parts > 1 "
+                                       "ORDER BY c.queue"},
+    /* Session ?2's parts of queue ?1, kept from a balance until the claim
+     * commits. */
+    [JOBQ_Q_PARTS_MINE] = {.what = "reading the session's parts",
+                           .common = "SELECT part FROM jobq_parts WHERE queue = ?1 AND session "
+                                     "= ?2 ORDER BY part",
+                           .pg = "SELECT part FROM jobq_parts WHERE queue = ?1 AND session = "
+                                 "?2 ORDER BY part FOR SHARE",
+                           .mysql = "SELECT part FROM jobq_parts WHERE queue = ?1 AND session "
+                                    "= ?2 ORDER BY part LOCK IN SHARE MODE"},
+    /* CLAIM_PICK within part ?3, by the parts' claim index. */
+    [JOBQ_Q_PART_PICK] =
+        {.what = "claiming jobs",
+         .common = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                   "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs WHERE queue = ?1 "
+                   "AND part = ?3 AND part IS NOT NULL AND state = 'ready' AND run_at <= {now} "
+                   "ORDER BY priority DESC, run_at, id LIMIT ?2{skip_locked}",
+         .mysql = "SELECT id, queue, payload, attempts + 1, max_attempts, priority, order_key, "
+                  "timeout_ms, prev_lost, NULL, run_at, NULL FROM jobq_jobs FORCE INDEX "
+                  "(jobq_jobs_part) WHERE queue = ?1 AND part = ?3 AND state = 'ready' AND "
+                  "run_at <= {now} ORDER BY priority DESC, run_at, id LIMIT ?2{skip_locked}"},
+    [JOBQ_Q_PARTS_LEAVE] = {.what = "giving the session's parts up",
+                            .common = "UPDATE jobq_parts SET session = NULL, since = {now} "
+                                      "WHERE session = ?1"},
+    [JOBQ_Q_CLAIMERS_LEAVE] = {.what = "leaving the queues' claimers",
+                               .common = "DELETE FROM jobq_claimers WHERE session = ?1"},
+    /* Queue ?1's parts: the owner, since when, whether its lease holds,
+     * and the ready jobs. */
+    [JOBQ_Q_PARTS_SHOW] =
+        {.what = "reading the queue's parts",
+         .common = "SELECT p.part, p.session, p.since, CASE WHEN s.expires_at >= {now} THEN 1 "
+                   "ELSE 0 END, (SELECT count(*) FROM jobq_jobs j WHERE j.queue = p.queue AND "
+                   "j.part = p.part AND j.state = 'ready') FROM jobq_parts p LEFT JOIN "
+                   "jobq_sessions s ON s.id = p.session WHERE p.queue = ?1 ORDER BY p.part"},
+    /* CLAIM where some queue is in parts: the queues in one part as
+     * CLAIM, and of those in parts, session ?3's own parts only, each
+     * walked in the parts' claim index.  The parts' rows are not locked
+     * (a lock writes the row: every claimer would write one page): the
+     * session's part lock, taken before, keeps a balance off them
+     * (lib/part.c). */
+    [JOBQ_Q_CLAIM_PARTS] =
+        {.what = "claiming jobs",
+         .common = "",
+         .pg = "WITH q AS (SELECT name FROM jobq_queues WHERE paused = 0 AND parts = 1 AND "
+               "(?1::text[] IS NULL OR name = ANY(?1::text[]))), "
+               "p AS (SELECT p.queue, p.part FROM jobq_parts p JOIN jobq_queues pq ON pq.name = "
+               "p.queue WHERE p.session = ?3 AND pq.paused = 0 AND pq.parts > 1 AND (?1::text[] "
+               "IS NULL OR p.queue = ANY(?1::text[]))), "
+               "c AS (SELECT j.t, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) "
+               "AS rn FROM (SELECT a.ctid AS t, a.id, a.priority, a.run_at FROM q CROSS JOIN "
+               "LATERAL (SELECT ctid, id, priority, run_at FROM jobq_jobs WHERE queue = q.name "
+               "AND state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id "
+               "LIMIT ?2 FOR UPDATE SKIP LOCKED) a UNION ALL SELECT b.ctid, b.id, b.priority, "
+               "b.run_at FROM p CROSS JOIN LATERAL (SELECT ctid, id, priority, run_at FROM "
+               "jobq_jobs WHERE queue = p.queue AND part = p.part AND part IS NOT NULL AND "
+               "state = 'ready' AND run_at <= {now} ORDER BY priority DESC, run_at, id LIMIT ?2 "
+               "FOR UPDATE SKIP LOCKED) b) j ORDER BY j.priority DESC, j.run_at, j.id LIMIT ?2) "
+               CLAIM_MARKED},
+    [JOBQ_Q_SESSIONS_PARTS] = {.what = "reading the sessions' parts",
+                               .common = "SELECT session, queue, part FROM jobq_parts WHERE "
+                                         "session IS NOT NULL ORDER BY session, queue, part"},
 };
 
 const char *jobq__sql_what(int stmt) {

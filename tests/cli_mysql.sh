@@ -213,8 +213,10 @@ t_version_1_migrated() {
                  ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
                  ALTER TABLE jobq_counts DROP PRIMARY KEY, DROP COLUMN session, ADD PRIMARY KEY (queue, shard);
                  INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0);
-                 DROP TABLE jobq_after;
-                 ALTER TABLE jobq_jobs DROP COLUMN parents_left, DROP COLUMN children,
+                 DROP TABLE jobq_after, jobq_parts, jobq_claimers;
+                 ALTER TABLE jobq_queues DROP COLUMN parts;
+                 ALTER TABLE jobq_jobs DROP INDEX jobq_jobs_part, DROP COLUMN part,
+                   DROP COLUMN parents_left, DROP COLUMN children,
                    MODIFY state VARCHAR(8) NOT NULL CHECK (state IN ('ready','running','waiting'));
                  UPDATE jobq_meta SET version = 1"
   run put -q old x

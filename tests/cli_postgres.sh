@@ -177,7 +177,8 @@ t_standby() {
 # A database of schema version 1 (without the tables of version 2, the
 # checks of version 3, the columns of version 4, the schedules of version
 # 5, the limits of version 6, the counters by session of version 7, the
-# dependencies of version 8, and with the SQL put of then): the commands ask for jobq init, which
+# dependencies of version 8, the parts of version 9, and with the SQL put
+# of then): the commands ask for jobq init, which
 # migrates it, jobs and all.
 t_version_1_migrated() {
   new_schema
@@ -192,8 +193,9 @@ t_version_1_migrated() {
     -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
     -c "ALTER TABLE jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
     -c "INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0)" \
-    -c "DROP TABLE jobq_after" \
-    -c "ALTER TABLE jobq_jobs DROP COLUMN parents_left, DROP COLUMN children, DROP CONSTRAINT jobq_jobs_state_check, ADD CONSTRAINT jobq_jobs_state_check CHECK (state IN ('ready','running','waiting'))" \
+    -c "DROP TABLE jobq_after, jobq_parts, jobq_claimers" \
+    -c "ALTER TABLE jobq_queues DROP COLUMN parts" \
+    -c "ALTER TABLE jobq_jobs DROP COLUMN part, DROP COLUMN parents_left, DROP COLUMN children, DROP CONSTRAINT jobq_jobs_state_check, ADD CONSTRAINT jobq_jobs_state_check CHECK (state IN ('ready','running','waiting'))" \
     -c "CREATE OR REPLACE FUNCTION jobq_put(queue text, payload bytea, priority integer DEFAULT 0, delay_ms bigint DEFAULT 0, order_key text DEFAULT NULL, barrier boolean DEFAULT false, unique_key text DEFAULT NULL, max_attempts integer DEFAULT 25, timeout_ms bigint DEFAULT 0, backoff_ms bigint DEFAULT 1000) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint'" \
     -c "UPDATE jobq_meta SET version = 1"
   run put -q old x

@@ -259,6 +259,34 @@ static const jobq_step v8_steps[] = {
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
     {NULL, NULL},
 };
+/* Version 9: parts (lib/part.c): a queue's count of parts, a job's part
+ * (NULL while its queue has one), the parts' owners and the sessions
+ * that claim from each partitioned queue. */
+static const jobq_step v9_steps[] = {
+    {"ALTER TABLE jobq_queues ADD COLUMN parts INT NOT NULL DEFAULT 1",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_queues' AND COLUMN_NAME = 'parts'"},
+    {"ALTER TABLE jobq_jobs ADD COLUMN part INT, ADD INDEX jobq_jobs_part (queue, part, state, "
+     "priority DESC, run_at, id)",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_jobs' AND COLUMN_NAME = 'part'"},
+    {"CREATE TABLE IF NOT EXISTS jobq_parts ("
+     "  queue VARCHAR(63) NOT NULL,"
+     "  part INT NOT NULL,"
+     "  session VARCHAR(32),"
+     "  since BIGINT NOT NULL,"
+     "  PRIMARY KEY (queue, part),"
+     "  INDEX jobq_parts_session (session)"
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {"CREATE TABLE IF NOT EXISTS jobq_claimers ("
+     "  queue VARCHAR(63) NOT NULL,"
+     "  session VARCHAR(32) NOT NULL,"
+     "  since BIGINT NOT NULL,"
+     "  PRIMARY KEY (queue, session),"
+     "  INDEX jobq_claimers_session (session)"
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {NULL, NULL},
+};
 static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
                                         "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
                                         "  version INT NOT NULL,"
@@ -272,7 +300,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
  * each step may run again after an interrupted init (IF NOT EXISTS, or
  * its check), and the version moves after each version's steps. */
 const jobq_step *const my_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
 _Static_assert(sizeof my_versions / sizeof my_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

@@ -36,6 +36,10 @@
   "  now_ms bigint := floor(extract(epoch FROM statement_timestamp()) * 1000);\n" \
   "  new_id bigint;\n"                                                         \
   "  must_wait boolean;\n"                                                     \
+  "  nparts integer;\n"                                                         \
+  "  part_no integer;\n"                                                        \
+  "  h bigint;\n"                                                               \
+  "  kb bytea;\n"                                                               \
   "  bad text;\n"                                                              \
   "BEGIN\n"                                                                    \
   "  IF queue IS NULL OR queue !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN\n"        \
@@ -96,11 +100,23 @@
   "        ORDER BY j.order_key, j.state, j.id LIMIT 1) f)\n"                  \
   "      OR EXISTS (SELECT 1 FROM jobq_blocked b WHERE b.queue = jobq_put.queue AND b.order_key = jobq_put.order_key);\n" \
   "  END IF;\n"                                                                \
+  /* The job's part (lib/part.c): FNV-1a of its key, as jobq_part_of(). */ \
+  "  SELECT q.parts INTO nparts FROM jobq_queues q WHERE q.name = jobq_put.queue;\n" \
+  "  IF nparts > 1 AND order_key IS NULL THEN\n"                               \
+  "    part_no := floor(random() * nparts);\n"                                 \
+  "  ELSIF nparts > 1 THEN\n"                                                  \
+  "    h := 2166136261;\n"                                                     \
+  "    kb := convert_to(order_key, 'UTF8');\n"                                 \
+  "    FOR i IN 0 .. length(kb) - 1 LOOP\n"                                    \
+  "      h := ((h # get_byte(kb, i)) * 16777619) % 4294967296;\n"              \
+  "    END LOOP;\n"                                                            \
+  "    part_no := h % nparts;\n"                                               \
+  "  END IF;\n"                                                                \
   "  INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, barrier, unique_key, payload,\n" \
-  "                        max_attempts, timeout_ms, backoff_ms, created_at)\n" \
+  "                        max_attempts, timeout_ms, backoff_ms, created_at, part)\n" \
   "    VALUES (queue, priority, now_ms + delay_ms, CASE WHEN must_wait THEN 'waiting' ELSE 'ready' END,\n" \
   "            order_key, CASE WHEN barrier THEN 1 ELSE 0 END, unique_key, payload, max_attempts,\n" \
-  "            timeout_ms, backoff_ms, now_ms)\n"                              \
+  "            timeout_ms, backoff_ms, now_ms, part_no)\n"                     \
   "    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING\n" \
   "    RETURNING id INTO new_id;\n"                                            \
   "  IF new_id IS NULL THEN\n"                                                 \
@@ -343,6 +359,32 @@ static const jobq_step v8_steps[] = {{"ALTER TABLE jobq_jobs"
     "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
     "AND table_name = 'jobq_jobs' AND column_name = 'parents_left'"}, {NULL, NULL}};
 
+/* version 9: parts (lib/part.c): a queue's count of parts, a job's part
+ * (NULL while its queue has one), the parts' owners and the sessions
+ * that claim from each partitioned queue.  The claim index of parts
+ * holds only the jobs of partitioned queues. */
+static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN parts integer NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobq_jobs ADD COLUMN part integer;"
+    "CREATE INDEX jobq_jobs_part ON jobq_jobs(queue, part, priority DESC, run_at, id)"
+    "  WHERE state = 'ready' AND part IS NOT NULL;"
+    "CREATE TABLE jobq_parts ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  part integer NOT NULL,"
+    "  session text COLLATE \"C\","
+    "  since bigint NOT NULL,"
+    "  PRIMARY KEY (queue, part));"
+    "CREATE INDEX jobq_parts_session ON jobq_parts(session) WHERE session IS NOT NULL;"
+    "CREATE TABLE jobq_claimers ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  session text COLLATE \"C\" NOT NULL,"
+    "  since bigint NOT NULL,"
+    "  PRIMARY KEY (queue, session));"
+    "CREATE INDEX jobq_claimers_session ON jobq_claimers(session);"
+    /* jobq_put() puts a job in its part. */
+    "CREATE OR REPLACE " PUT_FUNCTION ";",
+    "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = 'jobq_jobs' AND column_name = 'part'"}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -354,7 +396,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

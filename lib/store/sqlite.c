@@ -302,6 +302,33 @@ static const jobq_step v8_steps[] = {{"CREATE TABLE jobq_jobs_8 ("
     "SELECT count(*) FROM pragma_table_info('jobq_jobs') WHERE name = 'parents_left'"},
     {NULL, NULL}};
 
+/* version 9: parts (lib/part.c): a queue's count of parts, a job's part
+ * (NULL while its queue has one), the parts' owners and the sessions
+ * that claim from each partitioned queue.  The claim index of parts
+ * holds only the jobs of partitioned queues, so that the others' claims
+ * and puts do not pay for it. */
+static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobq_jobs ADD COLUMN part INTEGER;"
+    "CREATE INDEX jobq_jobs_part ON jobq_jobs(queue, part, priority DESC, run_at, id)"
+    "  WHERE state = 'ready' AND part IS NOT NULL;"
+    "CREATE TABLE jobq_parts ("
+    "  queue TEXT NOT NULL,"
+    "  part INTEGER NOT NULL,"
+    "  session TEXT,"
+    "  since INTEGER NOT NULL,"
+    "  PRIMARY KEY (queue, part)"
+    ");"
+    "CREATE INDEX jobq_parts_session ON jobq_parts(session) WHERE session IS NOT NULL;"
+    "CREATE TABLE jobq_claimers ("
+    "  queue TEXT NOT NULL,"
+    "  session TEXT NOT NULL,"
+    "  since INTEGER NOT NULL,"
+    "  PRIMARY KEY (queue, session)"
+    ");"
+    "CREATE INDEX jobq_claimers_session ON jobq_claimers(session);",
+    "SELECT count(*) FROM pragma_table_info('jobq_jobs') WHERE name = 'part'"},
+    {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
                                         "  version INTEGER NOT NULL,"
@@ -311,7 +338,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         NULL},
                                        {NULL, NULL}};
 static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
 _Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

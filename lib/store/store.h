@@ -151,7 +151,8 @@ typedef struct jobq_step {
 } jobq_step;
 
 /* A named lock: kind ('q' a queue's, 'b' its barrier's, 'k' a key's, 'l'
- * its limits') and the queue, and the key for 'k'; shared or exclusive. */
+ * its limits', 'p' a session's parts of it) and the queue, and the key
+ * for 'k' (for 'p', the session); shared or exclusive. */
 typedef struct jobq_lock {
   char kind;
   int exclusive;

@@ -54,7 +54,7 @@ function defineTypes(koffi) {
       max_attempts: 'int', timeout_ms: 'int64_t', backoff_ms: 'int64_t',
       session: 'const char *', claim: 'const char *', created_at_ms: 'int64_t',
       claimed_at_ms: 'int64_t', finished_at_ms: 'int64_t', last_error: 'const char *',
-      cancel_requested: 'int', prev_lost: 'int',
+      cancel_requested: 'int', prev_lost: 'int', part: 'int',
     }),
     jobq_list_opts: koffi.struct('jobq_list_opts', {
       queue: 'const char *', state: 'int', scheduled: 'int', limit: 'size_t', after_id: 'int64_t',
@@ -64,12 +64,13 @@ function defineTypes(koffi) {
       name: 'const char *', ready: 'int64_t', scheduled: 'int64_t', waiting: 'int64_t',
       running: 'int64_t', done: 'int64_t', dead: 'int64_t', cancelled: 'int64_t',
       paused: 'int', oldest_ready_ms: 'int64_t', key_policy: 'const char *', pending: 'int64_t',
+      parts: 'int', parts_unowned: 'int',
     }),
     jobq_session_info: koffi.struct('jobq_session_info', {
       id: 'const char *', name: 'const char *', host: 'const char *', pid: 'int64_t',
       epoch: 'int64_t', started_at_ms: 'int64_t', heartbeat_at_ms: 'int64_t',
       expires_at_ms: 'int64_t', lease_ms: 'int64_t', claimed: 'int64_t', in_flight: 'int64_t',
-      done: 'int64_t', failed: 'int64_t', expired: 'int',
+      done: 'int64_t', failed: 'int64_t', expired: 'int', parts: 'void *', nparts: 'size_t',
     }),
     jobq_identity: koffi.struct('jobq_identity', {
       queue_id: koffi.array('char', 37), epoch: 'int64_t', seq: 'int64_t',

@@ -114,6 +114,7 @@ class JobInfo(ctypes.Structure):
         ("last_error", c_char_p),
         ("cancel_requested", c_int),
         ("prev_lost", c_int),
+        ("part", c_int),
     ]
 
 
@@ -142,6 +143,8 @@ class QueueStats(ctypes.Structure):
         ("oldest_ready_ms", c_int64),
         ("key_policy", c_char_p),
         ("pending", c_int64),
+        ("parts", c_int),
+        ("parts_unowned", c_int),
     ]
 
 
@@ -161,6 +164,8 @@ class SessionInfo(ctypes.Structure):
         ("done", c_int64),
         ("failed", c_int64),
         ("expired", c_int),
+        ("parts", c_void_p),
+        ("nparts", c_size_t),
     ]
 
 

@@ -1,0 +1,480 @@
+/*
+ * test_parts.c - queues in parts, on every store: the parts shared
+ * fairly among the sessions that claim (shares differ by at most one),
+ * and a leaving one's handed to the others; a
+ * joining session's share within one heartbeat of the others; a part
+ * kept by its owner while one of its jobs runs, handed over once it is
+ * acknowledged; an expired session's parts taken by the others; claims
+ * only from the session's own parts, and none without parts; a change
+ * of the count with jobs unfinished that loses none and puts each in
+ * its key's part; each key's jobs one at a time and in order across
+ * joins, leaves and heartbeats; counts out of range refused; the
+ * PostgreSQL jobq_put() function's jobs in their keys' parts; a retried
+ * dead job back in its key's part.
+ */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char Q[] = "pq";
+
+/* How many of queue's parts s owns. */
+static size_t owned(jobq *db, jobq_session *s) {
+  int parts;
+  jobq_part *v;
+  size_t n, k = 0;
+  assert_rc(jobq_parts(db, Q, &parts, &v, &n), JOBQ_OK);
+  for (size_t i = 0; i < n; i++)
+    k += v[i].session != NULL && strcmp(v[i].session, jobq_session_id(s)) == 0;
+  jobq_parts_free(v, n);
+  return k;
+}
+
+/* Whether s owns part p. */
+static int owns(jobq *db, jobq_session *s, int p) {
+  int parts;
+  jobq_part *v;
+  size_t n;
+  assert_rc(jobq_parts(db, Q, &parts, &v, &n), JOBQ_OK);
+  int yes = 0;
+  for (size_t i = 0; i < n; i++)
+    yes = yes || (v[i].part == p && v[i].session != NULL &&
+                  strcmp(v[i].session, jobq_session_id(s)) == 0);
+  jobq_parts_free(v, n);
+  return yes;
+}
+
+static void set_parts(jobq *db, int n) {
+  if (jobq_set_parts(db, Q, n) != JOBQ_OK) fail_msg("jobq_set_parts %d: %s", n, jobq_errmsg(db));
+}
+
+static void beat(jobq_session *s) { assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK); }
+
+/* A key whose part, of parts, is p (into buf). */
+static const char *key_in(char *buf, size_t size, int p, int parts) {
+  for (int i = 0;; i++) {
+    snprintf(buf, size, "k%d", i);
+    if (jobq_part_of(buf, strlen(buf), parts) == p) return buf;
+  }
+}
+
+/* Claims nothing, but joins the queue's claimers (its first claim). */
+static void join(jobq_session *s) {
+  size_t n;
+  jobq_job *j = th_claim(s, Q, 0 + 1, &n);
+  /* The queue is empty in the tests that join this way. */
+  assert_int_equal(n, 0);
+  jobq_jobs_free(j, n);
+}
+
+static void test_fair_split(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 10);
+  int parts;
+  assert_rc(jobq_parts(t->db, Q, &parts, NULL, NULL), JOBQ_OK);
+  assert_int_equal(parts, 10);
+  jobq_session *s[3];
+  for (int i = 0; i < 3; i++) {
+    s[i] = th_session(t->db, 0);
+    join(s[i]);
+  }
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < 3; i++) beat(s[i]);
+  size_t total = 0, lo = 10, hi = 0;
+  for (int i = 0; i < 3; i++) {
+    size_t k = owned(t->db, s[i]);
+    total += k;
+    lo = k < lo ? k : lo;
+    hi = k > hi ? k : hi;
+  }
+  assert_int_equal(total, 10);
+  assert_true(hi - lo <= 1);
+  /* Sticky: another round moves nothing. */
+  size_t before[3];
+  for (int i = 0; i < 3; i++) before[i] = owned(t->db, s[i]);
+  for (int i = 0; i < 3; i++) beat(s[i]);
+  for (int i = 0; i < 3; i++) assert_int_equal(owned(t->db, s[i]), before[i]);
+  jobq_queue_stats *st;
+  size_t ns;
+  assert_rc(jobq_stats(t->db, &st, &ns), JOBQ_OK);
+  assert_int_equal(ns, 1);
+  assert_int_equal(st[0].parts, 10);
+  assert_int_equal(st[0].parts_unowned, 0);
+  jobq_stats_free(st, ns);
+  jobq_session_info *si;
+  size_t nsi;
+  assert_rc(jobq_sessions(t->db, &si, &nsi), JOBQ_OK);
+  assert_int_equal(nsi, 3);
+  for (size_t i = 0; i < nsi; i++) {
+    assert_int_equal(si[i].nparts, 1);
+    assert_string_equal(si[i].parts[0].queue, Q);
+    assert_true(si[i].parts[0].n == 3 || si[i].parts[0].n == 4);
+  }
+  jobq_sessions_free(si, nsi);
+  /* A session that leaves hands its parts to the others at once. */
+  jobq_session_close(s[0]);
+  assert_int_equal(owned(t->db, s[1]), 5);
+  assert_int_equal(owned(t->db, s[2]), 5);
+  for (int i = 1; i < 3; i++) jobq_session_close(s[i]);
+  /* Closed sessions own nothing. */
+  assert_rc(jobq_stats(t->db, &st, &ns), JOBQ_OK);
+  assert_int_equal(st[0].parts_unowned, 10);
+  jobq_stats_free(st, ns);
+}
+
+/* A key whose part, of parts, is p (into buf). */
+static const char *key_in(char *buf, size_t size, int p, int parts);
+
+static void test_join_within_a_heartbeat(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 8);
+  jobq_session *a = th_session(t->db, 0), *b = th_session(t->db, 0);
+  join(a);
+  join(b);
+  beat(a);
+  beat(b);
+  assert_int_equal(owned(t->db, a), 4);
+  assert_int_equal(owned(t->db, b), 4);
+  /* The others run nothing: a newcomer takes its share as it joins. */
+  jobq_session *c = th_session(t->db, 0);
+  join(c);
+  assert_int_equal(owned(t->db, c), 2);
+  assert_int_equal(owned(t->db, a), 3);
+  assert_int_equal(owned(t->db, b), 3);
+  /* The others run a job in each of their parts: the next newcomer
+   * waits for them, and gets its share at the first heartbeat after
+   * they are done. */
+  for (int p = 0; p < 8; p++) {
+    char key[16];
+    th_put_key(t->db, Q, key_in(key, sizeof key, p, 8));
+  }
+  size_t na, nb, nc;
+  jobq_job *ja = th_claim(a, Q, 10, &na), *jb = th_claim(b, Q, 10, &nb);
+  jobq_job *jc = th_claim(c, Q, 10, &nc);
+  assert_int_equal(na + nb + nc, 8);
+  jobq_session *d = th_session(t->db, 0);
+  join(d);
+  assert_int_equal(owned(t->db, d), 0);
+  th_complete_many(a, ja, na);
+  th_complete_many(b, jb, nb);
+  th_complete_many(c, jc, nc);
+  beat(a);
+  assert_int_equal(owned(t->db, a) + owned(t->db, b) + owned(t->db, c) + owned(t->db, d), 8);
+  assert_int_equal(owned(t->db, d), 2);
+  assert_int_equal(owned(t->db, a), 2);
+  assert_int_equal(owned(t->db, b), 2);
+  assert_int_equal(owned(t->db, c), 2);
+  jobq_session_close(a);
+  jobq_session_close(b);
+  jobq_session_close(c);
+  jobq_session_close(d);
+}
+
+static void test_running_part_kept(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 2);
+  char k0[16], k1[16];
+  key_in(k0, sizeof k0, 0, 2);
+  key_in(k1, sizeof k1, 1, 2);
+  th_put_key(t->db, Q, k0);
+  th_put_key(t->db, Q, k1);
+  jobq_session *a = th_session(t->db, 0);
+  size_t n;
+  jobq_job *jobs = th_claim(a, Q, 10, &n);
+  /* Alone, it holds both parts and runs a job of each. */
+  assert_int_equal(n, 2);
+  assert_int_equal(owned(t->db, a), 2);
+  jobq_session *b = th_session(t->db, 0);
+  join(b);
+  beat(a);
+  beat(b);
+  /* Over its share, but busy in both: it gives up neither. */
+  assert_int_equal(owned(t->db, a), 2);
+  assert_int_equal(owned(t->db, b), 0);
+  const jobq_job *in1 = jobs[0].key && strcmp(jobs[0].key, k1) == 0 ? &jobs[0] : &jobs[1];
+  assert_rc(jobq_complete(a, in1, NULL, 0, NULL), JOBQ_OK);
+  beat(a);
+  /* Part 1 ran nothing any more: handed over at a's beat. */
+  assert_true(owns(t->db, a, 0));
+  assert_true(owns(t->db, b, 1));
+  beat(a);
+  beat(b);
+  assert_true(owns(t->db, a, 0));
+  assert_true(owns(t->db, b, 1));
+  jobq_jobs_free(jobs, n);
+  jobq_session_close(a);
+  jobq_session_close(b);
+}
+
+static void test_expired_parts_move(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 4);
+  jobq_session *a = th_session(t->db, 300);
+  join(a);
+  assert_int_equal(owned(t->db, a), 4);
+  jobq_session *b = th_session(t->db, 0);
+  join(b);
+  assert_int_equal(owned(t->db, b), 2);
+  /* a stops beating: after its lease, b's beat takes its parts. */
+  th_sleep_ms(600);
+  beat(b);
+  assert_int_equal(owned(t->db, b), 4);
+  jobq_session_close(a);
+  jobq_session_close(b);
+}
+
+static void test_claims_only_own_parts(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 4);
+  jobq_session *a = th_session(t->db, 0), *b = th_session(t->db, 0);
+  join(a);
+  join(b);
+  beat(a);
+  beat(b);
+  assert_int_equal(owned(t->db, a), 2);
+  for (int i = 0; i < 40; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "key%d", i % 10);
+    if (i % 2) th_put(t->db, Q, "x");
+    else th_put_key(t->db, Q, key);
+  }
+  size_t na, nb;
+  jobq_job *ja = th_claim(a, Q, 100, &na), *jb = th_claim(b, Q, 100, &nb);
+  assert_true(na > 0 && nb > 0);
+  for (size_t i = 0; i < na; i++) {
+    jobq_job_info *info = th_show(t->db, ja[i].id);
+    assert_true(info->part >= 0 && info->part < 4);
+    assert_true(owns(t->db, a, info->part));
+    if (ja[i].key) assert_int_equal(info->part, jobq_part_of(ja[i].key, strlen(ja[i].key), 4));
+    jobq_info_free(info, 1);
+  }
+  for (size_t i = 0; i < nb; i++) {
+    jobq_job_info *info = th_show(t->db, jb[i].id);
+    assert_true(owns(t->db, b, info->part));
+    jobq_info_free(info, 1);
+  }
+  /* 20 keyless jobs and the heads of the 5 keys (key0, key2 ... key8). */
+  assert_int_equal(na + nb, 25);
+  jobq_jobs_free(ja, na);
+  jobq_jobs_free(jb, nb);
+  /* More sessions than parts: the last ones hold none and claim none. */
+  jobq_session *c[3];
+  for (int i = 0; i < 3; i++) {
+    c[i] = th_session(t->db, 0);
+    join(c[i]);
+  }
+  th_put(t->db, Q, "y");
+  for (int round = 0; round < 2; round++) {
+    beat(a);
+    beat(b);
+    for (int i = 0; i < 3; i++) beat(c[i]);
+  }
+  assert_int_equal(owned(t->db, c[2]), 0);
+  th_claim_none(c[2], Q);
+  for (int i = 0; i < 3; i++) jobq_session_close(c[i]);
+  jobq_session_close(a);
+  jobq_session_close(b);
+}
+
+/* Drains queue Q with sessions s[0..ns) (NULL: none), each claiming a
+ * few at a time and holding them until every session has claimed,
+ * asserting that no two jobs of a key are held at once and that each
+ * key's jobs are claimed in id order; between rounds, each session
+ * beats and hook (may be NULL) runs.  Returns the jobs finished. */
+typedef void (*round_fn)(tq *t, int round, jobq_session **s, size_t ns);
+static size_t drain(tq *t, jobq_session **s, size_t ns, round_fn hook) {
+  char keys[16][16];
+  int64_t last[16];
+  size_t nkeys = 0, done = 0;
+  for (int round = 0; round < 500; round++) {
+    size_t got = 0;
+    jobq_job *held[8] = {NULL};
+    size_t nheld[8] = {0};
+    const char *running[64];
+    size_t nrunning = 0;
+    assert_true(ns <= 8);
+    for (size_t i = 0; i < ns; i++) {
+      if (s[i] == NULL) continue;
+      held[i] = th_claim(s[i], Q, 3, &nheld[i]);
+      got += nheld[i];
+      for (size_t k = 0; k < nheld[i]; k++) {
+        const jobq_job *j = &held[i][k];
+        if (j->key == NULL) continue;
+        for (size_t r = 0; r < nrunning; r++) assert_string_not_equal(running[r], j->key);
+        assert_true(nrunning < 64);
+        running[nrunning++] = j->key;
+        size_t x = 0;
+        while (x < nkeys && strcmp(keys[x], j->key) != 0) x++;
+        if (x == nkeys) {
+          assert_true(nkeys < 16);
+          snprintf(keys[nkeys], sizeof keys[0], "%s", j->key);
+          last[nkeys++] = 0;
+        }
+        assert_true(j->id > last[x]);
+        last[x] = j->id;
+      }
+    }
+    for (size_t i = 0; i < ns; i++) {
+      for (size_t k = 0; k < nheld[i]; k++)
+        assert_rc(jobq_complete(s[i], &held[i][k], NULL, 0, NULL), JOBQ_OK);
+      done += nheld[i];
+      jobq_jobs_free(held[i], nheld[i]);
+    }
+    for (size_t i = 0; i < ns; i++)
+      if (s[i] != NULL) beat(s[i]);
+    if (hook != NULL) hook(t, round, s, ns);
+    if (got == 0 && round > 10 && th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs") == 0)
+      break;
+  }
+  return done;
+}
+
+static void put_keyed_jobs(tq *t, int keys, int each, int keyless) {
+  for (int i = 0; i < each; i++)
+    for (int k = 0; k < keys; k++) {
+      char key[16];
+      snprintf(key, sizeof key, "key%d", k);
+      th_put_key(t->db, Q, key);
+    }
+  for (int i = 0; i < keyless; i++) th_put(t->db, Q, "z");
+}
+
+static void change_count(tq *t, int round, jobq_session **s, size_t ns) {
+  static const int counts[] = {8, 3, 1, 5};
+  if (round < 4) set_parts(t->db, counts[round]);
+}
+
+static void test_change_count_loses_nothing(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 4);
+  put_keyed_jobs(t, 6, 5, 20);
+  jobq_session *s[2] = {th_session(t->db, 0), th_session(t->db, 0)};
+  /* Some running while the count changes. */
+  size_t n;
+  jobq_job *j = th_claim(s[0], Q, 4, &n);
+  assert_true(n > 0);
+  set_parts(t->db, 7);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs"), 50);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE part IS NULL "
+                                     "OR part < 0 OR part >= 7"),
+                   0);
+  /* Each keyed job in its key's part. */
+  jobq_job_info *v;
+  size_t nv;
+  jobq_list_opts lo = {.queue = Q, .limit = 100};
+  assert_rc(jobq_list(t->db, &lo, &v, &nv), JOBQ_OK);
+  assert_int_equal(nv, 50);
+  for (size_t i = 0; i < nv; i++)
+    if (v[i].key != NULL) assert_int_equal(v[i].part, jobq_part_of(v[i].key, strlen(v[i].key), 7));
+  jobq_info_free(v, nv);
+  for (size_t i = 0; i < n; i++) assert_rc(jobq_complete(s[0], &j[i], NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, n);
+  size_t done = drain(t, s, 2, change_count);
+  assert_int_equal(done + n, 50);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_done WHERE outcome = 'done'"),
+                   50);
+  jobq_session_close(s[0]);
+  jobq_session_close(s[1]);
+}
+
+static void rebalance(tq *t, int round, jobq_session **s, size_t ns) {
+  if (round == 2) s[2] = th_session(t->db, 0);
+  if (round == 5) {
+    jobq_session_close(s[0]);
+    s[0] = NULL;
+  }
+  if (round == 8) s[0] = th_session(t->db, 0);
+}
+
+static void test_key_order_across_rebalances(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 6);
+  put_keyed_jobs(t, 10, 8, 10);
+  jobq_session *s[3] = {th_session(t->db, 0), th_session(t->db, 0), NULL};
+  size_t done = drain(t, s, 3, rebalance);
+  assert_int_equal(done, 90);
+  for (int i = 0; i < 3; i++) jobq_session_close(s[i]);
+}
+
+/* A dead job of a key, retried, comes back in its key's part. */
+static void test_retried_in_its_part(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 8);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = Q;
+  o.key = "the-key";
+  o.max_attempts = 1;
+  int64_t id = th_put_opts(t->db, &o);
+  jobq_session *s = th_session(t->db, 0);
+  jobq_job *j = th_claim_one(s, Q);
+  assert_rc(jobq_fail(s, j, "no"), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+  assert_int_equal(th_state(t->db, id), JOBQ_STATE_DEAD);
+  assert_rc(jobq_retry(t->db, id), JOBQ_OK);
+  jobq_job_info *info = th_show(t->db, id);
+  assert_int_equal(info->part, jobq_part_of("the-key", 7, 8));
+  jobq_info_free(info, 1);
+  /* And its owner claims it. */
+  j = th_claim_one(s, Q);
+  assert_int_equal(j->id, id);
+  jobq_jobs_free(j, 1);
+  jobq_session_close(s);
+}
+
+static void test_bad_counts(void **state) {
+  tq *t = *state;
+  th_put(t->db, Q, "a");
+  assert_rc(jobq_set_parts(t->db, Q, 0), JOBQ_EINVAL);
+  assert_non_null(strstr(jobq_errmsg(t->db), "'0'"));
+  assert_rc(jobq_set_parts(t->db, Q, 1025), JOBQ_EINVAL);
+  assert_rc(jobq_set_parts(t->db, "Bad Queue", 2), JOBQ_EINVAL);
+  int parts = 0;
+  assert_rc(jobq_parts(t->db, Q, &parts, NULL, NULL), JOBQ_OK);
+  assert_int_equal(parts, 1);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_parts"), 0);
+  /* One part: the queue as it was, its jobs in no part. */
+  jobq_job_info *info = th_show(t->db, 1);
+  assert_int_equal(info->part, -1);
+  jobq_info_free(info, 1);
+}
+
+/* PostgreSQL's jobq_put() SQL function puts a job in its key's part, as
+ * the library does, and a job without a key in one of the parts. */
+static void test_sql_put_function(void **state) {
+  tq *t = *state;
+  if (strcmp(th_store(), "postgres") != 0) {
+    print_message("skipped on %s: the jobq_put() SQL function is PostgreSQL's\n", th_store());
+    skip();
+  }
+  set_parts(t->db, 16);
+  static const char *const keys[] = {"a", "order-17", "caf\xc3\xa9", "x/y/z"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT jobq_put('%s', '', order_key => '%s')", Q, keys[i]);
+    jobq_job_info *info = th_show(t->db, th_sql_int(t->db, sql));
+    assert_int_equal(info->part, jobq_part_of(keys[i], strlen(keys[i]), 16));
+    jobq_info_free(info, 1);
+  }
+  jobq_job_info *info = th_show(t->db, th_sql_int(t->db, "SELECT jobq_put('pq', '')"));
+  assert_true(info->part >= 0 && info->part < 16);
+  jobq_info_free(info, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TQ_TEST(test_fair_split),
+      TQ_TEST(test_join_within_a_heartbeat),
+      TQ_TEST(test_running_part_kept),
+      TQ_TEST(test_expired_parts_move),
+      TQ_TEST(test_claims_only_own_parts),
+      TQ_TEST(test_change_count_loses_nothing),
+      TQ_TEST(test_key_order_across_rebalances),
+      TQ_TEST(test_retried_in_its_part),
+      TQ_TEST(test_bad_counts),
+      TQ_TEST(test_sql_put_function),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
