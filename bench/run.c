@@ -264,7 +264,7 @@ int bench_claimer_child(const void *arg, int index) {
   so.lease_ms = BENCH_LEASE_MS;
   if (rc == JOBQ_OK) rc = jobq_session_open(db, &so, &s);
   const char *const qs[] = {c->queue};
-  if (rc == JOBQ_OK && bench_parts > 0) rc = jobq_session_join(s, qs, 1);
+  if (rc == JOBQ_OK && bench_parts > 0) rc = jobq_parts_join(s, qs, 1);
   atomic_fetch_add(&c->shared->ready, 1);
   /* Waiting for the others to connect: the session stays alive. */
   while (rc == JOBQ_OK && bench_await_go(c->shared, BENCH_LEASE_MS / 3000.0) == 0)

@@ -856,7 +856,7 @@ JOBQ_API void jobq_parts_free(jobq_part *parts, size_t n);
 /* Joins s to the claimers of those of queues[0..nq) that are in parts,
  * taking its share of their parts now, as its first claim from each
  * would: a worker that knows its queues joins them when it starts. */
-JOBQ_API int jobq_session_join(jobq_session *s, const char *const *queues, size_t nq);
+JOBQ_API int jobq_parts_join(jobq_session *s, const char *const *queues, size_t nq);
 /* The part, of parts, of a job with ordering key key (len bytes). */
 JOBQ_API int jobq_part_of(const char *key, size_t len, int parts);
 

@@ -239,7 +239,7 @@ int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **par
   return rc;
 }
 
-int jobq_session_join(jobq_session *s, const char *const *queues, size_t nq) {
+int jobq_parts_join(jobq_session *s, const char *const *queues, size_t nq) {
   if (s == NULL || (nq > 0 && queues == NULL)) return JOBQ_EINVAL;
   jobq *db = s->db;
   jobq__ok(db);
