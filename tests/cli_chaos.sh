@@ -2,8 +2,9 @@
 # cli_chaos.sh - a short chaos run (tests/chaos/chaos.py) on each store:
 # producers and three `jobq work` foremen under SIGKILL, SIGSTOP, dropped
 # connections and, on PostgreSQL, a server restart and a server stall, and
-# foremen whose clock is five minutes off; then the checker's verdict on
-# what the database holds.  20 seconds of faults per store here; `make
+# foremen whose clock is five minutes off; on PostgreSQL the queue is in
+# parts, its jobs keyed, and foremen also leave and join; then the
+# checker's verdict on what the database holds.  20 seconds of faults per store here; `make
 # chaos` runs the long version.  The server stores use the servers
 # tests/run.sh started (a database or schema of their own), and need their
 # data folders (JOBQ_TEST_PG_DIR, JOBQ_TEST_MYSQL_DIR) to restart, stall
@@ -25,8 +26,11 @@ t_postgres() {
     skip "no PostgreSQL server of the tests' own (tests/run.sh starts one)"
     return
   fi
+  # In parts: every job keyed, foremen leaving and joining besides the
+  # other faults, each key's order and each part's one owner at a time
+  # checked.
   chaos --store postgres --url "$JOBQ_TEST_PG_URL?schema=chaos_$$" \
-    --pg-dir "$JOBQ_TEST_PG_DIR"
+    --pg-dir "$JOBQ_TEST_PG_DIR" --parts 8
 }
 
 t_mysql() {

@@ -51,6 +51,18 @@ store's own SQL client and verifies:
     long jobs), its jobs were claimed again within the lease, a heartbeat,
     the poll interval and a small margin.
 
+With --parts P the queue is split into P parts (jobq parts) and every job
+has an ordering key (of --keys, the queue's key policy skip, so that a
+dead head lets its key go on); the faults also make foremen leave (SIGTERM,
+a graceful stop) and join again, so that parts change owners, besides the
+kills and pauses.  The checker then also verifies, over the runs that
+counted (the run whose claim the archive holds):
+
+  - each key's jobs ran one at a time and in the order they were put;
+  - no two foremen ran jobs of one part at once: a part changes owner
+    only after its owner has nothing of it running, or has lost its
+    session (whose runs then cannot count).
+
 It prints one summary line and exits 0 when every check held, 1 otherwise
 (the first violations are listed), 2 on bad usage.
 
@@ -58,6 +70,7 @@ It prints one summary line and exits 0 when every check held, 1 otherwise
            [--seconds N] [--foremen N] [--producers N] [--jobs N]
            [--pg-dir DIR] [--mysql-dir DIR] [--keep] [--lease S]
            [--host NETNS:LINK ...] [--standby DIR --failovers N [--sync]]
+           [--parts P [--keys K]]
 """
 import argparse
 import calendar
@@ -83,6 +96,15 @@ def now_ns():
     return time.time_ns()
 
 
+def part_of(key, parts):
+    """A key's part, as jobq_part_of() computes it: FNV-1a (32 bits) of its
+    bytes, modulo the parts."""
+    h = 2166136261
+    for b in key.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h % parts
+
+
 class Chaos:
     def __init__(self, a):
         self.a = a
@@ -98,6 +120,9 @@ class Chaos:
                        "producer kills": 0, "restarts": 0, "stalls": 0,
                        "dropped connections": 0, "full disks": 0,
                        "puts refused as full": 0}
+        if a.parts:
+            self.counts["leaves"] = 0
+            self.counts["joins"] = 0
         if a.host:
             self.counts["host cuts"] = 0
         if a.standby:
@@ -228,6 +253,8 @@ class Chaos:
                 payloads.append(pl)
                 job = {"queue": "chaos", "payload": pl, "backoff": "100ms",
                        "max_attempts": 2 if kind == "fail" else 50}
+                if self.a.parts:
+                    job["key"] = "k%d" % rnd.randrange(self.a.keys)
                 lines.append(json.dumps(job))
             batch = {"payloads": payloads, "outcome": "unknown"}
             with self.lock:
@@ -293,6 +320,8 @@ class Chaos:
             kinds.append(("full_disk", 1))
         if self.hosts:
             kinds.append(("cut_host", 2))
+        if self.a.parts:
+            kinds.append(("leave_foreman", 3))
         if self.a.store == "postgres" and self.a.pg_dir:
             if self.counts["restarts"] < self.a.restarts:
                 kinds.append(("restart_db", 1))
@@ -322,6 +351,21 @@ class Chaos:
                     self.counts["job kills"] += 1
                 except ProcessLookupError:
                     pass
+        elif kind == "leave_foreman":
+            # A graceful stop (its running jobs finish, its parts go to
+            # the others), then the same slot joins again.
+            self.event("leave_foreman", p.pid)
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            self.counts["leaves"] += 1
+            time.sleep(rnd.uniform(0.2, 1.5) * LEASE_S)
+            q = self.start_foreman(slot)
+            self.event("join_foreman", q.pid)
+            self.counts["joins"] += 1
         elif kind == "pause_foreman":
             self.event("pause_foreman", p.pid)
             p.send_signal(signal.SIGSTOP)
@@ -502,6 +546,13 @@ class Chaos:
                            env=self.env())
         if r.returncode != 0:
             raise SystemExit("chaos: jobq init: " + r.stderr.decode(errors="replace").strip())
+        if self.a.parts:
+            for cmd in (["parts", "chaos", str(self.a.parts)], ["policy", "chaos", "skip"]):
+                r = subprocess.run([self.a.jobq, "--db", self.a.url] + cmd, capture_output=True,
+                                   env=self.env())
+                if r.returncode != 0:
+                    raise SystemExit("chaos: jobq %s: %s" % (
+                        " ".join(cmd), r.stderr.decode(errors="replace").strip()))
         for slot in range(self.a.foremen):
             self.start_foreman(slot)
         prods = [threading.Thread(target=self.producer, args=(i,))
@@ -564,8 +615,9 @@ class Chaos:
         batch = {"payloads": ["long-last-%d" % i for i in range(2 * self.a.foremen)],
                  "outcome": "unknown"}
         self.batches.append(batch)
-        lines = "".join(json.dumps({"queue": "chaos", "payload": pl, "backoff": "100ms"}) + "\n"
-                        for pl in batch["payloads"])
+        lines = "".join(json.dumps(dict({"queue": "chaos", "payload": pl, "backoff": "100ms"},
+                                        **({"key": "last-%d" % i} if self.a.parts else {})))
+                        + "\n" for i, pl in enumerate(batch["payloads"]))
         r = subprocess.run([self.a.jobq, "--db", self.a.url, "put", "--ndjson", "-"],
                            input=lines.encode(), capture_output=True, env=self.env())
         if r.returncode == 0:
@@ -613,8 +665,8 @@ class Chaos:
     def archive(self):
         """(id, outcome, claim, result, payload, attempts, finished_at,
         claimed_at) rows: claimed_at is when the claim that counted was made."""
-        q = ("SELECT id, outcome, claim, %s, %s, attempts, finished_at, claimed_at "
-             "FROM %sjobq_done")
+        q = ("SELECT id, outcome, claim, %s, %s, attempts, finished_at, claimed_at, "
+             "coalesce(order_key, '') FROM %sjobq_done")
         if self.a.store == "sqlite":
             path = self.a.url.split(":", 1)[1].split("?")[0]
             if path.startswith("//"):
@@ -639,7 +691,7 @@ class Chaos:
             f = line.split("\t" if self.a.store == "mysql" else "|")
             rows.append((int(f[0]), f[1], f[2], bytes.fromhex(f[3]).decode("latin-1"),
                          bytes.fromhex(f[4]).decode("latin-1"), int(f[5]), int(f[6]),
-                         int(f[7])))
+                         int(f[7]), f[8] if len(f) > 8 else ""))
         return rows, int(hot.stdout.strip() or "0")
 
     def slot_at(self, pid, t_ns):
@@ -746,7 +798,7 @@ class Chaos:
         # Outcomes: the completion that counted is a finished run's.
         lost_runs = 0
         for row in rows:
-            jid, outcome, claim, result, pl, attempts, finished, _ = row
+            jid, outcome, claim, result, pl, attempts, finished, _, _ = row
             want = "dead" if pl.startswith("fail-") else "done"
             if outcome != want:
                 bad.append("job %d (%s) ended %s, expected %s" % (jid, pl, outcome, want))
@@ -797,6 +849,7 @@ class Chaos:
                     if not explained:
                         bad.append("job %d: runs with claims %s and %s overlapped with no "
                                    "fault to explain it" % (jid, x["claim"], y["claim"]))
+        ordered = self.check_parts(rows, runs, bad) if self.a.parts else ""
         # Recovery after the last fault: how soon the jobs it cut off were
         # claimed again (on the database clock; when they then started
         # depends on whether a slot was free).
@@ -826,6 +879,7 @@ class Chaos:
                 with open(os.path.join(self.dir, name), errors="replace") as f:
                     stale += sum(1 for line in f if "claim was lost" in line)
         ha = self.ha_figures(rows, runs, left, bad, acked) if self.a.standby else ""
+        ha = ordered + ha
         summary = ("chaos %s: %d jobs put in %d batches (%d acknowledged), %d finished; "
                    "%s; %d lost, %d double completions, %d stale acks refused, "
                    "%d runs that did not count, %d overlaps explained by faults, "
@@ -837,6 +891,46 @@ class Chaos:
                       sum(1 for x in bad if "finished" in x and "times" in x),
                       stale, lost_runs, overlaps, worst))
         return summary + ha, bad
+
+    def check_parts(self, rows, runs, bad):
+        """Over the runs that counted: each key's jobs one at a time and in
+        the order put, and each part's jobs run by one foreman at a time."""
+        counted = []  # (start, end, id, key, part, foreman)
+        for row in rows:
+            jid, claim, key = row[0], row[2], row[8]
+            for r in runs.get(jid, []):
+                if r["claim"] == claim and r["end"] is not None:
+                    counted.append((r["start"], r["end"], jid, key,
+                                    part_of(key, self.a.parts) if key else None, r["foreman"]))
+        counted.sort()
+        out_of_order = two_at_once = two_owners = 0
+        last = {}   # key -> (start, end, id)
+        for start, end, jid, key, _, _ in counted:
+            if not key:
+                continue
+            if key in last:
+                p_start, p_end, p_id = last[key]
+                if p_id > jid:
+                    out_of_order += 1
+                    bad.append("key %s: job %d ran after job %d, put after it" % (key, p_id, jid))
+                if start < p_end:
+                    two_at_once += 1
+                    bad.append("key %s: jobs %d and %d ran at once" % (key, p_id, jid))
+            last[key] = (start, end, jid)
+        busy = {}   # part -> [(end, foreman, id)] of runs not yet over
+        for start, end, jid, key, part, foreman in counted:
+            if part is None:
+                continue
+            now = [x for x in busy.get(part, []) if x[0] > start]
+            for p_end, p_foreman, p_id in now:
+                if p_foreman != foreman:
+                    two_owners += 1
+                    bad.append("part %d: foremen %d and %d ran its jobs %d and %d at once"
+                               % (part, p_foreman, foreman, p_id, jid))
+            busy[part] = now + [(end, foreman, jid)]
+        return ("; %d parts, %d keys: %d counted runs checked, %d out of order, %d of one key "
+                "at once, %d of one part by two foremen at once"
+                % (self.a.parts, self.a.keys, len(counted), out_of_order, two_at_once, two_owners))
 
     def ha_figures(self, rows, runs, left, bad, acked):
         """The failovers' figures (a line that follows the summary), and a
@@ -946,6 +1040,9 @@ def main():
                     "each foreman, then for each producer")
     ap.add_argument("--standby", help="the standby's folder (tests/pgserver.sh): failovers")
     ap.add_argument("--failovers", type=int, default=0)
+    ap.add_argument("--parts", type=int, default=0,
+                    help="split the queue into P parts; every job gets a key")
+    ap.add_argument("--keys", type=int, default=0, help="ordering keys (default 4 x parts)")
     ap.add_argument("--sync", action="store_true",
                     help="the standby is synchronous: no acknowledged job may be lost")
     a = ap.parse_args()
@@ -955,6 +1052,10 @@ def main():
                  % (a.foremen + a.producers, len(a.host)))
     if a.standby and not a.pg_dir:
         ap.error("--standby: expected --pg-dir, the primary's folder, too")
+    if a.parts and not 1 <= a.parts <= 1024:
+        ap.error("--parts: expected 1 to 1024")
+    if a.parts and a.keys <= 0:
+        a.keys = 4 * a.parts
     if a.seed is None:
         a.seed = int(time.time())
     if a.foremen < 2:

@@ -4,8 +4,10 @@
 # (tests/pgserver.sh, tests/mysqlserver.sh) and stops at the end.  Each
 # store gets CHAOS_SECONDS of faults (default 900) at CHAOS_RATE jobs a
 # second (default 60), and on PostgreSQL CHAOS_RESTARTS server restarts and
-# as many stalls (default 5).  One verdict line per store; the exit status
-# is nonzero when any store's checks failed.
+# as many stalls (default 5).  With CHAOS_PARTS=P (default 16; 0: none)
+# each store runs a second time with the queue in P parts, every job
+# keyed, and foremen leaving and joining (chaos.py --parts).  One verdict
+# line per run; the exit status is nonzero when any run's checks failed.
 #
 #   tests/chaos/run.sh BUILD [STORE...]    (stores: sqlite postgres mysql)
 set -u
@@ -18,6 +20,7 @@ stores=${*:-sqlite postgres mysql}
 seconds=${CHAOS_SECONDS:-900}
 rate=${CHAOS_RATE:-60}
 restarts=${CHAOS_RESTARTS:-5}
+parts=${CHAOS_PARTS:-16}
 jobs=$(python3 -c "print(int($seconds * $rate * 1.2))")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/jobq-chaos-run.XXXXXX")
@@ -41,6 +44,7 @@ for store in $stores; do
   case $store in
     sqlite)
       chaos --store sqlite --url "sqlite:$work/chaos.db"
+      ((parts > 0)) && chaos --store sqlite --url "sqlite:$work/parts.db" --parts "$parts"
       ;;
     postgres)
       # Beside $work, not in it: the server runs as another user when we
@@ -48,11 +52,17 @@ for store in $stores; do
       pgdir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-chaos-pg.XXXXXX")
       url=$("$tests/pgserver.sh" start "$pgdir") || { echo "chaos postgres: no server"; failed=1; continue; }
       chaos --store postgres --url "$url" --pg-dir "$pgdir" --restarts "$restarts"
+      ((parts > 0)) && chaos --store postgres --url "$url?schema=parts" --pg-dir "$pgdir" \
+        --restarts "$restarts" --parts "$parts"
       ;;
     mysql)
       mydir=$(mktemp -u "${TMPDIR:-/tmp}/jobq-chaos-my.XXXXXX")
       url=$("$tests/mysqlserver.sh" start "$mydir") || { echo "chaos mysql: no server"; failed=1; continue; }
       chaos --store mysql --url "$url" --mysql-dir "$mydir"
+      if ((parts > 0)); then
+        "$tests/mysqlserver.sh" sql "$mydir" -e "CREATE DATABASE parts; GRANT ALL ON parts.* TO 'jobq'@'127.0.0.1'" &&
+          chaos --store mysql --url "${url%/*}/parts" --mysql-dir "$mydir" --parts "$parts"
+      fi
       ;;
     *)
       echo "usage: tests/chaos/run.sh BUILD [sqlite|postgres|mysql...]" >&2
