@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 8
+#define JOBQ_SCHEMA_VERSION 9
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -175,6 +175,8 @@ void jobq__held_release(jobq_session *s);
 typedef struct jobq__limit_plan {
   char **names;
   int64_t *caps, *rate_ms, *per_key;
+  /* A rate per key: how many of one key in key_ms (0: none). */
+  int64_t *key_n, *key_ms;
   size_t n;
 } jobq__limit_plan;
 /* Whether queue's ordering keys order its jobs: not when it has a limit

@@ -343,6 +343,18 @@ static const jobq_step v8_steps[] = {{"ALTER TABLE jobq_jobs"
     "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
     "AND table_name = 'jobq_jobs' AND column_name = 'parents_left'"}, {NULL, NULL}};
 
+/* version 9: the rate limit per ordering key and the claims of each
+ * key in the last period (lib/limit.c). */
+static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN key_rate_n bigint,"
+    "  ADD COLUMN key_rate_ms bigint;"
+    "CREATE TABLE jobq_key_starts ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  order_key text COLLATE \"C\" NOT NULL,"
+    "  at bigint NOT NULL,"
+    "  n bigint NOT NULL,"
+    "  PRIMARY KEY (queue, order_key, at));"
+    "CREATE INDEX jobq_key_starts_at ON jobq_key_starts(queue, at);", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -354,7 +366,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

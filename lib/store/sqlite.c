@@ -302,6 +302,19 @@ static const jobq_step v8_steps[] = {{"CREATE TABLE jobq_jobs_8 ("
     "SELECT count(*) FROM pragma_table_info('jobq_jobs') WHERE name = 'parents_left'"},
     {NULL, NULL}};
 
+/* version 9: the rate limit per ordering key and the claims of each
+ * key in the last period (lib/limit.c). */
+static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN key_rate_n INTEGER;"
+    "ALTER TABLE jobq_queues ADD COLUMN key_rate_ms INTEGER;"
+    "CREATE TABLE jobq_key_starts ("
+    "  queue TEXT NOT NULL,"
+    "  order_key TEXT NOT NULL,"
+    "  at INTEGER NOT NULL,"
+    "  n INTEGER NOT NULL,"
+    "  PRIMARY KEY (queue, order_key, at)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX jobq_key_starts_at ON jobq_key_starts(queue, at);", NULL}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
                                         "  version INTEGER NOT NULL,"
@@ -311,7 +324,7 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         NULL},
                                        {NULL, NULL}};
 static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
 _Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 
