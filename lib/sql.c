@@ -312,13 +312,37 @@ static const text texts[JOBQ_Q__COUNT] = {
                                  "state) >= (?2, 'ready') AND (order_key, state) <= (?2, "
                                  "'running') AND order_key IS NOT NULL ORDER BY order_key, "
                                  "state, id LIMIT 1"},
+    /* The key's first job by id that waits, for its turn or (pending)
+     * for the jobs it was put after: id and state.  Only a waiting one
+     * may be made ready: a pending one keeps the key's later jobs
+     * behind it.  The first of each state, then the first of the two. */
     [JOBQ_Q_KEY_NEXT] = {.what = "finding the ordering key's next job",
-                         .common = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND "
-                         "order_key = ?2 AND state = 'waiting' ORDER BY id LIMIT 1",
-                         .pg = "SELECT id FROM jobq_jobs WHERE queue = ?1 AND (order_key, "
-                               "state) >= (?2, 'waiting') AND (order_key, state) <= (?2, "
-                               "'waiting') AND order_key IS NOT NULL ORDER BY order_key, "
-                               "state, id LIMIT 1"},
+                         .common = "SELECT id, state FROM (SELECT id, state FROM (SELECT id, "
+                                   "state FROM jobq_jobs WHERE queue = ?1 AND order_key = ?2 "
+                                   "AND state = 'pending' ORDER BY id LIMIT 1) p UNION ALL "
+                                   "SELECT id, state FROM (SELECT id, state FROM jobq_jobs "
+                                   "WHERE queue = ?1 AND order_key = ?2 AND state = 'waiting' "
+                                   "ORDER BY id LIMIT 1) w) f ORDER BY id LIMIT 1",
+                         .pg = "(SELECT id, state FROM jobq_jobs WHERE queue = ?1 AND "
+                               "(order_key, state) >= (?2, 'pending') AND (order_key, state) "
+                               "<= (?2, 'pending') AND order_key IS NOT NULL ORDER BY "
+                               "order_key, state, id LIMIT 1) UNION ALL (SELECT id, state FROM "
+                               "jobq_jobs WHERE queue = ?1 AND (order_key, state) >= (?2, "
+                               "'waiting') AND (order_key, state) <= (?2, 'waiting') AND "
+                               "order_key IS NOT NULL ORDER BY order_key, state, id LIMIT 1) "
+                               "ORDER BY id LIMIT 1"},
+    /* Whether a job of key ?2 of queue ?1 older than job ?3 is unfinished,
+     * or a dead one blocks the key; nothing where keys do not order. */
+    [JOBQ_Q_KEY_BEFORE] = {.what = "looking for the ordering key's earlier jobs",
+                           .common = "SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key = "
+                                     "?2 AND id < ?3 AND " KEYS_ORDER("?1") " UNION ALL SELECT "
+                                     "1 FROM jobq_blocked WHERE queue = ?1 AND order_key = ?2 "
+                                     "AND " KEYS_ORDER("?1") " LIMIT 1",
+                           .pg = "(SELECT 1 FROM jobq_jobs WHERE queue = ?1 AND order_key >= "
+                                 "?2 AND order_key <= ?2 AND id < ?3 AND " KEYS_ORDER("?1")
+                                 " ORDER BY order_key, state, id LIMIT 1) UNION ALL (SELECT 1 "
+                                 "FROM jobq_blocked WHERE queue = ?1 AND order_key = ?2 AND "
+                                 KEYS_ORDER("?1") ") LIMIT 1"},
     [JOBQ_Q_BLOCKED] = {.what = "looking for a dead job that blocks the ordering key",
                         .common = "SELECT job_id FROM jobq_blocked WHERE queue = ?1 AND "
                         "order_key = ?2"},
@@ -679,8 +703,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * to the archive in one statement, under their queues' shared locks;
      * with ?5 (1), under their keys' locks, also of jobs with ordering
      * keys, each key handed on to its next waiting job as lib/order.c
-     * does (the key not blocked; no barrier before it, since the queue
-     * has none).  Its rows are the ids archived with their queues, for
+     * does (the key not blocked, no pending job of the key before it;
+     * no barrier before it, since the queue has none).  Its rows are the ids archived with their queues, for
      * the counters (lib/counts.c), then (id 0) the queues of the jobs
      * made ready.  The session is compared through coalesce() so that no
      * plan starts from the session's index: analyzed while the session
@@ -697,7 +721,10 @@ static const text texts[JOBQ_Q__COUNT] = {
                "x.state) <= (k.order_key, 'waiting') AND x.order_key IS NOT NULL ORDER BY "
                "x.order_key, x.state, x.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "
                "jobq_blocked b WHERE b.queue = k.queue AND b.order_key = k.order_key) "
-               "RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
+               "AND NOT EXISTS (SELECT 1 FROM jobq_jobs y WHERE y.queue = k.queue AND "
+               "(y.order_key, y.state) >= (k.order_key, 'pending') AND (y.order_key, "
+               "y.state) <= (k.order_key, 'pending') AND y.order_key IS NOT NULL AND y.id "
+               "< w.id) RETURNING w.queue) SELECT id, queue FROM i UNION ALL SELECT DISTINCT "
                "0::bigint, queue FROM p" COMPLETE_PARENTS},
     /* The same when no job of the batch has a key: no key to hand on, so
      * neither the update of the next job nor jobq_blocked (fewer
@@ -1404,18 +1431,19 @@ static const text texts[JOBQ_Q__COUNT] = {
          .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'pending', parents_left "
                   "= CAST(" BY_ID("?1", "?2") " AS SIGNED) WHERE id IN ({each:?1})"},
     /* The pending children of the jobs ?1 (a column), each edge a row:
-     * parent, child, any outcome, and the child's queue, parents left
-     * and whether it has children; the children's rows locked. */
+     * parent, child, any outcome, and the child's queue, parents left,
+     * whether it has children, its ordering key and whether it is a
+     * barrier; the children's rows locked. */
     [JOBQ_Q_AFTER_CHILDREN] =
         {.what = "finding the jobs put after the finished jobs",
          .common = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, "
-                   "j.children FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child WHERE "
-                   "e.parent IN ({each:?1}) AND j.state = 'pending' ORDER BY e.child, e.parent"
-                   "{for_update}",
-         .pg = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, j.children "
-               "FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child WHERE e.parent = "
-               "ANY(?1::bigint[]) AND j.state = 'pending' ORDER BY e.child, e.parent FOR "
-               "UPDATE OF j"},
+                   "j.children, j.order_key, j.barrier FROM jobq_after e JOIN jobq_jobs j ON "
+                   "j.id = e.child WHERE e.parent IN ({each:?1}) AND j.state = 'pending' ORDER "
+                   "BY e.child, e.parent{for_update}",
+         .pg = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, j.children, "
+               "j.order_key, j.barrier FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child "
+               "WHERE e.parent = ANY(?1::bigint[]) AND j.state = 'pending' ORDER BY e.child, "
+               "e.parent FOR UPDATE OF j"},
     /* Pending job ?1 with ?2 parents fewer, in state ?3 once none is
      * left.  Relative, so that two finishes of its parents in one
      * transaction (a cancel's cascade beside) add up; the state first,

@@ -32,7 +32,7 @@
   X(META_VERSION_SET) X(QUEUE_ENSURE) X(UNIQUE_FIND) X(ANY_BEFORE)             \
   X(UNIQUES_FIND)                                                           \
   X(BARRIER_FIRST) X(BARRIER_BEFORE) X(KEY_TAKEN) X(KEYS_TAKEN)                           \
-  X(KEY_ACTIVE) X(KEY_NEXT) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
+  X(KEY_ACTIVE) X(KEY_NEXT) X(KEY_BEFORE) X(BLOCKED) X(BLOCK) X(BLOCK_8) X(UNBLOCK)        \
   X(BLOCKED_BY)                                                             \
   X(MAKE_READY) X(INSERT_JOB) X(QUEUES_ENSURE) X(PUT_WAITS) X(PUT_WAITS_KEYS) X(PUT_ROWS) X(PUT_KEYED_ROWS) X(SESSION_INSERT) X(SESSION_LOCK)             \
   X(CLAIM_ENTER) X(CLAIM) X(CLAIM_PICK) X(CLAIM_MARK) X(CLAIM_HELD)                                              \
