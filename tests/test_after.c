@@ -300,6 +300,26 @@ static void test_keyed_child_cancelled_key_goes_on(void **state) {
   th_assert_counts_agree(t->db);
 }
 
+/* In a queue with a limit per key, whose keys do not order, a keyed job
+ * after others is ready once they are done, and the limit holds it while
+ * its key's other job runs. */
+static void test_keyed_without_order(void **state) {
+  tq *t = *state;
+  assert_rc(jobq_set_limits(t->db, "q", &(jobq_limits){.running_per_key = 1}), JOBQ_OK);
+  int64_t p = th_put_attempts(t->db, "p", 1);
+  int64_t x = put_keyed(t->db, "k", 0, 0);
+  int64_t y = put_keyed(t->db, "k", 0, p);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *jx = claim_is(s, x);
+  run_parent(s, p, 0);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_READY);
+  th_claim_none(s, "q");
+  assert_rc(jobq_complete(s, jx, "", 0, NULL), JOBQ_OK);
+  claim_exactly(s, &y, 1, 0);
+  jobq_jobs_free(jx, 1);
+  jobq_session_close(s);
+}
+
 /* A barrier after a job of another queue: the queue's later jobs wait
  * while it is pending, it waits for the earlier ones once its parent is
  * done, and runs alone. */
@@ -615,6 +635,7 @@ int main(void) {
       TQ_TEST(test_keyed_after_its_key_batch),
       TQ_TEST(test_keyed_pending_in_put_order),
       TQ_TEST(test_keyed_child_cancelled_key_goes_on),
+      TQ_TEST(test_keyed_without_order),
       TQ_TEST(test_barrier_after),
       TQ_TEST(test_barrier_after_parent_last),
   };
