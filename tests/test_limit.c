@@ -236,6 +236,24 @@ static void test_freed_slot_wakes(void **state) {
   jobq_close(db2);
 }
 
+/* Claims from queue every 25 ms until jobs come (5 s at most): them, in
+ * *n; fails unless the database clock then is period_ms past first (less
+ * 50 ms for the clock's reads). */
+static jobq_job *claim_next_period(jobq_session *s, jobq *db, const char *queue, int64_t first,
+                                   int64_t period_ms, size_t *n) {
+  jobq_job *j = NULL;
+  int64_t at = 0;
+  *n = 0;
+  for (int tries = 0; tries < 200 && *n == 0; tries++) {
+    th_sleep_ms(25);
+    at = th_db_now(db);
+    j = th_claim(s, queue, 10, n);
+  }
+  assert_true(*n > 0);
+  if (at < first + period_ms - 50) fail_msg("claimed %zu at %lld ms", *n, (long long)(at - first));
+  return j;
+}
+
 /* At most 3 claims in any second of the database clock: the fourth job
  * waits until the first claim is a second old there. */
 static void test_rate(void **state) {
@@ -258,15 +276,7 @@ static void test_rate(void **state) {
   assert_int_equal(l.rate_period_ms, 1000);
   assert_int_equal(l.claimed_now, 3);
   assert_int_equal(l.held, 1);
-  int64_t at = 0;
-  n = 0;
-  for (int tries = 0; tries < 200 && n == 0; tries++) {
-    th_sleep_ms(25);
-    at = th_db_now(t->db);
-    j = th_claim(s, "rated", 5, &n);
-  }
-  assert_true(n > 0);
-  if (at < first + 1000 - 50) fail_msg("claimed %zu at %lld ms", n, (long long)(at - first));
+  j = claim_next_period(s, t->db, "rated", first, 1000, &n);
   /* The two claimed together left the window together. */
   assert_true(n <= 3);
   th_complete_many(s, j, n);
@@ -465,15 +475,8 @@ static void test_rate_per_key_window(void **state) {
   assert_int_equal(n, 2);
   th_complete_many(s, j, n);
   th_claim_none(s, "kw");
-  int64_t at = 0;
-  n = 0;
-  for (int tries = 0; tries < 200 && n == 0; tries++) {
-    th_sleep_ms(25);
-    at = th_db_now(t->db);
-    j = th_claim(s, "kw", 10, &n);
-  }
+  j = claim_next_period(s, t->db, "kw", first, 1000, &n);
   assert_int_equal(n, 2);
-  if (at < first + 1000 - 50) fail_msg("claimed %zu at %lld ms", n, (long long)(at - first));
   th_complete_many(s, j, n);
   th_claim_none(s, "kw");
   jobq_session_close(s);
