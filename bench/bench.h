@@ -211,8 +211,13 @@ int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what);
  * key, a million of one key at once, every job with a key of its own;
  * rate, a billion a second; rate per key, a billion of one key a second,
  * every job with a key of its own. */
-enum bench_limit { BENCH_LIMIT_NONE, BENCH_LIMIT_RUNNING, BENCH_LIMIT_PER_KEY,
-                   BENCH_LIMIT_RATE, BENCH_LIMIT_RATE_PER_KEY };
+enum bench_limit {
+  BENCH_LIMIT_NONE,
+  BENCH_LIMIT_RUNNING,
+  BENCH_LIMIT_PER_KEY,
+  BENCH_LIMIT_RATE,
+  BENCH_LIMIT_RATE_PER_KEY
+};
 extern int bench_limit;
 
 /* Puts n jobs on queue with payload, in transactions of 1000, with a

@@ -188,7 +188,8 @@ int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
     int rc = jobq_set_limits(db, queue, &l);
     if (rc != JOBQ_OK) return rc;
   }
-  int keyed = bench_limit == BENCH_LIMIT_PER_KEY || bench_limit == BENCH_LIMIT_RATE_PER_KEY;
+  int keyed = bench_limit == BENCH_LIMIT_PER_KEY ||
+              bench_limit == BENCH_LIMIT_RATE_PER_KEY;
   return fill(db, queue, keyed ? "k" : NULL, keyed, 0, n, payload, label);
 }
 

@@ -28,12 +28,14 @@ static const char usage[] =
     "whole rate, and whether a limit holds ready jobs back.\n";
 
 /* Option's "N/PERIOD" into *n and *period_ms, or 2 after a message. */
-static int parse_rate(const char *option, const char *text, int64_t *n, int64_t *period_ms) {
+static int parse_rate(const char *option, const char *text, int64_t *n,
+                      int64_t *period_ms) {
   if (jobq_parse_rate(text, n, period_ms) == JOBQ_OK) return 0;
   char shown[CLI_QUOTE_BUF];
-  cli_error("invalid %s '%s': expected N/PERIOD, N from 1 to %d and PERIOD from 1ms to 1d, "
-            "like 100/1s or 10/1m",
-            option, cli_quote(shown, text), JOBQ_LIMIT_MAX);
+  cli_error(
+      "invalid %s '%s': expected N/PERIOD, N from 1 to %d and PERIOD from 1ms to 1d, "
+      "like 100/1s or 10/1m",
+      option, cli_quote(shown, text), JOBQ_LIMIT_MAX);
   return CLI_EXIT_USAGE;
 }
 
@@ -70,7 +72,8 @@ static void show(const char *queue, const jobq_limits *l) {
     cli_json_set(o, "running_per_key",
                  l->running_per_key > 0 ? json_integer(l->running_per_key) : json_null());
     cli_json_set(o, "rate", rate_json(l->rate, l->rate_period_ms));
-    cli_json_set(o, "rate_per_key", rate_json(l->rate_per_key, l->rate_per_key_period_ms));
+    cli_json_set(o, "rate_per_key",
+                 rate_json(l->rate_per_key, l->rate_per_key_period_ms));
     cli_json_set(o, "running_now", json_integer(l->running_now));
     cli_json_set(o, "claimed_now", json_integer(l->claimed_now));
     cli_json_set(o, "keys_full_now", json_integer(l->keys_full_now));
@@ -78,7 +81,8 @@ static void show(const char *queue, const jobq_limits *l) {
     cli_json_print(o);
     return;
   }
-  if (l->running == 0 && l->rate == 0 && l->running_per_key == 0 && l->rate_per_key == 0) {
+  if (l->running == 0 && l->rate == 0 && l->running_per_key == 0 &&
+      l->rate_per_key == 0) {
     printf("%s: no limits\n", queue);
     return;
   }
@@ -98,8 +102,9 @@ static void show(const char *queue, const jobq_limits *l) {
     sep = ", ";
   }
   if (l->rate_per_key > 0)
-    printf("%srate %lld per %s per key (%lld %s used it)", sep, (long long)l->rate_per_key,
-           key_period, (long long)l->keys_full_now, l->keys_full_now == 1 ? "key" : "keys");
+    printf("%srate %lld per %s per key (%lld %s used it)", sep,
+           (long long)l->rate_per_key, key_period, (long long)l->keys_full_now,
+           l->keys_full_now == 1 ? "key" : "keys");
   printf("%s\n", l->held ? " (held back)" : "");
 }
 
@@ -107,10 +112,12 @@ static int run(int argc, char **argv) {
   const char *running = NULL, *per_key = NULL, *rate = NULL, *key_rate = NULL;
   int clear = 0;
   const struct cli_option options[] = {
-      CLI_STRING(0, "running", &running, "N", "at most N jobs claimed at once ('none': no limit)"),
-      CLI_STRING(0, "running-per-key", &per_key, "N",
-                 "at most N jobs of one ordering key claimed at once; keys then do not order "
-                 "('none': no limit)"),
+      CLI_STRING(0, "running", &running, "N",
+                 "at most N jobs claimed at once ('none': no limit)"),
+      CLI_STRING(
+          0, "running-per-key", &per_key, "N",
+          "at most N jobs of one ordering key claimed at once; keys then do not order "
+          "('none': no limit)"),
       CLI_STRING(0, "rate", &rate, "N/PERIOD",
                  "at most N jobs claimed in any PERIOD, like 100/1s ('none': no limit)"),
       CLI_STRING(0, "rate-per-key", &key_rate, "N/PERIOD",
@@ -145,7 +152,8 @@ static int run(int argc, char **argv) {
   if (rate != NULL && strcmp(rate, "none") == 0) n_rate = 0;
   else if (rate != NULL && parse_rate("--rate", rate, &n_rate, &period) != 0)
     return CLI_EXIT_USAGE;
-  if (key_rate != NULL && strcmp(key_rate, "none") == 0) n_key_rate = 0;
+  if (key_rate != NULL && strcmp(key_rate, "none") == 0)
+    n_key_rate = 0;
   else if (key_rate != NULL &&
            parse_rate("--rate-per-key", key_rate, &n_key_rate, &key_period) != 0)
     return CLI_EXIT_USAGE;
@@ -158,7 +166,8 @@ static int run(int argc, char **argv) {
   const jobq_limits *was = n > 0 ? &cur[0] : &none;
   if (rc == JOBQ_OK && (clear || setting)) {
     /* The limits not named stay as they are. */
-    jobq_limits set = {.running = was->running, .rate = was->rate,
+    jobq_limits set = {.running = was->running,
+                       .rate = was->rate,
                        .rate_period_ms = was->rate_period_ms,
                        .running_per_key = was->running_per_key,
                        .rate_per_key = was->rate_per_key,
@@ -167,7 +176,8 @@ static int run(int argc, char **argv) {
     if (n_running >= 0) set.running = n_running;
     if (n_per_key >= 0) set.running_per_key = n_per_key;
     if (n_rate >= 0) set.rate = n_rate, set.rate_period_ms = period;
-    if (n_key_rate >= 0) set.rate_per_key = n_key_rate, set.rate_per_key_period_ms = key_period;
+    if (n_key_rate >= 0)
+      set.rate_per_key = n_key_rate, set.rate_per_key_period_ms = key_period;
     rc = jobq_set_limits(db, queue, &set);
     jobq_limits_free(cur, n);
     cur = NULL;
@@ -183,5 +193,6 @@ static int run(int argc, char **argv) {
 }
 
 const struct cli_command cli_cmd_limit = {
-    "limit", "show or set how many of a queue's or a key's jobs run at once or start per period",
+    "limit",
+    "show or set how many of a queue's or a key's jobs run at once or start per period",
     run};

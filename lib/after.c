@@ -249,7 +249,8 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
     /* In order: a job of the batch cancelled here cancels those put after
      * it by place. */
     if (w.failed != 0) {
-      jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, o->key, o->barrier, 0};
+      jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, o->key,
+                         o->barrier, 0};
       rc = cancel_child(db, &ref, w.failed, w.failed_state);
       gone[i] = 1;
     } else if (w.left > 0) {
@@ -381,7 +382,8 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
     if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, e->queue, &q->barrier);
   }
   if (rc == JOBQ_OK && (ref.key != NULL || ref.barrier)) rc = jobq__lock_job(db, &ref, 0);
-  if (rc == JOBQ_OK && (q->barrier || ref.key != NULL)) rc = jobq__must_wait_after(db, &ref, &wait);
+  if (rc == JOBQ_OK && (q->barrier || ref.key != NULL))
+    rc = jobq__must_wait_after(db, &ref, &wait);
   if (rc == JOBQ_OK)
     rc = jobq__sql_defer(db, JOBQ_Q_AFTER_SET,
                          SQL_ARGS(V_INT(e->child), V_INT(dec), V_TEXT(wait ? "waiting" : "ready")));

@@ -144,7 +144,8 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   if (plan != NULL) {
     queues = (const char *const *)plan->names;
     nq = plan->n;
-    for (size_t i = 0; i < nq; i++) ends = ends && plan->rate_ms[i] == 0 && plan->key_n[i] == 0;
+    for (size_t i = 0; i < nq; i++)
+      ends = ends && plan->rate_ms[i] == 0 && plan->key_n[i] == 0;
   }
   char prefix[CLAIM_PREFIX + 1], *tok;
   int rc = tokens(db, max, prefix, &tok);
@@ -169,14 +170,13 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
                                    V_TEXT(s->id), V_INT((int64_t)now), V_COL('t', v + nq, max)),
                           &r, &(const jobq_how){.ends = 1, .claim = max});
   else if (rc == JOBQ_OK)
-    rc = db->store->query(db, JOBQ_Q_CLAIM_CAPPED,
-                          SQL_ARGS(V_COL('t', v, nq), V_INT((int64_t)max), V_TEXT(s->id),
-                                   V_INT((int64_t)now), V_COL('t', v + nq, max),
-                                   V_COL('i', v + nq + max, nq),
-                                   V_COL('i', v + 2 * nq + max, nq),
-                                   V_COL('i', v + 3 * nq + max, nq),
-                                   V_COL('i', v + 4 * nq + max, nq)),
-                          &r, &(const jobq_how){.ends = ends, .claim = max});
+    rc = db->store->query(
+        db, JOBQ_Q_CLAIM_CAPPED,
+        SQL_ARGS(V_COL('t', v, nq), V_INT((int64_t)max), V_TEXT(s->id),
+                 V_INT((int64_t)now), V_COL('t', v + nq, max),
+                 V_COL('i', v + nq + max, nq), V_COL('i', v + 2 * nq + max, nq),
+                 V_COL('i', v + 3 * nq + max, nq), V_COL('i', v + 4 * nq + max, nq)),
+        &r, &(const jobq_how){.ends = ends, .claim = max});
   if (rc == JOBQ_OK) {
     rc = taken_rows(db, r, 0, 0, t);
     jobq__rows_done(db, r);

@@ -48,17 +48,19 @@ static int check_limits(jobq *db, const jobq_limits *l) {
                       "invalid rate period '%lldms' without a rate: expected 0",
                       (long long)l->rate_period_ms);
   if (l->rate_per_key < 0 || l->rate_per_key > JOBQ_LIMIT_MAX)
-    return jobq__fail(db, JOBQ_EINVAL, "invalid rate per key '%lld': expected 0 (none) to %d",
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "invalid rate per key '%lld': expected 0 (none) to %d",
                       (long long)l->rate_per_key, JOBQ_LIMIT_MAX);
-  if (l->rate_per_key > 0 &&
-      (l->rate_per_key_period_ms < 1 || l->rate_per_key_period_ms > JOBQ_LIMIT_PERIOD_MAX))
+  if (l->rate_per_key > 0 && (l->rate_per_key_period_ms < 1 ||
+                              l->rate_per_key_period_ms > JOBQ_LIMIT_PERIOD_MAX))
     return jobq__fail(db, JOBQ_EINVAL,
                       "invalid rate period per key '%lldms': expected 1ms to 1d",
                       (long long)l->rate_per_key_period_ms);
   if (l->rate_per_key == 0 && l->rate_per_key_period_ms != 0)
-    return jobq__fail(db, JOBQ_EINVAL,
-                      "invalid rate period per key '%lldms' without a rate per key: expected 0",
-                      (long long)l->rate_per_key_period_ms);
+    return jobq__fail(
+        db, JOBQ_EINVAL,
+        "invalid rate period per key '%lldms' without a rate per key: expected 0",
+        (long long)l->rate_per_key_period_ms);
   return JOBQ_OK;
 }
 
@@ -78,13 +80,13 @@ int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *limits) {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
     if (rc == JOBQ_OK)
-      rc = jobq__sql_run(db, JOBQ_Q_LIMITS_SET,
-                         SQL_ARGS(V_TEXT(queue), or_null(limits->running), or_null(limits->rate),
-                                  or_null(limits->rate > 0 ? limits->rate_period_ms : 0),
-                                  or_null(limits->running_per_key), or_null(limits->rate_per_key),
-                                  or_null(limits->rate_per_key > 0
-                                              ? limits->rate_per_key_period_ms
-                                              : 0)));
+      rc = jobq__sql_run(
+          db, JOBQ_Q_LIMITS_SET,
+          SQL_ARGS(
+              V_TEXT(queue), or_null(limits->running), or_null(limits->rate),
+              or_null(limits->rate > 0 ? limits->rate_period_ms : 0),
+              or_null(limits->running_per_key), or_null(limits->rate_per_key),
+              or_null(limits->rate_per_key > 0 ? limits->rate_per_key_period_ms : 0)));
     /* A higher limit may free jobs that waited for it. */
     if (rc == JOBQ_OK) jobq__wake(db, queue);
     rc = jobq__txn_end(db, rc);
@@ -255,8 +257,8 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
     p->per_key = calloc(p->n, sizeof *p->per_key);
     p->key_n = calloc(p->n, sizeof *p->key_n);
     p->key_ms = calloc(p->n, sizeof *p->key_ms);
-    failed = p->caps == NULL || p->rate_ms == NULL || p->per_key == NULL || p->key_n == NULL ||
-             p->key_ms == NULL;
+    failed = p->caps == NULL || p->rate_ms == NULL || p->per_key == NULL ||
+             p->key_n == NULL || p->key_ms == NULL;
   }
   rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   /* The limit locks, in name order (the rows came so), all at once. */
@@ -264,8 +266,7 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   if (rc == JOBQ_OK && nl > 0 && locks == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; rc == JOBQ_OK && i < p->n; i++)
-    if (limited_row(lim[i]))
-      locks[k++] = (jobq_lock){'l', 1, p->names[i], NULL};
+    if (limited_row(lim[i])) locks[k++] = (jobq_lock){'l', 1, p->names[i], NULL};
   if (rc == JOBQ_OK && nl > 0) rc = db->store->lock(db, locks, jobq__locks_sort(locks, nl));
   free(locks);
   /* Under them, what is left of each. */
@@ -298,7 +299,7 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   return rc;
 }
 
-/* Sorts places of the jobs of keyed_ctx by their keys. */
+/* Sorts places in jobs (a jobq_job array) by the jobs' keys. */
 static int key_cmp(const void *x, const void *y, void *jobs) {
   const jobq_job *v = jobs;
   return strcmp(v[*(const size_t *)x].key, v[*(const size_t *)y].key);
@@ -343,7 +344,8 @@ int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *job
       int64_t k = 0;
       for (size_t j = 0; j < n; j++) k += strcmp(jobs[j].queue, p->names[i]) == 0;
       if (k > 0)
-        rc = jobq__sql_run(db, JOBQ_Q_STARTS_ADD, SQL_ARGS(V_TEXT(p->names[i]), V_INT(k)));
+        rc = jobq__sql_run(db, JOBQ_Q_STARTS_ADD,
+                           SQL_ARGS(V_TEXT(p->names[i]), V_INT(k)));
     }
     if (rc != JOBQ_OK || p->key_n[i] == 0 || n == 0) continue;
     if (place == NULL && (place = malloc(n * sizeof *place)) == NULL)

@@ -196,8 +196,8 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait
 
 int jobq__must_wait_after(jobq *db, const jobq_jobref *j, int *wait) {
   int yes = 0;
-  int rc = queue_has_before(db, j->barrier ? JOBQ_Q_ANY_BEFORE : JOBQ_Q_BARRIER_BEFORE, j->queue,
-                            j->id, &yes);
+  int rc = queue_has_before(db, j->barrier ? JOBQ_Q_ANY_BEFORE : JOBQ_Q_BARRIER_BEFORE,
+                            j->queue, j->id, &yes);
   if (rc == JOBQ_OK && !yes && j->key != NULL && !j->barrier)
     rc = jobq__sql_exists(db, JOBQ_Q_KEY_BEFORE, &yes,
                           SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));

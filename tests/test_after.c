@@ -61,7 +61,8 @@ static void claim_exactly(jobq_session *s, const int64_t *want, size_t n, int ba
     th_complete_many(s, j, got);
     return;
   }
-  for (size_t k = 0; k < got; k++) assert_rc(jobq_complete(s, &j[k], "", 0, NULL), JOBQ_OK);
+  for (size_t k = 0; k < got; k++)
+    assert_rc(jobq_complete(s, &j[k], "", 0, NULL), JOBQ_OK);
   jobq_jobs_free(j, got);
 }
 
@@ -69,8 +70,10 @@ static void claim_exactly(jobq_session *s, const int64_t *want, size_t n, int ba
 static void run_parent(jobq_session *s, int64_t parent, int fail) {
   jobq_job *j = th_claim_one(s, "p");
   assert_int_equal(j->id, parent);
-  if (fail) assert_rc(jobq_fail(s, j, "boom"), JOBQ_OK);
-  else assert_rc(jobq_complete(s, j, "", 0, NULL), JOBQ_OK);
+  if (fail)
+    assert_rc(jobq_fail(s, j, "boom"), JOBQ_OK);
+  else
+    assert_rc(jobq_complete(s, j, "", 0, NULL), JOBQ_OK);
   jobq_jobs_free(j, 1);
 }
 
@@ -237,7 +240,9 @@ static void keyed_keeps_its_place(tq *t, int parent_first, int batch) {
 
 static void test_keyed_parent_first(void **state) { keyed_keeps_its_place(*state, 1, 0); }
 static void test_keyed_parent_last(void **state) { keyed_keeps_its_place(*state, 0, 0); }
-static void test_keyed_parent_last_batch(void **state) { keyed_keeps_its_place(*state, 0, 1); }
+static void test_keyed_parent_last_batch(void **state) {
+  keyed_keeps_its_place(*state, 0, 1);
+}
 
 /* A keyed job after the key's own earlier job: that job's completion
  * makes it, not the key's next one, ready, by one completion and by a
@@ -256,7 +261,9 @@ static void keyed_after_its_key(tq *t, int batch) {
 }
 
 static void test_keyed_after_its_key(void **state) { keyed_after_its_key(*state, 0); }
-static void test_keyed_after_its_key_batch(void **state) { keyed_after_its_key(*state, 1); }
+static void test_keyed_after_its_key_batch(void **state) {
+  keyed_after_its_key(*state, 1);
+}
 
 /* Two pending jobs of one key: the later one's parent done first, it
  * waits for the earlier one. */
@@ -268,7 +275,8 @@ static void test_keyed_pending_in_put_order(void **state) {
   size_t n;
   jobq_job *ps = th_claim(s, "p", 2, &n);
   assert_int_equal(n, 2);
-  jobq_job *second = ps[0].id == p2 ? &ps[0] : &ps[1], *first = ps[0].id == p2 ? &ps[1] : &ps[0];
+  jobq_job *second = ps[0].id == p2 ? &ps[0] : &ps[1],
+           *first = ps[0].id == p2 ? &ps[1] : &ps[0];
   assert_rc(jobq_complete(s, second, "", 0, NULL), JOBQ_OK);
   assert_int_equal(th_state(t->db, y2), JOBQ_STATE_WAITING);
   th_claim_none(s, "q");

@@ -31,8 +31,8 @@ static void set_per_key(jobq *db, const char *queue, int64_t per_key) {
 
 static void set_key_rate(jobq *db, const char *queue, int64_t per_key, int64_t n,
                          int64_t period_ms) {
-  jobq_limits l = {.running_per_key = per_key, .rate_per_key = n,
-                   .rate_per_key_period_ms = period_ms};
+  jobq_limits l = {
+      .running_per_key = per_key, .rate_per_key = n, .rate_per_key_period_ms = period_ms};
   assert_rc(jobq_set_limits(db, queue, &l), JOBQ_OK);
 }
 
@@ -239,8 +239,8 @@ static void test_freed_slot_wakes(void **state) {
 /* Claims from queue every 25 ms until jobs come (5 s at most): them, in
  * *n; fails unless the database clock then is period_ms past first (less
  * 50 ms for the clock's reads). */
-static jobq_job *claim_next_period(jobq_session *s, jobq *db, const char *queue, int64_t first,
-                                   int64_t period_ms, size_t *n) {
+static jobq_job *claim_next_period(jobq_session *s, jobq *db, const char *queue,
+                                   int64_t first, int64_t period_ms, size_t *n) {
   jobq_job *j = NULL;
   int64_t at = 0;
   *n = 0;
@@ -250,7 +250,8 @@ static jobq_job *claim_next_period(jobq_session *s, jobq *db, const char *queue,
     j = th_claim(s, queue, 10, n);
   }
   assert_true(*n > 0);
-  if (at < first + period_ms - 50) fail_msg("claimed %zu at %lld ms", *n, (long long)(at - first));
+  if (at < first + period_ms - 50)
+    fail_msg("claimed %zu at %lld ms", *n, (long long)(at - first));
   return j;
 }
 
@@ -447,8 +448,11 @@ static void test_rate_per_key_with_running(void **state) {
   assert_int_equal(l.held, 1);
   /* A higher rate per key, and the queue's own rate beside it (its
    * claims counted from now on): both count. */
-  jobq_limits both = {.rate = 3, .rate_period_ms = 60000, .rate_per_key = 5,
-                      .rate_per_key_period_ms = 60000, .running_per_key = 1};
+  jobq_limits both = {.rate = 3,
+                      .rate_period_ms = 60000,
+                      .rate_per_key = 5,
+                      .rate_per_key_period_ms = 60000,
+                      .running_per_key = 1};
   assert_rc(jobq_set_limits(t->db, "kr", &both), JOBQ_OK);
   j = th_claim(s, "kr", 10, &n);
   assert_int_equal(n, 2);

@@ -119,7 +119,8 @@ static json_t *limits_json(const char *queue, const jobq_limits *l, size_t n) {
       break;
     return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:b}", "running",
                      limit_value(l[i].running), "rate", limit_value(l[i].rate),
-                     "rate_period_ms", limit_value(l[i].rate > 0 ? l[i].rate_period_ms : 0),
+                     "rate_period_ms",
+                     limit_value(l[i].rate > 0 ? l[i].rate_period_ms : 0),
                      "running_per_key", limit_value(l[i].running_per_key), "rate_per_key",
                      limit_value(l[i].rate_per_key), "rate_per_key_period_ms",
                      limit_value(l[i].rate_per_key > 0 ? l[i].rate_per_key_period_ms : 0),

@@ -70,8 +70,8 @@ static void queues(struct web_buf *b, const jobq_queue_stats *st, size_t n) {
 
 /* Gauge name of the period (at offset period of jobq_limits) of each
  * queue of l[0..n) that has the rate at offset rate. */
-static void periods(struct web_buf *b, const char *name, const char *help, const jobq_limits *l,
-                    size_t n, size_t rate, size_t period) {
+static void periods(struct web_buf *b, const char *name, const char *help,
+                    const jobq_limits *l, size_t n, size_t rate, size_t period) {
   int any = 0;
   for (size_t i = 0; i < n; i++) {
     const char *at = (const char *)&l[i];
@@ -120,12 +120,13 @@ static void limits(struct web_buf *b, const jobq_limits *l, size_t n) {
   }
   periods(b, "jobq_queue_limit_rate_period_seconds", "The queue's rate period.", l, n,
           offsetof(jobq_limits, rate), offsetof(jobq_limits, rate_period_ms));
-  periods(b, "jobq_queue_limit_rate_per_key_period_seconds", "The queue's rate period per key.",
-          l, n, offsetof(jobq_limits, rate_per_key),
+  periods(b, "jobq_queue_limit_rate_per_key_period_seconds",
+          "The queue's rate period per key.", l, n, offsetof(jobq_limits, rate_per_key),
           offsetof(jobq_limits, rate_per_key_period_ms));
-  head(b, "jobq_queue_held_by_limit", "gauge",
-       "1 when a job of the queue is ready to run but its running or rate limit, or its key's "
-       "rate, is full.");
+  head(
+      b, "jobq_queue_held_by_limit", "gauge",
+      "1 when a job of the queue is ready to run but its running or rate limit, or its key's "
+      "rate, is full.");
   for (size_t i = 0; i < n; i++) by_queue(b, "jobq_queue_held_by_limit", l[i].queue, l[i].held);
 }
 
