@@ -274,12 +274,13 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
       }
     } else if (wanted && most > 0) {
       /* A limit per key: more jobs picked, for keys that come many in a
-       * row, and only those that fit taken. */
+       * row, and only those that fit taken.  Under a rate per key alone
+       * keys order, and one job of a key at most is ready. */
       taken kt = {NULL, 0, 0, NULL, 1};
       jobq_rows *r;
       rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK_KEYED, &r,
-                           SQL_ARGS(V_TEXT(name), V_INT(4 * most), V_INT(per_key),
-                                    V_INT(key_n), V_INT(plan->key_ms[i])));
+                           SQL_ARGS(V_TEXT(name), V_INT(per_key > 0 ? 4 * most : most),
+                                    V_INT(per_key), V_INT(key_n), V_INT(plan->key_ms[i])));
       if (rc == JOBQ_OK) {
         rc = taken_rows(db, r, 0, 0, &kt);
         jobq__rows_done(db, r);

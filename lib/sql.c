@@ -1273,9 +1273,11 @@ static const text texts[JOBQ_Q__COUNT] = {
      * columns of the same length; the others as in CLAIM.  A queue whose
      * cap is 0 is not read.  With a limit per key, the keys that have as
      * many running or claimed are passed over, and of the jobs locked
-     * (four times the cap, for keys that come many in a row) only as
-     * many of a key as it has room for, and no more than the cap, are
-     * taken (k, then m); the others stay ready. */
+     * (with a limit running per key, four times the cap, for keys that
+     * come many in a row; without it, a key's jobs order, and one of a
+     * key at most is ready) only as many of a key as it has room for,
+     * and no more than the cap, are taken (k, then m); the others stay
+     * ready. */
     [JOBQ_Q_CLAIM_CAPPED] =
         {.what = "claiming jobs",
          .common = "",
@@ -1295,8 +1297,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                "AND x.run_at <= {now} AND (x.order_key IS NULL OR ((q.per_key = 0 OR "
                KEY_BUSY("q.name", "x") " < q.per_key) AND (q.key_n = 0 OR "
                KEY_STARTED("q.name", "x", "q.key_ms") " < q.key_n))) ORDER BY x.priority DESC, "
-               "x.run_at, x.id LIMIT least(?2, q.cap) * CASE WHEN q.per_key = 0 AND q.key_n = "
-               "0 THEN 1 ELSE 4 END FOR UPDATE OF x SKIP LOCKED) y) j), "
+               "x.run_at, x.id LIMIT least(?2, q.cap) * CASE WHEN q.per_key = 0 THEN 1 ELSE 4 "
+               "END FOR UPDATE OF x SKIP LOCKED) y) j), "
                "m AS (SELECT t, id, priority, run_at, cap, row_number() OVER (PARTITION BY name "
                "ORDER BY priority DESC, run_at, id) AS qn FROM k WHERE fits), "
                "c AS (SELECT t, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn "
