@@ -386,6 +386,8 @@ t_migrates_version_1() {
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
   sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 DROP TABLE jobq_key_starts; ALTER TABLE jobq_queues DROP COLUMN key_rate_n;
+                 ALTER TABLE jobq_queues DROP COLUMN key_rate_ms;
                  DROP TABLE jobq_starts; ALTER TABLE jobq_queues DROP COLUMN max_running;
                  ALTER TABLE jobq_queues DROP COLUMN max_per_key;
                  ALTER TABLE jobq_queues DROP COLUMN rate_n;
