@@ -274,7 +274,10 @@ t_roles() {
   expect_out_has '"ready":2'
   run --db "$W" reap
   expect_rc 0
-  # ... and works: the example worker claims and completes both jobs.
+  # ... and works, under a rate per key whose claims it records: the
+  # example worker claims and completes both jobs.
+  run limit r --rate-per-key 5/1m
+  expect_rc 0
   local worker
   worker=$(dirname "$JOBQ")/examples/worker
   if [[ -x $worker ]]; then

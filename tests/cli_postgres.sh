@@ -256,6 +256,15 @@ t_roles() {
   run --db "$W" stats --json
   expect_rc 0
   expect_out_has '"ready":1'
+  # ... and claims under a rate per key, whose claims it records.
+  run limit r --rate-per-key 5/1m
+  expect_rc 0
+  run --db "$P" put -q r --key k two
+  expect_rc 0
+  run --db "$W" work -q r --until-empty -- true
+  expect_rc 0
+  run --db "$W" stats --json
+  expect_out_has '"done":2'
   local out
   # A reaper records the stall guard's look, and nothing else of jobq_meta.
   PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
