@@ -1331,6 +1331,7 @@ static const text texts[JOBQ_Q__COUNT] = {
      * ?1 the same queue in each row). */
     [JOBQ_Q_KEY_STARTS_ADD] =
         {.what = "counting the keys' claims",
+         .exact = 1,
          .common = "INSERT INTO jobq_key_starts(queue, order_key, at, n) VALUES "
                    "{each:(?1, ?2, {now}, ?3)} ON CONFLICT (queue, order_key, at) DO UPDATE "
                    "SET n = jobq_key_starts.n + excluded.n",

@@ -423,6 +423,26 @@ static void test_rate_per_key_ordered(void **state) {
   jobq_session_close(s);
 }
 
+/* One claim of three keys counts one claim of each (a batch's rows are
+ * written once each, whatever the store). */
+static void test_rate_per_key_batch_counts_once(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "kb", 0, 2, 60000);
+  const char *keys[] = {"a", "b", "c"};
+  for (int round = 0; round < 3; round++)
+    for (int k = 0; k < 3; k++) th_put_key(t->db, "kb", keys[k]);
+  jobq_session *s = th_session(t->db, 0);
+  for (int round = 0; round < 2; round++) {
+    size_t n;
+    jobq_job *j = th_claim(s, "kb", 10, &n);
+    assert_int_equal(n, 3);
+    th_complete_many(s, j, n);
+  }
+  th_claim_none(s, "kb");
+  assert_int_equal(read_limits(t->db, "kb").keys_full_now, 3);
+  jobq_session_close(s);
+}
+
 /* With a limit per key too: at most one of a key running and two a
  * minute; the tighter one holds. */
 static void test_rate_per_key_with_running(void **state) {
@@ -621,6 +641,7 @@ int main(void) {
       TQ_TEST(test_per_key),
       TQ_TEST(test_per_key_run_of_one_key),
       TQ_TEST(test_rate_per_key_ordered),
+      TQ_TEST(test_rate_per_key_batch_counts_once),
       TQ_TEST(test_rate_per_key_with_running),
       TQ_TEST(test_rate_per_key_window),
       TQ_TEST(test_rate_per_key_dead_worker),
