@@ -138,11 +138,15 @@
   J ".order_key AND b.state = 'running')"
 
 /* How many jobs of the key of job J (of queue Q) were claimed in the last
- * MS milliseconds. */
+ * MS milliseconds: the key's rows, by the primary key.  "at + 0" is no
+ * bound an index can take, so that no plan reads the index on (queue, at)
+ * instead, every claim of the queue's period for each job (PostgreSQL's
+ * generic plan did, made while the table had no statistics: 43 ms for a
+ * claim of 100 jobs, against 2 ms by the key's rows). */
 #define KEY_STARTED(Q, J, MS)                                                   \
   "(SELECT CAST(coalesce(sum(s.n), 0) AS {bigint}) FROM jobq_key_starts s "   \
-  "WHERE s.queue = " Q " AND s.order_key = " J ".order_key AND s.at > {now} - " \
-  MS ")"
+  "WHERE s.queue = " Q " AND s.order_key = " J ".order_key AND s.at + 0 > "    \
+  "{now} - " MS ")"
 
 /* CLAIM_PICK_KEYED's parts: how many of job x's key run (0 without a
  * limit ?3 per key) and were claimed in the last ?5 ms (0 without a rate
