@@ -209,9 +209,15 @@ int bench_lib_fail(struct bench_run *run, jobq *db, int rc, const char *what);
  * so that drain and scale measure what a limit costs the claim.  Each is
  * high enough never to hold a job back: running, a million at once; per
  * key, a million of one key at once, every job with a key of its own;
- * rate, a billion a second. */
-enum bench_limit { BENCH_LIMIT_NONE, BENCH_LIMIT_RUNNING, BENCH_LIMIT_PER_KEY,
-                   BENCH_LIMIT_RATE };
+ * rate, a billion a second; rate per key, a billion of one key a second,
+ * every job with a key of its own. */
+enum bench_limit {
+  BENCH_LIMIT_NONE,
+  BENCH_LIMIT_RUNNING,
+  BENCH_LIMIT_PER_KEY,
+  BENCH_LIMIT_RATE,
+  BENCH_LIMIT_RATE_PER_KEY
+};
 extern int bench_limit;
 /* --parts: scale's queue in this many parts per claimer (0: one part);
  * its claimers join the queue before they start, and beat once after. */

@@ -31,7 +31,7 @@
 static const char usage[] =
     "usage: jobq bench [--workload NAME|all] [--jobs N] [--concurrency N]\n"
     "                  [--batch N] [--backlog N] [--seconds S] [--rate N]\n"
-    "                  [--limit running|per-key|rate] [--parts K]\n"
+    "                  [--limit running|per-key|rate|rate-per-key] [--parts K]\n"
     "                  [--json] [--csv FILE] [--plot FILE.svg]\n"
     "\n"
     "Runs standard workloads against the queue database and prints what\n"
@@ -270,7 +270,7 @@ static int run(int argc, char **argv) {
       CLI_STRING(0, "limit", &limit, "KIND",
                  "a limit on the queues that drain, scale and the others fill, never "
                  "reached, to measure its cost: running, per-key (every job a key of its "
-                 "own) or rate (default none)"),
+                 "own), rate or rate-per-key (every job a key of its own) (default none)"),
       CLI_STRING(0, "parts", &parts, "K",
                  "scale splits its queue into K parts per claimer (jobq parts), 1 to 16 "
                  "(default: one part)"),
@@ -297,12 +297,12 @@ static int run(int argc, char **argv) {
       count("--parts", parts, 1, 16, &parts_per))
     return CLI_EXIT_USAGE;
   bench_parts = (int)parts_per;
-  static const char *const limits[] = {"none", "running", "per-key", "rate"};
-  for (int i = 0; limit != NULL && i < 4; i++)
+  static const char *const limits[] = {"none", "running", "per-key", "rate", "rate-per-key"};
+  for (int i = 0; limit != NULL && i < 5; i++)
     if (strcmp(limit, limits[i]) == 0) bench_limit = i, limit = NULL;
   if (limit != NULL) {
     char shown[CLI_QUOTE_BUF];
-    cli_error("invalid --limit '%s': expected none, running, per-key or rate",
+    cli_error("invalid --limit '%s': expected none, running, per-key, rate or rate-per-key",
               cli_quote(shown, limit));
     return CLI_EXIT_USAGE;
   }

@@ -183,11 +183,14 @@ int bench_fill(jobq *db, const char *queue, int64_t n, const char *payload,
   if (bench_limit == BENCH_LIMIT_RUNNING) l.running = 1000000;
   if (bench_limit == BENCH_LIMIT_PER_KEY) l.running_per_key = 1000000;
   if (bench_limit == BENCH_LIMIT_RATE) l.rate = 1000000000, l.rate_period_ms = 1000;
+  if (bench_limit == BENCH_LIMIT_RATE_PER_KEY)
+    l.rate_per_key = 1000000000, l.rate_per_key_period_ms = 1000;
   if (bench_limit != BENCH_LIMIT_NONE) {
     int rc = jobq_set_limits(db, queue, &l);
     if (rc != JOBQ_OK) return rc;
   }
-  int keyed = bench_limit == BENCH_LIMIT_PER_KEY;
+  int keyed = bench_limit == BENCH_LIMIT_PER_KEY ||
+              bench_limit == BENCH_LIMIT_RATE_PER_KEY;
   return fill(db, queue, keyed ? "k" : NULL, keyed, 0, n, payload, label);
 }
 

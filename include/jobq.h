@@ -780,11 +780,16 @@ JOBQ_API int jobq_set_key_policy(jobq *db, const char *queue, const char *policy
  *             in such a queue a key limits and no longer orders: a job
  *             put with a key is ready at once, not waiting behind the
  *             key's earlier jobs (1: one at a time, in no set order)
+ *   rate_per_key
+ *             at most this many jobs of one ordering key claimed in any
+ *             rate_per_key_period_ms, a window that slides with the
+ *             database clock as rate's does; keys still order (unless
+ *             running_per_key is set), and jobs without a key are not
+ *             counted
  *
  * 0 in a field is no limit.  JOBQ_LIMIT_MAX bounds running,
- * running_per_key and rate;
- * rate_period_ms runs from 1 to JOBQ_LIMIT_PERIOD_MAX (a day) and is 0
- * with no rate.
+ * running_per_key, rate and rate_per_key; a period runs from 1 to
+ * JOBQ_LIMIT_PERIOD_MAX (a day) and is 0 with no rate.
  */
 #define JOBQ_LIMIT_MAX 1000000000
 #define JOBQ_LIMIT_PERIOD_MAX 86400000
@@ -794,15 +799,21 @@ typedef struct jobq_limits {
   int64_t rate;
   int64_t rate_period_ms;
   int64_t running_per_key;
+  int64_t rate_per_key;
+  int64_t rate_per_key_period_ms;
   /* jobq_limits_list(): how the queue stands now. */
   int64_t running_now;      /* its jobs claimed now */
   int64_t claimed_now;      /* its jobs claimed in the last rate period */
+  int64_t keys_full_now;    /* its keys claimed rate_per_key times in the
+                               last rate_per_key_period_ms */
   int held;                 /* a job is ready to run but the queue's
-                               running or rate limit is full */
+                               running or rate limit is full, or its
+                               key's rate is */
 } jobq_limits;
 
-/* Sets queue's limits to *limits (its running, rate, rate_period_ms and
- * running_per_key; every field 0 removes them all), making the queue if
+/* Sets queue's limits to *limits (its running, rate, rate_period_ms,
+ * running_per_key, rate_per_key and rate_per_key_period_ms; every field 0
+ * removes them all), making the queue if
  * it is new.
  * JOBQ_EINVAL, naming the field, for a value out of range; on error
  * nothing is changed. */

@@ -8,7 +8,7 @@
  * it.  The finish of a parent with children (lib/order.c, archived(),
  * and the completions at once of lib/ack.c) counts its pending children
  * down in the same transaction and makes ready those at zero (or
- * waiting, behind an unfinished barrier of their queue); a parent that
+ * waiting for their turn: lib/order.c); a parent that
  * dies or is cancelled cancels its pending children, naming it, and
  * theirs in turn, unless they run on any outcome.  Nothing of this
  * touches the claim, and a finish without children costs nothing.
@@ -28,6 +28,15 @@
  * later death would.  The jobs of a put go in as any others (a batch by
  * set statements), then, before the commit, those that wait are made
  * pending, their edges written with the next round trip.
+ *
+ * A job with an ordering key, or a barrier, keeps its place by id (put
+ * order) while pending: the key's later jobs (a barrier's: the queue's)
+ * were put waiting behind it and stay so, as its key's next job is never
+ * one behind a pending job (KEY_NEXT); once its parents are done it
+ * takes its turn as a job of that place would (jobq__must_wait_after):
+ * ready, or waiting for the key's earlier jobs (for a barrier, the
+ * queue's).  Every wait is for a job with a smaller id, so none waits in
+ * a circle.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,7 +249,8 @@ int jobq__after_put(jobq *db, jobq_after_put *a, const jobq_put_opts *opts, size
     /* In order: a job of the batch cancelled here cancels those put after
      * it by place. */
     if (w.failed != 0) {
-      jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, NULL, 0, 0};
+      jobq_jobref ref = {ids[i], o->queue ? o->queue : JOBQ_DEFAULT_QUEUE, o->key,
+                         o->barrier, 0};
       rc = cancel_child(db, &ref, w.failed, w.failed_state);
       gone[i] = 1;
     } else if (w.left > 0) {
@@ -276,6 +286,8 @@ typedef struct edge {
   char *queue;
   int64_t left;
   int children;
+  char *key; /* the child's ordering key (NULL: none) */
+  int barrier;
 } edge;
 
 typedef struct edges {
@@ -303,6 +315,8 @@ static int edges_read(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg)
     e->queue = jobq__col_text(db, r, 3, &failed);
     e->left = jobq__col_int(db, r, 4);
     e->children = (int)jobq__col_int(db, r, 5);
+    e->key = jobq__col_text(db, r, 6, &failed);
+    e->barrier = (int)jobq__col_int(db, r, 7);
     if (failed) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   return got < 0 ? got : JOBQ_OK;
@@ -340,7 +354,7 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
     else if (failed == 0)
       failed = e[i].parent, failed_state = st;
   }
-  jobq_jobref ref = {e->child, e->queue, NULL, 0, e->children};
+  jobq_jobref ref = {e->child, e->queue, e->key, e->barrier, e->children};
   if (failed != 0) {
     /* A cancel of one of its other parents may have cancelled it
      * already, and its own children with it. */
@@ -348,8 +362,7 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
     int state = 0;
     int got = jobq__job_ref(db, e->child, &now, &state);
     if (got <= 0) return got;
-    ref.children = now.children;
-    int rc = state == JOBQ_STATE_PENDING ? cancel_child(db, &ref, failed, failed_state)
+    int rc = state == JOBQ_STATE_PENDING ? cancel_child(db, &now, failed, failed_state)
                                          : JOBQ_OK;
     jobq__job_ref_release(&now);
     q->queue = NULL; /* its locks may be others now */
@@ -357,16 +370,20 @@ static int child_turn(jobq *db, const edge *e, size_t k, const int64_t *parents,
   }
   /* Where it goes once no parent is left: its queue's lock, shared, so
    * that no barrier comes or goes while it decides whether one is before
-   * it (once a queue).  Decided for every child: what was read of its
-   * count may be older than a cascade's count-down in this
-   * transaction, which AFTER_SET adds to. */
+   * it (once a queue); a keyed child's key's lock too, and a barrier's
+   * queue lock exclusive, as its put took them.  Decided for every
+   * child: what was read of its count may be older than a cascade's
+   * count-down in this transaction, which AFTER_SET adds to. */
   int wait = 0, rc = JOBQ_OK;
   if (q->queue == NULL || strcmp(q->queue, e->queue) != 0) {
     *q = (queue_look){e->queue, 0};
-    rc = jobq__lock_job(db, &ref, 0);
+    const jobq_jobref queue = {0, e->queue, NULL, 0, 0};
+    rc = jobq__lock_job(db, &queue, 0);
     if (rc == JOBQ_OK) rc = jobq__barrier_pending(db, e->queue, &q->barrier);
   }
-  if (rc == JOBQ_OK && q->barrier) rc = jobq__must_wait(db, &ref, -1, &wait);
+  if (rc == JOBQ_OK && (ref.key != NULL || ref.barrier)) rc = jobq__lock_job(db, &ref, 0);
+  if (rc == JOBQ_OK && (q->barrier || ref.key != NULL))
+    rc = jobq__must_wait_after(db, &ref, &wait);
   if (rc == JOBQ_OK)
     rc = jobq__sql_defer(db, JOBQ_Q_AFTER_SET,
                          SQL_ARGS(V_INT(e->child), V_INT(dec), V_TEXT(wait ? "waiting" : "ready")));
@@ -397,7 +414,10 @@ int jobq__after_finished(jobq *db, const int64_t *parents, const int *outcomes,
     for (end = i; end < es.n && es.e[end].child == es.e[i].child; end++) continue;
     rc = child_turn(db, &es.e[i], end - i, parents, outcomes, n, &q);
   }
-  for (size_t i = 0; i < es.n; i++) free(es.e[i].queue);
+  for (size_t i = 0; i < es.n; i++) {
+    free(es.e[i].queue);
+    free(es.e[i].key);
+  }
   free(es.e);
   return rc;
 }

@@ -51,8 +51,9 @@ static int claim_order(const void *x, const void *y) {
 typedef struct taken {
   jobq_job *v;
   size_t n, cap;
-  /* CLAIM_PICK_KEYED's last column, for each job: how many of its key
-   * run (busy is NULL for the other statements). */
+  /* CLAIM_PICK_KEYED's last columns, for each job: how many of its key
+   * run and were claimed in the key's rate period (busy is NULL for the
+   * other statements; each job's two are busy[2i] and busy[2i + 1]). */
   int64_t *busy;
   int keyed;
 } taken;
@@ -69,13 +70,16 @@ static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *
       if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
       t->v = v;
       if (t->keyed) {
-        int64_t *b = realloc(t->busy, cap * sizeof *b);
+        int64_t *b = realloc(t->busy, 2 * cap * sizeof *b);
         if (b == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
         t->busy = b;
       }
       t->cap = cap;
     }
-    if (t->keyed) t->busy[t->n] = jobq__col_int(db, r, 12);
+    if (t->keyed) {
+      t->busy[2 * t->n] = jobq__col_int(db, r, 12);
+      t->busy[2 * t->n + 1] = jobq__col_int(db, r, 13);
+    }
     jobq_job *j = &t->v[t->n++];
     memset(j, 0, sizeof *j);
     j->id = jobq__col_int(db, r, 0);
@@ -143,16 +147,19 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
   if (plan != NULL) {
     queues = (const char *const *)plan->names;
     nq = plan->n;
-    for (size_t i = 0; i < nq; i++) ends = ends && plan->rate_ms[i] == 0;
+    for (size_t i = 0; i < nq; i++)
+      ends = ends && plan->rate_ms[i] == 0 && plan->key_n[i] == 0;
   }
   char prefix[CLAIM_PREFIX + 1], *tok;
   int rc = tokens(db, max, prefix, &tok);
-  jobq_val *v = rc == JOBQ_OK ? malloc((3 * nq + max) * sizeof *v) : NULL;
+  jobq_val *v = rc == JOBQ_OK ? malloc((5 * nq + max) * sizeof *v) : NULL;
   if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; rc == JOBQ_OK && i < nq; i++) v[i] = V_TEXT(queues[i]);
   for (size_t i = 0; rc == JOBQ_OK && plan != NULL && i < nq; i++) {
     v[nq + max + i] = V_INT(plan->caps[i]);
     v[2 * nq + max + i] = V_INT(plan->per_key[i]);
+    v[3 * nq + max + i] = V_INT(plan->key_n[i]);
+    v[4 * nq + max + i] = V_INT(plan->key_ms[i]);
   }
   for (size_t i = 0; rc == JOBQ_OK && i < max; i++)
     v[nq + i] = V_TEXTN(tok + i * (JOBQ_CLAIM_LEN + 1), JOBQ_CLAIM_LEN);
@@ -167,12 +174,13 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
                                    V_TEXT(s->id), V_INT((int64_t)now), V_COL('t', v + nq, max)),
                           &r, &(const jobq_how){.ends = 1, .claim = max});
   else if (rc == JOBQ_OK)
-    rc = db->store->query(db, JOBQ_Q_CLAIM_CAPPED,
-                          SQL_ARGS(V_COL('t', v, nq), V_INT((int64_t)max), V_TEXT(s->id),
-                                   V_INT((int64_t)now), V_COL('t', v + nq, max),
-                                   V_COL('i', v + nq + max, nq),
-                                   V_COL('i', v + 2 * nq + max, nq)),
-                          &r, &(const jobq_how){.ends = ends, .claim = max});
+    rc = db->store->query(
+        db, JOBQ_Q_CLAIM_CAPPED,
+        SQL_ARGS(V_COL('t', v, nq), V_INT((int64_t)max), V_TEXT(s->id),
+                 V_INT((int64_t)now), V_COL('t', v + nq, max),
+                 V_COL('i', v + nq + max, nq), V_COL('i', v + 2 * nq + max, nq),
+                 V_COL('i', v + 3 * nq + max, nq), V_COL('i', v + 4 * nq + max, nq)),
+        &r, &(const jobq_how){.ends = ends, .claim = max});
   if (rc == JOBQ_OK) {
     rc = taken_rows(db, r, 0, 0, t);
     jobq__rows_done(db, r);
@@ -196,9 +204,11 @@ static int key_place_cmp(const void *x, const void *y, void *kt) {
 }
 
 /* Of kt's jobs (one queue's, in claim order), into t: the first most of
- * those whose key has room, at most per_key of a key running; the others
- * are freed. */
-static int keyed_fits(jobq *db, taken *kt, int64_t per_key, int64_t most, taken *t) {
+ * those whose key has room, at most per_key of a key running and key_n
+ * claimed in the key's rate period (0: no such limit); the others are
+ * freed. */
+static int keyed_fits(jobq *db, taken *kt, int64_t per_key, int64_t key_n, int64_t most,
+                      taken *t) {
   size_t *place = malloc((kt->n ? kt->n : 1) * sizeof *place);
   unsigned char *fits = malloc(kt->n ? kt->n : 1);
   if (place == NULL || fits == NULL) {
@@ -214,7 +224,9 @@ static int keyed_fits(jobq *db, taken *kt, int64_t per_key, int64_t most, taken 
   qsort_r(place, nk, sizeof *place, key_place_cmp, kt);
   for (size_t i = 0, rank = 0; i < nk; i++) {
     rank = i > 0 && strcmp(kt->v[place[i]].key, kt->v[place[i - 1]].key) == 0 ? rank + 1 : 0;
-    fits[place[i]] = (int64_t)rank + kt->busy[place[i]] < per_key;
+    const int64_t *b = &kt->busy[2 * place[i]];
+    fits[place[i]] = (per_key == 0 || (int64_t)rank + b[0] < per_key) &&
+                     (key_n == 0 || (int64_t)rank + b[1] < key_n);
   }
   int rc = JOBQ_OK;
   int64_t took = 0;
@@ -277,10 +289,10 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
     int64_t most = plan && plan->caps[i] < (int64_t)max ? plan->caps[i] : (int64_t)max;
     int wanted = plan != NULL || nq == 0;
     for (size_t k = 0; k < nq && !wanted; k++) wanted = strcmp(queues[k], name) == 0;
-    int64_t per_key = plan ? plan->per_key[i] : 0;
-    if (wanted && most > 0 && per_key == 0 && jobq__parted(db, &name, 1)) {
+    int64_t per_key = plan ? plan->per_key[i] : 0, key_n = plan ? plan->key_n[i] : 0;
+    if (wanted && most > 0 && per_key == 0 && key_n == 0 && jobq__parted(db, &name, 1)) {
       rc = pick_parts(db, s, name, most, t);
-    } else if (wanted && most > 0 && per_key == 0) {
+    } else if (wanted && most > 0 && per_key == 0 && key_n == 0) {
       jobq_rows *r;
       rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK, &r, SQL_ARGS(V_TEXT(name), V_INT(most)));
       if (rc == JOBQ_OK) {
@@ -289,16 +301,18 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
       }
     } else if (wanted && most > 0) {
       /* A limit per key: more jobs picked, for keys that come many in a
-       * row, and only those that fit taken. */
+       * row, and only those that fit taken.  Under a rate per key alone
+       * keys order, and one job of a key at most is ready. */
       taken kt = {NULL, 0, 0, NULL, 1};
       jobq_rows *r;
       rc = jobq__sql_query(db, JOBQ_Q_CLAIM_PICK_KEYED, &r,
-                           SQL_ARGS(V_TEXT(name), V_INT(4 * most), V_INT(per_key)));
+                           SQL_ARGS(V_TEXT(name), V_INT(per_key > 0 ? 4 * most : most),
+                                    V_INT(per_key), V_INT(key_n), V_INT(plan->key_ms[i])));
       if (rc == JOBQ_OK) {
         rc = taken_rows(db, r, 0, 0, &kt);
         jobq__rows_done(db, r);
       }
-      if (rc == JOBQ_OK) rc = keyed_fits(db, &kt, per_key, most, t);
+      if (rc == JOBQ_OK) rc = keyed_fits(db, &kt, per_key, key_n, most, t);
       jobq_jobs_free(kt.v, kt.n);
       free(kt.busy);
     }

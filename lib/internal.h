@@ -15,7 +15,7 @@
 #include "sql.h"
 #include "store/store.h"
 
-#define JOBQ_SCHEMA_VERSION 9
+#define JOBQ_SCHEMA_VERSION 10
 #define JOBQ__SCHEMA_FOREIGN 2
 #define JOBQ_ERRMSG_MAX 512
 #define JOBQ_SESSION_ID_LEN 32
@@ -185,6 +185,8 @@ void jobq__held_release(jobq_session *s);
 typedef struct jobq__limit_plan {
   char **names;
   int64_t *caps, *rate_ms, *per_key;
+  /* A rate per key: how many of one key in key_ms (0: none). */
+  int64_t *key_n, *key_ms;
   size_t n;
 } jobq__limit_plan;
 /* Whether queue's ordering keys order its jobs: not when it has a limit
@@ -527,6 +529,11 @@ int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,
  * new job that is no barrier, barrier_known may say whether its queue has
  * an unfinished barrier (0 or 1; -1: look). */
 int jobq__must_wait(jobq *db, const jobq_jobref *job, int barrier_known, int *wait);
+/* Whether a job leaving pending (its parents done) must wait, in its
+ * place by id: a barrier for any earlier job of its queue; any other for
+ * an earlier barrier, and a keyed one for an earlier job of its key or a
+ * dead one that blocks the key (where keys order). */
+int jobq__must_wait_after(jobq *db, const jobq_jobref *job, int *wait);
 /* Whether queue has an unfinished barrier. */
 int jobq__barrier_pending(jobq *db, const char *queue, int *yes);
 /* Lets the next waiting job of queue's key run when its turn has come.

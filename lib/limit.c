@@ -6,7 +6,9 @@
  * with: the jobs claimed now are the rows in state running (a dead
  * worker's go back to ready with its session), and the claims of the
  * last period are rows of jobq_starts, one per claim and queue, written
- * in the claim's transaction.  In a queue with a limit per key, keys
+ * in the claim's transaction; those of each key, under a rate per key,
+ * rows of jobq_key_starts, one per claim and key (each pruned by the
+ * claims as it ages out of its period).  In a queue with a limit per key, keys
  * limit and do not order: the put's statements see the limit and put a
  * keyed job ready (lib/sql.c, KEYS_ORDER).
  *
@@ -45,6 +47,20 @@ static int check_limits(jobq *db, const jobq_limits *l) {
     return jobq__fail(db, JOBQ_EINVAL,
                       "invalid rate period '%lldms' without a rate: expected 0",
                       (long long)l->rate_period_ms);
+  if (l->rate_per_key < 0 || l->rate_per_key > JOBQ_LIMIT_MAX)
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "invalid rate per key '%lld': expected 0 (none) to %d",
+                      (long long)l->rate_per_key, JOBQ_LIMIT_MAX);
+  if (l->rate_per_key > 0 && (l->rate_per_key_period_ms < 1 ||
+                              l->rate_per_key_period_ms > JOBQ_LIMIT_PERIOD_MAX))
+    return jobq__fail(db, JOBQ_EINVAL,
+                      "invalid rate period per key '%lldms': expected 1ms to 1d",
+                      (long long)l->rate_per_key_period_ms);
+  if (l->rate_per_key == 0 && l->rate_per_key_period_ms != 0)
+    return jobq__fail(
+        db, JOBQ_EINVAL,
+        "invalid rate period per key '%lldms' without a rate per key: expected 0",
+        (long long)l->rate_per_key_period_ms);
   return JOBQ_OK;
 }
 
@@ -64,10 +80,13 @@ int jobq_set_limits(jobq *db, const char *queue, const jobq_limits *limits) {
     if ((rc = jobq__txn_begin(db)) != JOBQ_OK) return rc;
     rc = jobq__sql_defer(db, JOBQ_Q_QUEUE_ENSURE, SQL_ARGS(V_TEXT(queue)));
     if (rc == JOBQ_OK)
-      rc = jobq__sql_run(db, JOBQ_Q_LIMITS_SET,
-                         SQL_ARGS(V_TEXT(queue), or_null(limits->running), or_null(limits->rate),
-                                  or_null(limits->rate > 0 ? limits->rate_period_ms : 0),
-                                  or_null(limits->running_per_key)));
+      rc = jobq__sql_run(
+          db, JOBQ_Q_LIMITS_SET,
+          SQL_ARGS(
+              V_TEXT(queue), or_null(limits->running), or_null(limits->rate),
+              or_null(limits->rate > 0 ? limits->rate_period_ms : 0),
+              or_null(limits->running_per_key), or_null(limits->rate_per_key),
+              or_null(limits->rate_per_key > 0 ? limits->rate_per_key_period_ms : 0)));
     /* A higher limit may free jobs that waited for it. */
     if (rc == JOBQ_OK) jobq__wake(db, queue);
     rc = jobq__txn_end(db, rc);
@@ -114,9 +133,13 @@ int jobq_limits_list(jobq *db, const char *queue, jobq_limits **out, size_t *n) 
     l->running_now = jobq__col_int(db, r, 4);
     l->claimed_now = l->rate > 0 ? jobq__col_int(db, r, 5) : 0;
     l->running_per_key = jobq__col_int(db, r, 7);
-    l->held = jobq__col_int(db, r, 6) != 0 &&
-              ((l->running > 0 && l->running_now >= l->running) ||
-               (l->rate > 0 && l->claimed_now >= l->rate));
+    l->rate_per_key = jobq__col_int(db, r, 8);
+    l->rate_per_key_period_ms = l->rate_per_key > 0 ? jobq__col_int(db, r, 9) : 0;
+    l->keys_full_now = l->rate_per_key > 0 ? jobq__col_int(db, r, 10) : 0;
+    l->held = (jobq__col_int(db, r, 6) != 0 &&
+               ((l->running > 0 && l->running_now >= l->running) ||
+                (l->rate > 0 && l->claimed_now >= l->rate))) ||
+              jobq__col_int(db, r, 11) != 0;
   }
   jobq__rows_done(db, r);
   if (got < 0 || failed) {
@@ -152,6 +175,8 @@ void jobq__limit_plan_release(jobq__limit_plan *p) {
   free(p->caps);
   free(p->rate_ms);
   free(p->per_key);
+  free(p->key_n);
+  free(p->key_ms);
   memset(p, 0, sizeof *p);
 }
 
@@ -160,6 +185,11 @@ static int wanted(const char *const *queues, size_t nq, const char *queue) {
   for (size_t k = 0; k < nq; k++)
     if (strcmp(queues[k], queue) == 0) return 1;
   return nq == 0;
+}
+
+/* Whether a row of LIMITS_CLAIM's limits (-1: none) has one. */
+static int limited_row(const int64_t *lim) {
+  return lim[0] >= 0 || lim[1] >= 0 || lim[3] >= 0 || lim[4] >= 0;
 }
 
 /* What is left of limit, having used used of it; 0 when none is. */
@@ -171,9 +201,10 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   jobq_rows *r;
   int rc = jobq__sql_query(db, JOBQ_Q_LIMITS_CLAIM, &r, SQL_ARGS());
   if (rc != JOBQ_OK) return rc;
-  /* The wanted queues, and their limits: running, rate, its period, and
-   * running per key. */
-  int64_t (*lim)[4] = NULL;
+  /* The wanted queues, and their limits: running, rate, its period,
+   * running per key, rate per key and its period (-1, or 0 for a
+   * period: none). */
+  int64_t (*lim)[6] = NULL;
   size_t cap = 0, nl = 0;
   int got, failed = 0;
   while ((got = jobq__rows_next(db, r)) == 1) {
@@ -196,7 +227,9 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
     lim[p->n][1] = jobq__col_int(db, r, 2);
     lim[p->n][2] = jobq__col_int(db, r, 3);
     lim[p->n][3] = jobq__col_int(db, r, 4);
-    nl += lim[p->n][0] >= 0 || lim[p->n][1] >= 0 || lim[p->n][3] >= 0;
+    lim[p->n][4] = jobq__col_int(db, r, 5);
+    lim[p->n][5] = jobq__col_int(db, r, 6);
+    nl += limited_row(lim[p->n]);
     p->n++;
   }
   jobq__rows_done(db, r);
@@ -204,7 +237,10 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
     p->caps = malloc(p->n * sizeof *p->caps);
     p->rate_ms = calloc(p->n, sizeof *p->rate_ms);
     p->per_key = calloc(p->n, sizeof *p->per_key);
-    failed = p->caps == NULL || p->rate_ms == NULL || p->per_key == NULL;
+    p->key_n = calloc(p->n, sizeof *p->key_n);
+    p->key_ms = calloc(p->n, sizeof *p->key_ms);
+    failed = p->caps == NULL || p->rate_ms == NULL || p->per_key == NULL ||
+             p->key_n == NULL || p->key_ms == NULL;
   }
   rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   /* The limit locks, in name order (the rows came so), all at once. */
@@ -212,8 +248,7 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   if (rc == JOBQ_OK && nl > 0 && locks == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; rc == JOBQ_OK && i < p->n; i++)
-    if (lim[i][0] >= 0 || lim[i][1] >= 0 || lim[i][3] >= 0)
-      locks[k++] = (jobq_lock){'l', 1, p->names[i], NULL};
+    if (limited_row(lim[i])) locks[k++] = (jobq_lock){'l', 1, p->names[i], NULL};
   if (rc == JOBQ_OK && nl > 0) rc = db->store->lock(db, locks, jobq__locks_sort(locks, nl));
   free(locks);
   /* Under them, what is left of each. */
@@ -230,6 +265,14 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
       if (left(lim[i][1], used) < c) c = left(lim[i][1], used);
       p->rate_ms[i] = lim[i][2];
     }
+    /* A key's old claims forgotten, as the queue's are: what is left
+     * is read by the claim's statements, key by key. */
+    if (rc == JOBQ_OK && lim[i][4] >= 0) {
+      rc = jobq__sql_run(db, JOBQ_Q_KEY_STARTS_PRUNE,
+                         SQL_ARGS(V_TEXT(p->names[i]), V_INT(lim[i][5])));
+      p->key_n[i] = lim[i][4];
+      p->key_ms[i] = lim[i][5];
+    }
     p->caps[i] = c;
     if (lim[i][3] > 0) p->per_key[i] = lim[i][3];
   }
@@ -238,13 +281,60 @@ int jobq__limits_plan(jobq *db, const char *const *queues, size_t nq, size_t max
   return rc;
 }
 
+/* Sorts places in jobs (a jobq_job array) by the jobs' keys. */
+static int key_cmp(const void *x, const void *y, void *jobs) {
+  const jobq_job *v = jobs;
+  return strcmp(v[*(const size_t *)x].key, v[*(const size_t *)y].key);
+}
+
+/* The claims of each key of queue's jobs among jobs[0..n) (place[0..n),
+ * room for the places), one row a key (KEY_STARTS_ADD). */
+static int keys_claimed(jobq *db, const char *queue, const jobq_job *jobs, size_t n,
+                        size_t *place) {
+  size_t nk = 0;
+  for (size_t j = 0; j < n; j++)
+    if (jobs[j].key != NULL && strcmp(jobs[j].queue, queue) == 0) place[nk++] = j;
+  if (nk == 0) return JOBQ_OK;
+  qsort_r(place, nk, sizeof *place, key_cmp, (void *)jobs);
+  jobq_val *v = malloc(3 * nk * sizeof *v);
+  if (v == NULL) return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  size_t rows = 0;
+  for (size_t i = 0; i < nk; i++) {
+    const char *key = jobs[place[i]].key;
+    if (rows > 0 && strcmp(v[nk + rows - 1].p, key) == 0) {
+      v[2 * nk + rows - 1].i++;
+      continue;
+    }
+    v[rows] = V_TEXT(queue);
+    v[nk + rows] = V_TEXT(key);
+    v[2 * nk + rows] = V_INT(1);
+    rows++;
+  }
+  int rc = jobq__sql_set(db, JOBQ_Q_KEY_STARTS_ADD,
+                         SQL_ARGS(V_COL('t', v, rows), V_COL('t', v + nk, rows),
+                                  V_COL('i', v + 2 * nk, rows)),
+                         0, NULL, NULL, NULL, NULL);
+  free(v);
+  return rc;
+}
+
 int jobq__limit_claimed(jobq *db, const jobq__limit_plan *p, const jobq_job *jobs, size_t n) {
+  size_t *place = NULL;
   int rc = JOBQ_OK;
   for (size_t i = 0; rc == JOBQ_OK && i < p->n; i++) {
-    if (p->rate_ms[i] == 0) continue;
-    int64_t k = 0;
-    for (size_t j = 0; j < n; j++) k += strcmp(jobs[j].queue, p->names[i]) == 0;
-    if (k > 0) rc = jobq__sql_run(db, JOBQ_Q_STARTS_ADD, SQL_ARGS(V_TEXT(p->names[i]), V_INT(k)));
+    if (p->rate_ms[i] != 0) {
+      int64_t k = 0;
+      for (size_t j = 0; j < n; j++) k += strcmp(jobs[j].queue, p->names[i]) == 0;
+      if (k > 0)
+        rc = jobq__sql_run(db, JOBQ_Q_STARTS_ADD,
+                           SQL_ARGS(V_TEXT(p->names[i]), V_INT(k)));
+    }
+    if (rc != JOBQ_OK || p->key_n[i] == 0 || n == 0) continue;
+    if (place == NULL && (place = malloc(n * sizeof *place)) == NULL)
+      rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+    else
+      rc = keys_claimed(db, p->names[i], jobs, n, place);
   }
+  free(place);
   return rc;
 }

@@ -194,6 +194,17 @@ int jobq__must_wait(jobq *db, const jobq_jobref *j, int barrier_known, int *wait
   return JOBQ_OK;
 }
 
+int jobq__must_wait_after(jobq *db, const jobq_jobref *j, int *wait) {
+  int yes = 0;
+  int rc = queue_has_before(db, j->barrier ? JOBQ_Q_ANY_BEFORE : JOBQ_Q_BARRIER_BEFORE,
+                            j->queue, j->id, &yes);
+  if (rc == JOBQ_OK && !yes && j->key != NULL && !j->barrier)
+    rc = jobq__sql_exists(db, JOBQ_Q_KEY_BEFORE, &yes,
+                          SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
+  *wait = yes;
+  return rc;
+}
+
 static int make_ready(jobq *db, const char *queue, int64_t id) {
   jobq__wake(db, queue);
   return jobq__sql_run(db, JOBQ_Q_MAKE_READY, SQL_ARGS(V_INT(id)));
@@ -205,9 +216,14 @@ int jobq__promote_key(jobq *db, const char *queue, const char *key, int head_lef
   if (!head_left &&
       ((rc = key_has(db, JOBQ_Q_KEY_ACTIVE, queue, key, &yes)) != JOBQ_OK || yes))
     return rc;
-  int64_t next;
-  rc = jobq__sql_int(db, JOBQ_Q_KEY_NEXT, 0, &next, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
-  if (rc != JOBQ_OK || next == 0) return rc;
+  /* The key's first job that waits; none when it is pending: the key's
+   * later jobs stay behind it until its parents are done (lib/after.c). */
+  jobq_rows *r;
+  int got = jobq__sql_row(db, JOBQ_Q_KEY_NEXT, &r, SQL_ARGS(V_TEXT(queue), V_TEXT(key)));
+  if (got <= 0) return got;
+  int64_t next = jobq__col_is(db, r, 1, "waiting") ? jobq__col_int(db, r, 0) : 0;
+  jobq__rows_done(db, r);
+  if (next == 0) return JOBQ_OK;
   if ((rc = queue_has_before(db, JOBQ_Q_BARRIER_BEFORE, queue, next, &yes)) != JOBQ_OK || yes)
     return rc;
   return make_ready(db, queue, next);
@@ -296,14 +312,16 @@ static int archived(jobq *db, const jobq_jobref *j, int from, int state, int bar
       rc = jobq__sql_run(db, JOBQ_Q_BLOCK,
                          SQL_ARGS(V_TEXT(j->queue), V_TEXT(j->key), V_INT(j->id)));
   }
+  /* A key has one active job at a time: a ready or running one that
+   * leaves was it.  Its next job is found before its children leave
+   * pending: a child of its key is the key's next, which then takes its
+   * turn itself. */
+  if (rc == JOBQ_OK && j->key != NULL && !blocked && key_left)
+    rc = jobq__promote_key(db, j->queue, j->key,
+                           from == JOBQ_STATE_READY || from == JOBQ_STATE_RUNNING);
   /* The jobs put after it: counted down, or cancelled. */
   if (rc == JOBQ_OK && j->children && barrier_look)
     rc = jobq__after_finished(db, &j->id, &state, 1);
-  if (rc != JOBQ_OK) return rc;
-  /* A key has one active job at a time: a ready or running one that
-   * leaves was it. */
-  if (j->key != NULL && !blocked && key_left)
-    rc = jobq__promote_key(db, j->queue, j->key, from != JOBQ_STATE_WAITING);
   if (rc != JOBQ_OK || !barrier_look) return rc;
   return j->barrier ? promote_after_barrier(db, j->queue) : promote_barrier(db, j->queue);
 }

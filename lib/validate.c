@@ -133,10 +133,6 @@ static int check_after(jobq *db, const jobq_put_opts *o, long index) {
                       prefix(p, sizeof p, index), o->n_after + o->n_after_index,
                       JOBQ_AFTER_MAX);
   if (o->n_after + o->n_after_index == 0) return JOBQ_OK;
-  if (o->barrier || o->key != NULL)
-    return jobq__fail(
-        db, JOBQ_EINVAL, "%sa job put after others cannot have %s: expected after alone",
-        prefix(p, sizeof p, index), o->barrier ? "a barrier" : "an ordering key");
   for (size_t k = 0; k < o->n_after; k++)
     if (o->after[k] <= 0)
       return jobq__fail(db, JOBQ_EINVAL, "%sinvalid after id '%lld': expected a job id",

@@ -3,7 +3,9 @@
 # the real binary: a job waits pending until its parents are done (a
 # foreman runs the whole graph in order), is cancelled naming a parent
 # that dies, runs anyway with --after-any-outcome; `jobq show` lists
-# parents and children; bad input (an unknown id, the id the batch itself
+# parents and children; with --key, a job after others keeps its place
+# in its key's order and a foreman runs the key's jobs one at a time in
+# put order; a barrier after others runs alone in its place; bad input (an unknown id, the id the batch itself
 # would take, after_index pointing forward or out of range, a malformed
 # list) exits 2 and writes nothing, the whole batch included.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
@@ -97,7 +99,7 @@ t_bad_input_writes_nothing() {
   bad "'0'" 1 --after 0 x
   bad "'-1'" 1 --after -1 x
   bad "--after" 1 --after-any-outcome x
-  bad "cannot have an ordering key" 1 --after 1 --key k x
+  bad "unknown job 99" 1 --after 99 --key k x
   # The id the batch's first job would take is not a job yet: no cycle
   # can go through ids.
   printf '%s\n' '{"payload":"p"}' '{"payload":"c","after":[2]}' >"$D/self.ndjson"
@@ -115,6 +117,39 @@ t_bad_input_writes_nothing() {
   bad "invalid after_index" 1 --ndjson "$D/scalar.ndjson"
   printf '%s\n' '{"payload":"p","after":["1"]}' >"$D/text.ndjson"
   bad "invalid after" 1 --ndjson "$D/text.ndjson"
+}
+
+# Key k: a, then b after a job of another queue, then c.  The parent
+# takes a second, yet a foreman with four slots runs k's jobs a, b, c,
+# b after the parent; then a barrier after a job of another queue runs
+# after the queue's earlier job and the parent, and before its later
+# one.
+t_key_and_barrier_after() {
+  local out=$D/order
+  local cmd="p=\$(cat); case \$p in parent*) sleep 1;; esac; echo \$p >> '$out'"
+  run put -q p --max-attempts 1 parent
+  run put -q q --key k a
+  run put -q q --key k --after 1 b
+  expect_rc 0
+  run put -q q --key k c
+  state_is 3 pending
+  state_is 4 waiting
+  run work -q q -q p --until-empty -c 4 -- sh -c "$cmd"
+  expect_rc 0
+  [[ $(tr '\n' ' ' <"$out") == "a parent b c " ]] ||
+    fail "ran '$(tr '\n' ' ' <"$out")', expected a, parent, b, c"
+  : >"$out"
+  run put -q p --max-attempts 1 parent2
+  run put -q q early
+  run put -q q --barrier --after 5 barrier
+  expect_rc 0
+  run put -q q late
+  state_is 7 pending
+  state_is 8 waiting
+  run work -q q -q p --until-empty -c 4 -- sh -c "$cmd"
+  expect_rc 0
+  [[ $(tr '\n' ' ' <"$out") == "early parent2 barrier late " ]] ||
+    fail "ran '$(tr '\n' ' ' <"$out")', expected early, parent2, barrier, late"
 }
 
 run_cases

@@ -361,7 +361,7 @@ t_usage_errors() {
   expect_err_has "invalid --rate '0'"
   run bench --limit often
   expect_rc 2
-  expect_err_has "invalid --limit 'often': expected none, running, per-key or rate"
+  expect_err_has "invalid --limit 'often': expected none, running, per-key, rate or rate-per-key"
   run bench --plot "$D/chart.png"
   expect_rc 2
   expect_err_has "invalid --plot '$D/chart.png': expected a file name ending in .svg"

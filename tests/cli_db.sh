@@ -287,13 +287,15 @@ t_older_file() {
   expect_rc 0
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
-  # Back to version 1: without what versions 2 to 9 added (the counters
+  # Back to version 1: without what versions 2 to 10 added (the counters
   # as they were then, with a count to keep).
   sqlite3 "$DB" "DROP TABLE jobq_parts; DROP TABLE jobq_claimers; DROP INDEX jobq_jobs_part;
                  ALTER TABLE jobq_jobs DROP COLUMN part; ALTER TABLE jobq_queues DROP COLUMN parts;
                  DROP TABLE jobq_after; ALTER TABLE jobq_jobs DROP COLUMN parents_left;
                  ALTER TABLE jobq_jobs DROP COLUMN children;
                  DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 DROP TABLE jobq_key_starts; ALTER TABLE jobq_queues DROP COLUMN key_rate_n;
+                 ALTER TABLE jobq_queues DROP COLUMN key_rate_ms;
                  DROP TABLE jobq_starts; ALTER TABLE jobq_queues DROP COLUMN max_running;
                  ALTER TABLE jobq_queues DROP COLUMN max_per_key;
                  ALTER TABLE jobq_queues DROP COLUMN rate_n;

@@ -197,7 +197,9 @@ t_newer_schema_refused() {
 
 # A database of schema version 1, without the tables of version 2, the
 # checks of version 3, the columns of version 4, the schedules of version
-# 5, the limits of version 6 and the counters by session of version 7:
+# 5, the limits of version 6, the counters by session of version 7, the
+# dependencies of version 8, the parts of version 9 and the rate per key
+# of version 10:
 # the commands ask for jobq init, which migrates it, jobs and all.
 t_version_1_migrated() {
   new_db
@@ -207,9 +209,10 @@ t_version_1_migrated() {
   expect_rc 0
   my_do "$S" -e "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed;
                  ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_times;
-                 DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts;
+                 DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts, jobq_key_starts;
                  ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key,
-                   DROP COLUMN rate_n, DROP COLUMN rate_ms;
+                   DROP COLUMN rate_n, DROP COLUMN rate_ms, DROP COLUMN key_rate_n,
+                   DROP COLUMN key_rate_ms;
                  ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before;
                  ALTER TABLE jobq_counts DROP PRIMARY KEY, DROP COLUMN session, ADD PRIMARY KEY (queue, shard);
                  INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0);
@@ -274,7 +277,10 @@ t_roles() {
   expect_out_has '"ready":2'
   run --db "$W" reap
   expect_rc 0
-  # ... and works: the example worker claims and completes both jobs.
+  # ... and works, under a rate per key whose claims it records: the
+  # example worker claims and completes both jobs.
+  run limit r --rate-per-key 5/1m
+  expect_rc 0
   local worker
   worker=$(dirname "$JOBQ")/examples/worker
   if [[ -x $worker ]]; then

@@ -177,8 +177,9 @@ t_standby() {
 # A database of schema version 1 (without the tables of version 2, the
 # checks of version 3, the columns of version 4, the schedules of version
 # 5, the limits of version 6, the counters by session of version 7, the
-# dependencies of version 8, the parts of version 9, and with the SQL put
-# of then): the commands ask for jobq init, which
+# dependencies of version 8, the parts of version 9, the rate per key of
+# version 10, and with the SQL put of then): the commands ask for jobq
+# init, which
 # migrates it, jobs and all.
 t_version_1_migrated() {
   new_schema
@@ -188,8 +189,8 @@ t_version_1_migrated() {
   expect_rc 0
   psql_do -c "SET search_path = $S" \
     -c "ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_claimed, DROP CONSTRAINT jobq_jobs_times" \
-    -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts" \
-    -c "ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms" \
+    -c "DROP TABLE jobq_tally, jobq_attempts, jobq_cron, jobq_starts, jobq_key_starts" \
+    -c "ALTER TABLE jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms, DROP COLUMN key_rate_n, DROP COLUMN key_rate_ms" \
     -c "ALTER TABLE jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
     -c "ALTER TABLE jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
     -c "INSERT INTO jobq_counts VALUES ('old', 3, 7, 0, 0)" \
@@ -258,6 +259,15 @@ t_roles() {
   run --db "$W" stats --json
   expect_rc 0
   expect_out_has '"ready":1'
+  # ... and claims under a rate per key, whose claims it records.
+  run limit r --rate-per-key 5/1m
+  expect_rc 0
+  run --db "$P" put -q r --key k two
+  expect_rc 0
+  run --db "$W" work -q r --until-empty -- true
+  expect_rc 0
+  run --db "$W" stats --json
+  expect_out_has '"done":2'
   local out
   # A reaper records the stall guard's look, and nothing else of jobq_meta.
   PGPASSWORD=w-pass psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "w_$S" -d jobq \
@@ -340,8 +350,8 @@ t_sql_put_function_keeps_its_schema() {
     -c "UPDATE $S.jobq_meta SET version = 3" \
     -c "ALTER TABLE $S.jobq_meta DROP COLUMN guard_at, DROP COLUMN pruned_before" \
     -c "ALTER TABLE $S.jobq_counts DROP CONSTRAINT jobq_counts_pkey, DROP COLUMN session, ADD PRIMARY KEY (queue, shard)" \
-    -c "DROP TABLE $S.jobq_cron, $S.jobq_starts" \
-    -c "ALTER TABLE $S.jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms"
+    -c "DROP TABLE $S.jobq_cron, $S.jobq_starts, $S.jobq_key_starts" \
+    -c "ALTER TABLE $S.jobq_queues DROP COLUMN max_running, DROP COLUMN max_per_key, DROP COLUMN rate_n, DROP COLUMN rate_ms, DROP COLUMN key_rate_n, DROP COLUMN key_rate_ms"
   psql_do -c "SET search_path = pg_catalog" -c "SELECT $S.jobq_put('bq', 'c'::bytea)" 2>/dev/null &&
     fail "the function without its search_path worked: the test shows nothing"
   run init

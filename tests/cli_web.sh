@@ -317,6 +317,28 @@ metrics_ok() {
   return 0
 }
 
+# A rate per key: its gauges in /metrics and its fields in the API.
+t_rate_per_key() {
+  populate
+  JOBQ_DB=${T_DBURL:-sqlite:$DB} "$JOBQ" limit mail --rate-per-key 3/1m >/dev/null ||
+    fail "jobq limit failed"
+  start_web || return
+  http "$BASE/metrics"
+  metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
+  grep -q '^jobq_queue_limit_rate_per_key{queue="mail"} 3$' "$body" ||
+    fail "the rate per key: $(grep limit "$body")"
+  grep -Eq '^jobq_queue_limit_rate_per_key_period_seconds\{queue="mail"\} 60(\.0+)?$' "$body" ||
+    fail "its period: $(grep limit "$body")"
+  grep -q '^jobq_queue_limit_rate_period_seconds' "$body" && fail "a queue rate shown where none is set"
+  http "$BASE/api/overview"
+  /usr/bin/python3 -c '
+import json, sys
+q = {q["name"]: q for q in json.load(open(sys.argv[1]))["queues"]}
+l = q["mail"]["limits"]
+assert l["rate_per_key"] == 3 and l["rate_per_key_period_ms"] == 60000 and l["rate"] is None, l
+assert l["keys_full_now"] == 0, l' "$body" || fail "limits in /api/overview: $(head -c 600 "$body")"
+}
+
 t_metrics_format() {
   populate
   start_web || return
@@ -364,6 +386,8 @@ t_migrates_version_1() {
   local current
   current=$(sqlite3 "$DB" "SELECT version FROM jobq_meta")
   sqlite3 "$DB" "DROP TABLE jobq_tally; DROP TABLE jobq_attempts; DROP TABLE jobq_cron;
+                 DROP TABLE jobq_key_starts; ALTER TABLE jobq_queues DROP COLUMN key_rate_n;
+                 ALTER TABLE jobq_queues DROP COLUMN key_rate_ms;
                  DROP TABLE jobq_starts; ALTER TABLE jobq_queues DROP COLUMN max_running;
                  ALTER TABLE jobq_queues DROP COLUMN max_per_key;
                  ALTER TABLE jobq_queues DROP COLUMN rate_n;

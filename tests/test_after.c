@@ -4,7 +4,13 @@
  * dies or is cancelled cancels it (and its own children), naming the
  * parent, unless it runs on any outcome; a batch names its own jobs by
  * place, all or nothing; unknown ids are refused with nothing written;
- * jobq_links() lists parents and children.
+ * jobq_links() lists parents and children.  A job with an ordering key
+ * put after others keeps its place among its key's jobs (put order): the
+ * key's later jobs wait behind it while it is pending, and it waits for
+ * the key's earlier ones once its parents are done, whichever finishes
+ * first, one of the key at a time; a barrier put after others waits
+ * for them, then for every earlier job of its queue, and holds back every
+ * later one throughout.
  */
 #include "helpers.h"
 
@@ -24,6 +30,52 @@ static int64_t put_after(jobq *db, const int64_t *after, size_t n, int any) {
 }
 
 static int64_t put_one(jobq *db) { return th_put_attempts(db, "q", 1); }
+
+/* Puts a job on "q" with key (NULL: none), a barrier if barrier, after
+ * the job after (0: none). */
+static int64_t put_keyed(jobq *db, const char *key, int barrier, int64_t after) {
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = "q";
+  o.key = key;
+  o.barrier = barrier;
+  o.after = &after;
+  o.n_after = after != 0;
+  o.max_attempts = 1;
+  return th_put_opts(db, &o);
+}
+
+/* Claims every job of "q" that may run now and asserts they are exactly
+ * want[0..n) (any order); completes them one by one (done) or in one
+ * batch. */
+static void claim_exactly(jobq_session *s, const int64_t *want, size_t n, int batch) {
+  size_t got;
+  jobq_job *j = th_claim(s, "q", 10, &got);
+  if (got != n) fail_msg("claimed %zu jobs, expected %zu", got, n);
+  for (size_t i = 0; i < n; i++) {
+    int found = 0;
+    for (size_t k = 0; k < got; k++) found |= j[k].id == want[i];
+    if (!found) fail_msg("job %lld not claimed", (long long)want[i]);
+  }
+  if (batch) {
+    th_complete_many(s, j, got);
+    return;
+  }
+  for (size_t k = 0; k < got; k++)
+    assert_rc(jobq_complete(s, &j[k], "", 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, got);
+}
+
+/* Runs parent (alone on queue "p"): done, or dead when fail. */
+static void run_parent(jobq_session *s, int64_t parent, int fail) {
+  jobq_job *j = th_claim_one(s, "p");
+  assert_int_equal(j->id, parent);
+  if (fail)
+    assert_rc(jobq_fail(s, j, "boom"), JOBQ_OK);
+  else
+    assert_rc(jobq_complete(s, j, "", 0, NULL), JOBQ_OK);
+  jobq_jobs_free(j, 1);
+}
 
 /* Claims exactly the job id from "q". */
 static jobq_job *claim_is(jobq_session *s, int64_t id) {
@@ -156,6 +208,169 @@ static void test_cancelled_parent_cancels_children(void **state) {
   th_assert_counts_agree(t->db);
 }
 
+/* A keyed job after a job of another queue keeps its place in its key:
+ * the key's later job waits behind it, and it behind the key's earlier
+ * one, whichever of its parent and the earlier job finishes first. */
+static void keyed_keeps_its_place(tq *t, int parent_first, int batch) {
+  int64_t p = th_put_attempts(t->db, "p", 1);
+  int64_t x = put_keyed(t->db, "k", 0, 0);
+  int64_t y = put_keyed(t->db, "k", 0, p);
+  int64_t w = put_keyed(t->db, "k", 0, 0);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_PENDING);
+  assert_int_equal(th_state(t->db, w), JOBQ_STATE_WAITING);
+  jobq_session *s = th_session(t->db, 5000);
+  if (parent_first) {
+    run_parent(s, p, 0);
+    /* Its parent done, it still waits for the key's earlier job. */
+    assert_int_equal(th_state(t->db, y), JOBQ_STATE_WAITING);
+    claim_exactly(s, &x, 1, batch);
+  } else {
+    claim_exactly(s, &x, 1, batch);
+    /* The key's earlier job done: the key waits for the pending one. */
+    assert_int_equal(th_state(t->db, w), JOBQ_STATE_WAITING);
+    th_claim_none(s, "q");
+    run_parent(s, p, 0);
+  }
+  claim_exactly(s, &y, 1, batch);
+  claim_exactly(s, &w, 1, batch);
+  th_claim_none(s, "q");
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+static void test_keyed_parent_first(void **state) { keyed_keeps_its_place(*state, 1, 0); }
+static void test_keyed_parent_last(void **state) { keyed_keeps_its_place(*state, 0, 0); }
+static void test_keyed_parent_last_batch(void **state) {
+  keyed_keeps_its_place(*state, 0, 1);
+}
+
+/* A keyed job after the key's own earlier job: that job's completion
+ * makes it, not the key's next one, ready, by one completion and by a
+ * batch. */
+static void keyed_after_its_key(tq *t, int batch) {
+  int64_t x = put_keyed(t->db, "k", 0, 0);
+  int64_t y = put_keyed(t->db, "k", 0, x);
+  int64_t w = put_keyed(t->db, "k", 0, 0);
+  jobq_session *s = th_session(t->db, 5000);
+  claim_exactly(s, &x, 1, batch);
+  assert_int_equal(th_state(t->db, w), JOBQ_STATE_WAITING);
+  claim_exactly(s, &y, 1, batch);
+  claim_exactly(s, &w, 1, batch);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+static void test_keyed_after_its_key(void **state) { keyed_after_its_key(*state, 0); }
+static void test_keyed_after_its_key_batch(void **state) {
+  keyed_after_its_key(*state, 1);
+}
+
+/* Two pending jobs of one key: the later one's parent done first, it
+ * waits for the earlier one. */
+static void test_keyed_pending_in_put_order(void **state) {
+  tq *t = *state;
+  int64_t p1 = th_put_attempts(t->db, "p", 1), p2 = th_put_attempts(t->db, "p", 1);
+  int64_t y1 = put_keyed(t->db, "k", 0, p1), y2 = put_keyed(t->db, "k", 0, p2);
+  jobq_session *s = th_session(t->db, 5000);
+  size_t n;
+  jobq_job *ps = th_claim(s, "p", 2, &n);
+  assert_int_equal(n, 2);
+  jobq_job *second = ps[0].id == p2 ? &ps[0] : &ps[1],
+           *first = ps[0].id == p2 ? &ps[1] : &ps[0];
+  assert_rc(jobq_complete(s, second, "", 0, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, y2), JOBQ_STATE_WAITING);
+  th_claim_none(s, "q");
+  assert_rc(jobq_complete(s, first, "", 0, NULL), JOBQ_OK);
+  claim_exactly(s, &y1, 1, 0);
+  claim_exactly(s, &y2, 1, 0);
+  jobq_jobs_free(ps, n);
+  jobq_session_close(s);
+}
+
+/* A pending keyed job cancelled by its dead parent while the key's
+ * earlier job runs: the key's next job waits for the running one. */
+static void test_keyed_child_cancelled_key_goes_on(void **state) {
+  tq *t = *state;
+  int64_t p = th_put_attempts(t->db, "p", 1);
+  int64_t x = put_keyed(t->db, "k", 0, 0);
+  int64_t y = put_keyed(t->db, "k", 0, p);
+  int64_t w = put_keyed(t->db, "k", 0, 0);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *jx = claim_is(s, x);
+  run_parent(s, p, 1);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_CANCELLED);
+  assert_int_equal(th_state(t->db, w), JOBQ_STATE_WAITING);
+  th_claim_none(s, "q");
+  assert_rc(jobq_complete(s, jx, "", 0, NULL), JOBQ_OK);
+  claim_exactly(s, &w, 1, 0);
+  jobq_jobs_free(jx, 1);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+/* In a queue with a limit per key, whose keys do not order, a keyed job
+ * after others is ready once they are done, and the limit holds it while
+ * its key's other job runs. */
+static void test_keyed_without_order(void **state) {
+  tq *t = *state;
+  assert_rc(jobq_set_limits(t->db, "q", &(jobq_limits){.running_per_key = 1}), JOBQ_OK);
+  int64_t p = th_put_attempts(t->db, "p", 1);
+  int64_t x = put_keyed(t->db, "k", 0, 0);
+  int64_t y = put_keyed(t->db, "k", 0, p);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *jx = claim_is(s, x);
+  run_parent(s, p, 0);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_READY);
+  th_claim_none(s, "q");
+  assert_rc(jobq_complete(s, jx, "", 0, NULL), JOBQ_OK);
+  claim_exactly(s, &y, 1, 0);
+  jobq_jobs_free(jx, 1);
+  jobq_session_close(s);
+}
+
+/* A barrier after a job of another queue: the queue's later jobs wait
+ * while it is pending, it waits for the earlier ones once its parent is
+ * done, and runs alone. */
+static void test_barrier_after(void **state) {
+  tq *t = *state;
+  int64_t p = th_put_attempts(t->db, "p", 1);
+  int64_t a = put_keyed(t->db, NULL, 0, 0);
+  int64_t b = put_keyed(t->db, NULL, 1, p);
+  int64_t c = put_keyed(t->db, NULL, 0, 0), d = put_keyed(t->db, "k", 0, 0);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_PENDING);
+  jobq_session *s = th_session(t->db, 5000);
+  jobq_job *ja = claim_is(s, a);
+  th_claim_none(s, "q");
+  run_parent(s, p, 0);
+  assert_int_equal(th_state(t->db, b), JOBQ_STATE_WAITING);
+  th_claim_none(s, "q");
+  assert_rc(jobq_complete(s, ja, "", 0, NULL), JOBQ_OK);
+  claim_exactly(s, &b, 1, 0);
+  const int64_t after[] = {c, d};
+  claim_exactly(s, after, 2, 1);
+  jobq_jobs_free(ja, 1);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
+/* A barrier whose parent finishes after the queue's earlier jobs: ready
+ * at once then. */
+static void test_barrier_after_parent_last(void **state) {
+  tq *t = *state;
+  int64_t p = th_put_attempts(t->db, "p", 1);
+  int64_t a = put_keyed(t->db, NULL, 0, 0);
+  int64_t b = put_keyed(t->db, NULL, 1, p);
+  int64_t c = put_keyed(t->db, NULL, 0, 0);
+  jobq_session *s = th_session(t->db, 5000);
+  claim_exactly(s, &a, 1, 1);
+  th_claim_none(s, "q");
+  run_parent(s, p, 0);
+  claim_exactly(s, &b, 1, 0);
+  claim_exactly(s, &c, 1, 0);
+  jobq_session_close(s);
+  th_assert_counts_agree(t->db);
+}
+
 static void test_unknown_id_refused_nothing_written(void **state) {
   tq *t = *state;
   int64_t a = put_one(t->db);
@@ -179,14 +394,16 @@ static void test_unknown_id_refused_nothing_written(void **state) {
   o[1].n_after = 1;
   assert_int_equal(jobq_put_many(t->db, o, 2, ids, NULL), JOBQ_EINVAL);
   assert_int_equal(th_count_jobs(t->db, 0), 1);
-  /* A job cannot also have a key. */
+  /* With a key too, the same. */
   jobq_put_opts k;
   jobq_put_opts_init(&k);
   k.after = bad;
-  k.n_after = 1;
+  k.n_after = 2;
   k.key = "k";
   int64_t id;
   assert_int_equal(jobq_put(t->db, &k, &id, NULL), JOBQ_EINVAL);
+  th_assert_msg(t->db, want);
+  assert_int_equal(th_count_jobs(t->db, 0), 1);
 }
 
 static void test_batch_by_place(void **state) {
@@ -419,6 +636,16 @@ int main(void) {
       TQ_TEST(test_pending_in_stats_and_list),
       TQ_TEST(test_purge_and_prune),
       TQ_TEST(test_put_beside_the_parents_completion),
+      TQ_TEST(test_keyed_parent_first),
+      TQ_TEST(test_keyed_parent_last),
+      TQ_TEST(test_keyed_parent_last_batch),
+      TQ_TEST(test_keyed_after_its_key),
+      TQ_TEST(test_keyed_after_its_key_batch),
+      TQ_TEST(test_keyed_pending_in_put_order),
+      TQ_TEST(test_keyed_child_cancelled_key_goes_on),
+      TQ_TEST(test_keyed_without_order),
+      TQ_TEST(test_barrier_after),
+      TQ_TEST(test_barrier_after_parent_last),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

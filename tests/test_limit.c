@@ -6,7 +6,10 @@
  * clock; limits read back, shown as holding a queue back, changed and
  * removed; at most N jobs of one ordering key running at once, the
  * key no longer ordering its jobs in such a queue (and still ordering
- * them elsewhere); values out of range refused with nothing changed.
+ * them elsewhere); at most N claims of one ordering key in any period
+ * of the database clock while other keys go on, with keys that order
+ * and with a limit per key, across processes, counting a dead worker's
+ * claims; values out of range refused with nothing changed.
  */
 #include "helpers.h"
 
@@ -23,6 +26,13 @@ static void set_limits(jobq *db, const char *queue, int64_t running, int64_t rat
 
 static void set_per_key(jobq *db, const char *queue, int64_t per_key) {
   jobq_limits l = {.running_per_key = per_key};
+  assert_rc(jobq_set_limits(db, queue, &l), JOBQ_OK);
+}
+
+static void set_key_rate(jobq *db, const char *queue, int64_t per_key, int64_t n,
+                         int64_t period_ms) {
+  jobq_limits l = {
+      .running_per_key = per_key, .rate_per_key = n, .rate_per_key_period_ms = period_ms};
   assert_rc(jobq_set_limits(db, queue, &l), JOBQ_OK);
 }
 
@@ -226,6 +236,25 @@ static void test_freed_slot_wakes(void **state) {
   jobq_close(db2);
 }
 
+/* Claims from queue every 25 ms until jobs come (5 s at most): them, in
+ * *n; fails unless the database clock then is period_ms past first (less
+ * 50 ms for the clock's reads). */
+static jobq_job *claim_next_period(jobq_session *s, jobq *db, const char *queue,
+                                   int64_t first, int64_t period_ms, size_t *n) {
+  jobq_job *j = NULL;
+  int64_t at = 0;
+  *n = 0;
+  for (int tries = 0; tries < 200 && *n == 0; tries++) {
+    th_sleep_ms(25);
+    at = th_db_now(db);
+    j = th_claim(s, queue, 10, n);
+  }
+  assert_true(*n > 0);
+  if (at < first + period_ms - 50)
+    fail_msg("claimed %zu at %lld ms", *n, (long long)(at - first));
+  return j;
+}
+
 /* At most 3 claims in any second of the database clock: the fourth job
  * waits until the first claim is a second old there. */
 static void test_rate(void **state) {
@@ -248,15 +277,7 @@ static void test_rate(void **state) {
   assert_int_equal(l.rate_period_ms, 1000);
   assert_int_equal(l.claimed_now, 3);
   assert_int_equal(l.held, 1);
-  int64_t at = 0;
-  n = 0;
-  for (int tries = 0; tries < 200 && n == 0; tries++) {
-    th_sleep_ms(25);
-    at = th_db_now(t->db);
-    j = th_claim(s, "rated", 5, &n);
-  }
-  assert_true(n > 0);
-  if (at < first + 1000 - 50) fail_msg("claimed %zu at %lld ms", n, (long long)(at - first));
+  j = claim_next_period(s, t->db, "rated", first, 1000, &n);
   /* The two claimed together left the window together. */
   assert_true(n <= 3);
   th_complete_many(s, j, n);
@@ -362,6 +383,202 @@ static void test_per_key_run_of_one_key(void **state) {
   jobq_session_close(s);
 }
 
+/* At most two claims of a key a minute, with keys that order: each key's
+ * jobs one at a time and in order, two of them, while a key of the same
+ * queue not yet claimed goes on; jobs without a key are not counted. */
+static void test_rate_per_key_ordered(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "kr", 0, 2, 60000);
+  int64_t a[4], b;
+  for (int i = 0; i < 4; i++) a[i] = th_put_key(t->db, "kr", "a");
+  b = th_put_key(t->db, "kr", "b");
+  put_keyed(t->db, "kr", NULL, 3);
+  assert_int_equal(waiting(t->db, "kr"), 3);
+  jobq_session *s = th_session(t->db, 0);
+  for (int round = 0; round < 2; round++) {
+    size_t n;
+    jobq_job *j = th_claim(s, "kr", 1, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(j[0].key, "a");
+    assert_int_equal(j[0].id, a[round]);
+    th_complete_many(s, j, n);
+  }
+  /* "a" used its two: its next job stays ready, passed over. */
+  assert_int_equal(th_state(t->db, a[2]), JOBQ_STATE_READY);
+  size_t n;
+  jobq_job *j = th_claim(s, "kr", 10, &n);
+  assert_int_equal(n, 4);
+  assert_int_equal(with_key(j, n, "a"), 0);
+  assert_int_equal(with_key(j, n, "b"), 1);
+  assert_int_equal(with_key(j, n, NULL), 3);
+  th_complete_many(s, j, n);
+  th_claim_none(s, "kr");
+  jobq_limits l = read_limits(t->db, "kr");
+  assert_int_equal(l.rate_per_key, 2);
+  assert_int_equal(l.rate_per_key_period_ms, 60000);
+  assert_int_equal(l.rate, 0);
+  assert_int_equal(l.keys_full_now, 1);
+  assert_int_equal(l.held, 1);
+  (void)b;
+  jobq_session_close(s);
+}
+
+/* One claim of three keys counts one claim of each (a batch's rows are
+ * written once each, whatever the store). */
+static void test_rate_per_key_batch_counts_once(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "kb", 0, 2, 60000);
+  const char *keys[] = {"a", "b", "c"};
+  for (int round = 0; round < 3; round++)
+    for (int k = 0; k < 3; k++) th_put_key(t->db, "kb", keys[k]);
+  jobq_session *s = th_session(t->db, 0);
+  for (int round = 0; round < 2; round++) {
+    size_t n;
+    jobq_job *j = th_claim(s, "kb", 10, &n);
+    assert_int_equal(n, 3);
+    th_complete_many(s, j, n);
+  }
+  th_claim_none(s, "kb");
+  assert_int_equal(read_limits(t->db, "kb").keys_full_now, 3);
+  jobq_session_close(s);
+}
+
+/* With a limit per key too: at most one of a key running and two a
+ * minute; the tighter one holds. */
+static void test_rate_per_key_with_running(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "kr", 1, 2, 60000);
+  put_keyed(t->db, "kr", "a", 5);
+  put_keyed(t->db, "kr", "b", 5);
+  jobq_session *s = th_session(t->db, 0);
+  size_t n;
+  jobq_job *j = th_claim(s, "kr", 10, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(with_key(j, n, "a"), 1);
+  assert_int_equal(with_key(j, n, "b"), 1);
+  th_claim_none(s, "kr");
+  th_complete_many(s, j, n);
+  j = th_claim(s, "kr", 10, &n);
+  assert_int_equal(n, 2);
+  th_complete_many(s, j, n);
+  /* Nothing runs, but each key had its two. */
+  th_claim_none(s, "kr");
+  jobq_limits l = read_limits(t->db, "kr");
+  assert_int_equal(l.keys_full_now, 2);
+  assert_int_equal(l.held, 1);
+  /* A higher rate per key, and the queue's own rate beside it (its
+   * claims counted from now on): both count. */
+  jobq_limits both = {.rate = 3,
+                      .rate_period_ms = 60000,
+                      .rate_per_key = 5,
+                      .rate_per_key_period_ms = 60000,
+                      .running_per_key = 1};
+  assert_rc(jobq_set_limits(t->db, "kr", &both), JOBQ_OK);
+  j = th_claim(s, "kr", 10, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(with_key(j, n, "a"), 1);
+  assert_int_equal(with_key(j, n, "b"), 1);
+  th_complete_many(s, j, n);
+  j = th_claim(s, "kr", 10, &n);
+  assert_int_equal(n, 1);
+  th_complete_many(s, j, n);
+  th_claim_none(s, "kr");
+  jobq_session_close(s);
+}
+
+/* At most two claims of a key in any second of the database clock: the
+ * key's third job waits until its first claims are a second old there. */
+static void test_rate_per_key_window(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "kw", 10, 2, 1000);
+  put_keyed(t->db, "kw", "a", 6);
+  jobq_session *s = th_session(t->db, 0);
+  int64_t first = th_db_now(t->db);
+  size_t n;
+  jobq_job *j = th_claim(s, "kw", 10, &n);
+  assert_int_equal(n, 2);
+  th_complete_many(s, j, n);
+  th_claim_none(s, "kw");
+  j = claim_next_period(s, t->db, "kw", first, 1000, &n);
+  assert_int_equal(n, 2);
+  th_complete_many(s, j, n);
+  th_claim_none(s, "kw");
+  jobq_session_close(s);
+}
+
+/* A claim is a start, whatever became of it: a worker that dies with
+ * its job gives the job back, not the claim. */
+static void test_rate_per_key_dead_worker(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "kd", 0, 1, 60000);
+  int64_t id = th_put_key(t->db, "kd", "a");
+  jobq *db2 = th_open(t->url);
+  jobq_session *dead = th_session(db2, 400);
+  jobq_job *held = th_claim_one(dead, "kd");
+  assert_int_equal(held[0].id, id);
+  jobq_session *live = th_session(t->db, 5000);
+  th_beat_until(live, t->db, id, JOBQ_STATE_READY, 15000);
+  th_claim_none(live, "kd");
+  /* Another key is not held back. */
+  th_put_key(t->db, "kd", "b");
+  jobq_jobs_free(th_claim_one(live, "kd"), 1);
+  jobq_jobs_free(held, 1);
+  jobq_session_close(dead);
+  jobq_session_close(live);
+  jobq_close(db2);
+}
+
+/* Processes claiming at the same moment, each acknowledging what it got:
+ * key "a" is claimed three times in all, and "b" beside it. */
+enum { KEY_RATE = 3 };
+static int key_race_main(void *arg) {
+  racer *r = arg;
+  jobq_session *s = th_child_session(r->url, 60000);
+  if (s == NULL) return 255;
+  char c;
+  if (read(r->go[0], &c, 1) != 1) return 254;
+  const char *q[1] = {"krace"};
+  int a = 0, b = 0;
+  for (int i = 0; i < 5; i++) {
+    jobq_job *jobs = NULL;
+    size_t n = 0;
+    if (jobq_claim(s, q, 1, 3, &jobs, &n) != JOBQ_OK) return 253;
+    for (size_t k = 0; k < n; k++) {
+      a += strcmp(jobs[k].key, "a") == 0;
+      b += strcmp(jobs[k].key, "b") == 0;
+      if (jobq_complete(s, &jobs[k], NULL, 0, NULL) != JOBQ_OK) return 252;
+    }
+    jobq_jobs_free(jobs, n);
+  }
+  jobq_session_close(s);
+  return a * 16 + b;
+}
+
+static void test_rate_per_key_concurrent(void **state) {
+  tq *t = *state;
+  set_key_rate(t->db, "krace", 100, KEY_RATE, 60000);
+  put_keyed(t->db, "krace", "a", 10);
+  put_keyed(t->db, "krace", "b", 10);
+  racer r = {t->url, {-1, -1}};
+  assert_int_equal(pipe(r.go), 0);
+  pid_t pids[PROCS];
+  for (int i = 0; i < PROCS; i++) pids[i] = th_fork(key_race_main, &r);
+  th_sleep_ms(300);
+  char go[PROCS] = {0};
+  assert_int_equal(write(r.go[1], go, PROCS), PROCS);
+  int a = 0, b = 0;
+  for (int i = 0; i < PROCS; i++) {
+    int got = th_wait(pids[i]);
+    if (got >= 252) fail_msg("a claimer failed: %d", got);
+    a += got / 16;
+    b += got % 16;
+  }
+  close(r.go[0]);
+  close(r.go[1]);
+  assert_int_equal(a, KEY_RATE);
+  assert_int_equal(b, KEY_RATE);
+}
+
 /* A limit on other queues, whose names hold this one's, changes nothing
  * for it. */
 static void test_other_queues_limited(void **state) {
@@ -389,6 +606,11 @@ static void test_bad_limits(void **state) {
       {.rate = -2, .rate_period_ms = 1000},
       {.rate_period_ms = 1000},
       {.running_per_key = -1},
+      {.rate_per_key = 5},
+      {.rate_per_key = -1, .rate_per_key_period_ms = 1000},
+      {.rate_per_key = (int64_t)JOBQ_LIMIT_MAX + 1, .rate_per_key_period_ms = 1000},
+      {.rate_per_key = 5, .rate_per_key_period_ms = (int64_t)JOBQ_LIMIT_PERIOD_MAX + 1},
+      {.rate_per_key_period_ms = 1000},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_rc(jobq_set_limits(t->db, "q", &bad[i]), JOBQ_EINVAL);
@@ -399,6 +621,7 @@ static void test_bad_limits(void **state) {
   jobq_limits l = read_limits(t->db, "q");
   assert_int_equal(l.running, 2);
   assert_int_equal(l.rate, 0);
+  assert_int_equal(l.rate_per_key, 0);
   /* A queue never used reads as no queue. */
   jobq_limits *v;
   size_t n;
@@ -417,6 +640,12 @@ int main(void) {
       TQ_TEST(test_both_and_paused),
       TQ_TEST(test_per_key),
       TQ_TEST(test_per_key_run_of_one_key),
+      TQ_TEST(test_rate_per_key_ordered),
+      TQ_TEST(test_rate_per_key_batch_counts_once),
+      TQ_TEST(test_rate_per_key_with_running),
+      TQ_TEST(test_rate_per_key_window),
+      TQ_TEST(test_rate_per_key_dead_worker),
+      TQ_TEST(test_rate_per_key_concurrent),
       TQ_TEST(test_other_queues_limited),
       TQ_TEST(test_bad_limits),
   };

@@ -114,13 +114,19 @@ static json_t *limit_value(int64_t v) { return v > 0 ? json_integer(v) : json_nu
 static json_t *limits_json(const char *queue, const jobq_limits *l, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (strcmp(l[i].queue, queue) != 0) continue;
-    if (l[i].running <= 0 && l[i].rate <= 0 && l[i].running_per_key <= 0) break;
-    return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:b}", "running", limit_value(l[i].running),
-                     "rate", limit_value(l[i].rate), "rate_period_ms",
-                     limit_value(l[i].rate > 0 ? l[i].rate_period_ms : 0), "running_per_key",
-                     limit_value(l[i].running_per_key), "running_now",
-                     (json_int_t)l[i].running_now, "claimed_now", (json_int_t)l[i].claimed_now,
-                     "held", l[i].held);
+    if (l[i].running <= 0 && l[i].rate <= 0 && l[i].running_per_key <= 0 &&
+        l[i].rate_per_key <= 0)
+      break;
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:b}", "running",
+                     limit_value(l[i].running), "rate", limit_value(l[i].rate),
+                     "rate_period_ms",
+                     limit_value(l[i].rate > 0 ? l[i].rate_period_ms : 0),
+                     "running_per_key", limit_value(l[i].running_per_key), "rate_per_key",
+                     limit_value(l[i].rate_per_key), "rate_per_key_period_ms",
+                     limit_value(l[i].rate_per_key > 0 ? l[i].rate_per_key_period_ms : 0),
+                     "running_now", (json_int_t)l[i].running_now, "claimed_now",
+                     (json_int_t)l[i].claimed_now, "keys_full_now",
+                     (json_int_t)l[i].keys_full_now, "held", l[i].held);
   }
   return json_null();
 }

@@ -68,6 +68,24 @@ static void queues(struct web_buf *b, const jobq_queue_stats *st, size_t n) {
   }
 }
 
+/* Gauge name of the period (at offset period of jobq_limits) of each
+ * queue of l[0..n) that has the rate at offset rate. */
+static void periods(struct web_buf *b, const char *name, const char *help,
+                    const jobq_limits *l, size_t n, size_t rate, size_t period) {
+  int any = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *at = (const char *)&l[i];
+    if (*(const int64_t *)(at + rate) <= 0) continue;
+    if (!any++) head(b, name, "gauge", help);
+    web_buf_add(b, name, strlen(name));
+    web_buf_add(b, "{queue=\"", 8);
+    label(b, l[i].queue);
+    web_buf_add(b, "\"} ", 3);
+    seconds(b, *(const int64_t *)(at + period));
+    web_buf_add(b, "\n", 1);
+  }
+}
+
 /* The queues' limits: each gauge for the queues that have that limit,
  * and whether a limit holds a queue back now. */
 static void limits(struct web_buf *b, const jobq_limits *l, size_t n) {
@@ -83,6 +101,12 @@ static void limits(struct web_buf *b, const jobq_limits *l, size_t n) {
       {"jobq_queue_limit_rate",
        "At most this many of the queue's jobs start in any rate period.",
        offsetof(jobq_limits, rate)},
+      {"jobq_queue_limit_rate_per_key",
+       "At most this many jobs of one ordering key of the queue start in any rate period per key.",
+       offsetof(jobq_limits, rate_per_key)},
+      {"jobq_queue_keys_full",
+       "How many ordering keys of the queue started all their rate per key in its last period.",
+       offsetof(jobq_limits, keys_full_now)},
   };
   if (n == 0) return;
   for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
@@ -94,18 +118,15 @@ static void limits(struct web_buf *b, const jobq_limits *l, size_t n) {
       by_queue(b, g[k].name, l[i].queue, v);
     }
   }
-  int rated = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (l[i].rate <= 0) continue;
-    if (!rated++) head(b, "jobq_queue_limit_rate_period_seconds", "gauge", "The queue's rate period.");
-    web_buf_add(b, "jobq_queue_limit_rate_period_seconds{queue=\"", 44);
-    label(b, l[i].queue);
-    web_buf_add(b, "\"} ", 3);
-    seconds(b, l[i].rate_period_ms);
-    web_buf_add(b, "\n", 1);
-  }
-  head(b, "jobq_queue_held_by_limit", "gauge",
-       "1 when a job of the queue is ready to run but its running or rate limit is full.");
+  periods(b, "jobq_queue_limit_rate_period_seconds", "The queue's rate period.", l, n,
+          offsetof(jobq_limits, rate), offsetof(jobq_limits, rate_period_ms));
+  periods(b, "jobq_queue_limit_rate_per_key_period_seconds",
+          "The queue's rate period per key.", l, n, offsetof(jobq_limits, rate_per_key),
+          offsetof(jobq_limits, rate_per_key_period_ms));
+  head(
+      b, "jobq_queue_held_by_limit", "gauge",
+      "1 when a job of the queue is ready to run but its running or rate limit, or its key's "
+      "rate, is full.");
   for (size_t i = 0; i < n; i++) by_queue(b, "jobq_queue_held_by_limit", l[i].queue, l[i].held);
 }
 

@@ -106,11 +106,16 @@ export interface QueueLimits {
   ratePeriod: number | null;
   /** At most this many jobs of one ordering key claimed at once. */
   runningPerKey: number | null;
+  /** At most ratePerKey jobs of one ordering key claimed in any ratePerKeyPeriod milliseconds. */
+  ratePerKey: number | null;
+  ratePerKeyPeriod: number | null;
   /** Its jobs claimed now. */
   runningNow: number;
   /** Its jobs claimed in the last rate period. */
   claimedNow: number;
-  /** A job is ready but the running or rate limit is full. */
+  /** Its keys claimed ratePerKey times in the last period. */
+  keysFullNow: number;
+  /** A job is ready but the running or rate limit, or its key's rate, is full. */
   held: boolean;
 }
 
@@ -119,6 +124,8 @@ export interface LimitOptions {
   /** 'N/PERIOD' ('100/1s', '10/5m', up to a day), or a count per period in milliseconds. */
   rate?: string | { count: number; period: number } | null;
   runningPerKey?: number | null;
+  /** As rate, for each ordering key. */
+  ratePerKey?: string | { count: number; period: number } | null;
 }
 
 export interface SessionInfo {

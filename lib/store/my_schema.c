@@ -287,6 +287,23 @@ static const jobq_step v9_steps[] = {
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
     {NULL, NULL},
 };
+
+/* Version 10: the rate limit per ordering key and the claims of each
+ * key in the last period (lib/limit.c). */
+static const jobq_step v10_steps[] = {
+    {"ALTER TABLE jobq_queues ADD COLUMN key_rate_n BIGINT, ADD COLUMN key_rate_ms BIGINT",
+     "SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+     "TABLE_NAME = 'jobq_queues' AND COLUMN_NAME = 'key_rate_n'"},
+    {"CREATE TABLE IF NOT EXISTS jobq_key_starts ("
+     "  queue VARCHAR(63) NOT NULL,"
+     "  order_key VARCHAR(255) NOT NULL,"
+     "  at BIGINT NOT NULL,"
+     "  n BIGINT NOT NULL,"
+     "  PRIMARY KEY (queue, order_key, at),"
+     "  INDEX jobq_key_starts_at (queue, at)"
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={bin}", NULL},
+    {NULL, NULL},
+};
 static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
                                         "  id INT NOT NULL PRIMARY KEY CHECK (id = 1),"
                                         "  version INT NOT NULL,"
@@ -300,7 +317,8 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE IF NOT EXISTS jobq_meta ("
  * each step may run again after an interrupted init (IF NOT EXISTS, or
  * its check), and the version moves after each version's steps. */
 const jobq_step *const my_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps,
+                                          v10_steps};
 _Static_assert(sizeof my_versions / sizeof my_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

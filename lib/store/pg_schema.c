@@ -385,6 +385,20 @@ static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN parts 
     "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
     "AND table_name = 'jobq_jobs' AND column_name = 'part'"}, {NULL, NULL}};
 
+/* version 10: the rate limit per ordering key and the claims of each
+ * key in the last period (lib/limit.c). */
+static const jobq_step v10_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN key_rate_n bigint,"
+    "  ADD COLUMN key_rate_ms bigint;"
+    "CREATE TABLE jobq_key_starts ("
+    "  queue text COLLATE \"C\" NOT NULL,"
+    "  order_key text COLLATE \"C\" NOT NULL,"
+    "  at bigint NOT NULL,"
+    "  n bigint NOT NULL,"
+    "  PRIMARY KEY (queue, order_key, at));"
+    "CREATE INDEX jobq_key_starts_at ON jobq_key_starts(queue, at);",
+    "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = 'jobq_queues' AND column_name = 'key_rate_n'"}, {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id integer PRIMARY KEY CHECK (id = 1),"
                                         "  version integer NOT NULL,"
@@ -396,7 +410,8 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
 /* The steps of lib/migrate.c, a version a step, in the migration's one
  * transaction. */
 const jobq_step *const pg_versions[JOBQ_SCHEMA_VERSION + 1] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps,
+                                          v10_steps};
 _Static_assert(sizeof pg_versions / sizeof pg_versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

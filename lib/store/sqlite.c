@@ -329,6 +329,21 @@ static const jobq_step v9_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN parts 
     "SELECT count(*) FROM pragma_table_info('jobq_jobs') WHERE name = 'part'"},
     {NULL, NULL}};
 
+/* version 10: the rate limit per ordering key and the claims of each
+ * key in the last period (lib/limit.c). */
+static const jobq_step v10_steps[] = {{"ALTER TABLE jobq_queues ADD COLUMN key_rate_n INTEGER;"
+    "ALTER TABLE jobq_queues ADD COLUMN key_rate_ms INTEGER;"
+    "CREATE TABLE jobq_key_starts ("
+    "  queue TEXT NOT NULL,"
+    "  order_key TEXT NOT NULL,"
+    "  at INTEGER NOT NULL,"
+    "  n INTEGER NOT NULL,"
+    "  PRIMARY KEY (queue, order_key, at)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX jobq_key_starts_at ON jobq_key_starts(queue, at);",
+    "SELECT count(*) FROM pragma_table_info('jobq_queues') WHERE name = 'key_rate_n'"},
+    {NULL, NULL}};
+
 static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
                                         "  version INTEGER NOT NULL,"
@@ -338,7 +353,8 @@ static const jobq_step meta_steps[] = {{"CREATE TABLE jobq_meta ("
                                         NULL},
                                        {NULL, NULL}};
 static const jobq_step *const versions[] = {meta_steps, v1_steps, v2_steps, v3_steps, v4_steps,
-                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps};
+                                          v5_steps, v6_steps, v7_steps, v8_steps, v9_steps,
+                                          v10_steps};
 _Static_assert(sizeof versions / sizeof versions[0] == JOBQ_SCHEMA_VERSION + 1,
                "one migration per version");
 

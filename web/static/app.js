@@ -98,6 +98,7 @@ function limitsText(l) {
   if (l.running !== null) parts.push(`at most ${num(l.running)} running`);
   if (l.running_per_key !== null) parts.push(`${num(l.running_per_key)} per key`);
   if (l.rate !== null) parts.push(`${num(l.rate)} started per ${dur(l.rate_period_ms)}`);
+  if (l.rate_per_key !== null) parts.push(`${num(l.rate_per_key)} of a key started per ${dur(l.rate_per_key_period_ms)}`);
   return parts.join(" · ");
 }
 const limitBadge = (l) => !l ? null : h("span", { class: "badge " + (l.held ? "held" : "limited"), title: limitsText(l) },
@@ -352,6 +353,7 @@ async function queuePage(name, params) {
     st.limits ? h("p", { class: "muted", id: "limits" }, "Limits: ", limitsText(st.limits), " (",
       plural(st.limits.running_now, "job", "jobs"), " running",
       st.limits.rate !== null ? `, ${num(st.limits.claimed_now)} started in the last ${dur(st.limits.rate_period_ms)}` : "",
+      st.limits.rate_per_key !== null ? `, ${plural(st.limits.keys_full_now, "key", "keys")} at its rate` : "",
       st.limits.held ? "; held back now" : "", "). Set with  jobq limit ", name) : null,
     h("div", { class: "cards" }, STATES.map((sn) => h("a", { class: "card", href: link({ state: sn, after: "" }) },
       h("div", { class: "label" }, sn), h("div", { class: "value" }, num(st[sn]))))),

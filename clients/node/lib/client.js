@@ -76,29 +76,29 @@ function limitCount(value, what) {
 
 // rate ('100/1s', '10/m', or { count, period } with period in
 // milliseconds) as [count, period in ms]; the range of a period in
-// milliseconds is the library's to check.
-function limitRate(N, rate) {
+// milliseconds is the library's to check; what names it in messages.
+function limitRate(N, rate, what = 'rate') {
   if (typeof rate === 'object' && !Array.isArray(rate)) {
     for (const name of Object.keys(rate)) {
       if (name !== 'count' && name !== 'period') {
-        throw new TypeError(`unexpected rate field '${name}': expected count and period`);
+        throw new TypeError(`unexpected ${what} field '${name}': expected count and period`);
       }
     }
-    const period = toMs(rate.period, 'rate period');
+    const period = toMs(rate.period, `${what} period`);
     if (period === null) {
-      throw new TypeError(`invalid rate period '${String(rate.period)}': expected milliseconds ` +
-        '(a number)');
+      throw new TypeError(`invalid ${what} period '${String(rate.period)}': expected ` +
+        'milliseconds (a number)');
     }
-    return [limitCount(rate.count, 'rate count'), period];
+    return [limitCount(rate.count, `${what} count`), period];
   }
   if (typeof rate !== 'string') {
-    throw new TypeError(`invalid rate '${String(rate)}': expected N/PERIOD like '100/1s', ` +
+    throw new TypeError(`invalid ${what} '${String(rate)}': expected N/PERIOD like '100/1s', ` +
       '{ count, period } or null');
   }
   const count = [0];
   const ms = [0];
   if (N.fn.jobq_parse_rate(rate, count, ms) < 0) {
-    throw new errors.Invalid(`invalid rate '${rate}': expected N/PERIOD, N from 1 to ` +
+    throw new errors.Invalid(`invalid ${what} '${rate}': expected N/PERIOD, N from 1 to ` +
       `${native.LIMIT_MAX} and PERIOD from 1ms to 1d, like 100/1s or 10/1m`);
   }
   return [Number(count[0]), Number(ms[0])];
@@ -111,13 +111,21 @@ function queueLimits(c) {
     rate: Number(c.rate) || null,
     ratePeriod: Number(c.rate) ? Number(c.rate_period_ms) : null,
     runningPerKey: Number(c.running_per_key) || null,
+    ratePerKey: Number(c.rate_per_key) || null,
+    ratePerKeyPeriod: Number(c.rate_per_key) ? Number(c.rate_per_key_period_ms) : null,
     runningNow: Number(c.running_now),
     claimedNow: Number(c.claimed_now),
+    keysFullNow: Number(c.keys_full_now),
     held: Boolean(c.held),
   };
 }
 
-const LIMIT_OPTIONS = ['running', 'rate', 'runningPerKey'];
+const LIMIT_OPTIONS = ['running', 'rate', 'runningPerKey', 'ratePerKey'];
+
+// A jobq_limits with every field 0 but those of fields.
+const noLimits = (fields) => ({ queue: null, running: 0, rate: 0, rate_period_ms: 0,
+  running_per_key: 0, rate_per_key: 0, rate_per_key_period_ms: 0, running_now: 0,
+  claimed_now: 0, keys_full_now: 0, held: 0, ...fields });
 
 let putDefaults = null;
 
@@ -488,8 +496,10 @@ class Client {
   // N claimed in any period of the database clock, as 'N/PERIOD' ('100/1s',
   // '10/5m', up to a day) or { count, period } (milliseconds).
   // runningPerKey: at most this many of one ordering key (the queue's keys
-  // then limit and no longer order).  Counts run from 1 to 1000000000.  On
-  // an error nothing is changed.
+  // then limit and no longer order).  ratePerKey: at most N of one
+  // ordering key claimed in any period, written as rate is (keys still
+  // order; jobs without a key are not counted).  Counts run from 1 to
+  // 1000000000.  On an error nothing is changed.
   async setLimits(queue, limits = {}) {
     if (typeof queue !== 'string') {
       throw new TypeError(`invalid queue '${String(queue)}': expected a queue name`);
@@ -500,17 +510,21 @@ class Client {
           LIMIT_OPTIONS.join(', '));
       }
     }
-    const c = { queue: null, running: limitCount(limits.running, 'running limit'), rate: 0,
-      rate_period_ms: 0, running_per_key: limitCount(limits.runningPerKey, 'running limit per key'),
-      running_now: 0, claimed_now: 0, held: 0 };
+    const c = noLimits({ running: limitCount(limits.running, 'running limit'),
+      running_per_key: limitCount(limits.runningPerKey, 'running limit per key') });
     if (limits.rate !== null && limits.rate !== undefined) {
       [c.rate, c.rate_period_ms] = limitRate(this.N, limits.rate);
+    }
+    if (limits.ratePerKey !== null && limits.ratePerKey !== undefined) {
+      [c.rate_per_key, c.rate_per_key_period_ms] = limitRate(this.N, limits.ratePerKey,
+        'rate per key');
     }
     await this._call('jobq_set_limits', queue, c);
   }
 
   // The limits of every queue that has one, by name: [{ queue, running,
-  // rate, ratePeriod (ms), runningPerKey, runningNow, claimedNow, held }],
+  // rate, ratePeriod (ms), runningPerKey, ratePerKey, ratePerKeyPeriod
+  // (ms), runningNow, claimedNow, keysFullNow, held }],
   // each limit null when not set; or, given a queue, that queue's (its
   // limits null when it has none).
   async limits(queue = null) {
@@ -527,8 +541,7 @@ class Client {
       }
     });
     if (name === null) return found;
-    return found.length ? found[0] : queueLimits({ queue: name, running: 0, rate: 0,
-      rate_period_ms: 0, running_per_key: 0, running_now: 0, claimed_now: 0, held: 0 });
+    return found.length ? found[0] : queueLimits(noLimits({ queue: name }));
   }
 
   // Opens a worker session (claims, acknowledgements, heartbeats) with a

@@ -78,7 +78,8 @@ function defineTypes(koffi) {
     }),
     jobq_limits: koffi.struct('jobq_limits', {
       queue: 'const char *', running: 'int64_t', rate: 'int64_t', rate_period_ms: 'int64_t',
-      running_per_key: 'int64_t', running_now: 'int64_t', claimed_now: 'int64_t', held: 'int',
+      running_per_key: 'int64_t', rate_per_key: 'int64_t', rate_per_key_period_ms: 'int64_t',
+      running_now: 'int64_t', claimed_now: 'int64_t', keys_full_now: 'int64_t', held: 'int',
     }),
   };
 }

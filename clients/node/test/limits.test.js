@@ -3,8 +3,8 @@
 // PostgreSQL and MariaDB: set, read back, change and remove them; bad values refused
 // with the value named and nothing changed; and what they do to claims: a
 // running limit holds a second session back until the first one's job is
-// done, a rate limit and a limit per ordering key hold claims back, and
-// limits() says the queue is held.
+// done, a rate limit, a limit per ordering key and a rate per ordering key
+// hold claims back, and limits() says the queue is held.
 
 const assert = require('assert');
 const support = require('./support');
@@ -14,8 +14,9 @@ const { fresh } = support;
 const STORES = ['sqlite', 'postgres', 'mysql'];
 const eachStore = (name, fn) => support.eachStore(name, fn, STORES);
 
-const NONE = { running: null, rate: null, ratePeriod: null, runningPerKey: null, runningNow: 0,
-  claimedNow: 0, held: false };
+const NONE = { running: null, rate: null, ratePeriod: null, runningPerKey: null,
+  ratePerKey: null, ratePerKeyPeriod: null, runningNow: 0, claimedNow: 0, keysFullNow: 0,
+  held: false };
 
 eachStore('limits: set, read back, change and remove', async (t, store) => {
   const { q } = await fresh(t, store);
@@ -23,8 +24,8 @@ eachStore('limits: set, read back, change and remove', async (t, store) => {
   assert.deepStrictEqual(await q.limits('email'), { queue: 'email', ...NONE });
   await q.setLimits('email', { running: 5, rate: '100/1m', runningPerKey: 2 });
   const got = await q.limits('email');
-  assert.deepStrictEqual(got, { queue: 'email', running: 5, rate: 100, ratePeriod: 60000,
-    runningPerKey: 2, runningNow: 0, claimedNow: 0, held: false });
+  assert.deepStrictEqual(got, { queue: 'email', ...NONE, running: 5, rate: 100,
+    ratePeriod: 60000, runningPerKey: 2 });
   assert.deepStrictEqual(await q.limits(), [got]);
   await q.setLimits('sms', { rate: { count: 10, period: 250 } });
   assert.deepStrictEqual((await q.limits()).map((l) => [l.queue, l.rate, l.ratePeriod]),
@@ -33,6 +34,10 @@ eachStore('limits: set, read back, change and remove', async (t, store) => {
   await q.setLimits('email', { running: 1 });
   assert.deepStrictEqual(await q.limits('email'), { ...got, running: 1, rate: null,
     ratePeriod: null, runningPerKey: null });
+  await q.setLimits('email', { ratePerKey: '3/1m' });
+  const perKey = await q.limits('email');
+  assert.deepStrictEqual([perKey.running, perKey.ratePerKey, perKey.ratePerKeyPeriod],
+    [null, 3, 60000]);
   await q.setLimits('email', { rate: '7/s' });
   const seven = await q.limits('email');
   assert.deepStrictEqual([seven.rate, seven.ratePeriod], [7, 1000]);
@@ -66,6 +71,11 @@ eachStore('limits: bad values are refused and change nothing', async (t, store) 
     [TypeError, "invalid rate period 'undefined': expected milliseconds", { rate: { count: 1 } }],
     [TypeError, "invalid rate '100': expected N/PERIOD", { rate: 100 }],
     [TypeError, "unexpected limit 'concurrency'", { concurrency: 2 }],
+    [jobq.Invalid, "invalid rate per key '0/1s': expected N/PERIOD", { ratePerKey: '0/1s' }],
+    [jobq.Invalid, "invalid rate per key 'x/1s': expected N/PERIOD", { ratePerKey: 'x/1s' }],
+    [jobq.Invalid, "invalid rate per key '5/0s': expected N/PERIOD", { ratePerKey: '5/0s' }],
+    [jobq.Invalid, "invalid rate period per key '0ms'",
+      { ratePerKey: { count: 5, period: 0 } }],
   ];
   for (const [cls, text, limits] of cases) {
     await assert.rejects(q.setLimits('email', limits),
@@ -131,5 +141,22 @@ eachStore('limits: a running limit per key', async (t, store) => {
   await s.complete(jobs.find((j) => j.key === 'k'));
   const next = await s.claim('email', 10);
   assert.deepStrictEqual(next.map((j) => j.key), ['k']);
+  await s.close();
+});
+
+eachStore('limits: a rate per key', async (t, store) => {
+  const { q } = await fresh(t, store);
+  await q.setLimits('email', { ratePerKey: { count: 1, period: 3600 * 1000 } });
+  const first = await q.put('email', 'k1', { key: 'k' });
+  await q.put('email', 'k2', { key: 'k' });
+  await q.put('email', 'j1', { key: 'j' });
+  const s = await q.session({ lease: 30000 });
+  const jobs = await s.claim('email', 10);
+  assert.deepStrictEqual(jobs.map((j) => j.key).sort(), ['j', 'k']);
+  assert.strictEqual(jobs.find((j) => j.key === 'k').id, first.id);
+  for (const job of jobs) await s.complete(job);
+  assert.deepStrictEqual(await s.claim('email', 10), []);
+  const got = await q.limits('email');
+  assert.deepStrictEqual([got.keysFullNow, got.held], [2, true]);
   await s.close();
 });

@@ -23,7 +23,7 @@ async function produce(): Promise<number> {
   await q.pause('email');
   await q.resume('email');
   await q.setLimits('email', { running: 5, rate: '100/1m', runningPerKey: null });
-  await q.setLimits('sms', { rate: { count: 10, period: 1000 } });
+  await q.setLimits('sms', { rate: { count: 10, period: 1000 }, ratePerKey: '5/1m' });
   const all: jobq.QueueLimits[] = await q.limits();
   const one: jobq.QueueLimits = await q.limits('email');
   if (one.held || all.length === 0 || one.ratePeriod === null) await q.setLimits('email');

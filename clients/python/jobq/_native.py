@@ -186,8 +186,11 @@ class Limits(ctypes.Structure):
         ("rate", c_int64),
         ("rate_period_ms", c_int64),
         ("running_per_key", c_int64),
+        ("rate_per_key", c_int64),
+        ("rate_per_key_period_ms", c_int64),
         ("running_now", c_int64),
         ("claimed_now", c_int64),
+        ("keys_full_now", c_int64),
         ("held", c_int),
     ]
 

@@ -76,13 +76,16 @@ class QueueLimits(_Record):
     """A queue's limits and how it stands: running (at most this many of
     its jobs claimed at once), rate and rate_period (at most rate claimed
     in any rate_period seconds of the database clock), running_per_key
-    (at most this many of one ordering key), each None when not set;
+    (at most this many of one ordering key), rate_per_key and
+    rate_per_key_period (at most rate_per_key of one ordering key claimed
+    in any rate_per_key_period seconds), each None when not set;
     running_now (its jobs claimed now), claimed_now (claimed in the last
-    rate period), held (a job is ready but the running or rate limit is
-    full)."""
+    rate period), keys_full_now (keys claimed rate_per_key times in the
+    last period), held (a job is ready but the running or rate limit, or
+    its key's rate, is full)."""
 
-    __slots__ = ("queue", "running", "rate", "rate_period", "running_per_key", "running_now",
-                 "claimed_now", "held")
+    __slots__ = ("queue", "running", "rate", "rate_period", "running_per_key", "rate_per_key",
+                 "rate_per_key_period", "running_now", "claimed_now", "keys_full_now", "held")
 
 
 class SessionInfo(_Record):
@@ -121,23 +124,24 @@ def _limit(value, what):
     return value
 
 
-def _rate(lib, rate):
+def _rate(lib, rate, what="rate"):
     """rate ("100/1s", "10/m", or a (count, seconds) pair) as (count,
     period in ms); the range of a period in seconds is the library's to
-    check (held within int64_t, so that its message names it truly)."""
+    check (held within int64_t, so that its message names it truly).
+    what names it in messages."""
     if isinstance(rate, (tuple, list)) and len(rate) == 2:
-        ms = to_ms(rate[1], "rate period")
+        ms = to_ms(rate[1], what + " period")
         if ms is None:
-            raise TypeError("invalid rate period None: expected seconds (a number) or a "
-                            "timedelta")
-        return _limit(rate[0], "rate count"), max(-2**63, min(ms, 2**63 - 1))
+            raise TypeError("invalid %s period None: expected seconds (a number) or a "
+                            "timedelta" % what)
+        return _limit(rate[0], what + " count"), max(-2**63, min(ms, 2**63 - 1))
     if not isinstance(rate, str):
-        raise TypeError("invalid rate %r: expected N/PERIOD like '100/1s', a (count, seconds) "
-                        "pair or None" % (rate,))
+        raise TypeError("invalid %s %r: expected N/PERIOD like '100/1s', a (count, seconds) "
+                        "pair or None" % (what, rate))
     count, ms = ctypes.c_int64(), ctypes.c_int64()
     if lib.jobq_parse_rate(rate.encode(), ctypes.byref(count), ctypes.byref(ms)) < 0:
-        raise errors.Invalid("invalid rate '%s': expected N/PERIOD, N from 1 to %d and PERIOD "
-                             "from 1ms to 1d, like 100/1s or 10/1m" % (rate, N.LIMIT_MAX))
+        raise errors.Invalid("invalid %s '%s': expected N/PERIOD, N from 1 to %d and PERIOD "
+                             "from 1ms to 1d, like 100/1s or 10/1m" % (what, rate, N.LIMIT_MAX))
     return count.value, ms.value
 
 
@@ -145,8 +149,10 @@ def _queue_limits(c):
     return QueueLimits(
         queue=N.text(c.queue), running=c.running or None, rate=c.rate or None,
         rate_period=c.rate_period_ms / 1000 if c.rate else None,
-        running_per_key=c.running_per_key or None, running_now=c.running_now,
-        claimed_now=c.claimed_now, held=bool(c.held))
+        running_per_key=c.running_per_key or None, rate_per_key=c.rate_per_key or None,
+        rate_per_key_period=c.rate_per_key_period_ms / 1000 if c.rate_per_key else None,
+        running_now=c.running_now, claimed_now=c.claimed_now, keys_full_now=c.keys_full_now,
+        held=bool(c.held))
 
 
 _PUT_OPTIONS = ("queue", "key", "unique", "priority", "delay", "at", "max_attempts", "timeout",
@@ -542,7 +548,8 @@ class Client:
     def resume(self, queue):
         self._call(self._lib.jobq_resume, _text(queue))
 
-    def set_limits(self, queue, *, running=None, rate=None, running_per_key=None):
+    def set_limits(self, queue, *, running=None, rate=None, running_per_key=None,
+                   rate_per_key=None):
         """Sets queue's limits, across every worker and machine, in place
         of those it had (all None removes them):
 
@@ -552,8 +559,11 @@ class Client:
         at most N claimed in any period of the database clock, as
         "N/PERIOD" ("100/1s", "10/5m", up to a day) or (N, seconds).
         running_per_key: at most this many of one ordering key (the
-        queue's keys then limit and no longer order).  Counts run from 1
-        to 1000000000.  On an error nothing is changed."""
+        queue's keys then limit and no longer order).  rate_per_key: at
+        most N of one ordering key claimed in any period, as rate is
+        written (keys still order; jobs without a key are not counted).
+        Counts run from 1 to 1000000000.  On an error nothing is
+        changed."""
         if not isinstance(queue, str):
             raise TypeError("invalid queue %r: expected a queue name" % (queue,))
         c = N.Limits()
@@ -561,6 +571,9 @@ class Client:
         c.running_per_key = _limit(running_per_key, "running limit per key")
         if rate is not None:
             c.rate, c.rate_period_ms = _rate(self._lib, rate)
+        if rate_per_key is not None:
+            c.rate_per_key, c.rate_per_key_period_ms = _rate(self._lib, rate_per_key,
+                                                             "rate per key")
         self._call(self._lib.jobq_set_limits, queue.encode(), ctypes.byref(c))
 
     def limits(self, queue=None):

@@ -2,8 +2,8 @@
 PostgreSQL and MariaDB: set, read back, change and remove them; bad values refused
 with the value named and nothing changed; and what they do to claims: a
 running limit holds a second session back until the first one's job is
-done, a rate limit and a limit per ordering key hold claims back, and
-limits() says the queue is held."""
+done, a rate limit, a limit per ordering key and a rate per ordering key
+hold claims back, and limits() says the queue is held."""
 
 import datetime
 import unittest
@@ -19,7 +19,8 @@ class LimitTests:
         self.assertEqual(q.limits(), [])
         self.assertEqual(q.limits("email"), jobq.QueueLimits(
             queue="email", running=None, rate=None, rate_period=None, running_per_key=None,
-            running_now=0, claimed_now=0, held=False))
+            rate_per_key=None, rate_per_key_period=None, running_now=0, claimed_now=0,
+            keys_full_now=0, held=False))
         q.set_limits("email", running=5, rate="100/1m", running_per_key=2)
         got = q.limits("email")
         self.assertEqual((got.queue, got.running, got.rate, got.rate_period, got.running_per_key,
@@ -33,6 +34,9 @@ class LimitTests:
         got = q.limits("email")
         self.assertEqual((got.running, got.rate, got.rate_period, got.running_per_key),
                          (1, None, None, None))
+        q.set_limits("email", rate_per_key="3/1m")
+        got = q.limits("email")
+        self.assertEqual((got.running, got.rate_per_key, got.rate_per_key_period), (None, 3, 60.0))
         q.set_limits("email", rate="7/s")
         self.assertEqual((q.limits("email").rate, q.limits("email").rate_period), (7, 1.0))
         q.set_limits("email")
@@ -64,6 +68,13 @@ class LimitTests:
             (jobq.Invalid, "invalid rate period '9223372036854775807ms'", dict(rate=(1, 1e30))),
             (TypeError, "invalid rate period None", dict(rate=(10, None))),
             (TypeError, "invalid rate 100: expected N/PERIOD", dict(rate=100)),
+            (jobq.Invalid, "invalid rate per key '0/1s': expected N/PERIOD",
+             dict(rate_per_key="0/1s")),
+            (jobq.Invalid, "invalid rate per key 'x/1s': expected N/PERIOD",
+             dict(rate_per_key="x/1s")),
+            (jobq.Invalid, "invalid rate per key '5/0s': expected N/PERIOD",
+             dict(rate_per_key="5/0s")),
+            (jobq.Invalid, "invalid rate period per key '0ms'", dict(rate_per_key=(5, 0))),
         ]
         for cls, text, kw in cases:
             with self.assertRaises(cls, msg=kw) as cm:
@@ -126,6 +137,23 @@ class LimitTests:
         s.complete(next(j for j in jobs if j.key == "k"))
         (job,) = s.claim("email", max=10)
         self.assertEqual(job.key, "k")
+
+    def test_rate_per_key(self):
+        q = self.q
+        q.set_limits("email", rate_per_key=(1, 3600))
+        first = q.put("email", "k1", key="k")
+        q.put("email", "k2", key="k")
+        q.put("email", "j1", key="j")
+        s = q.session(lease=30)
+        self.addCleanup(s.close)
+        jobs = s.claim("email", max=10)
+        self.assertEqual(sorted(j.key for j in jobs), ["j", "k"])
+        self.assertEqual(next(j.id for j in jobs if j.key == "k"), first)
+        for job in jobs:
+            s.complete(job)
+        self.assertEqual(s.claim("email", max=10), [])
+        got = q.limits("email")
+        self.assertEqual((got.keys_full_now, got.held), (2, True))
 
 
 class SQLiteLimits(LimitTests, support.SQLiteCase):
