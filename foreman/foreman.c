@@ -734,8 +734,13 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
   }
   if (op->rc == JOBQ_OK) {
     fm->beat_ok_ms = op->began_ms;
-    lease_arm(fm);
-    if (fm->beat_failing) {
+    /* A heartbeat held up for longer than the lease (a stalled database)
+     * shows that the session was there, not that it still is: another
+     * goes at once, and that one resumes a suspended session.  Resumed
+     * by any heartbeat that succeeds in time, not only after failures. */
+    int stale = fm_lease_out(fm), resumed = fm->suspended && !stale;
+    if (stale) uv_timer_start(&fm->beat_timer, on_beat, 0, (uint64_t)third);
+    if ((fm->beat_failing || fm->suspended) && !stale) {
       fm_logp(FM_NOTICE, "session_resumed", "heartbeats succeed again%s",
               fm->suspended ? ": the session held; recording what was kept and claiming "
                               "again"
@@ -745,6 +750,7 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
       fm->maybe_work = 1;
       uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)third, (uint64_t)third);
     }
+    lease_arm(fm);
     handle_cancels(fm, op->cancel, op->ncancel);
     cron_log(fm, op);
     /* Our own commits wake no one here: jobs a reap sent back to ready or
@@ -765,6 +771,9 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
     }
     fm_op_free(op);
     fm_acker_flush(fm);
+    /* Resumed: the outcomes kept go first, a claim with them; with none
+     * kept, a claim now. */
+    if (resumed) fm_kick(fm);
     return;
   }
   if (fm_op_expired(fm, op)) return;
@@ -806,6 +815,16 @@ static void on_beat(uv_timer_t *t) {
 
 int fm_op_expired(struct fm *fm, struct fm_op *op) {
   if (op->rc != JOBQ_EEXPIRED) return 0;
+  /* Suspended, a claim (or the acknowledgement that went with it) finds
+   * the lease run out; so does any claim after a stall of the database
+   * itself, which no one reaped.  The heartbeat decides: its stall guard
+   * gives every lease back, and it resumes the session (the outcomes
+   * kept go then) or finds it gone.  What this op carried was not
+   * written: the claim took nothing, the outcomes wait. */
+  if (fm->suspended && op->kind != FM_OP_HEARTBEAT) {
+    fm_op_free(op);
+    return 1;
+  }
   char why[600];
   snprintf(why, sizeof why, "%s", op->errmsg);
   fm_op_free(op);

@@ -334,6 +334,34 @@ t_database_locked_past_the_lease() {
   expect_counts ready=1 running=0
 }
 
+# The same lock with the default busy timeout: the foreman's heartbeat
+# and its claim are not refused but held up past the lease, and succeed
+# once the lock goes.  The session held (no one could reap it), so the
+# foreman resumes it: the outcomes it kept are recorded, nothing is lost
+# or run twice, and it goes on claiming.
+t_database_held_up_past_the_lease() {
+  if ! command -v sqlite3 >/dev/null; then
+    skip "the sqlite3 shell is not installed (scripts/deps.txt lists it)"
+    return
+  fi
+  local i
+  for i in $(seq 1 300); do echo "{\"queue\":\"h\",\"payload\":\"$i\"}"; done >"$D/jobs"
+  run put --ndjson "$D/jobs"
+  expect_rc 0
+  start_work a --lease 1s -q h -c 4 -- sh -c 'sleep 0.02'
+  wait_until 10 'run stats --json; (($(json_sum done) >= 20))' || fail "no jobs done: $(cat "$W_LOG")"
+  (echo ".timeout 5000"; echo "BEGIN EXCLUSIVE;"; sleep 3; echo "COMMIT;") | sqlite3 "$DB"
+  wait_until 30 'run stats --json; (($(json_sum done) == 300))' ||
+    fail "the foreman did not go on after the lock: $(cat "$T_OUT"); $(cat "$W_LOG")"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  grep -q "no heartbeat succeeded for 1s" "$W_LOG" || fail "the session was not suspended: $(cat "$W_LOG")"
+  grep -q "heartbeats succeed again: the session held" "$W_LOG" ||
+    fail "the session did not resume after the lock: $(cat "$W_LOG")"
+  grep -q "session lost" "$W_LOG" && fail "the session was given up: $(cat "$W_LOG")"
+  grep -q ", 0 lost;" "$W_LOG" || fail "outcomes were lost: $(tail -1 "$W_LOG")"
+}
+
 t_cancel_a_running_job() {
   run put long
   work_env DIR="$D"
