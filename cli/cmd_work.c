@@ -51,6 +51,7 @@ struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
   const char *kill_after, *poll, *ack_delay, *max_output, *name, *log_format, *user, *state;
+  const char *connections;
   int persistent, until_empty, verbose, log_times, no_cgroups, no_cron;
 };
 
@@ -158,6 +159,14 @@ static int check_user(const char *name, struct fm_user *user, int *change) {
   return 0;
 }
 
+/* The connections a foreman opens by default, as measured (docs/
+ * benchmarks.md): on a server, a second one lets the database work on
+ * the foreman's claims and acknowledgements side by side; SQLite has one
+ * writer, and a second connection only waits for it. */
+static int default_connections(const char *url) {
+  return url != NULL && strncmp(url, "sqlite:", 7) != 0 && strstr(url, "://") != NULL ? 2 : 1;
+}
+
 /* Checks every option and fills cfg; 0 or 2 after a message. */
 static int check(const struct work_args *a, struct fm_config *cfg) {
   for (size_t i = 0; i < a->queues.n; i++)
@@ -223,6 +232,9 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
     return CLI_EXIT_USAGE;
   }
   cfg->log_json = a->log_format != NULL && strcmp(a->log_format, "json") == 0;
+  cfg->connections = default_connections(cli_db_url());
+  if (count("--connections", a->connections, 1, FM_CONN_MAX, &cfg->connections))
+    return CLI_EXIT_USAGE;
   return 0;
 }
 
@@ -271,6 +283,11 @@ static int run(int argc, char **argv) {
                  "the largest result (stdout) of a job, like 64KiB (default: "
                  "the max payload, 1MiB); a job that writes more is stopped "
                  "and fails"),
+      CLI_STRING(0, "connections", &a.connections, "N",
+                 "most database connections for claims and outcomes, 1 to 8, "
+                 "all under the one session; more open only while the ones "
+                 "open are all busy (default 2, 1 on SQLite); wake-ups take "
+                 "one more"),
       CLI_STRING(0, "name", &a.name, "NAME",
                  "the session's name in 'jobq sessions' (default: work and "
                  "the queues)"),

@@ -1,26 +1,36 @@
 /*
- * dbthread.c - the foreman's one database thread.
+ * dbthread.c - the foreman's database threads, one per connection (a
+ * lane).
  *
  * Every call into libjobq blocks: a claim or an acknowledgement waits for
  * a disk flush, and a locked SQLite file or a slow server can hold a call
  * for seconds (busy_timeout is 10 s by default).  If those calls ran on
  * the loop thread, a slow database would also stop the foreman from
  * reaping children, enforcing timeouts, answering signals and noticing
- * that its lease ran out.  So the jobq handle and the session live on one
+ * that its lease ran out.  So each jobq handle and its session live on a
  * dedicated thread, which owns them for their whole life (a handle belongs
  * to one thread at a time, include/jobq.h), and the loop hands it
  * operations: connect, claim, ack, heartbeat, stats.  They run one at a
  * time in order, heartbeats first (an ack followed by a claim run as one
  * transaction); each comes back through a uv_async to the loop thread,
- * which calls its done function.  The two threads share
- * only the two op lists (under one mutex) and the current session
+ * which calls its done function.  The threads share with the loop
+ * only their op lists (under a mutex each) and the current session
  * generation (an atomic): when the loop gives up a session, the ops still
  * queued for it are not run, so nothing is ever acknowledged under a
  * session the loop has written off.
+ *
+ * Lane 0 opens the session and its wake-ups, heartbeats, puts the jobs of
+ * schedules and reads the counts.  A busy foreman opens more lanes, up to
+ * --connections: each joins the session on a connection of its own
+ * (jobq_session_join) and claims and acknowledges its own jobs, so that
+ * the database works on several transactions of the foreman at once.  A
+ * lane's view of the session goes before lane 0's session does (the
+ * loop closes them first, foreman.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +146,35 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
     return;
   }
   snprintf(op->session_id, sizeof op->session_id, "%s", jobq_session_id(d->s));
+  op->session = d->s;
+}
+
+/* Opens the lane's handle when it has none, and joins lane 0's session
+ * (op->session) with it.  The handle stays open when the join fails: it
+ * makes its connection again by itself. */
+static void run_join(struct fm_db *d, struct fm_op *op) {
+  const struct fm_config *cfg = d->cfg;
+  int rc;
+  if (d->db == NULL) {
+    rc = jobq_open(cfg->url, &d->db);
+    if (rc == JOBQ_OK && cfg->max_payload > 0)
+      rc = jobq_set_max_payload(d->db, cfg->max_payload);
+    if (rc != JOBQ_OK) {
+      keep_error(op, d->db, rc);
+      jobq_close(d->db);
+      d->db = NULL;
+      return;
+    }
+  }
+  jobq_session_close(d->s); /* a view left from before: none, normally */
+  d->s = NULL;
+  rc = jobq_session_join(d->db, op->session, &d->s);
+  if (rc != JOBQ_OK) {
+    keep_error(op, d->db, rc);
+    d->s = NULL;
+    return;
+  }
+  op->rc = JOBQ_OK;
 }
 
 /* jobq_changed() for a claim; when it says that wake-ups are not coming
@@ -165,9 +204,19 @@ static void note_started(struct fm_db *d, const struct fm_op *op) {
 static void run(struct fm_db *d, struct fm_op *op) {
   int rc;
   op->began_ms = fm_now_ms();
+  if (op->kind == FM_OP_LEAVE) {
+    jobq_session_close(d->s);
+    d->s = NULL;
+    op->rc = JOBQ_OK;
+    return;
+  }
   int of_session = op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS;
   if (of_session && op->gen != atomic_load(&d->gen)) {
     op->rc = FM_STALE;
+    return;
+  }
+  if (op->kind == FM_OP_JOIN) {
+    run_join(d, op);
     return;
   }
   if (op->kind != FM_OP_CONNECT && d->db == NULL) {
@@ -215,7 +264,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
                                            sizeof op->state_err);
       /* With the heartbeat's rhythm, the jobs of schedules due: one read
        * when none is. */
-      if (rc == JOBQ_OK && !d->cfg->no_cron) {
+      if (rc == JOBQ_OK && !d->cfg->no_cron && d->lane == 0) {
         op->cron_rc = jobq_cron_run(d->db, &op->cron, &op->ncron, NULL);
         if (op->cron_rc != JOBQ_OK)
           snprintf(op->cron_msg, sizeof op->cron_msg, "%s", jobq_errmsg(d->db));
@@ -316,7 +365,7 @@ int fm_db_write_state(const struct fm_config *cfg, const struct fm_state_db *st,
 
 static void on_async(uv_async_t *a) {
   struct fm *fm = a->data;
-  struct fm_db *d = &fm->db;
+  struct fm_db *d = (struct fm_db *)((char *)a - offsetof(struct fm_db, async));
   pthread_mutex_lock(&d->mu);
   struct fm_op *list = d->done;
   d->done = d->done_tail = NULL;
@@ -329,8 +378,9 @@ static void on_async(uv_async_t *a) {
   }
 }
 
-int fm_db_start(struct fm *fm) {
-  struct fm_db *d = &fm->db;
+int fm_db_start(struct fm *fm, int lane) {
+  struct fm_db *d = &fm->db[lane];
+  d->lane = lane;
   d->cfg = fm->cfg;
   atomic_init(&d->gen, fm->gen);
   pthread_mutex_init(&d->mu, NULL);
@@ -354,15 +404,18 @@ int fm_db_start(struct fm *fm) {
 
 /* The starts noted since the last op of the session go with op. */
 static void take_started(struct fm *fm, struct fm_op *op) {
-  if (op->kind == FM_OP_CONNECT || op->kind == FM_OP_STATS || fm->nstarted == 0) return;
-  op->started = fm->started;
-  op->nstarted = fm->nstarted;
-  fm->started = NULL;
-  fm->nstarted = fm->capstarted = 0;
+  if ((op->kind != FM_OP_CLAIM && op->kind != FM_OP_ACK && op->kind != FM_OP_HEARTBEAT) ||
+      fm->lanes[op->lane].nstarted == 0)
+    return;
+  struct fm_lane *l = &fm->lanes[op->lane];
+  op->started = l->started;
+  op->nstarted = l->nstarted;
+  l->started = NULL;
+  l->nstarted = l->capstarted = 0;
 }
 
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
-  struct fm_db *d = &fm->db;
+  struct fm_db *d = &fm->db[op->lane];
   op->next = NULL;
   take_started(fm, op);
   pthread_mutex_lock(&d->mu);
@@ -379,7 +432,7 @@ void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
 }
 
 void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim) {
-  struct fm_db *d = &fm->db;
+  struct fm_db *d = &fm->db[ack->lane];
   take_started(fm, ack);
   /* Appended under one lock: the thread never sees the ack without the
    * claim behind it. */
@@ -395,22 +448,23 @@ void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim) {
   pthread_mutex_unlock(&d->mu);
 }
 
-void fm_db_note_started(struct fm *fm, int64_t id) {
-  if (fm->nstarted == fm->capstarted) {
-    fm->capstarted = fm->capstarted ? fm->capstarted * 2 : 16;
-    fm->started = fm_xrealloc(fm->started, fm->capstarted * sizeof *fm->started);
+void fm_db_note_started(struct fm *fm, const struct fm_job *job) {
+  struct fm_lane *l = &fm->lanes[job->lane];
+  if (l->nstarted == l->capstarted) {
+    l->capstarted = l->capstarted ? l->capstarted * 2 : 16;
+    l->started = fm_xrealloc(l->started, l->capstarted * sizeof *l->started);
   }
-  fm->started[fm->nstarted++] = id;
+  l->started[l->nstarted++] = job->job.id;
 }
 
 void fm_db_set_gen(struct fm *fm, uint64_t gen) {
-  atomic_store(&fm->db.gen, gen);
+  for (int i = 0; i < FM_CONN_MAX; i++)
+    if (fm->db[i].started) atomic_store(&fm->db[i].gen, gen);
   /* What was started under the old session is no news to the next one. */
-  fm->nstarted = 0;
+  for (int i = 0; i < FM_CONN_MAX; i++) fm->lanes[i].nstarted = 0;
 }
 
-void fm_db_stop(struct fm *fm) {
-  struct fm_db *d = &fm->db;
+static void stop_lane(struct fm_db *d) {
   if (!d->started) return;
   pthread_mutex_lock(&d->mu);
   d->quit = 1;
@@ -429,4 +483,9 @@ void fm_db_stop(struct fm *fm) {
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   uv_close((uv_handle_t *)&d->async, NULL);
+}
+
+void fm_db_stop(struct fm *fm) {
+  /* The views first: lane 0's session must outlive them. */
+  for (int i = FM_CONN_MAX - 1; i >= 0; i--) stop_lane(&fm->db[i]);
 }
