@@ -901,6 +901,9 @@ static void on_joined(struct fm *fm, struct fm_op *op) {
   if (op->rc == JOBQ_OK) {
     l->state = FM_LANE_JOINED;
     l->retry_ms = 0;
+    fm_logp(FM_INFO, "connection_opened",
+            "busy: opened database connection %d of %d for claims and outcomes", op->lane + 1,
+            fm->cfg->connections);
     fm_op_free(op);
     fm_kick(fm);
     return;

@@ -8,8 +8,8 @@
 # killed, a new one opened with backoff), cancel, the guard killing a dead
 # foreman's jobs, the job's environment and descriptors, the output limit
 # (a runaway job stopped at once), --until-empty, wake-ups, an idle
-# foreman's CPU, and the usage errors.  The persistent workers have their
-# own script, cli_work_persistent.sh.
+# foreman's CPU, --connections 2 and 3, and the usage errors.  The
+# persistent workers have their own script, cli_work_persistent.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -504,6 +504,21 @@ t_idle_foreman_sleeps_until_due() {
   claims=$(claims_made "$D/a.log")
   # At its poll's pace it would make 30 or more claims in these seconds.
   [[ -n $claims ]] && ((claims < 20)) || fail "${claims:-no} claims: $(tail -1 "$D/a.log")"
+}
+
+# --connections: a foreman of 2 and of 3 connections runs every job once;
+# a count that is not 1 to 8 is refused.
+t_connections_exactly_once() {
+  drain_once "sqlite:$DB" 3000 2
+  drain_once "sqlite:$DB" 3000 3
+  expect_no_sessions
+  local bad
+  for bad in 0 9 x 2x; do
+    run work --connections "$bad" -- true
+    expect_rc 2
+    expect_err_has "invalid --connections '$bad'"
+    expect_err_style
+  done
 }
 
 run_cases
