@@ -114,6 +114,7 @@ static void flush(struct fm_acker *a) {
   size_t n = a->n < ACK_MAX ? a->n : ACK_MAX;
   struct fm_op *op = fm_op_new(FM_OP_ACK, fm->gen, on_acked);
   op->lane = a->lane;
+  fm->lanes[a->lane].used_ms = fm_now_ms();
   op->acks = fm_xmalloc(n * sizeof *op->acks);
   /* The op borrows the data; the items stay here (the first n) until it
    * is back. */

@@ -207,6 +207,10 @@ static void run(struct fm_db *d, struct fm_op *op) {
   if (op->kind == FM_OP_LEAVE) {
     jobq_session_close(d->s);
     d->s = NULL;
+    if (op->reopen) {
+      jobq_close(d->db);
+      d->db = NULL;
+    }
     op->rc = JOBQ_OK;
     return;
   }

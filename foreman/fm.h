@@ -249,7 +249,8 @@ void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
 enum fm_op_kind {
   FM_OP_CONNECT = 1,  /* (re)open the handle and a new session (lane 0) */
   FM_OP_JOIN,         /* open the lane's handle and join the session */
-  FM_OP_LEAVE,        /* close the lane's view of the session */
+  FM_OP_LEAVE,        /* close the lane's view of the session (and,
+                         with reopen, its handle) */
   FM_OP_CLAIM,
   FM_OP_ACK,
   FM_OP_HEARTBEAT,
@@ -271,7 +272,8 @@ struct fm_op {
   int rc;                      /* JOBQ_OK, a jobq error or FM_STALE */
   char errmsg[512];
   /* CONNECT */
-  int reopen;                  /* in: open a new handle first */
+  int reopen;                  /* in: open a new handle first (LEAVE:
+                                  close the handle) */
   int watch_fd;                /* out: a descriptor the loop owns, or -1 */
   int watch_rc;                /* out: why there is none */
   char watch_msg[512];          /* why there is no watch, or wake-ups are lost */
@@ -344,6 +346,7 @@ struct fm_lane {
   enum fm_lane_state state;    /* lane 0 is joined while connected */
   int claim_out;               /* a CLAIM op is with its thread */
   int beat_out;                /* a HEARTBEAT op (lanes past 0) */
+  int64_t used_ms;             /* when it was last given a claim or outcomes */
   int64_t retry_ms;            /* after a failed join: the next backoff */
   int64_t next_try_ms;         /* no join before */
   int64_t *started;            /* held-back jobs of its claims started, for

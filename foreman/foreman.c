@@ -55,6 +55,8 @@
 #define RECONNECT_MIN_MS 250
 #define RECONNECT_MAX_MS 30000
 #define HOLD_MS 1000           /* no claims after a job could not start */
+#define LANE_IDLE_MS 30000     /* a connection past the first closes when
+                                  unused for this long */
 
 extern char **environ;
 
@@ -564,6 +566,7 @@ struct fm_op *fm_claim_op(struct fm *fm, int lane) {
   fm->woken_only = 0;
   fm->own_work = 0;
   fm->lanes[lane].claim_out = 1;
+  fm->lanes[lane].used_ms = fm_now_ms();
   fm->claiming += want;
   return op;
 }
@@ -828,10 +831,37 @@ static void on_lane_beat(struct fm *fm, struct fm_op *op) {
   fm_op_free(op);
 }
 
+static void on_left(struct fm *fm, struct fm_op *op);
+
+/* Whether lane i has work of the session in hand: jobs it claimed that
+ * are not settled, outcomes to record, an op at its thread. */
+static int lane_busy(const struct fm *fm, int i) {
+  const struct fm_lane *l = &fm->lanes[i];
+  if (l->claim_out || l->beat_out || fm->acker[i].n > 0 || fm->acker[i].inflight) return 1;
+  for (const struct fm_job *j = fm->running.head; j != NULL; j = j->next)
+    if (j->lane == i) return 1;
+  for (const struct fm_job *j = fm->waiting.head; j != NULL; j = j->next)
+    if (j->lane == i) return 1;
+  return 0;
+}
+
+/* Heartbeats the lanes past 0, and closes those idle for LANE_IDLE_MS
+ * (their connection too): an idle foreman holds one connection. */
 static void beat_lanes(struct fm *fm) {
+  int64_t now = fm_now_ms();
   for (int i = 1; i < fm->cfg->connections; i++) {
     struct fm_lane *l = &fm->lanes[i];
     if (l->state != FM_LANE_JOINED || l->beat_out) continue;
+    if (now - l->used_ms >= LANE_IDLE_MS && !lane_busy(fm, i)) {
+      struct fm_op *op = fm_op_new(FM_OP_LEAVE, fm->gen, on_left);
+      op->lane = i;
+      op->reopen = 1;
+      l->state = FM_LANE_LEAVING;
+      fm->leaving++;
+      fm_logp(FM_INFO, "connection_closed", "idle: closed database connection %d", i + 1);
+      fm_db_submit(fm, op, 0);
+      continue;
+    }
     struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_lane_beat);
     op->lane = i;
     op->in_flight = (int64_t)fm->running.n;
