@@ -119,8 +119,9 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   op->watch_rc = jobq_watch(d->db, &fd);
   /* Wake-ups for other queues are not this foreman's work, where the
    * store can tell them apart (JOBQ_ENOTSUP: it cannot, and each one
-   * counts). */
-  if (op->watch_rc == JOBQ_OK && cfg->nq > 0) jobq_watch_queues(d->db, cfg->queues, cfg->nq);
+   * counts: a woken claim looks first). */
+  d->look_first = op->watch_rc == JOBQ_OK &&
+                  jobq_watch_queues(d->db, cfg->queues, cfg->nq) == JOBQ_ENOTSUP;
   if (op->watch_rc == JOBQ_OK) {
     /* The loop polls its own copy, so that the handle's descriptor can be
      * closed (with the handle) whatever the loop is doing. */
@@ -201,6 +202,19 @@ static void note_started(struct fm_db *d, const struct fm_op *op) {
   }
 }
 
+/* Whether a claim that only a wake-up asked for (if_changed) would find
+ * nothing: jobq_changed() says nothing changed (the commit was the
+ * foreman's own), or, where any commit wakes, a read finds no job due
+ * (the commit was of another queue, or of jobs an earlier claim already
+ * took), which costs less than a claim's write lock.  An error (a lost
+ * wake-up connection) may hide news: then it claims. */
+static int claim_skips(struct fm_db *d, struct fm_op *op) {
+  if (op->drain && drain_watch(d, op) == 0 && op->if_changed) return 1;
+  return op->if_changed && d->look_first &&
+         jobq_next_due(d->db, d->cfg->queues, d->cfg->nq, &op->due_in_ms) == JOBQ_OK &&
+         op->due_in_ms != 0;
+}
+
 static void run(struct fm_db *d, struct fm_op *op) {
   int rc;
   op->began_ms = fm_now_ms();
@@ -239,8 +253,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
       run_connect(d, op);
       return;
     case FM_OP_CLAIM:
-      /* An error (a lost wake-up connection) may hide news: claim. */
-      if (op->drain && drain_watch(d, op) == 0 && op->if_changed) {
+      if (claim_skips(d, op)) {
         op->rc = JOBQ_OK;
         op->skipped = 1;
         return;
@@ -295,9 +308,14 @@ static void run_pair(struct fm_db *d, struct fm_op *ack, struct fm_op *claim) {
     run(d, claim);
     return;
   }
+  if (claim_skips(d, claim)) {
+    claim->rc = JOBQ_OK;
+    claim->skipped = 1;
+    run(d, ack);
+    return;
+  }
   note_started(d, ack);
   note_started(d, claim);
-  if (claim->drain) drain_watch(d, claim);
   jobq_session_start_now(d->s, claim->start_now);
   int rc = jobq_ack_claim(d->s, ack->acks, ack->nacks, d->cfg->queues, d->cfg->nq,
                           claim->max, &claim->jobs, &claim->njobs);

@@ -338,6 +338,9 @@ struct fm_db {
    * session (lane 0) or its view of it (jobq_session_join). */
   jobq *db;
   jobq_session *s;
+  int look_first;     /* its wake-ups do not name their queue (SQLite:
+                         every commit wakes): a woken claim looks for a
+                         job due first (jobq_next_due), a read */
 };
 
 /* The loop's view of a lane. */

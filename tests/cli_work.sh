@@ -486,6 +486,36 @@ t_woken_claims_find_work() {
   ((empty * 2 <= claims)) || fail "$empty of $claims claims were empty for 40 jobs"
 }
 
+# A foreman of one queue on SQLite, whose file every commit wakes: jobs
+# put to another queue wake it, and a read, not a claim, tells it that
+# none of them is its own.
+t_commits_of_other_queues_claim_nothing() {
+  run init
+  start_work a -q mine --poll 1h -- true
+  wait_until 10 "grep -q started '$D/a.log'" || fail "the foreman did not start"
+  local i
+  for i in $(seq 1 40); do
+    run put -q other "o$i"
+    expect_rc 0
+    sleep 0.02
+  done
+  run put -q mine m1
+  expect_rc 0
+  wait_until 30 'run stats --json; [[ $(json_sum done) == 1 ]]' ||
+    fail "the job of its queue did not run: $(cat "$T_OUT")"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  local line claims empty
+  line=$(grep -o '[0-9]* claims, [0-9]* empty' "$D/a.log")
+  claims=${line%% claims*}
+  empty=${line##*, }
+  empty=${empty%% *}
+  [[ -n $claims && -n $empty ]] || fail "no count of claims in the log: $(tail -2 "$D/a.log")"
+  # The polls that follow its start (25 ms, doubling) find nothing; the
+  # 40 wake-ups of the other queue must not each make a claim.
+  ((empty <= 12)) || fail "$empty of $claims claims were empty for 40 jobs of another queue"
+}
+
 # An idle foreman sleeps until its queue's next job is due, not at its
 # poll's pace (the file's wake-ups tell it of new jobs): a delayed job put
 # meanwhile runs when due, long before the idle sleep (30 polls) ends.
