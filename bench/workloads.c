@@ -253,7 +253,7 @@ int bench_drain(const struct bench_config *cfg, jobq *db,
   bench_add(rep, "drain", "persistent", "throughput", (double)cfg->jobs / secs, "jobs/s");
   /* The same with 1, 2 and 3 database connections (--connections). */
   for (int conns = 1; conns <= 3; conns++) {
-    char n[4], name[32], variant[32];
+    char n[12], name[32], variant[32];
     snprintf(n, sizeof n, "%d", conns);
     snprintf(name, sizeof name, "drain-conns%d", conns);
     snprintf(variant, sizeof variant, "persistent c%d", conns);
