@@ -202,15 +202,20 @@ static void note_started(struct fm_db *d, const struct fm_op *op) {
   }
 }
 
-/* Whether a claim that only a wake-up asked for (if_changed) would find
- * nothing: jobq_changed() says nothing changed (the commit was the
- * foreman's own), or, where any commit wakes, a read finds no job due
- * (the commit was of another queue, or of jobs an earlier claim already
- * took), which costs less than a claim's write lock.  An error (a lost
- * wake-up connection) may hide news: then it claims. */
+/* Whether a claim would find nothing: one that only a wake-up asked
+ * for (if_changed) when jobq_changed() says nothing changed (the commit
+ * was the foreman's own); and, where any commit wakes, one that the poll
+ * did not ask for when a read finds no job due (the commit was of another
+ * queue, or of jobs an earlier claim already took, or a full claim took
+ * the last ones), which costs less than a claim's write lock.
+ * jobq_changed() first waits for a commit still being written, so the
+ * read sees it.  An error (a lost wake-up connection) may hide news:
+ * then it claims. */
 static int claim_skips(struct fm_db *d, struct fm_op *op) {
-  if (op->drain && drain_watch(d, op) == 0 && op->if_changed) return 1;
-  return op->if_changed && d->look_first &&
+  if (!op->drain) return 0;
+  int changed = drain_watch(d, op);
+  if (changed == 0 && op->if_changed) return 1;
+  return changed >= 0 && op->may_look && d->look_first &&
          jobq_next_due(d->db, d->cfg->queues, d->cfg->nq, &op->due_in_ms) == JOBQ_OK &&
          op->due_in_ms != 0;
 }

@@ -288,6 +288,8 @@ struct fm_op {
   size_t start_now;            /* how many start at once (the rest are held) */
   int drain;                   /* call jobq_changed() first */
   int if_changed;              /* and claim only if it says so */
+  int may_look;                /* not the poll's: where every commit wakes,
+                                  claim only if a job is due (dbthread.c) */
   int skipped;                 /* out: it said no: nothing was claimed */
   int watch_lost;              /* out: it said wake-ups are not coming
                                   (watch_msg: why) */

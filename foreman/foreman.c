@@ -562,6 +562,7 @@ struct fm_op *fm_claim_op(struct fm *fm, int lane) {
   /* A poll, or a wake-up while idle (a delayed job or retry may have
    * come, earlier than the sleep's end). */
   op->look_due = op->drain && (fm->polled || fm->idle) && !fm->watch_down;
+  op->may_look = !fm->polled;
   fm->polled = 0;
   fm->woken_only = 0;
   fm->own_work = 0;
