@@ -71,6 +71,19 @@ static void keep_error(struct fm_op *op, jobq *db, int rc) {
   snprintf(op->errmsg, sizeof op->errmsg, "%s", msg[0] ? msg : jobq_strerror(rc));
 }
 
+/* Opens the thread's handle when it has none: 1, or 0 with op's error. */
+static int open_handle(struct fm_db *d, struct fm_op *op) {
+  if (d->db != NULL) return 1;
+  int rc = jobq_open(d->cfg->url, &d->db);
+  if (rc == JOBQ_OK && d->cfg->max_payload > 0)
+    rc = jobq_set_max_payload(d->db, d->cfg->max_payload);
+  if (rc == JOBQ_OK) return 1;
+  keep_error(op, d->db, rc);
+  jobq_close(d->db);
+  d->db = NULL;
+  return 0;
+}
+
 static void run_connect(struct fm_db *d, struct fm_op *op) {
   const struct fm_config *cfg = d->cfg;
   if (op->state_due) fm_db_write_state(cfg, &op->state, op->state_err, sizeof op->state_err);
@@ -80,18 +93,8 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
     jobq_close(d->db);
     d->db = NULL;
   }
+  if (!open_handle(d, op)) return;
   int rc;
-  if (d->db == NULL) {
-    rc = jobq_open(cfg->url, &d->db);
-    if (rc == JOBQ_OK && cfg->max_payload > 0)
-      rc = jobq_set_max_payload(d->db, cfg->max_payload);
-    if (rc != JOBQ_OK) {
-      keep_error(op, d->db, rc);
-      jobq_close(d->db);
-      d->db = NULL;
-      return;
-    }
-  }
   /* What the workers before this one saw of the database: the handle
    * refuses it if it lost their writes (a restore, a stale replica). */
   rc = jobq_identity_get(d->db, &op->ident);
@@ -154,19 +157,8 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
  * (op->session) with it.  The handle stays open when the join fails: it
  * makes its connection again by itself. */
 static void run_join(struct fm_db *d, struct fm_op *op) {
-  const struct fm_config *cfg = d->cfg;
+  if (!open_handle(d, op)) return;
   int rc;
-  if (d->db == NULL) {
-    rc = jobq_open(cfg->url, &d->db);
-    if (rc == JOBQ_OK && cfg->max_payload > 0)
-      rc = jobq_set_max_payload(d->db, cfg->max_payload);
-    if (rc != JOBQ_OK) {
-      keep_error(op, d->db, rc);
-      jobq_close(d->db);
-      d->db = NULL;
-      return;
-    }
-  }
   jobq_session_close(d->s); /* a view left from before: none, normally */
   d->s = NULL;
   rc = jobq_session_join(d->db, op->session, &d->s);

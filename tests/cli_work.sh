@@ -505,11 +505,9 @@ t_commits_of_other_queues_claim_nothing() {
     fail "the job of its queue did not run: $(cat "$T_OUT")"
   kill -TERM "$W_PID"
   wait_exit "$W_PID" 10 || fail "the foreman did not stop"
-  local line claims empty
-  line=$(grep -o '[0-9]* claims, [0-9]* empty' "$D/a.log")
-  claims=${line%% claims*}
-  empty=${line##*, }
-  empty=${empty%% *}
+  local claims empty
+  claims=$(claims_made "$D/a.log")
+  empty=$(claims_empty "$D/a.log")
   [[ -n $claims && -n $empty ]] || fail "no count of claims in the log: $(tail -2 "$D/a.log")"
   # The polls that follow its start (25 ms, doubling) find nothing; the
   # 40 wake-ups of the other queue must not each make a claim.

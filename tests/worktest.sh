@@ -54,6 +54,11 @@ claims_made() {
   grep -o '[0-9]* claims, [0-9]* empty' "$1" | sed -E 's/ claims.*//'
 }
 
+# claims_empty LOG: of those, the claims that found nothing.
+claims_empty() {
+  grep -o '[0-9]* claims, [0-9]* empty' "$1" | sed -E 's/.*, ([0-9]*) empty/\1/'
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() {
   local state
