@@ -341,8 +341,9 @@ struct fm_db {
   jobq *db;
   jobq_session *s;
   int look_first;     /* its wake-ups do not name their queue (SQLite:
-                         every commit wakes): a woken claim looks for a
-                         job due first (jobq_next_due), a read */
+                         every commit wakes): a claim but the poll's
+                         looks for a job due first (jobq_next_due), a
+                         read */
 };
 
 /* The loop's view of a lane. */
