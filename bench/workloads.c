@@ -251,6 +251,19 @@ int bench_drain(const struct bench_config *cfg, jobq *db,
                           persistent, &secs, &mem) != BENCH_OK)
     return BENCH_FAILED;
   bench_add(rep, "drain", "persistent", "throughput", (double)cfg->jobs / secs, "jobs/s");
+  /* The same with 1, 2 and 3 database connections (--connections). */
+  for (int conns = 1; conns <= 3; conns++) {
+    char n[12], name[32], variant[32];
+    snprintf(n, sizeof n, "%d", conns);
+    snprintf(name, sizeof name, "drain-conns%d", conns);
+    snprintf(variant, sizeof variant, "persistent c%d", conns);
+    const char *args[] = {"--connections", n, "--persistent", "-c", c, "--", cfg->self,
+                          "--internal-worker", NULL};
+    if (bench_drain_foreman(cfg, db, run, name, variant, cfg->jobs, args, &secs, &mem) !=
+        BENCH_OK)
+      return BENCH_FAILED;
+    bench_add(rep, "drain", variant, "throughput", (double)cfg->jobs / secs, "jobs/s");
+  }
   int64_t few = cfg->jobs / 20 < 200 ? 200 : cfg->jobs / 20;
   const char *fork_args[] = {"-c", c, "--", "/bin/true", NULL};
   if (bench_drain_foreman(cfg, db, run, "drain-fork", "fork", few, fork_args, &secs,

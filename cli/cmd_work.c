@@ -51,6 +51,7 @@ struct work_args {
   struct cli_list queues;
   const char *concurrency, *batch, *prefetch, *lease, *timeout, *grace;
   const char *kill_after, *poll, *fleet_polls, *ack_delay, *max_output, *name, *log_format, *user, *state;
+  const char *connections;
   int persistent, until_empty, verbose, log_times, no_cgroups, no_cron;
 };
 
@@ -226,6 +227,13 @@ static int check(const struct work_args *a, struct fm_config *cfg) {
     return CLI_EXIT_USAGE;
   }
   cfg->log_json = a->log_format != NULL && strcmp(a->log_format, "json") == 0;
+  /* One by default: on the 2-core machine of docs/benchmarks.md, more
+   * drained a little faster on PostgreSQL only (the foreman and its
+   * workers take a share of the cores themselves), and each costs the
+   * server a connection. */
+  cfg->connections = 1;
+  if (count("--connections", a->connections, 1, FM_CONN_MAX, &cfg->connections))
+    return CLI_EXIT_USAGE;
   return 0;
 }
 
@@ -279,6 +287,10 @@ static int run(int argc, char **argv) {
                  "the largest result (stdout) of a job, like 64KiB (default: "
                  "the max payload, 1MiB); a job that writes more is stopped "
                  "and fails"),
+      CLI_STRING(0, "connections", &a.connections, "N",
+                 "most database connections for claims and outcomes, 1 to 8, "
+                 "all under the one session; more open only while the ones "
+                 "open are all busy (default 1); wake-ups take one more"),
       CLI_STRING(0, "name", &a.name, "NAME",
                  "the session's name in 'jobq sessions' (default: work and "
                  "the queues)"),

@@ -12,7 +12,10 @@
  * idempotent: one that had committed returns success again), for as long
  * as the session may be alive, also while it is suspended for want of a
  * heartbeat (foreman.c).  Outcomes of a session that the database says is
- * gone are dropped, never sent: their jobs run again elsewhere.
+ * gone are dropped, never sent: their jobs run again elsewhere.  Each
+ * lane (a connection of the foreman's, dbthread.c) has its own batches:
+ * a job's outcome goes on the lane that claimed it, whose view of the
+ * session holds it, and the lanes' batches commit side by side.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,21 +32,26 @@ static void free_items(struct fm_pending *items, size_t n) {
   free(items);
 }
 
+static void flush(struct fm_acker *a);
+
 static void on_timer(uv_timer_t *t) {
-  struct fm *fm = t->data;
-  fm->acker.timer_on = 0;
-  fm_acker_flush(fm);
+  struct fm_acker *a = t->data;
+  a->timer_on = 0;
+  flush(a);
 }
 
 void fm_acker_init(struct fm *fm) {
-  struct fm_acker *a = &fm->acker;
-  memset(a, 0, sizeof *a);
-  uv_timer_init(fm->loop, &a->timer);
-  a->timer.data = fm;
+  for (int i = 0; i < FM_CONN_MAX; i++) {
+    struct fm_acker *a = &fm->acker[i];
+    memset(a, 0, sizeof *a);
+    a->fm = fm;
+    a->lane = i;
+    uv_timer_init(fm->loop, &a->timer);
+    a->timer.data = a;
+  }
 }
 
-static void arm(struct fm *fm, int64_t ms) {
-  struct fm_acker *a = &fm->acker;
+static void arm(struct fm_acker *a, int64_t ms) {
   if (a->timer_on) return;
   a->timer_on = 1;
   uv_timer_start(&a->timer, on_timer, (uint64_t)(ms < 0 ? 0 : ms), 0);
@@ -51,7 +59,7 @@ static void arm(struct fm *fm, int64_t ms) {
 
 void fm_acker_add(struct fm *fm, const struct fm_job *job,
                   struct fm_outcome *out) {
-  struct fm_acker *a = &fm->acker;
+  struct fm_acker *a = &fm->acker[job->lane];
   if (out->kind == 0 || job->gen != fm->gen) {
     free(out->data);
     out->data = NULL;
@@ -73,25 +81,40 @@ void fm_acker_add(struct fm *fm, const struct fm_job *job,
   p->claimed_at_ms = job->job.claimed_at_ms;
   out->data = NULL;
   if (a->n >= ACK_MAX)
-    fm_acker_flush(fm);
+    flush(a);
   else if (!a->inflight && a->retry_ms == 0)
-    arm(fm, fm->cfg->ack_delay_ms);
+    arm(a, fm->cfg->ack_delay_ms);
 }
 
 static void on_acked(struct fm *fm, struct fm_op *op);
 
 void fm_acker_flush(struct fm *fm) {
-  struct fm_acker *a = &fm->acker;
+  for (int i = 0; i < FM_CONN_MAX; i++) flush(&fm->acker[i]);
+}
+
+size_t fm_acker_pending(const struct fm *fm) {
+  size_t n = 0;
+  for (int i = 0; i < FM_CONN_MAX; i++) n += fm->acker[i].n;
+  return n;
+}
+
+static void flush(struct fm_acker *a) {
+  struct fm *fm = a->fm;
   /* A session whose lease may have run out is acknowledged under all the
    * same: each acknowledgement is fenced by its claim, and takes effect
-   * only if no one reaped the session meanwhile. */
-  if (a->inflight || a->n == 0 || !fm->connected) return;
+   * only if no one reaped the session meanwhile.  A lane that is not
+   * joined has nothing of the current session. */
+  if (a->inflight || a->n == 0 || !fm->connected ||
+      fm->lanes[a->lane].state != FM_LANE_JOINED)
+    return;
   if (a->timer_on) {
     uv_timer_stop(&a->timer);
     a->timer_on = 0;
   }
   size_t n = a->n < ACK_MAX ? a->n : ACK_MAX;
   struct fm_op *op = fm_op_new(FM_OP_ACK, fm->gen, on_acked);
+  op->lane = a->lane;
+  fm->lanes[a->lane].used_ms = fm_now_ms();
   op->acks = fm_xmalloc(n * sizeof *op->acks);
   /* The op borrows the data; the items stay here (the first n) until it
    * is back. */
@@ -101,7 +124,7 @@ void fm_acker_flush(struct fm *fm) {
   a->sent = n;
   /* A claim the foreman wants goes in the same transaction: one commit
    * for both. */
-  struct fm_op *claim = fm_claim_op(fm, 1);
+  struct fm_op *claim = fm_claim_op(fm, a->lane);
   if (claim != NULL)
     fm_db_submit_pair(fm, op, claim);
   else
@@ -126,7 +149,7 @@ static const char *kind_word(jobq_ack_kind k) {
 }
 
 static void on_acked(struct fm *fm, struct fm_op *op) {
-  struct fm_acker *a = &fm->acker;
+  struct fm_acker *a = &fm->acker[op->lane];
   size_t n = op->nacks;
   a->inflight = 0;
   a->sent = 0;
@@ -179,7 +202,7 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
     /* The outcomes that waited for this batch go now, before a claim of
      * its own could: the claim goes with them.  (A claim that ran with
      * this batch is already back, see foreman/dbthread.c.) */
-    if (a->n > 0) fm_acker_flush(fm);
+    if (a->n > 0) flush(a);
     fm_kick(fm);
     fm_maybe_finish(fm);
     return;
@@ -205,12 +228,11 @@ static void on_acked(struct fm *fm, struct fm_op *op) {
   fm_op_free(op);
   a->retry_ms = a->retry_ms == 0 ? RETRY_MIN_MS : a->retry_ms * 2;
   if (a->retry_ms > RETRY_MAX_MS) a->retry_ms = RETRY_MAX_MS;
-  arm(fm, fm_jitter(a->retry_ms, 25));
+  arm(a, fm_jitter(a->retry_ms, 25));
   fm_kick(fm); /* a claim may have waited for this batch */
 }
 
-size_t fm_acker_drop(struct fm *fm, uint64_t gen) {
-  struct fm_acker *a = &fm->acker;
+static size_t drop(struct fm_acker *a, uint64_t gen) {
   size_t kept = a->sent, dropped = 0;
   /* The items that are with the database thread stay until it answers
    * (it reads them, or finds them stale). */
@@ -231,14 +253,24 @@ size_t fm_acker_drop(struct fm *fm, uint64_t gen) {
   return dropped;
 }
 
+size_t fm_acker_drop(struct fm *fm, uint64_t gen) {
+  size_t n = 0;
+  for (int i = 0; i < FM_CONN_MAX; i++) n += drop(&fm->acker[i], gen);
+  return n;
+}
+
 int fm_acker_busy(const struct fm *fm) {
-  return fm->acker.n > 0 || fm->acker.inflight;
+  for (int i = 0; i < FM_CONN_MAX; i++)
+    if (fm->acker[i].n > 0 || fm->acker[i].inflight) return 1;
+  return 0;
 }
 
 void fm_acker_close(struct fm *fm) {
-  struct fm_acker *a = &fm->acker;
-  free_items(a->items, a->n);
-  a->items = NULL;
-  a->n = a->cap = 0;
-  uv_close((uv_handle_t *)&a->timer, NULL);
+  for (int i = 0; i < FM_CONN_MAX; i++) {
+    struct fm_acker *a = &fm->acker[i];
+    free_items(a->items, a->n);
+    a->items = NULL;
+    a->n = a->cap = 0;
+    uv_close((uv_handle_t *)&a->timer, NULL);
+  }
 }

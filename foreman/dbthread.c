@@ -1,26 +1,36 @@
 /*
- * dbthread.c - the foreman's one database thread.
+ * dbthread.c - the foreman's database threads, one per connection (a
+ * lane).
  *
  * Every call into libjobq blocks: a claim or an acknowledgement waits for
  * a disk flush, and a locked SQLite file or a slow server can hold a call
  * for seconds (busy_timeout is 10 s by default).  If those calls ran on
  * the loop thread, a slow database would also stop the foreman from
  * reaping children, enforcing timeouts, answering signals and noticing
- * that its lease ran out.  So the jobq handle and the session live on one
+ * that its lease ran out.  So each jobq handle and its session live on a
  * dedicated thread, which owns them for their whole life (a handle belongs
  * to one thread at a time, include/jobq.h), and the loop hands it
  * operations: connect, claim, ack, heartbeat, stats.  They run one at a
  * time in order, heartbeats first (an ack followed by a claim run as one
  * transaction); each comes back through a uv_async to the loop thread,
- * which calls its done function.  The two threads share
- * only the two op lists (under one mutex) and the current session
+ * which calls its done function.  The threads share with the loop
+ * only their op lists (under a mutex each) and the current session
  * generation (an atomic): when the loop gives up a session, the ops still
  * queued for it are not run, so nothing is ever acknowledged under a
  * session the loop has written off.
+ *
+ * Lane 0 opens the session and its wake-ups, heartbeats, puts the jobs of
+ * schedules and reads the counts.  A busy foreman opens more lanes, up to
+ * --connections: each joins the session on a connection of its own
+ * (jobq_session_join) and claims and acknowledges its own jobs, so that
+ * the database works on several transactions of the foreman at once.  A
+ * lane's view of the session goes before lane 0's session does (the
+ * loop closes them first, foreman.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +71,19 @@ static void keep_error(struct fm_op *op, jobq *db, int rc) {
   snprintf(op->errmsg, sizeof op->errmsg, "%s", msg[0] ? msg : jobq_strerror(rc));
 }
 
+/* Opens the thread's handle when it has none: 1, or 0 with op's error. */
+static int open_handle(struct fm_db *d, struct fm_op *op) {
+  if (d->db != NULL) return 1;
+  int rc = jobq_open(d->cfg->url, &d->db);
+  if (rc == JOBQ_OK && d->cfg->max_payload > 0)
+    rc = jobq_set_max_payload(d->db, d->cfg->max_payload);
+  if (rc == JOBQ_OK) return 1;
+  keep_error(op, d->db, rc);
+  jobq_close(d->db);
+  d->db = NULL;
+  return 0;
+}
+
 static void run_connect(struct fm_db *d, struct fm_op *op) {
   const struct fm_config *cfg = d->cfg;
   if (op->state_due) fm_db_write_state(cfg, &op->state, op->state_err, sizeof op->state_err);
@@ -70,18 +93,8 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
     jobq_close(d->db);
     d->db = NULL;
   }
+  if (!open_handle(d, op)) return;
   int rc;
-  if (d->db == NULL) {
-    rc = jobq_open(cfg->url, &d->db);
-    if (rc == JOBQ_OK && cfg->max_payload > 0)
-      rc = jobq_set_max_payload(d->db, cfg->max_payload);
-    if (rc != JOBQ_OK) {
-      keep_error(op, d->db, rc);
-      jobq_close(d->db);
-      d->db = NULL;
-      return;
-    }
-  }
   /* What the workers before this one saw of the database: the handle
    * refuses it if it lost their writes (a restore, a stale replica). */
   rc = jobq_identity_get(d->db, &op->ident);
@@ -109,8 +122,9 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
   op->watch_rc = jobq_watch(d->db, &fd);
   /* Wake-ups for other queues are not this foreman's work, where the
    * store can tell them apart (JOBQ_ENOTSUP: it cannot, and each one
-   * counts). */
-  if (op->watch_rc == JOBQ_OK && cfg->nq > 0) jobq_watch_queues(d->db, cfg->queues, cfg->nq);
+   * counts: a woken claim looks first). */
+  d->look_first = op->watch_rc == JOBQ_OK &&
+                  jobq_watch_queues(d->db, cfg->queues, cfg->nq) == JOBQ_ENOTSUP;
   if (op->watch_rc == JOBQ_OK) {
     /* The loop polls its own copy, so that the handle's descriptor can be
      * closed (with the handle) whatever the loop is doing. */
@@ -136,6 +150,24 @@ static void run_connect(struct fm_db *d, struct fm_op *op) {
     return;
   }
   snprintf(op->session_id, sizeof op->session_id, "%s", jobq_session_id(d->s));
+  op->session = d->s;
+}
+
+/* Opens the lane's handle when it has none, and joins lane 0's session
+ * (op->session) with it.  The handle stays open when the join fails: it
+ * makes its connection again by itself. */
+static void run_join(struct fm_db *d, struct fm_op *op) {
+  if (!open_handle(d, op)) return;
+  int rc;
+  jobq_session_close(d->s); /* a view left from before: none, normally */
+  d->s = NULL;
+  rc = jobq_session_join(d->db, op->session, &d->s);
+  if (rc != JOBQ_OK) {
+    keep_error(op, d->db, rc);
+    d->s = NULL;
+    return;
+  }
+  op->rc = JOBQ_OK;
 }
 
 /* jobq_changed() for a claim; when it says that wake-ups are not coming
@@ -162,12 +194,44 @@ static void note_started(struct fm_db *d, const struct fm_op *op) {
   }
 }
 
+/* Whether a claim would find nothing: one that only a wake-up asked
+ * for (if_changed) when jobq_changed() says nothing changed (the commit
+ * was the foreman's own); and, where any commit wakes, one that the poll
+ * did not ask for when a read finds no job due (the commit was of another
+ * queue, or of jobs an earlier claim already took, or a full claim took
+ * the last ones), which costs less than a claim's write lock.
+ * jobq_changed() first waits for a commit still being written, so the
+ * read sees it.  An error (a lost wake-up connection) may hide news:
+ * then it claims. */
+static int claim_skips(struct fm_db *d, struct fm_op *op) {
+  if (!op->drain) return 0;
+  int changed = drain_watch(d, op);
+  if (changed == 0 && op->if_changed) return 1;
+  return changed >= 0 && op->may_look && d->look_first &&
+         jobq_next_due(d->db, d->cfg->queues, d->cfg->nq, &op->due_in_ms) == JOBQ_OK &&
+         op->due_in_ms != 0;
+}
+
 static void run(struct fm_db *d, struct fm_op *op) {
   int rc;
   op->began_ms = fm_now_ms();
+  if (op->kind == FM_OP_LEAVE) {
+    jobq_session_close(d->s);
+    d->s = NULL;
+    if (op->reopen) {
+      jobq_close(d->db);
+      d->db = NULL;
+    }
+    op->rc = JOBQ_OK;
+    return;
+  }
   int of_session = op->kind != FM_OP_CONNECT && op->kind != FM_OP_STATS;
   if (of_session && op->gen != atomic_load(&d->gen)) {
     op->rc = FM_STALE;
+    return;
+  }
+  if (op->kind == FM_OP_JOIN) {
+    run_join(d, op);
     return;
   }
   if (op->kind != FM_OP_CONNECT && d->db == NULL) {
@@ -186,8 +250,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
       run_connect(d, op);
       return;
     case FM_OP_CLAIM:
-      /* An error (a lost wake-up connection) may hide news: claim. */
-      if (op->drain && drain_watch(d, op) == 0 && op->if_changed) {
+      if (claim_skips(d, op)) {
         op->rc = JOBQ_OK;
         op->skipped = 1;
         return;
@@ -216,7 +279,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
                                            sizeof op->state_err);
       /* With the heartbeat's rhythm, the jobs of schedules due: one read
        * when none is. */
-      if (rc == JOBQ_OK && !d->cfg->no_cron) {
+      if (rc == JOBQ_OK && !d->cfg->no_cron && d->lane == 0) {
         op->cron_rc = jobq_cron_run(d->db, &op->cron, &op->ncron, NULL);
         if (op->cron_rc != JOBQ_OK)
           snprintf(op->cron_msg, sizeof op->cron_msg, "%s", jobq_errmsg(d->db));
@@ -243,9 +306,14 @@ static void run_pair(struct fm_db *d, struct fm_op *ack, struct fm_op *claim) {
     run(d, claim);
     return;
   }
+  if (claim_skips(d, claim)) {
+    claim->rc = JOBQ_OK;
+    claim->skipped = 1;
+    run(d, ack);
+    return;
+  }
   note_started(d, ack);
   note_started(d, claim);
-  if (claim->drain) drain_watch(d, claim);
   jobq_session_start_now(d->s, claim->start_now);
   int rc = jobq_ack_claim(d->s, ack->acks, ack->nacks, d->cfg->queues, d->cfg->nq,
                           claim->max, &claim->jobs, &claim->njobs);
@@ -317,7 +385,7 @@ int fm_db_write_state(const struct fm_config *cfg, const struct fm_state_db *st,
 
 static void on_async(uv_async_t *a) {
   struct fm *fm = a->data;
-  struct fm_db *d = &fm->db;
+  struct fm_db *d = (struct fm_db *)((char *)a - offsetof(struct fm_db, async));
   pthread_mutex_lock(&d->mu);
   struct fm_op *list = d->done;
   d->done = d->done_tail = NULL;
@@ -330,8 +398,9 @@ static void on_async(uv_async_t *a) {
   }
 }
 
-int fm_db_start(struct fm *fm) {
-  struct fm_db *d = &fm->db;
+int fm_db_start(struct fm *fm, int lane) {
+  struct fm_db *d = &fm->db[lane];
+  d->lane = lane;
   d->cfg = fm->cfg;
   atomic_init(&d->gen, fm->gen);
   pthread_mutex_init(&d->mu, NULL);
@@ -355,15 +424,18 @@ int fm_db_start(struct fm *fm) {
 
 /* The starts noted since the last op of the session go with op. */
 static void take_started(struct fm *fm, struct fm_op *op) {
-  if (op->kind == FM_OP_CONNECT || op->kind == FM_OP_STATS || fm->nstarted == 0) return;
-  op->started = fm->started;
-  op->nstarted = fm->nstarted;
-  fm->started = NULL;
-  fm->nstarted = fm->capstarted = 0;
+  if ((op->kind != FM_OP_CLAIM && op->kind != FM_OP_ACK && op->kind != FM_OP_HEARTBEAT) ||
+      fm->lanes[op->lane].nstarted == 0)
+    return;
+  struct fm_lane *l = &fm->lanes[op->lane];
+  op->started = l->started;
+  op->nstarted = l->nstarted;
+  l->started = NULL;
+  l->nstarted = l->capstarted = 0;
 }
 
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
-  struct fm_db *d = &fm->db;
+  struct fm_db *d = &fm->db[op->lane];
   op->next = NULL;
   take_started(fm, op);
   pthread_mutex_lock(&d->mu);
@@ -380,7 +452,7 @@ void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent) {
 }
 
 void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim) {
-  struct fm_db *d = &fm->db;
+  struct fm_db *d = &fm->db[ack->lane];
   take_started(fm, ack);
   /* Appended under one lock: the thread never sees the ack without the
    * claim behind it. */
@@ -396,22 +468,23 @@ void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim) {
   pthread_mutex_unlock(&d->mu);
 }
 
-void fm_db_note_started(struct fm *fm, int64_t id) {
-  if (fm->nstarted == fm->capstarted) {
-    fm->capstarted = fm->capstarted ? fm->capstarted * 2 : 16;
-    fm->started = fm_xrealloc(fm->started, fm->capstarted * sizeof *fm->started);
+void fm_db_note_started(struct fm *fm, const struct fm_job *job) {
+  struct fm_lane *l = &fm->lanes[job->lane];
+  if (l->nstarted == l->capstarted) {
+    l->capstarted = l->capstarted ? l->capstarted * 2 : 16;
+    l->started = fm_xrealloc(l->started, l->capstarted * sizeof *l->started);
   }
-  fm->started[fm->nstarted++] = id;
+  l->started[l->nstarted++] = job->job.id;
 }
 
 void fm_db_set_gen(struct fm *fm, uint64_t gen) {
-  atomic_store(&fm->db.gen, gen);
+  for (int i = 0; i < FM_CONN_MAX; i++)
+    if (fm->db[i].started) atomic_store(&fm->db[i].gen, gen);
   /* What was started under the old session is no news to the next one. */
-  fm->nstarted = 0;
+  for (int i = 0; i < FM_CONN_MAX; i++) fm->lanes[i].nstarted = 0;
 }
 
-void fm_db_stop(struct fm *fm) {
-  struct fm_db *d = &fm->db;
+static void stop_lane(struct fm_db *d) {
   if (!d->started) return;
   pthread_mutex_lock(&d->mu);
   d->quit = 1;
@@ -430,4 +503,9 @@ void fm_db_stop(struct fm *fm) {
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   uv_close((uv_handle_t *)&d->async, NULL);
+}
+
+void fm_db_stop(struct fm *fm) {
+  /* The views first: lane 0's session must outlive them. */
+  for (int i = FM_CONN_MAX - 1; i >= 0; i--) stop_lane(&fm->db[i]);
 }

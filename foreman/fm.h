@@ -2,12 +2,15 @@
  * fm.h - what the foreman's files share, and nothing else includes.
  *
  * The foreman is one libuv loop on the main thread and one database
- * thread.  The loop owns every process, pipe, signal and timer and all the
- * state below; the database thread owns the jobq handle and session and
- * does nothing but run the operations the loop hands it (dbthread.c).  A
- * job travels: claimed (dbthread.c) -> waiting for a slot (foreman.c) ->
+ * thread per connection, a lane (--connections: lane 0, and more when
+ * it pays).  The loop owns every process, pipe, signal and timer and all
+ * the state below; each database thread owns its jobq handle and its
+ * view of the one session and does nothing but run the operations the
+ * loop hands it (dbthread.c).  A job travels: claimed on a lane
+ * (dbthread.c) -> waiting for a slot (foreman.c) ->
  * running as a child (child.c) or on a persistent worker (persist.c) ->
- * finished with an outcome -> acknowledged in a batch (acker.c).  Every
+ * finished with an outcome -> acknowledged in a batch on its lane
+ * (acker.c).  Every
  * process the foreman starts is its own process group and is registered
  * with the guard (guard.c), which kills the groups if the foreman dies.
  */
@@ -201,6 +204,7 @@ enum fm_kill {
 struct fm_job {
   jobq_job job;            /* the foreman's own copy (fm_job_free) */
   uint64_t gen;            /* the session it was claimed under */
+  int lane;                /* ... on this lane, which acknowledges it */
   int64_t timeout_ms;      /* this run's limit, 0: none */
   int64_t claimed_ms, started_ms;
   uint64_t started_ns;     /* uv_hrtime() at the start: the EWMA's clock */
@@ -243,7 +247,10 @@ void fm_killed_outcome(struct fm *fm, const struct fm_job *job,
 #define FM_STALE 1   /* op->rc: the op's session was given up; not run */
 
 enum fm_op_kind {
-  FM_OP_CONNECT = 1,  /* (re)open the handle and a new session */
+  FM_OP_CONNECT = 1,  /* (re)open the handle and a new session (lane 0) */
+  FM_OP_JOIN,         /* open the lane's handle and join the session */
+  FM_OP_LEAVE,        /* close the lane's view of the session (and,
+                         with reopen, its handle) */
   FM_OP_CLAIM,
   FM_OP_ACK,
   FM_OP_HEARTBEAT,
@@ -252,6 +259,7 @@ enum fm_op_kind {
 
 struct fm_op {
   enum fm_op_kind kind;
+  int lane;                    /* the database thread that runs it */
   uint64_t gen;                /* the session generation it belongs to */
   int64_t submitted_ms;
   /* When the database thread began to run it: a session's lease is
@@ -264,11 +272,14 @@ struct fm_op {
   int rc;                      /* JOBQ_OK, a jobq error or FM_STALE */
   char errmsg[512];
   /* CONNECT */
-  int reopen;                  /* in: open a new handle first */
+  int reopen;                  /* in: open a new handle first (LEAVE:
+                                  close the handle) */
   int watch_fd;                /* out: a descriptor the loop owns, or -1 */
   int watch_rc;                /* out: why there is none */
   char watch_msg[512];          /* why there is no watch, or wake-ups are lost */
   char session_id[64];
+  jobq_session *session;       /* CONNECT out, JOIN in: lane 0's session,
+                                  which the loop only hands on */
   jobq_identity ident;         /* out: the database's identity */
   char state_err[320];         /* out (also HEARTBEAT): the state file
                                   could not be read or written */
@@ -277,6 +288,8 @@ struct fm_op {
   size_t start_now;            /* how many start at once (the rest are held) */
   int drain;                   /* call jobq_changed() first */
   int if_changed;              /* and claim only if it says so */
+  int may_look;                /* not the poll's: where every commit wakes,
+                                  claim only if a job is due (dbthread.c) */
   int skipped;                 /* out: it said no: nothing was claimed */
   int watch_lost;              /* out: it said wake-ups are not coming
                                   (watch_msg: why) */
@@ -314,6 +327,7 @@ struct fm_op {
 
 struct fm_db {
   pthread_t thread;
+  int lane;
   int started;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -323,29 +337,50 @@ struct fm_db {
   int quit;                         /* under mu */
   atomic_uint_fast64_t gen;         /* the loop's current generation */
   const struct fm_config *cfg;
-  /* The database thread's alone once started. */
+  /* The database thread's alone once started: its handle, and the
+   * session (lane 0) or its view of it (jobq_session_join). */
   jobq *db;
   jobq_session *s;
+  int look_first;     /* its wake-ups do not name their queue (SQLite:
+                         every commit wakes): a claim but the poll's
+                         looks for a job due first (jobq_next_due), a
+                         read */
+};
+
+/* The loop's view of a lane. */
+enum fm_lane_state { FM_LANE_NONE = 0, FM_LANE_JOINING, FM_LANE_JOINED, FM_LANE_LEAVING };
+struct fm_lane {
+  enum fm_lane_state state;    /* lane 0 is joined while connected */
+  int claim_out;               /* a CLAIM op is with its thread */
+  int beat_out;                /* a HEARTBEAT op (lanes past 0) */
+  int64_t used_ms;             /* when it was last given a claim or outcomes */
+  int64_t retry_ms;            /* after a failed join: the next backoff */
+  int64_t next_try_ms;         /* no join before */
+  int64_t *started;            /* held-back jobs of its claims started, for
+                                  its next op (the lane that holds a job
+                                  writes to its row) */
+  size_t nstarted, capstarted;
 };
 
 struct fm_op *fm_op_new(enum fm_op_kind kind, uint64_t gen,
                         void (*done)(struct fm *, struct fm_op *));
 /* Frees the op and whatever results it still holds. */
 void fm_op_free(struct fm_op *op);
-/* Starts the database thread; 0 or a negative errno. */
-int fm_db_start(struct fm *fm);
-/* Hands op to the database thread; urgent ones go first (heartbeats). */
+/* Starts lane's database thread; 0 or a negative errno. */
+int fm_db_start(struct fm *fm, int lane);
+/* Hands op to its lane's database thread; urgent ones go first
+ * (heartbeats). */
 void fm_db_submit(struct fm *fm, struct fm_op *op, int urgent);
-/* Hands an ACK op and a CLAIM op to the database thread together, so that
- * they run as one transaction (jobq_ack_claim). */
+/* Hands an ACK op and a CLAIM op of one lane to its database thread
+ * together, so that they run as one transaction (jobq_ack_claim). */
 void fm_db_submit_pair(struct fm *fm, struct fm_op *ack, struct fm_op *claim);
-/* Tells the session, with the next op of it, that the loop has started
- * held-back job id. */
-void fm_db_note_started(struct fm *fm, int64_t id);
-/* Tells the database thread that ops of older generations are stale. */
+/* Tells the session, with the next op of job's lane, that the loop has
+ * started the held-back job. */
+void fm_db_note_started(struct fm *fm, const struct fm_job *job);
+/* Tells the database threads that ops of older generations are stale. */
 void fm_db_set_gen(struct fm *fm, uint64_t gen);
-/* Closes the session (releasing what it holds) and the handle, and ends
- * the thread.  Blocks until it has. */
+/* Closes the views of the session, then the session (releasing what it
+ * holds), the handles, and ends the threads.  Blocks until it has. */
 void fm_db_stop(struct fm *fm);
 /* Writes what the foreman saw (st) to its state file: 0, or -1 with why.
  * Blocks on the file's lock and disk: for the database thread, or once
@@ -364,8 +399,12 @@ struct fm_pending {
   int64_t claimed_at_ms;
 };
 
+/* A lane's outcomes (each job is acknowledged on the lane that claimed
+ * it: its view of the session holds it). */
 struct fm_acker {
   uv_timer_t timer;
+  struct fm *fm;
+  int lane;
   struct fm_pending *items;
   size_t n, cap;
   int inflight;                /* an ACK op is with the database thread */
@@ -374,12 +413,16 @@ struct fm_acker {
   int64_t retry_ms;            /* after a failed batch; 0: none failed */
 };
 void fm_acker_init(struct fm *fm);
-/* Queues the outcome of job for the next batch; takes out->data. */
+/* Queues the outcome of job for the next batch of its lane; takes
+ * out->data. */
 void fm_acker_add(struct fm *fm, const struct fm_job *job,
                   struct fm_outcome *out);
 /* Sends what is queued now instead of after the delay, with a claim in
- * the same transaction when the foreman wants jobs (fm_claim_op). */
+ * the same transaction when the foreman wants jobs (fm_claim_op): every
+ * lane's. */
 void fm_acker_flush(struct fm *fm);
+/* Outcomes queued or with the database threads. */
+size_t fm_acker_pending(const struct fm *fm);
 /* Drops the queued acks of sessions older than gen (never acknowledged
  * under a session that was given up).  Returns how many. */
 size_t fm_acker_drop(struct fm *fm, uint64_t gen);
@@ -491,8 +534,13 @@ struct fm_watch;
 struct fm {
   const struct fm_config *cfg;
   uv_loop_t *loop;
-  struct fm_db db;
-  struct fm_acker acker;
+  struct fm_db db[FM_CONN_MAX];    /* a thread per lane */
+  struct fm_lane lanes[FM_CONN_MAX];
+  struct fm_acker acker[FM_CONN_MAX];
+  jobq_session *root;              /* lane 0's session, for the joins */
+  int leaving;                     /* lanes whose view is being closed: the
+                                      next session waits for them */
+  int64_t claiming;                /* jobs asked for by the claims out */
   struct fm_guard guard;
   struct fm_env env;
   struct fm_workers *workers;      /* persistent mode */
@@ -515,7 +563,7 @@ struct fm {
   int reopen_next;                 /* the next CONNECT opens a new handle */
   int64_t reconnect_ms;            /* the next backoff */
   int64_t beat_ok_ms;              /* when the last good heartbeat began */
-  int beat_out, claim_out, stats_out;
+  int beat_out, stats_out;
   int beat_failing;
   char cron_error[512];        /* the last failure of a cron run, logged once */
   int maybe_work;                  /* a claim may find jobs */
@@ -526,8 +574,6 @@ struct fm {
   int prefetch;                    /* the current prefetch (adapts) */
   double job_ms;                   /* how long jobs run, on average (EWMA,
                                       to the microsecond) */
-  int64_t *started;                /* held-back jobs started, for the next op */
-  size_t nstarted, capstarted;
   int starved;                     /* a slot was idle for want of a
                                       claimed job since the last claim */
   int64_t poll_ms;                 /* the current fallback poll interval */
@@ -594,12 +640,13 @@ void fm_kick(struct fm *fm);
 int fm_prefetch_next(int prefetch, int short_batch, int starved, int concurrency,
                      double job_ms, int min, int max);
 /* A CLAIM op for as many jobs as the slots and the prefetch have room
- * for, or NULL when no claim is due (one is out, nothing suggests work,
- * no room).  Alone (along 0) a claim also waits until the held-back jobs
- * run down to half, and until no acknowledgement is with the database
- * thread; along with an acknowledgement it does not, since it costs no
- * commit of its own.  The caller submits it. */
-struct fm_op *fm_claim_op(struct fm *fm, int along);
+ * for, or NULL when no claim is due (nothing suggests work, no room, the
+ * lane has one out).  Alone (lane -1) a claim also waits until the
+ * held-back jobs run down to half, and goes on a lane with nothing at
+ * its database thread (opening one more, up to --connections, when none
+ * is); along with an acknowledgement of lane it does not, since it costs
+ * no commit of its own.  The caller submits it. */
+struct fm_op *fm_claim_op(struct fm *fm, int lane);
 /* Whether the foreman is finished: stopping, nothing running, nothing to
  * acknowledge; then closes the session and ends the loop. */
 void fm_maybe_finish(struct fm *fm);

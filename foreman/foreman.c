@@ -55,6 +55,8 @@
 #define RECONNECT_MIN_MS 250
 #define RECONNECT_MAX_MS 30000
 #define HOLD_MS 1000           /* no claims after a job could not start */
+#define LANE_IDLE_MS 30000     /* a connection past the first closes when
+                                  unused for this long */
 
 extern char **environ;
 
@@ -119,10 +121,11 @@ struct fm_job *fm_list_pop(struct fm_list *l) {
   return j;
 }
 
-static struct fm_job *job_new(struct fm *fm, const jobq_job *src) {
+static struct fm_job *job_new(struct fm *fm, const jobq_job *src, int lane) {
   struct fm_job *j = fm_xmalloc(sizeof *j);
   memset(j, 0, sizeof *j);
   j->job = *src;
+  j->lane = lane;
   j->job.queue = fm_xstrdup(src->queue);
   j->job.key = src->key != NULL ? fm_xstrdup(src->key) : NULL;
   j->job.payload = fm_xmalloc(src->payload_len + 1);
@@ -419,7 +422,8 @@ static void idle_sleep(struct fm *fm, int64_t due_in_ms) {
 }
 
 static void on_claimed(struct fm *fm, struct fm_op *op) {
-  fm->claim_out = 0;
+  fm->lanes[op->lane].claim_out = 0;
+  fm->claiming -= (int64_t)op->max;
   if (fm->closed) {
     fm_op_free(op);
     return;
@@ -441,7 +445,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
     if (strcmp(fm->last_claim_err, op->errmsg) != 0)
       fm_logp(FM_WARNING, "claim_failed", "cannot claim jobs: %s", op->errmsg);
     snprintf(fm->last_claim_err, sizeof fm->last_claim_err, "%s", op->errmsg);
-    if (op->rc == JOBQ_ECONN) fm->reopen_next = 1;
+    if (op->rc == JOBQ_ECONN && op->lane == 0) fm->reopen_next = 1;
     fm->maybe_work = 0; /* the poll timer tries again */
     fm_op_free(op);
     return;
@@ -455,7 +459,7 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   }
   for (size_t i = 0; i < op->njobs; i++) {
     if (op->jobs[i].id > fm->seen.seq) fm->seen.seq = op->jobs[i].id;
-    struct fm_job *job = job_new(fm, &op->jobs[i]);
+    struct fm_job *job = job_new(fm, &op->jobs[i], op->lane);
     job->held = i >= op->start_now;
     fm_list_push(&fm->waiting, job);
   }
@@ -481,30 +485,74 @@ static void on_claimed(struct fm *fm, struct fm_op *op) {
   if (short_batch) check_empty(fm);
 }
 
-struct fm_op *fm_claim_op(struct fm *fm, int along) {
+/* A lane for a claim alone: joined, with no claim and no acknowledgement
+ * at its database thread (the claim would only queue behind it, and it
+ * goes with the outcomes that gathered meanwhile once that one is back,
+ * foreman/acker.c); lane 0 first.  A look that only lane 0 can take (its
+ * wake-ups, when a job comes due) waits for lane 0.  -1: none. */
+static int free_lane(const struct fm *fm, int look) {
+  for (int i = 0; i < (look ? 1 : fm->cfg->connections); i++)
+    if (fm->lanes[i].state == FM_LANE_JOINED && !fm->lanes[i].claim_out &&
+        !fm->acker[i].inflight)
+      return i;
+  return -1;
+}
+
+static void on_joined(struct fm *fm, struct fm_op *op);
+
+/* Every lane open is at work while the foreman wants jobs: one more
+ * joins the session, up to --connections, one at a time. */
+static void lane_open(struct fm *fm) {
+  int k = -1;
+  for (int i = 1; i < fm->cfg->connections; i++) {
+    if (fm->lanes[i].state == FM_LANE_JOINING) return;
+    if (fm->lanes[i].state == FM_LANE_NONE && k < 0) k = i;
+  }
+  if (k < 0 || fm->root == NULL || fm_now_ms() < fm->lanes[k].next_try_ms) return;
+  int rc = fm->db[k].started ? 0 : fm_db_start(fm, k);
+  if (rc != 0) {
+    fm_logp(FM_WARNING, "connection_failed",
+            "cannot start the thread of database connection %d: %s", k + 1, uv_strerror(rc));
+    fm->lanes[k].next_try_ms = fm_now_ms() + RECONNECT_MAX_MS;
+    return;
+  }
+  struct fm_op *op = fm_op_new(FM_OP_JOIN, fm->gen, on_joined);
+  op->lane = k;
+  op->session = fm->root;
+  fm->lanes[k].state = FM_LANE_JOINING;
+  fm_db_submit(fm, op, 0);
+}
+
+struct fm_op *fm_claim_op(struct fm *fm, int lane) {
   const struct fm_config *cfg = fm->cfg;
-  if (!fm->connected || fm->suspended || fm->stopping || fm->claim_out || !fm->maybe_work)
-    return NULL;
+  if (!fm->connected || fm->suspended || fm->stopping || !fm->maybe_work) return NULL;
   if (fm_now_ms() < fm->hold_until_ms) return NULL;
   int cap = capacity(fm);
   if (cap <= 0) return NULL;
-  /* Alone, refill at half: fewer, bigger claims.  And not while an
-   * acknowledgement is with the database thread: the claim would only
-   * queue behind it, and it goes with the outcomes that gathered
-   * meanwhile once that one is back (foreman/acker.c). */
-  if (!along && ((int64_t)fm->waiting.n > fm->prefetch / 2 || fm->acker.inflight))
+  int look = fm->woken_only || fm->polled || fm->idle;
+  if (lane < 0) {
+    /* Alone, refill at half: fewer, bigger claims. */
+    if ((int64_t)fm->waiting.n > fm->prefetch / 2) return NULL;
+    lane = free_lane(fm, look);
+  } else if (fm->lanes[lane].claim_out || (lane > 0 && look)) {
     return NULL;
+  }
   int64_t want = (int64_t)cap + fm->prefetch - (int64_t)fm->running.n -
-                 (int64_t)fm->waiting.n;
+                 (int64_t)fm->waiting.n - fm->claiming;
   if (want > cfg->batch) want = cfg->batch;
   if (want <= 0) return NULL;
+  if (lane < 0) {
+    if (!look) lane_open(fm);
+    return NULL;
+  }
   struct fm_op *op = fm_op_new(FM_OP_CLAIM, fm->gen, on_claimed);
+  op->lane = lane;
   op->max = (size_t)want;
   /* The rest is a prefetch: held back until a slot frees, and costing
    * no attempt if this foreman dies before it starts them. */
   int now = free_slots(fm) - (int)fm->waiting.n;
   op->start_now = now > 0 ? (size_t)now : 0;
-  op->drain = fm->watch != NULL;
+  op->drain = lane == 0 && fm->watch != NULL;
   /* Woken and nothing else: the wake-up may be for another queue
    * (jobq_watch_queues), or our own commit (SQLite's log grows with
    * ours too), and then the claim would find nothing.  jobq_changed()
@@ -514,10 +562,13 @@ struct fm_op *fm_claim_op(struct fm *fm, int along) {
   /* A poll, or a wake-up while idle (a delayed job or retry may have
    * come, earlier than the sleep's end). */
   op->look_due = op->drain && (fm->polled || fm->idle) && !fm->watch_down;
+  op->may_look = !fm->polled;
   fm->polled = 0;
   fm->woken_only = 0;
   fm->own_work = 0;
-  fm->claim_out = 1;
+  fm->lanes[lane].claim_out = 1;
+  fm->lanes[lane].used_ms = fm_now_ms();
+  fm->claiming += want;
   return op;
 }
 
@@ -525,7 +576,7 @@ struct fm_op *fm_claim_op(struct fm *fm, int along) {
  * come along: an idle foreman's claim is a job waiting to start, and it
  * goes alone, without the ack's work in its transaction. */
 static void claim(struct fm *fm) {
-  struct fm_op *op = fm_claim_op(fm, 0);
+  struct fm_op *op = fm_claim_op(fm, -1);
   if (op != NULL) fm_db_submit(fm, op, 0);
 }
 
@@ -540,7 +591,7 @@ static void on_poll(uv_timer_t *t) {
   fm->idle = 0;
   watch_arm(fm);
   fm_kick(fm);
-  if (fm->running.n == 0 && fm->waiting.n == 0 && fm->claim_out == 0) check_empty(fm);
+  if (fm->running.n == 0 && fm->waiting.n == 0 && fm->claiming == 0) check_empty(fm);
 }
 
 /* The longest poll interval, from the live sessions the heartbeat
@@ -578,7 +629,7 @@ static void on_hold(uv_timer_t *t) { fm_kick(t->data); }
 static int start_job(struct fm *fm, struct fm_job *job) {
   job->started_ms = fm_now_ms();
   job->started_ns = uv_hrtime();
-  if (job->held) fm_db_note_started(fm, job->job.id);
+  if (job->held) fm_db_note_started(fm, job);
   fm_list_push(&fm->running, job);
   int rc = fm->cfg->persistent ? fm_workers_start(fm, job)
                                : fm_child_start(fm, job);
@@ -666,7 +717,7 @@ static void suspend(struct fm *fm) {
           "no heartbeat succeeded for %s (the lease): the session may be gone; stopped "
           "%zu running jobs and released %zu claimed ones; keeping %zu outcomes to "
           "record, and the session, until the database answers",
-          fm_fmt_ms(d, fm->cfg->lease_ms), running, waiting, fm->acker.n);
+          fm_fmt_ms(d, fm->cfg->lease_ms), running, waiting, fm_acker_pending(fm));
 }
 
 /* Suspends the session when its lease may have run out: 1 while it is
@@ -796,9 +847,64 @@ static void on_beat_done(struct fm *fm, struct fm_op *op) {
   uv_timer_start(&fm->beat_timer, on_beat, (uint64_t)soon, (uint64_t)third);
 }
 
+/* A lane's heartbeat: it writes that view's figures (the lease is lane
+ * 0's to keep, and its failures are lane 0's to tell) and makes the
+ * lane's connection again when it was lost. */
+static void on_lane_beat(struct fm *fm, struct fm_op *op) {
+  fm->lanes[op->lane].beat_out = 0;
+  if (fm->closed || op->rc == FM_STALE || op->gen != fm->gen) {
+    fm_op_free(op);
+    return;
+  }
+  if (fm_op_expired(fm, op)) return;
+  if (op->rc == JOBQ_OK) handle_cancels(fm, op->cancel, op->ncancel);
+  fm_op_free(op);
+}
+
+static void on_left(struct fm *fm, struct fm_op *op);
+
+/* Whether lane i has work of the session in hand: jobs it claimed that
+ * are not settled, outcomes to record, an op at its thread. */
+static int lane_busy(const struct fm *fm, int i) {
+  const struct fm_lane *l = &fm->lanes[i];
+  if (l->claim_out || l->beat_out || fm->acker[i].n > 0 || fm->acker[i].inflight) return 1;
+  for (const struct fm_job *j = fm->running.head; j != NULL; j = j->next)
+    if (j->lane == i) return 1;
+  for (const struct fm_job *j = fm->waiting.head; j != NULL; j = j->next)
+    if (j->lane == i) return 1;
+  return 0;
+}
+
+/* Heartbeats the lanes past 0, and closes those idle for LANE_IDLE_MS
+ * (their connection too): an idle foreman holds one connection. */
+static void beat_lanes(struct fm *fm) {
+  int64_t now = fm_now_ms();
+  for (int i = 1; i < fm->cfg->connections; i++) {
+    struct fm_lane *l = &fm->lanes[i];
+    if (l->state != FM_LANE_JOINED || l->beat_out) continue;
+    if (now - l->used_ms >= LANE_IDLE_MS && !lane_busy(fm, i)) {
+      struct fm_op *op = fm_op_new(FM_OP_LEAVE, fm->gen, on_left);
+      op->lane = i;
+      op->reopen = 1;
+      l->state = FM_LANE_LEAVING;
+      fm->leaving++;
+      fm_logp(FM_INFO, "connection_closed", "idle: closed database connection %d", i + 1);
+      fm_db_submit(fm, op, 0);
+      continue;
+    }
+    struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_lane_beat);
+    op->lane = i;
+    op->in_flight = (int64_t)fm->running.n;
+    l->beat_out = 1;
+    fm_db_submit(fm, op, 1);
+  }
+}
+
 static void on_beat(uv_timer_t *t) {
   struct fm *fm = t->data;
-  if (!fm->connected || fm->beat_out) return;
+  if (!fm->connected) return;
+  beat_lanes(fm);
+  if (fm->beat_out) return;
   struct fm_op *op = fm_op_new(FM_OP_HEARTBEAT, fm->gen, on_beat_done);
   op->in_flight = (int64_t)fm->running.n;
   /* Idle, or without wake-ups: the heartbeat looks at them, and so
@@ -832,12 +938,66 @@ int fm_op_expired(struct fm *fm, struct fm_op *op) {
   return 1;
 }
 
+static void on_left(struct fm *fm, struct fm_op *op) {
+  fm->lanes[op->lane].state = FM_LANE_NONE;
+  fm->leaving--;
+  fm_op_free(op);
+  if (fm->leaving == 0 && !fm->closed) connect_db(fm);
+}
+
+/* The lanes' views of a session given up are closed, before lane 0
+ * opens the next session (which frees the one they joined). */
+static void lanes_leave(struct fm *fm) {
+  fm->lanes[0].state = FM_LANE_NONE;
+  fm->root = NULL;
+  for (int i = 1; i < FM_CONN_MAX; i++) {
+    struct fm_lane *l = &fm->lanes[i];
+    if (l->state != FM_LANE_JOINING && l->state != FM_LANE_JOINED) continue;
+    struct fm_op *op = fm_op_new(FM_OP_LEAVE, fm->gen, on_left);
+    op->lane = i;
+    l->state = FM_LANE_LEAVING;
+    fm->leaving++;
+    fm_db_submit(fm, op, 0);
+  }
+}
+
+static void on_joined(struct fm *fm, struct fm_op *op) {
+  struct fm_lane *l = &fm->lanes[op->lane];
+  if (fm->closed || l->state != FM_LANE_JOINING) {
+    /* Leaving already: its LEAVE op follows. */
+    fm_op_free(op);
+    return;
+  }
+  if (op->rc == JOBQ_OK) {
+    l->state = FM_LANE_JOINED;
+    l->retry_ms = 0;
+    fm_logp(FM_INFO, "connection_opened",
+            "busy: opened database connection %d of %d for claims and outcomes", op->lane + 1,
+            fm->cfg->connections);
+    fm_op_free(op);
+    fm_kick(fm);
+    return;
+  }
+  l->state = FM_LANE_NONE;
+  if (fm_op_expired(fm, op)) return;
+  l->retry_ms = l->retry_ms == 0 ? 4 * RECONNECT_MIN_MS : l->retry_ms * 2;
+  if (l->retry_ms > RECONNECT_MAX_MS) l->retry_ms = RECONNECT_MAX_MS;
+  int64_t wait = fm_jitter(l->retry_ms, 50);
+  l->next_try_ms = fm_now_ms() + wait;
+  char d[FM_DUR_BUF];
+  fm_logp(FM_WARNING, "connection_failed",
+          "cannot open database connection %d: %s: going on without it for %s",
+          op->lane + 1, op->errmsg, fm_fmt_ms(d, wait));
+  fm_op_free(op);
+}
+
 void fm_session_lost(struct fm *fm, const char *why) {
   if (!fm->connected) return;
   fm->connected = 0;
   fm->suspended = 0;
   fm->gen++;
   fm_db_set_gen(fm, fm->gen);
+  lanes_leave(fm);
   uv_timer_stop(&fm->beat_timer);
   uv_timer_stop(&fm->lease_timer);
   watch_close(fm);
@@ -953,6 +1113,8 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
   if (op->ident.seq > fm->seen.seq) fm->seen.seq = op->ident.seq;
   fm->seen_dirty = fm->cfg->state != NULL;
   fm->connected = 1;
+  fm->root = op->session;
+  fm->lanes[0].state = FM_LANE_JOINED;
   fm->ever_connected = 1;
   fm_notify_ready(fm, op->session_id);
   fm->reconnect_ms = 0;
@@ -975,7 +1137,7 @@ static void on_connected(struct fm *fm, struct fm_op *op) {
 }
 
 static void connect_db(struct fm *fm) {
-  if (fm->connecting || fm->connected || fm->closed || fm->stopping) return;
+  if (fm->connecting || fm->connected || fm->closed || fm->stopping || fm->leaving > 0) return;
   struct fm_op *op = fm_op_new(FM_OP_CONNECT, fm->gen, on_connected);
   /* What the last session saw goes to the file first (the next session
    * may be refused for a long time). */
@@ -1039,7 +1201,7 @@ void fm_maybe_finish(struct fm *fm) {
     fm_logp(FM_ERR, "outcomes_dropped",
             "the database did not answer within the grace: dropping %zu outcomes not "
             "yet recorded (those jobs run again)",
-            fm->acker.n);
+            fm_acker_pending(fm));
   }
   finish(fm);
 }
@@ -1166,7 +1328,7 @@ int fm_run(const struct fm_config *cfg) {
   fm_acker_init(fm);
   fm_guard_start(fm);
   fm_notify_start(fm);
-  int rc = fm_db_start(fm);
+  int rc = fm_db_start(fm, 0);
   if (rc != 0) {
     fm_logp(FM_ERR, "start_failed", "cannot start the database thread: %s",
             uv_strerror(rc));
@@ -1182,7 +1344,7 @@ int fm_run(const struct fm_config *cfg) {
   fm_workers_free(fm);
   fm_env_release(&fm->env);
   fm_exec_release(fm);
-  free(fm->started);
+  for (int i = 0; i < FM_CONN_MAX; i++) free(fm->lanes[i].started);
   free(fm->seen.receipts);
   if (uv_loop_close(&loop) != 0)
     fm_logp(FM_WARNING, "loop_not_closed", "the event loop did not close cleanly");

@@ -30,6 +30,9 @@ void fm_user_release(struct fm_user *u);
 
 #include "jobq.h"
 
+/* The most connections --connections may ask for. */
+#define FM_CONN_MAX 8
+
 /* What `jobq work` was asked to do; checked by the command before
  * fm_run() sees it.  The strings are borrowed for the whole run. */
 struct fm_config {
@@ -59,6 +62,9 @@ struct fm_config {
                                   the pid */
   int log_json;                /* each log line is one JSON object */
   int no_cron;                 /* do not put the jobs of schedules due */
+  int connections;             /* most database connections for claims and
+                                  acknowledgements (1 to FM_CONN_MAX), all
+                                  under the one session; LISTEN apart */
   char *const *argv;           /* COMMAND ARGS..., NULL-terminated */
   const char *file;            /* COMMAND as found in PATH (or as given
                                   when it has a '/') */

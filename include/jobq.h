@@ -341,6 +341,23 @@ JOBQ_API int jobq_session_open(jobq *db, const jobq_session_opts *opts,
  */
 JOBQ_API void jobq_session_close(jobq_session *s);
 
+/*
+ * Joins session s on another handle, so that one worker claims and
+ * acknowledges under one session on several connections at once, each
+ * handle on its own thread: *out is a view of s (its id, lease and
+ * epoch) on db, which must be opened on the same database.  Each view
+ * acknowledges the jobs its own claims handed out; jobq_heartbeat() on
+ * any of them renews the lease and writes that view's figures (give
+ * every view a heartbeat now and then), and a view gives back, on a
+ * connection made again, only what its own claims left.  s may be in use
+ * on its own thread meanwhile: only what never changes of it is read.
+ * jobq_session_close() of a view writes its figures and leaves the
+ * session open; close every view before s, which ends the session.  At
+ * most 15 views of a session at once; JOBQ_EEXPIRED when the session is
+ * gone.
+ */
+JOBQ_API int jobq_session_join(jobq *db, jobq_session *s, jobq_session **out);
+
 /* The session's id (32 hex characters), owned by s. */
 JOBQ_API const char *jobq_session_id(const jobq_session *s);
 JOBQ_API int64_t jobq_session_lease_ms(const jobq_session *s);

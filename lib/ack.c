@@ -604,8 +604,12 @@ void jobq__ack_done(jobq_session *s, jobq_ack *acks, size_t n, int rc) {
       continue;
     }
     if (acks[i].status != JOBQ_OK || acks[i].already) continue;
-    if (acks[i].outcome == JOBQ_STATE_DONE) s->done++;
-    else if (acks[i].kind == JOBQ_ACK_FAIL) s->failed++;
+    /* A joined view counts in its root's figures (on another thread). */
+    jobq_session *root = s->root != NULL ? s->root : s;
+    if (acks[i].outcome == JOBQ_STATE_DONE)
+      __atomic_add_fetch(&root->done, 1, __ATOMIC_RELAXED);
+    else if (acks[i].kind == JOBQ_ACK_FAIL)
+      __atomic_add_fetch(&root->failed, 1, __ATOMIC_RELAXED);
   }
   /* The figures from what the session held, then the jobs let go. */
   if (rc == JOBQ_OK) jobq__tally_acked(s, acks, n);

@@ -103,11 +103,12 @@ static int taken_rows(jobq *db, jobq_rows *r, size_t first, size_t count, void *
 }
 
 /* max claim tokens in tok[0..max) (each JOBQ_CLAIM_LEN + 1 bytes, in
- * *buf, freed by the caller): a random start they share, prefix, so that
- * the claim's jobs can be found when no reply told which they are, and a
- * random rest for each, so that one job's token does not tell another's.
- * The rests come from one draw. */
-static int tokens(jobq *db, size_t max, char prefix[CLAIM_PREFIX + 1], char **buf) {
+ * *buf, freed by the caller): a start they share, prefix, so that the
+ * claim's jobs can be found when no reply told which they are (the
+ * session's tag, then random), and a random rest for each, so that one
+ * job's token does not tell another's.  The rests come from one draw. */
+static int tokens(jobq *db, const jobq_session *s, size_t max, char prefix[CLAIM_PREFIX + 1],
+                  char **buf) {
   enum { REST = JOBQ_CLAIM_LEN - CLAIM_PREFIX, SIZE = JOBQ_CLAIM_LEN + 1 };
   char *rest = malloc(max * REST + 1), *t = malloc(max * SIZE);
   if (rest == NULL || t == NULL) {
@@ -116,6 +117,7 @@ static int tokens(jobq *db, size_t max, char prefix[CLAIM_PREFIX + 1], char **bu
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   jobq__random_hex(prefix, CLAIM_PREFIX / 2);
+  memcpy(prefix, s->tag, JOBQ__TAG_LEN);
   jobq__random_hex(rest, max * REST / 2);
   for (size_t i = 0; i < max; i++) {
     memcpy(t + i * SIZE, prefix, CLAIM_PREFIX);
@@ -151,7 +153,7 @@ static int claim_at_once(jobq *db, jobq_session *s, const char *const *queues, s
       ends = ends && plan->rate_ms[i] == 0 && plan->key_n[i] == 0;
   }
   char prefix[CLAIM_PREFIX + 1], *tok;
-  int rc = tokens(db, max, prefix, &tok);
+  int rc = tokens(db, s, max, prefix, &tok);
   jobq_val *v = rc == JOBQ_OK ? malloc((5 * nq + max) * sizeof *v) : NULL;
   if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; rc == JOBQ_OK && i < nq; i++) v[i] = V_TEXT(queues[i]);
@@ -330,7 +332,7 @@ static int claim_in_steps(jobq *db, jobq_session *s, const char *const *queues, 
   }
   char prefix[CLAIM_PREFIX + 1], *tok = NULL;
   int64_t now = 0;
-  rc = tokens(db, t->n, prefix, &tok);
+  rc = tokens(db, s, t->n, prefix, &tok);
   if (rc == JOBQ_OK) rc = jobq__sql_int(db, JOBQ_Q_NOW, 0, &now, SQL_ARGS());
   jobq_val *v = rc == JOBQ_OK ? malloc(2 * t->n * sizeof *v) : NULL;
   if (rc == JOBQ_OK && v == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");

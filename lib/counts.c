@@ -63,8 +63,9 @@ static int by_queue(const void *a, const void *b) {
   return strcmp(((const struct jobq_count *)a)->queue, ((const struct jobq_count *)b)->queue);
 }
 
-void jobq__counts_owner(jobq *db, const char *session) {
-  snprintf(db->counts_owner, sizeof db->counts_owner, "%s", session);
+void jobq__counts_owner(jobq *db, const jobq_session *s) {
+  snprintf(db->counts_owner, sizeof db->counts_owner, "%s", s->id);
+  db->counts_shard = s->view;
 }
 
 int jobq__counts_fold(jobq *db, const char *session) {
@@ -89,8 +90,9 @@ int jobq__counts_fold(jobq *db, const char *session) {
 int jobq__counts_write(jobq *db) {
   if (db->ncounts == 0) return JOBQ_OK;
   qsort(db->counts, db->ncounts, sizeof *db->counts, by_queue);
-  /* A session's own row, or one of the shared ones. */
-  int64_t shard = db->counts_owner[0] != '\0' ? 0 : (int64_t)(jobq__rand(db) % SHARDS);
+  /* A session's own row (its view's), or one of the shared ones. */
+  int64_t shard =
+      db->counts_owner[0] != '\0' ? db->counts_shard : (int64_t)(jobq__rand(db) % SHARDS);
   /* Nothing reads them, and they may go with the commit. */
   static const jobq_how late = {.defer = 1, .late = 1};
   int rc = JOBQ_OK;

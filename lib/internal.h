@@ -109,7 +109,16 @@ struct jobq {
   /* The session whose counter rows the open transaction adds to ("":
    * the shared rows); see jobq__counts_owner. */
   char counts_owner[JOBQ_SESSION_ID_LEN + 1];
+  int64_t counts_shard;  /* which of the session's rows: its view's */
 };
+
+/* The hex characters every claim token of a session (or a joined view of
+ * it, jobq_session_join) starts with: the view's own, so that each view
+ * reconciles only the jobs of its own claims.  The last one is the
+ * view's number (0: the session that was opened), hence at most 15
+ * joins. */
+#define JOBQ__TAG_LEN 4
+#define JOBQ__VIEWS_MAX 15
 
 struct jobq_session {
   jobq *db;
@@ -165,6 +174,15 @@ struct jobq_session {
   /* The queues in parts whose claimers it joined (lib/part.c). */
   char **joined;
   size_t njoined;
+  /* A view of a session opened on another handle (jobq_session_join):
+   * root is the session it joined, NULL for the one opened; view, its
+   * number (0 for the root); views, the root's numbers in use, a bit
+   * each (atomic: views join and close on other threads).  A view's done
+   * and failed go to the root's (atomic), which every heartbeat writes. */
+  jobq_session *root;
+  int view;
+  unsigned views;
+  char tag[JOBQ__TAG_LEN + 1];
 };
 
 /* lib/held.c: the jobs s holds.  add: the n jobs of a claim (a job
@@ -563,10 +581,11 @@ int jobq__count_add(jobq *db, const char *queue, int64_t done, int64_t dead,
 /* Writes what the transaction added to the counters: the last thing
  * before the outermost commit. */
 int jobq__counts_write(jobq *db);
-/* The open transaction is session's (its id): what it adds to the
- * counters goes to that session's own rows, not to the shared ones.
- * Until the outermost transaction ends. */
-void jobq__counts_owner(jobq *db, const char *session);
+/* The open transaction is session s's: what it adds to the counters
+ * goes to that session's own rows (one per view of it, so that views on
+ * several connections do not wait for one another), not to the shared
+ * ones.  Until the outermost transaction ends. */
+void jobq__counts_owner(jobq *db, const jobq_session *s);
 /* Session's counter rows (an ended session's, its row already deleted)
  * moved into this transaction's counts (jobq__count_add), and deleted. */
 int jobq__counts_fold(jobq *db, const char *session);

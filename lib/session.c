@@ -83,6 +83,8 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   s->reconciled = db->connects;
   snprintf(s->name, sizeof s->name, "%s", name);
   jobq__random_hex(s->id, JOBQ_SESSION_ID_LEN / 2);
+  jobq__random_hex(s->tag, JOBQ__TAG_LEN / 2);
+  s->tag[JOBQ__TAG_LEN - 1] = '0';
 
   int attempt = 0;
   do {
@@ -104,6 +106,56 @@ int jobq_session_open(jobq *db, const jobq_session_opts *opts,
   return JOBQ_OK;
 }
 
+int jobq_session_join(jobq *db, jobq_session *s, jobq_session **out) {
+  if (out != NULL) *out = NULL;
+  if (db == NULL) return JOBQ_EINVAL;
+  jobq__ok(db);
+  jobq__need(db, JOBQ__ROLE_WORKER);
+  if (s == NULL || out == NULL)
+    return jobq__fail(db, JOBQ_EINVAL, "invalid session: NULL");
+  int rc = not_in_caller_txn(db, "a session join");
+  if (rc != JOBQ_OK) return rc;
+  jobq_session *root = s->root != NULL ? s->root : s;
+  /* The lowest number free (bit 0 is the root's). */
+  unsigned used = __atomic_load_n(&root->views, __ATOMIC_RELAXED);
+  int view;
+  do {
+    for (view = 1; view <= JOBQ__VIEWS_MAX && (used & (1u << view)); view++) continue;
+    if (view > JOBQ__VIEWS_MAX)
+      return jobq__fail(db, JOBQ_EINVAL,
+                        "session '%s' has %d joined views: expected at most %d", root->id,
+                        JOBQ__VIEWS_MAX, JOBQ__VIEWS_MAX);
+  } while (!__atomic_compare_exchange_n(&root->views, &used, used | (1u << view), 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  jobq_session *v = calloc(1, sizeof *v);
+  if (v == NULL) {
+    __atomic_and_fetch(&root->views, ~(1u << view), __ATOMIC_RELAXED);
+    return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  }
+  /* Only what never changes of the root is read: it may be at work on
+   * another thread. */
+  v->db = db;
+  v->root = root;
+  v->view = view;
+  v->lease_ms = root->lease_ms;
+  v->epoch = root->epoch;
+  v->start_now = SIZE_MAX;
+  v->reconciled = db->connects - 1; /* its first heartbeat reconciles */
+  memcpy(v->id, root->id, sizeof v->id);
+  memcpy(v->name, root->name, sizeof v->name);
+  memcpy(v->tag, root->tag, sizeof v->tag);
+  v->tag[JOBQ__TAG_LEN - 1] = "0123456789abcdef"[view];
+  /* The session must be alive, on this handle's database too. */
+  if ((rc = jobq_heartbeat(v, NULL, NULL)) != JOBQ_OK) {
+    __atomic_and_fetch(&root->views, ~(1u << view), __ATOMIC_RELAXED);
+    jobq__tally_release(v);
+    free(v);
+    return rc;
+  }
+  *out = v;
+  return JOBQ_OK;
+}
+
 void jobq_session_close(jobq_session *s) {
   if (s == NULL) return;
   jobq *db = s->db;
@@ -113,9 +165,14 @@ void jobq_session_close(jobq_session *s) {
     do {
       if ((rc = jobq__txn_begin(db)) != JOBQ_OK) break;
       rc = jobq__tally_write(db, s);
-      rc = jobq__txn_end(db, rc == JOBQ_OK ? jobq__end_session(db, s->id, 0) : rc);
+      /* A joined view leaves the session to its root. */
+      if (rc == JOBQ_OK && s->root == NULL) rc = jobq__end_session(db, s->id, 0);
+      rc = jobq__txn_end(db, rc);
     } while (jobq__txn_retry(db, rc, &attempt));
   }
+  /* Its number is free again: a view that takes it gives back, on its
+   * first reconciliation, what this one left under the session. */
+  if (s->root != NULL) __atomic_and_fetch(&s->root->views, ~(1u << s->view), __ATOMIC_RELAXED);
   jobq__tally_release(s);
   jobq__held_release(s);
   jobq__parts_forget(s);
@@ -282,7 +339,7 @@ static int give_back_doubtful(jobq *db, jobq_session *s) {
 int jobq__session_enter(jobq *db, jobq_session *s, int claim,
                         const jobq_ack *acks, size_t nacks) {
   int rc;
-  jobq__counts_owner(db, s->id);
+  jobq__counts_owner(db, s);
   if (claim) {
     /* The identity and the session in one statement. */
     jobq_rows *r;
@@ -416,6 +473,8 @@ int jobq__session_reconcile(jobq *db, jobq_session *s) {
   size_t n;
   int rc = session_jobs(db, s->id, &h, &n);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    /* Another view's claim (jobq_session_join) is its own to reconcile. */
+    if (strncmp(h[i].claim, s->tag, JOBQ__TAG_LEN) != 0) continue;
     const struct jobq_held_job *mine = jobq__held_find(s, h[i].id);
     if (mine != NULL && strcmp(mine->claim, h[i].claim) == 0) continue;
     int finish = ending(&h[i], 1);
@@ -437,7 +496,7 @@ void jobq__session_claimed(jobq_session *s, const jobq_job *jobs, size_t n) {
 
 static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   /* What it reaps counts in its own rows (a reaped session's folded). */
-  jobq__counts_owner(db, s->id);
+  jobq__counts_owner(db, s);
   int rc = jobq__failpoint(db, "heartbeat.before");
   if (rc == JOBQ_OK) rc = jobq__identity_check(db);
   if (rc == JOBQ_OK && db->epoch != s->epoch)
@@ -450,10 +509,13 @@ static int heartbeat(jobq *db, jobq_session *s, int64_t **ids, size_t *n) {
   int64_t reaped = 0, live = 0;
   if (rc == JOBQ_OK) rc = jobq__reap(db, s->id, s->lease_ms, &reaped, NULL, &live);
   int64_t changed = 0;
+  const jobq_session *root = s->root != NULL ? s->root : s;
+  int64_t done = __atomic_load_n(&root->done, __ATOMIC_RELAXED);
+  int64_t failed = __atomic_load_n(&root->failed, __ATOMIC_RELAXED);
   if (rc == JOBQ_OK)
     rc = jobq__sql_change(db, JOBQ_Q_HEARTBEAT, &changed,
-                          SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(s->done),
-                                   V_INT(s->failed), V_INT(s->epoch)));
+                          SQL_ARGS(V_TEXT(s->id), V_INT(s->in_flight), V_INT(done),
+                                   V_INT(failed), V_INT(s->epoch)));
   if (rc == JOBQ_OK && changed != 0) rc = jobq__tally_write(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = give_back_doubtful(db, s);
   if (rc == JOBQ_OK && changed != 0) rc = jobq__session_reconcile(db, s);

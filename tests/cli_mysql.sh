@@ -7,9 +7,11 @@
 # innodb_flush_log_at_trx_commit, a max_payload the server cannot carry,
 # least-privilege roles that cannot drop or alter jobq's tables, passwords
 # with '/' or '?' in them, options given twice or out of range, errors that
-# do not pass by themselves, and a foreman that goes on after a restart of
-# the server.  Each case works in a database of its own.  The server's version check is
-# unit-tested in test_mysql.c (no old server runs here).
+# do not pass by themselves, a foreman that goes on after a restart of
+# the server, and one of --connections 2 and 3 (each job once; its
+# connections counted, and back after a restart).  Each case works in a
+# database of its own.  The server's version check is unit-tested in
+# test_mysql.c (no old server runs here).
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -405,6 +407,61 @@ t_restart_under_a_foreman() {
   claims=$(claims_made "$log")
   [[ -n $claims ]] && ((claims <= 2 * secs + 20)) ||
     fail "${claims:-no} claims in ${secs}s: $(tail -1 "$log")"
+  my_do -e "DROP DATABASE $S"
+}
+
+# --connections 2 and 3 run every job once.
+t_foreman_connections_exactly_once() {
+  new_db
+  run init
+  expect_rc 0
+  drain_once "$U" 3000 2
+  drain_once "$U" 3000 3
+  my_do -e "DROP DATABASE $S"
+}
+
+# my_conns: the server's connections to the case's database.
+my_conns() {
+  my_do -e "SELECT count(*) FROM information_schema.processlist WHERE db = '$S'"
+}
+
+# A busy foreman of --connections 3 holds at most 3 connections (MariaDB
+# has no LISTEN: it polls), and they come back after a restart of the
+# server; no job is lost.
+t_foreman_connections_after_a_restart() {
+  if [[ -z ${JOBQ_TEST_MYSQL_DIR:-} ]]; then
+    skip "JOBQ_TEST_MYSQL_DIR (the server's folder, to restart it) is not set"
+    return
+  fi
+  new_db
+  run init
+  expect_rc 0
+  conn_worker
+  put_many "$U" c 10000
+  start_foreman "$U?connect_timeout=2s" -q c --connections 3 --persistent -c 4 -- "$D/w.sh"
+  local fm=$W_PID log=$W_LOG most=0 now end
+  end=$((SECONDS + 90))
+  while ((SECONDS <= end)); do
+    T_DBURL=$U run stats --json
+    [[ $(json_sum done) -ge 10000 ]] && break
+    now=$(my_conns)
+    ((now > most)) && most=$now
+    ((now <= 3)) || fail "$now connections, expected at most 3"
+    sleep 0.05
+  done
+  [[ $(json_sum done) -ge 10000 ]] || fail "10000 jobs were not done: $(tail -3 "$log")"
+  ((most >= 2)) || fail "a busy foreman of --connections 3 used $most connection"
+  "$(dirname "${BASH_SOURCE[0]}")/mysqlserver.sh" restart "$JOBQ_TEST_MYSQL_DIR" ||
+    fail "the server did not restart"
+  put_many "$U" c 10000
+  wait_until 90 'T_DBURL=$U run stats --json; [[ $(json_sum done) -ge 20000 ]]' ||
+    fail "the jobs put after the restart were not done: $(tail -3 "$log")"
+  wait_until 20 '[[ $(my_conns) == "$most" ]]' ||
+    fail "$(my_conns) connections after the restart, expected $most"
+  kill -TERM "$fm"
+  wait_exit "$fm" 20 || fail "the foreman did not stop"
+  [[ $W_RC == 0 ]] || fail "the foreman exited with $W_RC"
+  [[ $(sort -u "$D/ran" | wc -l) == 20000 ]] || fail "$(sort -u "$D/ran" | wc -l) of 20000 jobs ran"
   my_do -e "DROP DATABASE $S"
 }
 

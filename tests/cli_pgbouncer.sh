@@ -99,11 +99,12 @@ t_foremen_through_the_pooler() {
   unset T_STDIN
   expect_rc 0
   # Four foremen, each appending the payload of each job it runs to one
-  # log (lines this short are written whole).
+  # log (lines this short are written whole); two of them with up to
+  # three connections to the pooler, which the pool bounds all the same.
   local pids=() logs=() f
   for f in 1 2 3 4; do
     work_env JOBQ_DB="$U"
-    start_work "fm$f" -q pb -c 4 --poll 200ms --name "fm$f" -- \
+    start_work "fm$f" -q pb -c 4 --poll 200ms --name "fm$f" --connections $((f <= 2 ? 3 : 1)) -- \
       sh -c 'read -r line; echo "$line" >>"$0"; echo done' "$D/ran.log"
     pids+=("$W_PID")
     logs+=("$W_LOG")

@@ -9,9 +9,11 @@
 # that cannot drop or alter jobq's tables, the jobq_put() SQL function,
 # a foreman that claims only on wake-ups for its own queues, URL options
 # that hold across a server restart, an idle foreman that does not spin
-# after one, an idle fleet without wake-ups polling by its size, the Unix socket in libpq's forms, passwords with '/' or '?'
-# in them, and errors that do not pass by themselves.  Each case works in
-# a schema of its own.
+# after one, an idle fleet without wake-ups polling by its size, the Unix
+# socket in libpq's forms, passwords with '/' or '?' in them, errors that
+# do not pass by themselves, and a foreman of --connections 2 and 3 (each
+# job once; its connections counted, and all back after a restart).  Each
+# case works in a schema of its own.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -662,6 +664,72 @@ t_permanent_errors() {
     expect_rc 1
   done
   psql_do -c "DROP ROLE nopriv_$S" -c "DROP SCHEMA $S CASCADE"
+}
+
+# work_conns NAME: the server's connections of application NAME that
+# claim and acknowledge: not LISTEN, not the vacuum's own.
+work_conns() {
+  psql_do -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1' AND query <> 'LISTEN jobq' AND query NOT ILIKE 'vacuum%' AND query NOT ILIKE 'analyze%'"
+}
+
+# conns_watch NAME MOST SECONDS 'CONDITION': until CONDITION holds, checks
+# every 50 ms that NAME has at most MOST work connections and one LISTEN;
+# $W_MOST is the most it saw.  1 when CONDITION did not hold in time.
+conns_watch() {
+  local name=$1 most=$2 end=$((SECONDS + $3)) now listen
+  while ((SECONDS <= end)); do
+    eval "$4" && return 0
+    now=$(work_conns "$name")
+    listen=$(listeners "$name")
+    ((now > W_MOST)) && W_MOST=$now
+    ((now <= most)) || fail "$now work connections, expected at most $most"
+    ((listen <= 1)) || fail "$listen LISTEN connections, expected at most 1"
+    sleep 0.05
+  done
+  return 1
+}
+
+# --connections 2 and 3 run every job once.
+t_foreman_connections_exactly_once() {
+  new_schema
+  run init
+  expect_rc 0
+  drain_once "$U" 5000 2
+  drain_once "$U" 5000 3
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
+# A busy foreman of --connections 3 holds at most 3 connections for its
+# work and one LISTEN, and every one of them comes back after a restart
+# of the server; no job is lost.
+t_foreman_connections_after_a_restart() {
+  can_restart || return
+  new_schema
+  run init
+  expect_rc 0
+  local url="$U&application_name=$S"
+  conn_worker
+  put_many "$U" c 20000
+  start_foreman "$url" -q c --connections 3 --persistent -c 4 -- "$D/w.sh"
+  local fm=$W_PID log=$W_LOG before
+  W_MOST=0
+  conns_watch "$S" 3 60 'T_DBURL=$U run stats --json; [[ $(json_sum done) -ge 20000 ]]' ||
+    fail "20000 jobs were not done: $(tail -3 "$log")"
+  before=$W_MOST
+  ((before >= 2)) || fail "a busy foreman of --connections 3 used $before connection"
+  grep -q "opened database connection 2 of 3" "$log" || fail "no word of a second connection"
+  restart_server || fail "the server did not restart"
+  put_many "$U" c 20000
+  conns_watch "$S" 3 60 'T_DBURL=$U run stats --json; [[ $(json_sum done) -ge 40000 ]]' ||
+    fail "the jobs put after the restart were not done: $(tail -3 "$log")"
+  conns_watch "$S" 3 20 '[[ $(work_conns "$S") == "$before" && $(listeners "$S") == 1 ]]' ||
+    fail "$(work_conns "$S") work connections and $(listeners "$S") LISTEN after the restart, expected $before and 1"
+  kill -TERM "$fm"
+  wait_exit "$fm" 20 || fail "the foreman did not stop"
+  [[ $W_RC == 0 ]] || fail "the foreman exited with $W_RC"
+  [[ $(sort -u "$D/ran" | wc -l) == 40000 ]] ||
+    fail "$(sort -u "$D/ran" | wc -l) of 40000 jobs ran"
+  psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
 run_cases

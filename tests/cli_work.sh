@@ -8,8 +8,8 @@
 # killed, a new one opened with backoff), cancel, the guard killing a dead
 # foreman's jobs, the job's environment and descriptors, the output limit
 # (a runaway job stopped at once), --until-empty, wake-ups, an idle
-# foreman's CPU, and the usage errors.  The persistent workers have their
-# own script, cli_work_persistent.sh.
+# foreman's CPU, --connections 2 and 3, and the usage errors.  The
+# persistent workers have their own script, cli_work_persistent.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -514,6 +514,34 @@ t_woken_claims_find_work() {
   ((empty * 2 <= claims)) || fail "$empty of $claims claims were empty for 40 jobs"
 }
 
+# A foreman of one queue on SQLite, whose file every commit wakes: jobs
+# put to another queue wake it, and a read, not a claim, tells it that
+# none of them is its own.
+t_commits_of_other_queues_claim_nothing() {
+  run init
+  start_work a -q mine --poll 1h -- true
+  wait_until 10 "grep -q started '$D/a.log'" || fail "the foreman did not start"
+  local i
+  for i in $(seq 1 40); do
+    run put -q other "o$i"
+    expect_rc 0
+    sleep 0.02
+  done
+  run put -q mine m1
+  expect_rc 0
+  wait_until 30 'run stats --json; [[ $(json_sum done) == 1 ]]' ||
+    fail "the job of its queue did not run: $(cat "$T_OUT")"
+  kill -TERM "$W_PID"
+  wait_exit "$W_PID" 10 || fail "the foreman did not stop"
+  local claims empty
+  claims=$(claims_made "$D/a.log")
+  empty=$(claims_empty "$D/a.log")
+  [[ -n $claims && -n $empty ]] || fail "no count of claims in the log: $(tail -2 "$D/a.log")"
+  # The polls that follow its start (25 ms, doubling) find nothing; the
+  # 40 wake-ups of the other queue must not each make a claim.
+  ((empty <= 12)) || fail "$empty of $claims claims were empty for 40 jobs of another queue"
+}
+
 # An idle foreman sleeps until its queue's next job is due, not at its
 # poll's pace (the file's wake-ups tell it of new jobs): a delayed job put
 # meanwhile runs when due, long before the idle sleep (30 polls) ends.
@@ -532,6 +560,21 @@ t_idle_foreman_sleeps_until_due() {
   claims=$(claims_made "$D/a.log")
   # At its poll's pace it would make 30 or more claims in these seconds.
   [[ -n $claims ]] && ((claims < 20)) || fail "${claims:-no} claims: $(tail -1 "$D/a.log")"
+}
+
+# --connections: a foreman of 2 and of 3 connections runs every job once;
+# a count that is not 1 to 8 is refused.
+t_connections_exactly_once() {
+  drain_once "sqlite:$DB" 3000 2
+  drain_once "sqlite:$DB" 3000 3
+  expect_no_sessions
+  local bad
+  for bad in 0 9 x 2x; do
+    run work --connections "$bad" -- true
+    expect_rc 2
+    expect_err_has "invalid --connections '$bad'"
+    expect_err_style
+  done
 }
 
 run_cases

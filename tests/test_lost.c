@@ -356,6 +356,38 @@ static void test_job_the_worker_no_longer_holds(void **state) {
   jobq_session_close(s);
 }
 
+/* Views of one session on two connections (jobq_session_join): a view
+ * whose connection was made again gives back only what its own claims
+ * left, never the jobs another view holds. */
+static void test_views_reconcile_their_own(void **state) {
+  TH_SERVER_ONLY("SQLite makes no connection again");
+  tq *t = *state;
+  int64_t x = th_put(t->db, "q", "x");
+  int64_t y = th_put(t->db, "q", "y");
+  jobq_session *s = th_session(t->db, 60000);
+  jobq *db2;
+  assert_rc(jobq_open(t->url, &db2), JOBQ_OK);
+  jobq_session *v;
+  assert_rc(jobq_session_join(db2, s, &v), JOBQ_OK);
+  jobq_job *a = th_claim_one(s, "q");
+  jobq_job *b = th_claim_one(v, "q");
+  assert_int_equal(a->id, x);
+  assert_int_equal(b->id, y);
+  th_drop_connection(t->url, db2);
+  int rc = jobq_heartbeat(v, NULL, NULL);
+  if (rc == JOBQ_ECONN) rc = jobq_heartbeat(v, NULL, NULL);
+  assert_rc(rc, JOBQ_OK);
+  assert_int_equal(th_state(t->db, x), JOBQ_STATE_RUNNING);
+  assert_int_equal(th_state(t->db, y), JOBQ_STATE_RUNNING);
+  assert_rc(jobq_complete(s, a, NULL, 0, NULL), JOBQ_OK);
+  assert_rc(jobq_complete(v, b, NULL, 0, NULL), JOBQ_OK);
+  jobq_jobs_free(a, 1);
+  jobq_jobs_free(b, 1);
+  jobq_session_close(v);
+  jobq_session_close(s);
+  jobq_close(db2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_restored_under_a_live_worker),
@@ -366,6 +398,7 @@ int main(void) {
       TQ_TEST(test_expected_receipts),
       TQ_TEST(test_expected_receipts_found_or_pruned),
       TQ_TEST(test_job_the_worker_no_longer_holds),
+      TQ_TEST(test_views_reconcile_their_own),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

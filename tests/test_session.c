@@ -804,6 +804,59 @@ static void test_close_gives_back_many(void **state) {
   th_assert_counts_agree(t->db);
 }
 
+/* One session on two handles (jobq_session_join): each view claims and
+ * acknowledges its own jobs, the figures add up under the one session, a
+ * view's close leaves the session open, and the root's close gives back
+ * what any view still held. */
+static void test_joined_views(void **state) {
+  tq *t = *state;
+  int64_t ids[5];
+  for (int i = 0; i < 5; i++) ids[i] = th_put(t->db, "q", NULL);
+  jobq_session *s = th_session(t->db, 60000);
+  jobq *db2;
+  assert_rc(jobq_open(t->url, &db2), JOBQ_OK);
+  jobq_session *v;
+  assert_rc(jobq_session_join(db2, s, &v), JOBQ_OK);
+  assert_string_equal(jobq_session_id(v), jobq_session_id(s));
+  size_t n1, n2;
+  jobq_job *a = th_claim(s, "q", 2, &n1);
+  jobq_job *b = th_claim(v, "q", 2, &n2);
+  assert_int_equal(n1, 2);
+  assert_int_equal(n2, 2);
+  for (size_t i = 0; i < 2; i++) {
+    assert_rc(jobq_complete(s, &a[i], NULL, 0, NULL), JOBQ_OK);
+    assert_rc(jobq_complete(v, &b[i], NULL, 0, NULL), JOBQ_OK);
+  }
+  assert_rc(jobq_heartbeat(v, NULL, NULL), JOBQ_OK);
+  jobq_session_info *si;
+  size_t ns;
+  assert_rc(jobq_sessions(t->db, &si, &ns), JOBQ_OK);
+  assert_int_equal(ns, 1);
+  assert_int_equal(si[0].done, 4);
+  jobq_sessions_free(si, ns);
+  /* A view's close leaves the session, and the jobs it holds, to the
+   * root. */
+  jobq_job *c = th_claim_one(v, "q");
+  assert_int_equal(c->id, ids[4]);
+  jobq_session_close(v);
+  assert_rc(jobq_heartbeat(s, NULL, NULL), JOBQ_OK);
+  assert_int_equal(th_state(t->db, ids[4]), JOBQ_STATE_RUNNING);
+  jobq_session_close(s);
+  assert_int_equal(th_state(t->db, ids[4]), JOBQ_STATE_READY);
+  /* No joining a session that is gone. */
+  s = th_session(t->db, 60000);
+  int64_t epoch;
+  assert_rc(jobq_epoch_bump(t->db, &epoch), JOBQ_OK);
+  jobq_session *w = NULL;
+  assert_rc(jobq_session_join(db2, s, &w), JOBQ_EEXPIRED);
+  assert_null(w);
+  jobq_jobs_free(a, n1);
+  jobq_jobs_free(b, n2);
+  jobq_jobs_free(c, 1);
+  jobq_session_close(s);
+  jobq_close(db2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_open_and_list),
@@ -826,6 +879,7 @@ int main(void) {
       TQ_TEST(test_killed_worker_reaped),
       TQ_TEST(test_lost_session_many_jobs),
       TQ_TEST(test_close_gives_back_many),
+      TQ_TEST(test_joined_views),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

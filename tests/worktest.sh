@@ -54,6 +54,11 @@ claims_made() {
   grep -o '[0-9]* claims, [0-9]* empty' "$1" | sed -E 's/ claims.*//'
 }
 
+# claims_empty LOG: of those, the claims that found nothing.
+claims_empty() {
+  grep -o '[0-9]* claims, [0-9]* empty' "$1" | sed -E 's/.*, ([0-9]*) empty/\1/'
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() {
   local state
@@ -128,4 +133,40 @@ json_ms() {
 # cpu_ticks PID: user + system CPU time of the process, in clock ticks.
 cpu_ticks() {
   awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# conn_worker: $D/w.sh, a persistent worker that appends each job's id to
+# $D/ran and answers done.
+conn_worker() {
+  cat >"$D/w.sh" <<EOF
+#!/usr/bin/env bash
+echo ready
+while read -r _ id _; do echo "\$id" >>"$D/ran"; echo "done \$id -"; done
+EOF
+  chmod +x "$D/w.sh"
+  : >"$D/ran"
+}
+
+# put_many URL QUEUE N: N jobs on QUEUE of the database URL, in one put.
+put_many() {
+  seq 1 "$3" | sed "s/.*/{\"queue\":\"$2\",\"payload\":\"x\"}/" >"$D/jobs.ndjson"
+  T_DBURL=$1 T_STDIN=$D/jobs.ndjson run put --ndjson -
+  expect_rc 0
+}
+
+# drain_once URL N CONNS: N jobs worked by a foreman with --connections
+# CONNS until the queue is empty: each ran exactly once.
+drain_once() {
+  local url=$1 n=$2 conns=$3 ran uniq
+  conn_worker
+  put_many "$url" c "$n"
+  work_env JOBQ_DB="$url"
+  run_work 120 --until-empty -q c --connections "$conns" --persistent -c 4 -- "$D/w.sh"
+  expect_rc 0
+  ran=$(wc -l <"$D/ran")
+  uniq=$(sort -u "$D/ran" | wc -l)
+  [[ $ran == "$n" && $uniq == "$n" ]] ||
+    fail "--connections $conns: $ran runs of $uniq jobs, expected $n of $n: $(tail -3 "$W_LOG")"
+  T_DBURL=$url run stats --json
+  [[ $(json_sum done) -ge $n ]] || fail "--connections $conns: $(json_sum done) done, expected $n"
 }
