@@ -122,21 +122,9 @@ static int balance(jobq *db, const char *queue) {
   int64_t *busy = NULL;
   unsigned char *moved = NULL;
   jobq_rows *r;
-  int rc = jobq__sql_query(db, JOBQ_Q_PARTS_LOCK, &r, SQL_ARGS(V_TEXT(queue)));
-  if (rc != JOBQ_OK) return rc;
-  int got, failed = 0;
-  /* Parts are numbered 0 .. np - 1 and come in order. */
-  while ((got = jobq__rows_next(db, r)) == 1) {
-    char **v = realloc(owner, (np + 1) * sizeof *v);
-    if (v == NULL) {
-      failed = 1;
-      break;
-    }
-    owner = v;
-    owner[np++] = jobq__col_text(db, r, 1, &failed);
-  }
-  jobq__rows_done(db, r);
-  rc = got < 0 ? got : failed ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  int got;
+  /* Parts are numbered 0 .. np - 1 and come in order: their owners. */
+  int rc = jobq__sql_texts(db, JOBQ_Q_PARTS_LOCK, &owner, &np, SQL_ARGS(V_TEXT(queue)));
   if (rc == JOBQ_OK)
     rc = jobq__sql_texts(db, JOBQ_Q_CLAIMERS_LIVE, &members, &nm, SQL_ARGS(V_TEXT(queue)));
   if (rc != JOBQ_OK || nm == 0 || np == 0) goto out;

@@ -1548,7 +1548,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                                         "NULL)"},
     /* Queue ?1's parts and their owners, locked: one balance at a time. */
     [JOBQ_Q_PARTS_LOCK] = {.what = "reading the queue's parts",
-                           .common = "SELECT part, session FROM jobq_parts WHERE queue = ?1 "
+                           .common = "SELECT session FROM jobq_parts WHERE queue = ?1 "
                                      "ORDER BY part{for_update}"},
     [JOBQ_Q_CLAIMERS_JOIN] = {.what = "joining the queue's claimers",
                               .common = "INSERT INTO jobq_claimers(queue, session, since) VALUES "
