@@ -231,25 +231,27 @@ pgbouncer-load: deps
 deps:
 	scripts/install-deps.sh
 
-# The whole suite: plain build (its multi-process runs 20 s a store and
-# its chaos runs 15 s a store: `make chaos` and `make ha` are the
+# The whole suite: plain build (its multi-process runs 10 s a store and
+# its chaos runs 10 s a store: `make chaos` and `make ha` are the
 # long ones), then the sanitizer build (whose
-# multi-process and chaos runs are shorter still, and which leaves out the
-# high-availability runs, the client packages' suites and the benchmark's
-# test: they exercise the same library code as the plain pass, through
-# servers, other languages and timed workloads, and would add twelve
+# multi-process runs are shorter still, and which leaves out the
+# high-availability runs, the client packages' suites, the browser's and
+# the benchmark's tests, and the timed limit and schedule scripts: they
+# exercise the same library code as the plain pass and its cmocka suites,
+# through servers, other languages and waits, and would add fourteen
 # minutes), to keep the whole under half an hour on two cores.
-SAN_SKIP := cli_ha.sh cli_ha_mariadb.sh cli_clients.sh cli_bench.sh
+SAN_SKIP := cli_ha.sh cli_ha_mariadb.sh cli_clients.sh cli_bench.sh cli_web.sh \
+  cli_limit.sh cli_cron.sh
 SAN_SKIP_WHY := run in the plain pass only (make check: SAN_SKIP)
 # The conformance suite through PgBouncer runs the same library code as
 # on PostgreSQL: in the plain pass only, for time.
 SAN_STORES := sqlite postgres mysql
 check: deps
 	$(MAKE) all
-	JOBQ_BUILD=$(BUILD) JOBQ_MULTIPROC_SECONDS=20 JOBQ_CHAOS_SECONDS=15 JOBQ_HA_SECONDS=25 \
+	JOBQ_BUILD=$(BUILD) JOBQ_MULTIPROC_SECONDS=10 JOBQ_CHAOS_SECONDS=10 JOBQ_HA_SECONDS=15 \
 	  tests/run.sh
 	$(MAKE) BUILD=build-san SAN=1 all
-	JOBQ_BUILD=build-san JOBQ_MULTIPROC_SECONDS=10 JOBQ_CHAOS_SECONDS=10 \
+	JOBQ_BUILD=build-san JOBQ_MULTIPROC_SECONDS=5 JOBQ_CHAOS_SECONDS=10 \
 	  JOBQ_TEST_STORES="$(SAN_STORES)" \
 	  JOBQ_TEST_SKIP="$(SAN_SKIP)" JOBQ_TEST_SKIP_WHY="$(SAN_SKIP_WHY)" tests/run.sh
 	$(MAKE) fuzz-build
