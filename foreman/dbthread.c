@@ -208,7 +208,7 @@ static int claim_skips(struct fm_db *d, struct fm_op *op) {
   int changed = drain_watch(d, op);
   if (changed == 0 && op->if_changed) return 1;
   return changed >= 0 && op->may_look && d->look_first &&
-         jobq_next_due(d->db, d->cfg->queues, d->cfg->nq, &op->due_in_ms) == JOBQ_OK &&
+         jobq_session_next_due(d->s, d->cfg->queues, d->cfg->nq, &op->due_in_ms) == JOBQ_OK &&
          op->due_in_ms != 0;
 }
 
@@ -260,7 +260,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
                       &op->njobs);
       /* Nothing now: when does something come due? */
       if (rc == JOBQ_OK && op->njobs == 0 && op->look_due &&
-          jobq_next_due(d->db, d->cfg->queues, d->cfg->nq, &op->due_in_ms) != JOBQ_OK)
+          jobq_session_next_due(d->s, d->cfg->queues, d->cfg->nq, &op->due_in_ms) != JOBQ_OK)
         op->due_in_ms = 0;
       break;
     case FM_OP_ACK:

@@ -486,6 +486,14 @@ JOBQ_API int jobq_watch_queues(jobq *db, const char *const *queues, size_t nq);
  */
 JOBQ_API int jobq_next_due(jobq *db, const char *const *queues, size_t nq,
                            int64_t *due_in_ms);
+/*
+ * jobq_next_due() of the jobs session s may claim: of a queue in parts
+ * that s claims from (jobq_parts_join, or its first claim of it), only
+ * those of its own parts, so that a worker whose parts are empty does
+ * not claim in vain while others' parts hold work.  Reads only.
+ */
+JOBQ_API int jobq_session_next_due(jobq_session *s, const char *const *queues, size_t nq,
+                                   int64_t *due_in_ms);
 
 /* ---------------------------------------------------------------- acknowledgements */
 

@@ -235,7 +235,8 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * the nq queues in parts (every one when nq is 0), then s's part lock on
  * each (shared: a balance that moves a part of s takes it exclusive),
  * for a claim that reads s's parts without locking their rows;
- * parts_forget: s joins again at its next claim
+ * parts_joined: whether s joined queue's claimers (in this handle's
+ * memory); parts_forget: s joins again at its next claim
  * (its transaction failed).  parts_heartbeat: s balances the parts of
  * the queues it claims from.  parts_leave: session sid's parts handed
  * to the others and its claims forgotten, as it ends.  parts_rekey: the
@@ -249,6 +250,7 @@ int jobq__parted_keep(jobq *db, jobq_rows *r, int col);
 int jobq__parted(const jobq *db, const char *const *queues, size_t nq);
 int jobq__parts_mine(jobq *db, jobq_session *s, const char *queue, int64_t **parts, size_t *n);
 int jobq__parts_join(jobq *db, jobq_session *s, const char *queue);
+int jobq__parts_joined(const jobq_session *s, const char *queue);
 int jobq__parts_claim_lock(jobq *db, jobq_session *s, const char *const *queues, size_t nq);
 void jobq__parts_forget(jobq_session *s);
 int jobq__parts_heartbeat(jobq *db, jobq_session *s);

@@ -196,15 +196,14 @@ out:
   return rc;
 }
 
-/* Whether s joined queue's claimers (in this handle's memory). */
-static int joined(const jobq_session *s, const char *queue) {
+int jobq__parts_joined(const jobq_session *s, const char *queue) {
   for (size_t i = 0; i < s->njoined; i++)
     if (strcmp(s->joined[i], queue) == 0) return 1;
   return 0;
 }
 
 int jobq__parts_join(jobq *db, jobq_session *s, const char *queue) {
-  if (joined(s, queue)) return JOBQ_OK;
+  if (jobq__parts_joined(s, queue)) return JOBQ_OK;
   char *copy = strdup(queue);
   char **v = copy ? realloc(s->joined, (s->njoined + 1) * sizeof *v) : NULL;
   if (v == NULL) {

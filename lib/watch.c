@@ -5,7 +5,8 @@
  * changed, instead of polling the queue with claims; which queues'
  * wake-ups a worker cares for (jobq_watch_queues); and when the next
  * delayed job or retry comes due, which writes nothing and so wakes no
- * one (jobq_next_due).
+ * one (jobq_next_due; jobq_session_next_due, of what a session may
+ * claim).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,13 +81,23 @@ void jobq__watch_release(jobq *db) {
 #define DUE_LOOK 100
 
 /* The look at one queue (NULL: every queue): *due_in_ms as in
- * jobq_next_due(), lowered to what it finds. */
-static int next_due(jobq *db, const char *queue, int64_t *due_in_ms) {
+ * jobq_next_due(), lowered to what it finds.  With a session s, of the
+ * jobs s may claim: of a queue in parts that s claims from, only those
+ * of its own parts. */
+static int next_due(jobq *db, jobq_session *s, const char *queue, int64_t *due_in_ms) {
   jobq_rows *r;
-  int got = queue != NULL ? jobq__sql_row(db, JOBQ_Q_NEXT_DUE, &r,
-                                          SQL_ARGS(V_TEXT(queue), V_INT(DUE_LOOK + 1)))
-                          : jobq__sql_row(db, JOBQ_Q_NEXT_DUE_ALL, &r,
-                                          SQL_ARGS(V_INT(DUE_LOOK + 1)));
+  int mine = s != NULL && s->njoined > 0;
+  int got;
+  if (queue == NULL && mine)
+    got = jobq__sql_row(db, JOBQ_Q_NEXT_DUE_MINE, &r,
+                        SQL_ARGS(V_INT(DUE_LOOK + 1), V_TEXT(s->id)));
+  else if (queue == NULL)
+    got = jobq__sql_row(db, JOBQ_Q_NEXT_DUE_ALL, &r, SQL_ARGS(V_INT(DUE_LOOK + 1)));
+  else if (mine && jobq__parts_joined(s, queue))
+    got = jobq__sql_row(db, JOBQ_Q_NEXT_DUE_PARTS, &r,
+                        SQL_ARGS(V_TEXT(queue), V_INT(DUE_LOOK + 1), V_TEXT(s->id)));
+  else
+    got = jobq__sql_row(db, JOBQ_Q_NEXT_DUE, &r, SQL_ARGS(V_TEXT(queue), V_INT(DUE_LOOK + 1)));
   if (got < 0) return got;
   if (got == 0) return jobq__fail(db, JOBQ_EDB, "the look at jobs coming due read no row");
   int64_t n = jobq__col_int(db, r, 0), in = jobq__col_int(db, r, 1);
@@ -97,7 +108,8 @@ static int next_due(jobq *db, const char *queue, int64_t *due_in_ms) {
   return JOBQ_OK;
 }
 
-int jobq_next_due(jobq *db, const char *const *queues, size_t nq, int64_t *due_in_ms) {
+static int look(jobq *db, jobq_session *s, const char *const *queues, size_t nq,
+                int64_t *due_in_ms) {
   if (due_in_ms != NULL) *due_in_ms = -1;
   int rc = jobq__ready(db);
   if (rc != JOBQ_OK) return rc;
@@ -107,10 +119,20 @@ int jobq_next_due(jobq *db, const char *const *queues, size_t nq, int64_t *due_i
     return jobq__fail(db, JOBQ_EINVAL, "invalid queues: NULL with a count of %zu", nq);
   for (size_t i = 0; i < nq; i++)
     if ((rc = jobq_check_queue(db, queues[i])) != JOBQ_OK) return rc;
-  if (nq == 0) return next_due(db, NULL, due_in_ms);
+  if (nq == 0) return next_due(db, s, NULL, due_in_ms);
   for (size_t i = 0; i < nq && rc == JOBQ_OK && *due_in_ms != 0; i++)
-    rc = next_due(db, queues[i], due_in_ms);
+    rc = next_due(db, s, queues[i], due_in_ms);
   return rc;
+}
+
+int jobq_next_due(jobq *db, const char *const *queues, size_t nq, int64_t *due_in_ms) {
+  return look(db, NULL, queues, nq, due_in_ms);
+}
+
+int jobq_session_next_due(jobq_session *s, const char *const *queues, size_t nq,
+                          int64_t *due_in_ms) {
+  if (s == NULL) return JOBQ_EINVAL;
+  return look(s->db, s, queues, nq, due_in_ms);
 }
 
 void jobq__wake_later(jobq *db, const char *queue) { db->store->wake(db, queue); }

@@ -10,7 +10,8 @@
  * its key's part; each key's jobs one at a time and in order across
  * joins, leaves and heartbeats; counts out of range refused; the
  * PostgreSQL jobq_put() function's jobs in their keys' parts; a retried
- * dead job back in its key's part.
+ * dead job back in its key's part; a session's look at what comes due
+ * (jobq_session_next_due) of its own parts only.
  */
 #include "helpers.h"
 
@@ -67,6 +68,12 @@ static void join(jobq_session *s) {
   /* The queue is empty in the tests that join this way. */
   assert_int_equal(n, 0);
   jobq_jobs_free(j, n);
+}
+
+/* Joins the queue's claimers without a claim (jobq_parts_join). */
+static void join_only(jobq_session *s) {
+  const char *const qs[] = {Q};
+  assert_rc(jobq_parts_join(s, qs, 1), JOBQ_OK);
 }
 
 static void test_fair_split(void **state) {
@@ -170,6 +177,64 @@ static void test_join_within_a_heartbeat(void **state) {
   jobq_session_close(b);
   jobq_session_close(c);
   jobq_session_close(d);
+}
+
+/* What a session may claim, without claiming: of a queue in parts it
+ * claims from, only its own parts; of another queue, all of it. */
+static void test_next_due_of_own_parts(void **state) {
+  tq *t = *state;
+  set_parts(t->db, 2);
+  jobq_session *a = th_session(t->db, 0), *b = th_session(t->db, 0);
+  const char *const qs[] = {Q, "whole"};
+  int64_t in = 7;
+  /* Not joined yet: the queue is looked at whole. */
+  char key[16], later[16];
+  key_in(key, sizeof key, 0, 2);
+  th_put_key(t->db, Q, key);
+  assert_rc(jobq_session_next_due(a, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  join_only(a);
+  join_only(b);
+  beat(a);
+  beat(b);
+  jobq_session *zero = owns(t->db, a, 0) ? a : b, *one = zero == a ? b : a;
+  assert_true(owns(t->db, one, 1));
+  assert_rc(jobq_session_next_due(zero, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  assert_rc(jobq_session_next_due(one, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, -1);
+  assert_rc(jobq_session_next_due(one, NULL, 0, &in), JOBQ_OK);
+  assert_int_equal(in, -1);
+  /* The handle's look is of the whole queue. */
+  assert_rc(jobq_next_due(t->db, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  /* A job of another queue, and one coming due in part 1. */
+  th_put(t->db, "whole", "x");
+  assert_rc(jobq_session_next_due(one, qs, 2, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  assert_rc(jobq_session_next_due(one, NULL, 0, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  jobq_put_opts o;
+  jobq_put_opts_init(&o);
+  o.queue = Q;
+  o.key = key_in(later, sizeof later, 1, 2);
+  o.delay_ms = 60000;
+  th_put_opts(t->db, &o);
+  assert_rc(jobq_session_next_due(one, qs, 1, &in), JOBQ_OK);
+  assert_true(in > 50000 && in <= 60000);
+  assert_rc(jobq_session_next_due(zero, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
+  /* Part 0's job claimed: nothing due for its owner. */
+  size_t n;
+  jobq_job *j = th_claim(zero, Q, 10, &n);
+  assert_int_equal(n, 1);
+  assert_rc(jobq_session_next_due(zero, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, -1);
+  th_complete_many(zero, j, n);
+  assert_rc(jobq_session_next_due(NULL, qs, 1, &in), JOBQ_EINVAL);
+  assert_rc(jobq_session_next_due(one, qs, 1, NULL), JOBQ_EINVAL);
+  jobq_session_close(a);
+  jobq_session_close(b);
 }
 
 static void test_running_part_kept(void **state) {
@@ -467,6 +532,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_fair_split),
       TQ_TEST(test_join_within_a_heartbeat),
+      TQ_TEST(test_next_due_of_own_parts),
       TQ_TEST(test_running_part_kept),
       TQ_TEST(test_expired_parts_move),
       TQ_TEST(test_claims_only_own_parts),
