@@ -143,6 +143,15 @@ int bench_keys(const struct bench_config *, jobq *, struct bench_report *,
                struct bench_run *);
 int bench_after(const struct bench_config *, jobq *, struct bench_report *,
                 struct bench_run *);
+int bench_skew(const struct bench_config *, jobq *, struct bench_report *,
+               struct bench_run *);
+/* The kinds of a skew run's jobs: the hot key's, the other keys' of its
+ * part, and those of the other parts. */
+enum { BENCH_SKEW_HOT, BENCH_SKEW_NEAR, BENCH_SKEW_FAR };
+struct bench_claimer;
+/* In a claimer of a skew run (c->hot set): notes the n jobs it claimed
+ * at bench_now() time now. */
+void bench_skew_note(const struct bench_claimer *c, const jobq_job *jobs, size_t n, double now);
 int bench_failures(const struct bench_config *, jobq *, struct bench_report *,
                     struct bench_run *);
 int bench_ceiling(const struct bench_config *, jobq *, struct bench_report *,
@@ -252,6 +261,9 @@ struct bench_shared {
   atomic_llong failed;       /* children that hit an error */
   atomic_llong ready;        /* children connected, waiting to start */
   atomic_llong put;          /* jobs put by a producer child */
+  /* skew: when the first claim began, and when the last of each kind of
+   * job was claimed (BENCH_SKEW_*), in microseconds of bench_now(). */
+  atomic_llong first_us, last_us[3];
   int go[2];                 /* a pipe: its write end closes when all are ready */
 };
 struct bench_shared *bench_shared_new(void);
@@ -297,6 +309,10 @@ struct bench_claimer {
   struct bench_shared *shared;
   double until;
   struct bench_hist *hist;
+  /* skew: the hot key (NULL: none) and its part of parts, whose jobs'
+   * claims bench_skew_note() times by kind. */
+  const char *hot;
+  int hot_part, parts;
 };
 /* A claimer as a bench_fork() child: arg is a struct bench_claimer. */
 int bench_claimer_child(const void *arg, int index);

@@ -48,8 +48,10 @@ static const char usage[] =
     "PostgreSQL and SQLite also the latency floor of a bare put and claim),\n"
     "foreman (the peak memory of `jobq work` at -c 64, the CPU and wakeups\n"
     "of an idle one) and, only when named, soak (a steady load for\n"
-    "--seconds: claim times and table sizes, first and last) and after\n"
-    "(jobs put after others, put and drained, beside jobs without).\n"
+    "--seconds: claim times and table sizes, first and last), after\n"
+    "(jobs put after others, put and drained, beside jobs without) and\n"
+    "skew (half the jobs of one hot ordering key, drained by --concurrency\n"
+    "claimers, default 8, with the queue whole and in parts).\n"
     "Without --db or $JOBQ_DB it works on a temporary SQLite file, deleted\n"
     "at the end.  It uses queues of its own (bench.PID.*) and deletes their\n"
     "jobs at the end, also after a failure or an interrupt.  First it\n"
@@ -58,16 +60,17 @@ static const char usage[] =
 
 /* The names below, as the messages list them. */
 #define WORKLOAD_LIST \
-  "enqueue, drain, latency, scale, backlog, keys, failures, ceiling, foreman, soak, after"
+  "enqueue, drain, latency, scale, backlog, keys, failures, ceiling, foreman, soak, after, " \
+  "skew"
 static const char *const workload_names[] = {"enqueue", "drain",    "latency", "scale",
                                              "backlog", "keys",     "failures", "ceiling",
-                                             "foreman", "soak",     "after"};
+                                             "foreman", "soak",     "after",   "skew"};
 static const bench_workload_fn workload_fns[] = {
     bench_enqueue, bench_drain,    bench_latency, bench_scale,       bench_backlog,
     bench_keys,    bench_failures, bench_ceiling, bench_foreman_use, bench_soak,
-    bench_after};
-/* soak is long, after a measure of one feature: only when named. */
-static const int in_all[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+    bench_after,   bench_skew};
+/* soak is long, after and skew measures of one feature: only when named. */
+static const int in_all[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
 #define NWORKLOADS (sizeof workload_names / sizeof workload_names[0])
 _Static_assert(NWORKLOADS <= BENCH_MAX_RUNS, "a report holds a run of every workload");
 _Static_assert(sizeof workload_fns / sizeof workload_fns[0] == NWORKLOADS &&
@@ -273,7 +276,7 @@ static int run(int argc, char **argv) {
                  "own), rate or rate-per-key (every job a key of its own) (default none)"),
       CLI_STRING(0, "parts", &parts, "K",
                  "scale splits its queue into K parts per claimer (jobq parts), 1 to 16 "
-                 "(default: one part)"),
+                 "(default: one part; skew: one part per claimer)"),
       CLI_STRING(0, "csv", &csv, "FILE", "also write one row per measurement to FILE"),
       CLI_STRING(0, "plot", &plot, "FILE.svg",
                  "also draw the throughputs and latencies into an SVG file"),

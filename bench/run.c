@@ -112,7 +112,12 @@ int bench_cleanup(jobq *db) {
       cli_error("could not remove the jobs of queue '%s'", queues[i]);
       status = -1;
     }
-    /* Nor does a limit of --limit stay behind. */
+    /* Nor do the parts of scale and skew, or a limit of --limit. */
+    if ((rc = jobq_set_parts(db, queues[i], 1)) != JOBQ_OK) {
+      cli_lib_error(db, rc);
+      cli_error("could not put queue '%s' back in one part", queues[i]);
+      status = -1;
+    }
     if (bench_limit != BENCH_LIMIT_NONE &&
         (rc = jobq_set_limits(db, queues[i], &(jobq_limits){0})) != JOBQ_OK) {
       cli_lib_error(db, rc);
@@ -217,6 +222,8 @@ struct bench_shared *bench_shared_new(void) {
   atomic_init(&s->failed, 0);
   atomic_init(&s->ready, 0);
   atomic_init(&s->put, 0);
+  atomic_init(&s->first_us, 0);
+  for (int i = 0; i < 3; i++) atomic_init(&s->last_us[i], 0);
   if (pipe2(s->go, O_CLOEXEC) != 0) {
     cli_error("cannot make a pipe: %s", cli_strerror(errno));
     exit(CLI_EXIT_ERROR);
@@ -280,6 +287,7 @@ int bench_claimer_child(const void *arg, int index) {
    * claim, one transaction for both. */
   size_t pending = 0;
   long long empties = 0;  /* empty claims since the last jobs */
+  long long seen = 0;     /* the claimers' jobs at the last wait */
   /* With no progress at all for this long, something is wrong. */
   double stuck = bench_now() + 60;
   while (rc == JOBQ_OK && !bench_stop) {
@@ -314,6 +322,23 @@ int bench_claimer_child(const void *arg, int index) {
         continue;
       }
       if (!c->count_empty || atomic_load(&c->shared->claimed) >= c->total) break;
+      /* Nothing in the claimer's own parts while others' hold jobs: it
+       * waits, as a foreman does, looking without a claim's write lock
+       * (jobq_session_next_due), and counts no empty claim; stuck only
+       * when no claimer makes progress. */
+      int64_t due = 0;
+      if (bench_parts > 0 && jobq_session_next_due(s, qs, 1, &due) == JOBQ_OK && due != 0) {
+        long long all = atomic_load(&c->shared->claimed);
+        if (all != seen) stuck = bench_now() + 60;
+        seen = all;
+        if (bench_now() > stuck) {
+          rc = JOBQ_EBUSY;
+          break;
+        }
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+        continue;
+      }
       /* Counted once a later claim finds jobs: they were there to take.
        * At the end, the last jobs are held by other claimers' claims
        * still in flight, and an empty claim then is not one. */
@@ -325,6 +350,7 @@ int bench_claimer_child(const void *arg, int index) {
       continue;
     }
     record(c, began, bench_now() - began);
+    if (c->hot != NULL) bench_skew_note(c, jobs, n, began);
     atomic_fetch_add(&c->shared->claimed, (long long)n);
     if (empties > 0) atomic_fetch_add(&c->shared->empty_ready, empties);
     empties = 0;

@@ -139,8 +139,9 @@ static int verify(jobq *db, const char *queue, int64_t n, const char *variant,
 static int drain_claimers(const struct bench_config *cfg, jobq *db, const char *q, int64_t n,
                           const char *label, const char *variant, double *rate,
                           struct bench_run *run) {
-  struct bench_claimer c = {cfg->url, q, cfg->batch > 0 ? (size_t)cfg->batch : 100,
-                            n, 0, bench_shared_new(), 0, NULL};
+  struct bench_claimer c = {.url = cfg->url, .queue = q,
+                            .batch = cfg->batch > 0 ? (size_t)cfg->batch : 100, .total = n,
+                            .shared = bench_shared_new()};
   double secs;
   int bad = bench_claimers(&c, (int)concurrency(cfg), label, &secs);
   bench_shared_free(c.shared);
@@ -476,7 +477,8 @@ int bench_scale(const struct bench_config *cfg, jobq *db,
     rc = bench_fill(db, q, per, "x", "scale (filling):");
     if (rc != JOBQ_OK) return bench_lib_fail(run, db, rc, "filling the queue");
     if (bench_stop) return interrupted(run);
-    struct bench_claimer c = {cfg->url, q, batch, per, 1, bench_shared_new(), 0, NULL};
+    struct bench_claimer c = {.url = cfg->url, .queue = q, .batch = batch, .total = per,
+                              .count_empty = 1, .shared = bench_shared_new()};
     snprintf(label, sizeof label, "scale (%d):", procs);
     double secs;
     int bad = bench_claimers(&c, procs, label, &secs);

@@ -6,6 +6,7 @@
 # table sizes present), the CSV and SVG files it writes,
 # a bare run on a temporary database that leaves the working folder alone,
 # nothing left behind after a run or an interrupt, the usage errors, and
+# the skew workload and scale in parts,
 # small runs and soaks on PostgreSQL and MariaDB with the bare-SQL ceiling (when
 # tests/run.sh gives their URLs; skipped otherwise).
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
@@ -289,6 +290,43 @@ EOF
   expect_out_has "WORKLOAD"
   expect_out_has "batched (1000)"
   expect_out_has "archived sql"
+}
+
+# The skew workload: one hot key at half the jobs, drained with the
+# queue whole and in parts (a part per claimer), each drain checked
+# exactly once; and the scale workload in parts.
+t_skew_and_parts() {
+  run bench --workload skew,scale --jobs 400 --concurrency 4 --parts 1 --json
+  expect_rc 0
+  python3 - "$T_OUT" <<'EOF2' || fail "the skew document is not right: $(head -c 600 "$T_OUT")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+w = {x["name"]: x for x in doc["workloads"]}
+errors = []
+for name in ("skew", "scale"):
+    if w.get(name, {}).get("status") != "ok":
+        errors.append("%s: %s" % (name, w.get(name)))
+if w["skew"].get("verified") is not True:
+    errors.append("skew not verified exactly once: %s" % w["skew"])
+got = {(r["variant"], r["metric"]): r["value"] for r in w["skew"]["results"]}
+for variant in ("4 claimers, 1 part", "4 claimers, 4 parts"):
+    for metric in ("throughput", "hot key: rate"):
+        if not got.get((variant, metric), 0) > 0:
+            errors.append("%s %s: %s" % (variant, metric, got.get((variant, metric))))
+    if not got.get((variant, "hot key: last claimed"), -1) >= 0:
+        errors.append("%s: no last claim of the hot key" % variant)
+if ("4 claimers, 4 parts", "hot part's others: last claimed") not in got:
+    errors.append("no figure for the hot part's other keys: %s" % sorted(got))
+if ("4 claimers, 4 parts", "other parts: last claimed") not in got:
+    errors.append("no figure for the other parts: %s" % sorted(got))
+for e in errors:
+    print(e)
+sys.exit(1 if errors else 0)
+EOF2
+  run stats --json
+  grep -qE '"parts": *([02-9]|1[0-9])' "$T_OUT" &&
+    fail "a bench queue in parts was left: $(head -c 300 "$T_OUT")"
+  expect_no_jobs_url
 }
 
 t_temporary_database() {
