@@ -5,7 +5,9 @@
 # lease of $2 (default 2s): a queue of 16 parts with 4000 keyed jobs of
 # 0.2 s each, two `jobq work -c 2` foremen; after 2 s one is killed with
 # SIGKILL, and the time from the kill until the other holds every part
-# is printed; then
+# is printed, with the jobs that waited meanwhile (the ready jobs of the
+# dead foreman's parts, the jobs of their keys behind them, and the
+# ones it was running); then
 # a third foreman starts, and the time until the two live ones hold 8
 # parts each.  It uses the queue bench.parts.PID and deletes its jobs.
 #
@@ -46,6 +48,22 @@ shares() {
 s = [x for x in json.load(sys.stdin)["sessions"] if not x["expired"]]
 print(sorted(len(x["parts"].get(sys.argv[1], [])) for x in s))' "$Q"
 }
+# waited PID: the parts of foreman PID's session, their ready jobs, the
+# jobs waiting behind those, and the jobs it runs.
+waited() {
+  "$J" --json sessions >"$TMP/sessions.json" && "$J" --json parts "$Q" >"$TMP/parts.json" &&
+    "$J" --json ls -q "$Q" -s waiting -n 100000 >"$TMP/waiting.json" &&
+    python3 - "$1" "$Q" "$TMP/sessions.json" "$TMP/parts.json" "$TMP/waiting.json" <<'EOF'
+import json, sys
+pid, queue = int(sys.argv[1]), sys.argv[2]
+s = [x for x in json.load(open(sys.argv[3]))["sessions"] if x["pid"] == pid][0]
+mine = s["parts"].get(queue, [])
+ready = sum(p["ready"] for p in json.load(open(sys.argv[4]))["owners"] if p["part"] in mine)
+behind = sum(1 for j in json.load(open(sys.argv[5]))["jobs"] if j.get("part") in mine)
+print("its %d parts held %d ready jobs (the heads of their keys) and %d behind them, "
+      "and it ran %d" % (len(mine), ready, behind, s["in_flight"]))
+EOF
+}
 foreman() {
   "$J" work -q "$Q" -c 2 --lease "$LEASE" -- sleep 0.2 >/dev/null 2>&1 &
   PIDS+=($!)
@@ -61,8 +79,10 @@ sleep 2
 echo "two foremen: shares $(shares), $(unowned) parts without an owner"
 t0=$(now)
 kill -KILL "${PIDS[0]}"
+jobs=$(waited "${PIDS[0]}")
 wait_for all_one
 echo "every part with the live foreman $(since "$t0") s after the kill (lease $LEASE): shares $(shares)"
+echo "waiting meanwhile: $jobs"
 t0=$(now)
 foreman
 wait_for halves
