@@ -923,17 +923,22 @@ static const text texts[JOBQ_Q__COUNT] = {
                              .sqlite = "SELECT count(*), coalesce(min(run_at), 0) - {now} FROM "
                              "(SELECT run_at FROM jobq_jobs INDEXED BY jobq_jobs_claim WHERE "
                              "state = 'ready' LIMIT ?1) AS s"},
-    /* NEXT_DUE of queue ?1 in parts, in session ?3's own parts only. */
+    /* NEXT_DUE of queue ?1 in parts, in session ?3's own parts only; of
+     * the whole queue once it has no parts (back in one). */
     [JOBQ_Q_NEXT_DUE_PARTS] = {.what = "looking for jobs coming due",
                                .common = "SELECT count(*), coalesce(min(j.run_at), 0) - {now} FROM "
                                "(SELECT j.run_at FROM jobq_parts p JOIN jobq_jobs j ON j.queue = "
                                "p.queue AND j.part = p.part WHERE p.queue = ?1 AND p.session = ?3 "
-                               "AND j.state = 'ready' AND j.part IS NOT NULL LIMIT ?2) AS j",
+                               "AND j.state = 'ready' AND j.part IS NOT NULL UNION ALL SELECT "
+                               "run_at FROM jobq_jobs WHERE queue = ?1 AND state = 'ready' AND NOT "
+                               "EXISTS (SELECT 1 FROM jobq_parts WHERE queue = ?1) LIMIT ?2) AS j",
                                .sqlite = "SELECT count(*), coalesce(min(j.run_at), 0) - {now} FROM "
-                               "(SELECT j.run_at FROM jobq_parts p CROSS JOIN jobq_jobs j INDEXED BY "
-                               "jobq_jobs_part ON j.queue = p.queue AND j.part = p.part WHERE "
+                               "(SELECT j.run_at FROM jobq_parts p CROSS JOIN jobq_jobs j INDEXED "
+                               "BY jobq_jobs_part ON j.queue = p.queue AND j.part = p.part WHERE "
                                "p.queue = ?1 AND p.session = ?3 AND j.state = 'ready' AND j.part "
-                               "IS NOT NULL LIMIT ?2) AS j"},
+                               "IS NOT NULL UNION ALL SELECT run_at FROM jobq_jobs INDEXED BY "
+                               "jobq_jobs_claim WHERE queue = ?1 AND state = 'ready' AND NOT "
+                               "EXISTS (SELECT 1 FROM jobq_parts WHERE queue = ?1) LIMIT ?2) AS j"},
     /* NEXT_DUE_ALL of the jobs session ?2 may claim: of a queue in parts
      * it claims from, only those in its own parts. */
     [JOBQ_Q_NEXT_DUE_MINE] = {.what = "looking for jobs coming due",

@@ -83,7 +83,7 @@ void jobq__watch_release(jobq *db) {
 /* The look at one queue (NULL: every queue): *due_in_ms as in
  * jobq_next_due(), lowered to what it finds.  With a session s, of the
  * jobs s may claim: of a queue in parts that s claims from, only those
- * of its own parts. */
+ * of its own parts (and all of it once it is back in one part). */
 static int next_due(jobq *db, jobq_session *s, const char *queue, int64_t *due_in_ms) {
   jobq_rows *r;
   int mine = s != NULL && s->njoined > 0;

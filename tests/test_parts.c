@@ -231,6 +231,11 @@ static void test_next_due_of_own_parts(void **state) {
   assert_rc(jobq_session_next_due(zero, qs, 1, &in), JOBQ_OK);
   assert_int_equal(in, -1);
   th_complete_many(zero, j, n);
+  /* Back in one part: the whole queue again. */
+  th_put_key(t->db, Q, key);
+  set_parts(t->db, 1);
+  assert_rc(jobq_session_next_due(one, qs, 1, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
   assert_rc(jobq_session_next_due(NULL, qs, 1, &in), JOBQ_EINVAL);
   assert_rc(jobq_session_next_due(one, qs, 1, NULL), JOBQ_EINVAL);
   jobq_session_close(a);
