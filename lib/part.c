@@ -271,10 +271,22 @@ int jobq__parts_leave(jobq *db, const char *sid) {
   size_t n;
   int rc = jobq__sql_texts(db, JOBQ_Q_PARTS_JOINED, &queues, &n, SQL_ARGS(V_TEXT(sid)));
   if (rc != JOBQ_OK) return rc;
-  rc = jobq__sql_run(db, JOBQ_Q_PARTS_LEAVE, SQL_ARGS(V_TEXT(sid)));
-  if (rc == JOBQ_OK) rc = jobq__sql_run(db, JOBQ_Q_CLAIMERS_LEAVE, SQL_ARGS(V_TEXT(sid)));
-  /* Its parts to the others at once, rather than at their heartbeats. */
-  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) rc = balance(db, queues[i]);
+  rc = jobq__sql_run(db, JOBQ_Q_CLAIMERS_LEAVE, SQL_ARGS(V_TEXT(sid)));
+  /* Queue by queue, in the order of their names: every part's row
+   * locked, in the order a balance locks them, before the session's own
+   * are given up (sessions that end at once then wait for each other
+   * instead of each holding its own rows while it waits for the
+   * others'), and its parts to the others at once, rather than at their
+   * heartbeats. */
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    char **owner;
+    size_t np;
+    rc = jobq__sql_texts(db, JOBQ_Q_PARTS_LOCK, &owner, &np, SQL_ARGS(V_TEXT(queues[i])));
+    if (rc != JOBQ_OK) break;
+    jobq__texts_free(owner, np);
+    rc = jobq__sql_run(db, JOBQ_Q_PARTS_LEAVE, SQL_ARGS(V_TEXT(queues[i]), V_TEXT(sid)));
+    if (rc == JOBQ_OK) rc = balance(db, queues[i]);
+  }
   if (n > 0) jobq__texts_free(queues, n);
   return rc;
 }

@@ -1626,7 +1626,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "run_at <= {now} ORDER BY priority DESC, run_at, id LIMIT ?2{skip_locked}"},
     [JOBQ_Q_PARTS_LEAVE] = {.what = "giving the session's parts up",
                             .common = "UPDATE jobq_parts SET session = NULL, since = {now} "
-                                      "WHERE session = ?1"},
+                                      "WHERE queue = ?1 AND session = ?2"},
     [JOBQ_Q_CLAIMERS_LEAVE] = {.what = "leaving the queues' claimers",
                                .common = "DELETE FROM jobq_claimers WHERE session = ?1"},
     /* Queue ?1's parts: the owner, since when, whether its lease holds,

@@ -11,13 +11,15 @@
  * joins, leaves and heartbeats; counts out of range refused; the
  * PostgreSQL jobq_put() function's jobs in their keys' parts; a retried
  * dead job back in its key's part; a session's look at what comes due
- * (jobq_session_next_due) of its own parts only.
+ * (jobq_session_next_due) of its own parts only; sessions closing at
+ * once that hand their parts over without a deadlock.
  */
 #include "helpers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char Q[] = "pq";
 
@@ -240,6 +242,74 @@ static void test_next_due_of_own_parts(void **state) {
   assert_rc(jobq_session_next_due(one, qs, 1, NULL), JOBQ_EINVAL);
   jobq_session_close(a);
   jobq_session_close(b);
+}
+
+/* Sessions that close at the same moment hand their parts over one
+ * after the other: none of their transactions deadlocks (each locks the
+ * queue's parts in the same order before giving its own up). */
+enum { LEAVERS = 8 };
+typedef struct leaver {
+  const char *url;
+  int ready[2], go[2];
+} leaver;
+
+static int leaver_main(void *arg) {
+  leaver *l = arg;
+  jobq_session *s = th_child_session(l->url, 60000);
+  if (s == NULL) return 2;
+  const char *const qs[] = {Q};
+  if (jobq_parts_join(s, qs, 1) != JOBQ_OK || jobq_heartbeat(s, NULL, NULL) != JOBQ_OK) return 3;
+  char c = 0;
+  if (write(l->ready[1], &c, 1) != 1 || read(l->go[0], &c, 1) != 1) return 4;
+  jobq_session_close(s);
+  return 0;
+}
+
+/* The server's count of deadlocks so far (its statistics, which a
+ * backend sends as it ends). */
+static int64_t deadlocks(jobq *db) {
+  if (th_is_mysql())
+    return th_sql_int(db, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                          "WHERE VARIABLE_NAME = 'INNODB_DEADLOCKS'");
+  th_sql(db, "SELECT pg_stat_clear_snapshot()");
+  return th_sql_int(db, "SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                        "current_database()");
+}
+
+static void test_sessions_leave_at_once(void **state) {
+  TH_SERVER_ONLY("one writer: SQLite's transactions cannot deadlock");
+  tq *t = *state;
+  set_parts(t->db, LEAVERS);
+  int64_t before = deadlocks(t->db);
+  leaver l = {t->url, {-1, -1}, {-1, -1}};
+  assert_int_equal(pipe(l.ready), 0);
+  assert_int_equal(pipe(l.go), 0);
+  pid_t pids[LEAVERS];
+  for (int i = 0; i < LEAVERS; i++) pids[i] = th_fork(leaver_main, &l);
+  char buf[LEAVERS] = {0};
+  for (int got = 0; got < LEAVERS;) {
+    ssize_t k = read(l.ready[0], buf, sizeof buf);
+    assert_true(k > 0);
+    got += (int)k;
+  }
+  assert_int_equal(write(l.go[1], buf, LEAVERS), LEAVERS);
+  for (int i = 0; i < LEAVERS; i++) assert_int_equal(th_wait(pids[i]), 0);
+  for (int i = 0; i < 2; i++) {
+    close(l.ready[i]);
+    close(l.go[i]);
+  }
+  /* Every part without an owner, and no claimer left. */
+  int parts;
+  jobq_part *v;
+  size_t n;
+  assert_rc(jobq_parts(t->db, Q, &parts, &v, &n), JOBQ_OK);
+  assert_int_equal(n, LEAVERS);
+  for (size_t i = 0; i < n; i++) assert_null(v[i].session);
+  jobq_parts_free(v, n);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_claimers"), 0);
+  /* The ended backends' statistics reach the server as they end. */
+  th_sleep_ms(500);
+  assert_int_equal(deadlocks(t->db) - before, 0);
 }
 
 static void test_running_part_kept(void **state) {
@@ -538,6 +608,7 @@ int main(void) {
       TQ_TEST(test_fair_split),
       TQ_TEST(test_join_within_a_heartbeat),
       TQ_TEST(test_next_due_of_own_parts),
+      TQ_TEST(test_sessions_leave_at_once),
       TQ_TEST(test_running_part_kept),
       TQ_TEST(test_expired_parts_move),
       TQ_TEST(test_claims_only_own_parts),
