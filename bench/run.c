@@ -288,6 +288,7 @@ int bench_claimer_child(const void *arg, int index) {
   size_t pending = 0;
   long long empties = 0;  /* empty claims since the last jobs */
   long long seen = 0;     /* the claimers' jobs at the last wait */
+  double pause = 0.001;   /* the next wait, in seconds */
   /* With no progress at all for this long, something is wrong. */
   double stuck = bench_now() + 60;
   while (rc == JOBQ_OK && !bench_stop) {
@@ -322,12 +323,15 @@ int bench_claimer_child(const void *arg, int index) {
         continue;
       }
       if (!c->count_empty || atomic_load(&c->shared->claimed) >= c->total) break;
-      /* Nothing in the claimer's own parts while others' hold jobs: it
-       * waits, as a foreman does, looking without a claim's write lock
+      /* Nothing in the claimer's own parts while others' hold jobs, or
+       * (skew) nothing it may take while others run the hot key: it
+       * waits, as a foreman does, 1 ms and longer each time up to 50
+       * ms, looking without a claim's write lock
        * (jobq_session_next_due), and counts no empty claim; stuck only
        * when no claimer makes progress. */
       int64_t due = 0;
-      if (bench_parts > 0 && jobq_session_next_due(s, qs, 1, &due) == JOBQ_OK && due != 0) {
+      if (c->hot != NULL ||
+          (bench_parts > 0 && jobq_session_next_due(s, qs, 1, &due) == JOBQ_OK && due != 0)) {
         long long all = atomic_load(&c->shared->claimed);
         if (all != seen) stuck = bench_now() + 60;
         seen = all;
@@ -335,8 +339,8 @@ int bench_claimer_child(const void *arg, int index) {
           rc = JOBQ_EBUSY;
           break;
         }
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
+        bench_sleep(pause);
+        pause = pause * 2 < 0.05 ? pause * 2 : 0.05;
         continue;
       }
       /* Counted once a later claim finds jobs: they were there to take.
@@ -354,6 +358,7 @@ int bench_claimer_child(const void *arg, int index) {
     atomic_fetch_add(&c->shared->claimed, (long long)n);
     if (empties > 0) atomic_fetch_add(&c->shared->empty_ready, empties);
     empties = 0;
+    pause = 0.001;
     stuck = bench_now() + 60;
     for (size_t i = 0; i < n; i++) jobq_ack_init(&acks[i], &jobs[i], JOBQ_ACK_COMPLETE);
     pending = n;

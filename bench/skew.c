@@ -8,7 +8,10 @@
  * parts change is who else waits for it.  The run says when the last job
  * of each kind was claimed: the hot key's, the other keys' of the hot
  * key's part (whose owner also carries the hot key), and the other
- * parts'.
+ * parts'.  A claimer that finds nothing to take waits before it claims
+ * again (1 ms, doubling up to 50 ms), as a foreman waits for a wake-up,
+ * so that the figures are not those of idle claimers crowding the
+ * database.
  */
 #include <stdio.h>
 #include <stdlib.h>
