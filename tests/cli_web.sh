@@ -6,8 +6,10 @@
 # tests/web/dashboard.mjs (playwright-core, pinned in tests/web's
 # package files and installed here with npm ci) on SQLite and on the
 # PostgreSQL server of tests/run.sh, with a database role that may only
-# read as well.  The browser's screenshots are kept in $JOBQ_WEB_SHOTS
-# (default: build/web-shots) as the test's artefacts.
+# read as well; queues in parts held by a live foreman and by one killed
+# with SIGKILL, in the API, /metrics and the pages.  The browser's
+# screenshots are kept in $JOBQ_WEB_SHOTS (default: build/web-shots) as
+# the test's artefacts.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -400,6 +402,149 @@ t_migrates_version_1() {
   [[ $(sqlite3 "$DB" "SELECT version FROM jobq_meta") == "$current" ]] || fail "not migrated to $current"
   [[ $(sqlite3 "$DB" "SELECT sum(done) FROM jobq_tally WHERE queue = 'mail'") == 1 ]] ||
     fail "the migrated database keeps no figures"
+}
+
+# ---------------------------------------------------------------- parts
+
+# unowned QUEUE N: `jobq stats` says N of QUEUE's parts have no live owner.
+unowned() {
+  JOBQ_DB=sqlite:$DB "$JOBQ" --json stats |
+    grep -q "\"name\":\"$1\"[^}]*\"parts_unowned\":$2[,}]"
+}
+
+# cli_json FILE ARGS...: `jobq --json ARGS` into FILE, for the API to match.
+cli_json() {
+  local file=$1
+  shift
+  JOBQ_DB=sqlite:$DB "$JOBQ" --json "$@" >"$file" || fail "jobq --json $* failed"
+}
+
+# Queues in parts, as a foreman holds them and after it died: orphan's 3
+# parts held by a foreman killed with SIGKILL (its lease runs out and no
+# one is left to take them); then split's 4 held by a live foreman (the
+# queue paused, so that its jobs stay ready in their parts), and whole in
+# one part.  The API and /metrics give each value as `jobq parts`,
+# `jobq sessions` and `jobq stats` do, and the dashboard shows them.
+t_parts() {
+  local t0
+  t0=$(date +%s%3N)
+  run parts orphan 3
+  expect_rc 0
+  start_work doomed -q orphan --name doomed --lease 1s -c 1 -- cat
+  local doomed=$W_PID
+  wait_until 30 "unowned orphan 0" || fail "the foreman did not take orphan's parts"
+  run pause orphan
+  local k
+  for k in 1 2 3 4 5; do run put -q orphan --key "o$k" "$k"; done
+  kill -KILL "$doomed"
+  wait "$doomed" 2>/dev/null
+  wait_until 30 "unowned orphan 3" || fail "the killed foreman's parts still have a live owner"
+  cli_json "$D/orphan.json" parts orphan
+  cli_json "$D/sessions.json" sessions
+  start_web || return
+  local web=$W_PID
+  http "$BASE/api/queue?queue=orphan"
+  cp "$body" "$D/api-orphan.json"
+  http "$BASE/api/sessions"
+  cp "$body" "$D/api-sessions.json"
+  http "$BASE/api/overview"
+  /usr/bin/python3 - "$D" "$body" "$t0" <<'PY' || fail "orphan's parts after its owner died"
+import json, sys
+d, t0 = sys.argv[1], int(sys.argv[3])
+load = lambda f: json.load(open(d + "/" + f))
+cli, q = load("orphan.json"), load("api-orphan.json")["queue"]
+doomed = [s for s in load("sessions.json")["sessions"] if s["name"] == "doomed"][0]
+assert (q["parts"], q["parts_unowned"]) == (3, 3), q
+assert [p["part"] for p in q["owners"]] == [o["part"] for o in cli["owners"]] == [0, 1, 2], q
+assert [p["ready"] for p in q["owners"]] == [o["ready"] for o in cli["owners"]], (q, cli)
+assert sum(p["ready"] for p in q["owners"]) == 5, q
+for p in q["owners"]:
+    assert p["session"] == doomed["id"] and p["session_name"] == "doomed", p
+    assert p["session_host"] == doomed["host"] and p["live"] is False, p
+    assert t0 - 1000 <= p["since_ms"] <= load("api-orphan.json")["jobs"][0]["created_at_ms"], p
+s = {x["id"]: x for x in load("api-sessions.json")["sessions"]}
+assert s[doomed["id"]]["expired"] is True, s
+assert s[doomed["id"]]["parts"] == doomed["parts"] == {"orphan": [0, 1, 2]}, (s, doomed)
+ov = {x["name"]: x for x in json.load(open(sys.argv[2]))["queues"]}
+assert (ov["orphan"]["parts"], ov["orphan"]["parts_unowned"]) == (3, 3), ov["orphan"]
+PY
+  http "$BASE/metrics"
+  metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
+  grep -q '^jobq_queue_parts{queue="orphan"} 3$' "$body" || fail "parts: $(grep parts "$body")"
+  grep -q '^jobq_queue_parts_unowned{queue="orphan"} 3$' "$body" ||
+    fail "parts without an owner: $(grep parts "$body")"
+  browser parts-lost parts-lost
+
+  # split: a live foreman holds its parts.  It reaps the dead one when it
+  # starts or at a heartbeat: orphan's parts then have no owner at all.
+  run parts split 4
+  start_work splitter -q split --name splitter -c 1 -- cat
+  local splitter=$W_PID
+  wait_until 30 "unowned split 0" || fail "the foreman did not take split's parts"
+  wait_until 30 "! JOBQ_DB=sqlite:$DB '$JOBQ' sessions | grep -q doomed" ||
+    fail "the dead foreman's session was not reaped"
+  run pause split
+  for k in $(seq 1 12); do run put -q split --key "k$k" "$k"; done
+  run put -q whole one
+  cli_json "$D/split.json" parts split
+  cli_json "$D/orphan.json" parts orphan
+  cli_json "$D/sessions.json" sessions
+  for k in split orphan whole; do
+    http "$BASE/api/queue?queue=$k"
+    cp "$body" "$D/api-$k.json"
+    # The queue's first job.
+    http "$BASE/api/job?id=$(grep -o '"id":[0-9]*' "$body" | head -n 1 | cut -d: -f2)"
+    cp "$body" "$D/api-job-$k.json"
+  done
+  cli_json "$D/show-split.json" show "$(grep -o '"id":[0-9]*' "$D/api-split.json" | head -n 1 | cut -d: -f2)"
+  http "$BASE/api/sessions"
+  cp "$body" "$D/api-sessions.json"
+  http "$BASE/api/overview"
+  /usr/bin/python3 - "$D" "$body" "$t0" <<'PY' || fail "split's parts under a live foreman"
+import json, sys
+d, t0 = sys.argv[1], int(sys.argv[3])
+load = lambda f: json.load(open(d + "/" + f))
+cli, api = load("split.json"), load("api-split.json")
+q = api["queue"]
+sess = load("sessions.json")["sessions"]
+me = [s for s in sess if s["name"] == "splitter"][0]
+assert (q["parts"], q["parts_unowned"]) == (4, 0), q
+assert [p["part"] for p in q["owners"]] == [o["part"] for o in cli["owners"]] == [0, 1, 2, 3], q
+assert [p["ready"] for p in q["owners"]] == [o["ready"] for o in cli["owners"]], (q, cli)
+assert sum(p["ready"] for p in q["owners"]) == 12, q
+for p in q["owners"]:
+    assert p["session"] == me["id"] and p["session_name"] == "splitter", p
+    assert p["session_host"] == me["host"] and p["live"] is True, p
+    assert t0 <= p["since_ms"] <= api["jobs"][0]["created_at_ms"], p
+o = load("api-orphan.json")["queue"]
+assert (o["parts"], o["parts_unowned"]) == (3, 3), o
+assert [p["ready"] for p in o["owners"]] == [x["ready"] for x in load("orphan.json")["owners"]], o
+assert all(p["session"] is None and p["live"] is False for p in o["owners"]), o
+w = load("api-whole.json")["queue"]
+assert (w["parts"], w["parts_unowned"], w["owners"]) == (1, 0, []), w
+s = {x["id"]: x["parts"] for x in load("api-sessions.json")["sessions"]}
+assert s == {x["id"]: x["parts"] for x in sess}, (s, sess)
+assert s[me["id"]] == {"split": [0, 1, 2, 3]}, s
+job = load("api-job-split.json")["job"]
+assert job["part"] == load("show-split.json")["part"] and job["part"] in range(4), job
+assert load("api-job-whole.json")["job"]["part"] is None
+ov = {x["name"]: (x["parts"], x["parts_unowned"]) for x in json.load(open(sys.argv[2]))["queues"]}
+assert ov == {"orphan": (3, 3), "split": (4, 0), "whole": (1, 0)}, ov
+PY
+  http "$BASE/metrics"
+  metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
+  local want
+  for want in 'parts{queue="split"} 4' 'parts_unowned{queue="split"} 0' 'parts{queue="whole"} 1' \
+    'parts_unowned{queue="whole"} 0' 'parts{queue="orphan"} 3' 'parts_unowned{queue="orphan"} 3'; do
+    grep -qxF "jobq_queue_$want" "$body" || fail "no jobq_queue_$want: $(grep parts "$body")"
+  done
+  run stats --prometheus
+  grep -qxF 'jobq_queue_parts_unowned{queue="orphan"} 3' "$T_OUT" || fail "stats --prometheus differs"
+  browser parts parts
+  kill -TERM "$splitter"
+  wait_exit "$splitter" 30 || fail "the foreman did not stop on SIGTERM"
+  W_PID=$web
+  stop_web
 }
 
 # ---------------------------------------------------------------- browser
