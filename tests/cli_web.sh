@@ -419,6 +419,61 @@ cli_json() {
   JOBQ_DB=sqlite:$DB "$JOBQ" --json "$@" >"$file" || fail "jobq --json $* failed"
 }
 
+# owners_match QUEUE OWNER LIVE READY: /api/queue gives QUEUE's parts as
+# `jobq parts QUEUE` has them (each part and its ready jobs, READY in
+# all; none listed for a queue in one part), each owned by the session
+# named OWNER (its id, name and host; "-": none) whose lease holds or not
+# (LIVE: live or dead), since a time of this case ($T0 on); and its count
+# of parts, and of those without a live owner, as `jobq stats` has them.
+owners_match() {
+  cli_json "$D/cli-parts.json" parts "$1"
+  cli_json "$D/cli-sessions.json" sessions
+  cli_json "$D/cli-stats.json" stats
+  http "$BASE/api/queue?queue=$1"
+  /usr/bin/python3 - "$D"/cli-{parts,sessions,stats}.json "$body" "$2" "$3" "$4" "$T0" <<'PY' ||
+import json, sys, time
+cli, sess, stats, api = (json.load(open(f)) for f in sys.argv[1:5])
+name, live, ready, t0 = sys.argv[5], sys.argv[6] == "live", int(sys.argv[7]), int(sys.argv[8])
+q = api["queue"]
+st = [x for x in stats["queues"] if x["name"] == q["name"]][0]
+assert (q["parts"], q["parts_unowned"]) == (cli["parts"], st["parts_unowned"]), (q, st)
+assert [(p["part"], p["ready"]) for p in q["owners"]] == [(o["part"], o["ready"]) for o in cli["owners"]]
+assert len(q["owners"]) == (cli["parts"] if cli["parts"] > 1 else 0), q
+assert sum(p["ready"] for p in q["owners"]) == ready, q
+o = [s for s in sess["sessions"] if s["name"] == name]
+want = (o[0]["id"], name, o[0]["host"]) if o else (None, None, None)
+for p in q["owners"]:
+    assert (p["session"], p["session_name"], p["session_host"], p["live"]) == (*want, live), p
+    assert t0 <= p["since_ms"] <= time.time() * 1000 + 1000, p
+PY
+    fail "the API's parts of $1: $(head -c 800 "$body")"
+}
+
+# sessions_match NAME PARTS: /api/sessions gives each session's parts as
+# `jobq sessions` does, and those of the session named NAME are PARTS (a
+# JSON object).
+sessions_match() {
+  cli_json "$D/cli-sessions.json" sessions
+  http "$BASE/api/sessions"
+  /usr/bin/python3 - "$D/cli-sessions.json" "$body" "$1" "$2" <<'PY' ||
+import json, sys
+cli, api = (json.load(open(f)) for f in sys.argv[1:3])
+s = {x["id"]: x["parts"] for x in api["sessions"]}
+assert s == {x["id"]: x["parts"] for x in cli["sessions"]}, (s, cli)
+named = [x["parts"] for x in api["sessions"] if x["name"] == sys.argv[3]]
+assert named == [json.loads(sys.argv[4])], named
+PY
+    fail "the API's sessions' parts: $(head -c 800 "$body")"
+}
+
+# gauges QUEUE PARTS UNOWNED: /metrics has QUEUE's parts and those without
+# a live owner.
+gauges() {
+  grep -qxF "jobq_queue_parts{queue=\"$1\"} $2" "$body" &&
+    grep -qxF "jobq_queue_parts_unowned{queue=\"$1\"} $3" "$body" ||
+    fail "/metrics lacks $1's $2 parts, $3 unowned: $(grep '^jobq_queue_parts' "$body")"
+}
+
 # Queues in parts, as a foreman holds them and after it died: orphan's 3
 # parts held by a foreman killed with SIGKILL (its lease runs out and no
 # one is left to take them); then split's 4 held by a live foreman (the
@@ -426,8 +481,8 @@ cli_json() {
 # one part.  The API and /metrics give each value as `jobq parts`,
 # `jobq sessions` and `jobq stats` do, and the dashboard shows them.
 t_parts() {
-  local t0
-  t0=$(date +%s%3N)
+  local T0
+  T0=$(date +%s%3N)
   run parts orphan 3
   expect_rc 0
   start_work doomed -q orphan --name doomed --lease 1s -c 1 -- cat
@@ -439,40 +494,13 @@ t_parts() {
   kill -KILL "$doomed"
   wait "$doomed" 2>/dev/null
   wait_until 30 "unowned orphan 3" || fail "the killed foreman's parts still have a live owner"
-  cli_json "$D/orphan.json" parts orphan
-  cli_json "$D/sessions.json" sessions
   start_web || return
   local web=$W_PID
-  http "$BASE/api/queue?queue=orphan"
-  cp "$body" "$D/api-orphan.json"
-  http "$BASE/api/sessions"
-  cp "$body" "$D/api-sessions.json"
-  http "$BASE/api/overview"
-  /usr/bin/python3 - "$D" "$body" "$t0" <<'PY' || fail "orphan's parts after its owner died"
-import json, sys
-d, t0 = sys.argv[1], int(sys.argv[3])
-load = lambda f: json.load(open(d + "/" + f))
-cli, q = load("orphan.json"), load("api-orphan.json")["queue"]
-doomed = [s for s in load("sessions.json")["sessions"] if s["name"] == "doomed"][0]
-assert (q["parts"], q["parts_unowned"]) == (3, 3), q
-assert [p["part"] for p in q["owners"]] == [o["part"] for o in cli["owners"]] == [0, 1, 2], q
-assert [p["ready"] for p in q["owners"]] == [o["ready"] for o in cli["owners"]], (q, cli)
-assert sum(p["ready"] for p in q["owners"]) == 5, q
-for p in q["owners"]:
-    assert p["session"] == doomed["id"] and p["session_name"] == "doomed", p
-    assert p["session_host"] == doomed["host"] and p["live"] is False, p
-    assert t0 - 1000 <= p["since_ms"] <= load("api-orphan.json")["jobs"][0]["created_at_ms"], p
-s = {x["id"]: x for x in load("api-sessions.json")["sessions"]}
-assert s[doomed["id"]]["expired"] is True, s
-assert s[doomed["id"]]["parts"] == doomed["parts"] == {"orphan": [0, 1, 2]}, (s, doomed)
-ov = {x["name"]: x for x in json.load(open(sys.argv[2]))["queues"]}
-assert (ov["orphan"]["parts"], ov["orphan"]["parts_unowned"]) == (3, 3), ov["orphan"]
-PY
+  owners_match orphan doomed dead 5
+  sessions_match doomed '{"orphan": [0, 1, 2]}'
   http "$BASE/metrics"
   metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
-  grep -q '^jobq_queue_parts{queue="orphan"} 3$' "$body" || fail "parts: $(grep parts "$body")"
-  grep -q '^jobq_queue_parts_unowned{queue="orphan"} 3$' "$body" ||
-    fail "parts without an owner: $(grep parts "$body")"
+  gauges orphan 3 3
   browser parts-lost parts-lost
 
   # split: a live foreman holds its parts.  It reaps the dead one when it
@@ -486,58 +514,33 @@ PY
   run pause split
   for k in $(seq 1 12); do run put -q split --key "k$k" "$k"; done
   run put -q whole one
-  cli_json "$D/split.json" parts split
-  cli_json "$D/orphan.json" parts orphan
-  cli_json "$D/sessions.json" sessions
-  for k in split orphan whole; do
-    http "$BASE/api/queue?queue=$k"
-    cp "$body" "$D/api-$k.json"
-    # The queue's first job.
-    http "$BASE/api/job?id=$(grep -o '"id":[0-9]*' "$body" | head -n 1 | cut -d: -f2)"
-    cp "$body" "$D/api-job-$k.json"
-  done
-  cli_json "$D/show-split.json" show "$(grep -o '"id":[0-9]*' "$D/api-split.json" | head -n 1 | cut -d: -f2)"
-  http "$BASE/api/sessions"
-  cp "$body" "$D/api-sessions.json"
+  owners_match split splitter live 12
+  owners_match orphan - dead 5
+  owners_match whole - live 0
+  sessions_match splitter '{"split": [0, 1, 2, 3]}'
   http "$BASE/api/overview"
-  /usr/bin/python3 - "$D" "$body" "$t0" <<'PY' || fail "split's parts under a live foreman"
+  /usr/bin/python3 -c '
 import json, sys
-d, t0 = sys.argv[1], int(sys.argv[3])
-load = lambda f: json.load(open(d + "/" + f))
-cli, api = load("split.json"), load("api-split.json")
-q = api["queue"]
-sess = load("sessions.json")["sessions"]
-me = [s for s in sess if s["name"] == "splitter"][0]
-assert (q["parts"], q["parts_unowned"]) == (4, 0), q
-assert [p["part"] for p in q["owners"]] == [o["part"] for o in cli["owners"]] == [0, 1, 2, 3], q
-assert [p["ready"] for p in q["owners"]] == [o["ready"] for o in cli["owners"]], (q, cli)
-assert sum(p["ready"] for p in q["owners"]) == 12, q
-for p in q["owners"]:
-    assert p["session"] == me["id"] and p["session_name"] == "splitter", p
-    assert p["session_host"] == me["host"] and p["live"] is True, p
-    assert t0 <= p["since_ms"] <= api["jobs"][0]["created_at_ms"], p
-o = load("api-orphan.json")["queue"]
-assert (o["parts"], o["parts_unowned"]) == (3, 3), o
-assert [p["ready"] for p in o["owners"]] == [x["ready"] for x in load("orphan.json")["owners"]], o
-assert all(p["session"] is None and p["live"] is False for p in o["owners"]), o
-w = load("api-whole.json")["queue"]
-assert (w["parts"], w["parts_unowned"], w["owners"]) == (1, 0, []), w
-s = {x["id"]: x["parts"] for x in load("api-sessions.json")["sessions"]}
-assert s == {x["id"]: x["parts"] for x in sess}, (s, sess)
-assert s[me["id"]] == {"split": [0, 1, 2, 3]}, s
-job = load("api-job-split.json")["job"]
-assert job["part"] == load("show-split.json")["part"] and job["part"] in range(4), job
-assert load("api-job-whole.json")["job"]["part"] is None
-ov = {x["name"]: (x["parts"], x["parts_unowned"]) for x in json.load(open(sys.argv[2]))["queues"]}
-assert ov == {"orphan": (3, 3), "split": (4, 0), "whole": (1, 0)}, ov
-PY
+ov = {x["name"]: (x["parts"], x["parts_unowned"]) for x in json.load(open(sys.argv[1]))["queues"]}
+assert ov == {"orphan": (3, 3), "split": (4, 0), "whole": (1, 0)}, ov' "$body" ||
+    fail "the overview's parts: $(head -c 800 "$body")"
+  # A job's part, as `jobq show` has it; none in a queue of one part.
+  local q id
+  for q in split whole; do
+    id=$(JOBQ_DB=sqlite:$DB "$JOBQ" --json ls -q "$q" | grep -o '"id":[0-9]*' | head -n 1 | cut -d: -f2)
+    cli_json "$D/show.json" show "$id"
+    http "$BASE/api/job?id=$id"
+    /usr/bin/python3 -c '
+import json, sys
+job, cli = (json.load(open(f)) for f in sys.argv[1:3])
+assert job["job"]["part"] == cli["part"] and (cli["part"] is None) == (sys.argv[3] == "whole"), job
+' "$body" "$D/show.json" "$q" || fail "job $id's part: $(head -c 600 "$body")"
+  done
   http "$BASE/metrics"
   metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
-  local want
-  for want in 'parts{queue="split"} 4' 'parts_unowned{queue="split"} 0' 'parts{queue="whole"} 1' \
-    'parts_unowned{queue="whole"} 0' 'parts{queue="orphan"} 3' 'parts_unowned{queue="orphan"} 3'; do
-    grep -qxF "jobq_queue_$want" "$body" || fail "no jobq_queue_$want: $(grep parts "$body")"
-  done
+  gauges split 4 0
+  gauges orphan 3 3
+  gauges whole 1 0
   run stats --prometheus
   grep -qxF 'jobq_queue_parts_unowned{queue="orphan"} 3' "$T_OUT" || fail "stats --prometheus differs"
   browser parts parts
