@@ -4,11 +4,11 @@
  *
  * Gauges come from what the database holds now (jobs per queue and
  * state, the oldest ready job's age, the queue's parts and those without
- * a live owner, the live sessions and what each holds); counters from the sessions' figures kept per minute
- * (jobq_tally_totals()), which only grow, so any number of `jobq web`
- * give the same numbers and a restart of one resets nothing.  Names
- * follow Prometheus' conventions: a jobq_ prefix, _total counters, base
- * units (seconds).
+ * a live owner, the live sessions and what each holds); counters from
+ * the sessions' figures kept per minute (jobq_tally_totals()), which
+ * only grow, so any number of `jobq web` give the same numbers and a
+ * restart of one resets nothing.  Names follow Prometheus' conventions:
+ * a jobq_ prefix, _total counters, base units (seconds).
  */
 #include <stddef.h>
 #include <stdio.h>
