@@ -79,7 +79,11 @@ page.on("console", (m) => {
 });
 page.on("dialog", (d) => { problems.push("dialog: " + d.message()); d.dismiss(); });
 
+// Loads the page at hash afresh: going from one hash to another keeps the
+// document, and `ready` would find the last page's elements before the
+// new one replaced them.
 async function visit(hash, shot, ready) {
+  await page.goto("about:blank");
   await page.goto(base + "/" + hash);
   await page.waitForSelector(ready, { timeout: 15000 });
   await page.waitForTimeout(300);
@@ -113,9 +117,12 @@ try {
     await page.fill("input[name=key]", "<b>key</b>");
     await page.click("form button[type=submit]");
     await page.waitForFunction(() => location.hash.includes("key="));
-    await page.waitForSelector("tr[data-job]");
-    const keyed = await page.$$eval("tr[data-job] td:nth-child(3)", (tds) => tds.map((t) => t.textContent));
-    check("the key filter keeps that key's jobs only", keyed.length > 0 && keyed.every((k) => k === "<b>key</b>"), keyed.join(","));
+    // The unfiltered rows stay until the filtered page replaces them.
+    await until("the key filter keeps that key's jobs only", async () => {
+      const keyed = await page.$$eval("tr[data-job] td:nth-child(3)", (tds) => tds.map((t) => t.textContent));
+      if (keyed.length > 0 && keyed.every((k) => k === "<b>key</b>")) return true;
+      throw new Error(keyed.join(","));
+    });
     await visit("#/queue/mail", null, "tr[data-job]");
     await page.click("button[data-action=pause]");
     check("pause says so", (await bannerText()).includes("Paused mail"));
