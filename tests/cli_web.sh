@@ -6,8 +6,10 @@
 # tests/web/dashboard.mjs (playwright-core, pinned in tests/web's
 # package files and installed here with npm ci) on SQLite and on the
 # PostgreSQL server of tests/run.sh, with a database role that may only
-# read as well.  The browser's screenshots are kept in $JOBQ_WEB_SHOTS
-# (default: build/web-shots) as the test's artefacts.
+# read as well; queues in parts held by a live foreman and by one killed
+# with SIGKILL, in the API, /metrics and the pages.  The browser's
+# screenshots are kept in $JOBQ_WEB_SHOTS (default: build/web-shots) as
+# the test's artefacts.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
@@ -400,6 +402,152 @@ t_migrates_version_1() {
   [[ $(sqlite3 "$DB" "SELECT version FROM jobq_meta") == "$current" ]] || fail "not migrated to $current"
   [[ $(sqlite3 "$DB" "SELECT sum(done) FROM jobq_tally WHERE queue = 'mail'") == 1 ]] ||
     fail "the migrated database keeps no figures"
+}
+
+# ---------------------------------------------------------------- parts
+
+# unowned QUEUE N: `jobq stats` says N of QUEUE's parts have no live owner.
+unowned() {
+  JOBQ_DB=sqlite:$DB "$JOBQ" --json stats |
+    grep -q "\"name\":\"$1\"[^}]*\"parts_unowned\":$2[,}]"
+}
+
+# cli_json FILE ARGS...: `jobq --json ARGS` into FILE, for the API to match.
+cli_json() {
+  local file=$1
+  shift
+  JOBQ_DB=sqlite:$DB "$JOBQ" --json "$@" >"$file" || fail "jobq --json $* failed"
+}
+
+# owners_match QUEUE OWNER LIVE READY: /api/queue gives QUEUE's parts as
+# `jobq parts QUEUE` has them (each part and its ready jobs, READY in
+# all; none listed for a queue in one part), each owned by the session
+# named OWNER (its id, name and host; "-": none) whose lease holds or not
+# (LIVE: live or dead), since a time of this case ($T0 on); and its count
+# of parts, and of those without a live owner, as `jobq stats` has them.
+owners_match() {
+  cli_json "$D/cli-parts.json" parts "$1"
+  cli_json "$D/cli-sessions.json" sessions
+  cli_json "$D/cli-stats.json" stats
+  http "$BASE/api/queue?queue=$1"
+  /usr/bin/python3 - "$D"/cli-{parts,sessions,stats}.json "$body" "$2" "$3" "$4" "$T0" <<'PY' ||
+import json, sys, time
+cli, sess, stats, api = (json.load(open(f)) for f in sys.argv[1:5])
+name, live, ready, t0 = sys.argv[5], sys.argv[6] == "live", int(sys.argv[7]), int(sys.argv[8])
+q = api["queue"]
+st = [x for x in stats["queues"] if x["name"] == q["name"]][0]
+assert (q["parts"], q["parts_unowned"]) == (cli["parts"], st["parts_unowned"]), (q, st)
+assert [(p["part"], p["ready"]) for p in q["owners"]] == [(o["part"], o["ready"]) for o in cli["owners"]]
+assert len(q["owners"]) == (cli["parts"] if cli["parts"] > 1 else 0), q
+assert sum(p["ready"] for p in q["owners"]) == ready, q
+o = [s for s in sess["sessions"] if s["name"] == name]
+want = (o[0]["id"], name, o[0]["host"]) if o else (None, None, None)
+for p in q["owners"]:
+    assert (p["session"], p["session_name"], p["session_host"], p["live"]) == (*want, live), p
+    assert t0 <= p["since_ms"] <= time.time() * 1000 + 1000, p
+PY
+    fail "the API's parts of $1: $(head -c 800 "$body")"
+}
+
+# sessions_match NAME PARTS: /api/sessions gives each session's parts as
+# `jobq sessions` does, and those of the session named NAME are PARTS (a
+# JSON object).
+sessions_match() {
+  cli_json "$D/cli-sessions.json" sessions
+  http "$BASE/api/sessions"
+  /usr/bin/python3 - "$D/cli-sessions.json" "$body" "$1" "$2" <<'PY' ||
+import json, sys
+cli, api = (json.load(open(f)) for f in sys.argv[1:3])
+s = {x["id"]: x["parts"] for x in api["sessions"]}
+assert s == {x["id"]: x["parts"] for x in cli["sessions"]}, (s, cli)
+named = [x["parts"] for x in api["sessions"] if x["name"] == sys.argv[3]]
+assert named == [json.loads(sys.argv[4])], named
+PY
+    fail "the API's sessions' parts: $(head -c 800 "$body")"
+}
+
+# gauges QUEUE PARTS UNOWNED: /metrics has QUEUE's parts and those without
+# a live owner.
+gauges() {
+  grep -qxF "jobq_queue_parts{queue=\"$1\"} $2" "$body" &&
+    grep -qxF "jobq_queue_parts_unowned{queue=\"$1\"} $3" "$body" ||
+    fail "/metrics lacks $1's $2 parts, $3 unowned: $(grep '^jobq_queue_parts' "$body")"
+}
+
+# Queues in parts, as a foreman holds them and after it died: orphan's 3
+# parts held by a foreman killed with SIGKILL (its lease runs out and no
+# one is left to take them); then split's 4 held by a live foreman (the
+# queue paused, so that its jobs stay ready in their parts), and whole in
+# one part.  The API and /metrics give each value as `jobq parts`,
+# `jobq sessions` and `jobq stats` do, and the dashboard shows them.
+t_parts() {
+  local T0
+  T0=$(date +%s%3N)
+  run parts orphan 3
+  expect_rc 0
+  start_work doomed -q orphan --name doomed --lease 1s -c 1 -- cat
+  local doomed=$W_PID
+  wait_until 30 "unowned orphan 0" || fail "the foreman did not take orphan's parts"
+  run pause orphan
+  local k
+  for k in 1 2 3 4 5; do run put -q orphan --key "o$k" "$k"; done
+  kill -KILL "$doomed"
+  wait "$doomed" 2>/dev/null
+  wait_until 30 "unowned orphan 3" || fail "the killed foreman's parts still have a live owner"
+  start_web || return
+  local web=$W_PID
+  owners_match orphan doomed dead 5
+  sessions_match doomed '{"orphan": [0, 1, 2]}'
+  http "$BASE/metrics"
+  metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
+  gauges orphan 3 3
+  browser parts-lost parts-lost
+
+  # split: a live foreman holds its parts.  It reaps the dead one when it
+  # starts or at a heartbeat: orphan's parts then have no owner at all.
+  run parts split 4
+  start_work splitter -q split --name splitter -c 1 -- cat
+  local splitter=$W_PID
+  wait_until 30 "unowned split 0" || fail "the foreman did not take split's parts"
+  wait_until 30 "! JOBQ_DB=sqlite:$DB '$JOBQ' sessions | grep -q doomed" ||
+    fail "the dead foreman's session was not reaped"
+  run pause split
+  for k in $(seq 1 12); do run put -q split --key "k$k" "$k"; done
+  run put -q whole one
+  owners_match split splitter live 12
+  owners_match orphan - dead 5
+  owners_match whole - live 0
+  sessions_match splitter '{"split": [0, 1, 2, 3]}'
+  http "$BASE/api/overview"
+  /usr/bin/python3 -c '
+import json, sys
+ov = {x["name"]: (x["parts"], x["parts_unowned"]) for x in json.load(open(sys.argv[1]))["queues"]}
+assert ov == {"orphan": (3, 3), "split": (4, 0), "whole": (1, 0)}, ov' "$body" ||
+    fail "the overview's parts: $(head -c 800 "$body")"
+  # A job's part, as `jobq show` has it; none in a queue of one part.
+  local q id
+  for q in split whole; do
+    id=$(JOBQ_DB=sqlite:$DB "$JOBQ" --json ls -q "$q" | grep -o '"id":[0-9]*' | head -n 1 | cut -d: -f2)
+    cli_json "$D/show.json" show "$id"
+    http "$BASE/api/job?id=$id"
+    /usr/bin/python3 -c '
+import json, sys
+job, cli = (json.load(open(f)) for f in sys.argv[1:3])
+assert job["job"]["part"] == cli["part"] and (cli["part"] is None) == (sys.argv[3] == "whole"), job
+' "$body" "$D/show.json" "$q" || fail "job $id's part: $(head -c 600 "$body")"
+  done
+  http "$BASE/metrics"
+  metrics_ok "$body" || fail "/metrics: $(cat "$D/metrics.log")"
+  gauges split 4 0
+  gauges orphan 3 3
+  gauges whole 1 0
+  run stats --prometheus
+  grep -qxF 'jobq_queue_parts_unowned{queue="orphan"} 3' "$T_OUT" || fail "stats --prometheus differs"
+  browser parts parts
+  kill -TERM "$splitter"
+  wait_exit "$splitter" 30 || fail "the foreman did not stop on SIGTERM"
+  W_PID=$web
+  stop_web
 }
 
 # ---------------------------------------------------------------- browser

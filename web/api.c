@@ -99,6 +99,7 @@ static json_t *job_json(const jobq_job_info *j, int with_data) {
   json_object_set_new(o, "last_error", str(j->last_error));
   json_object_set_new(o, "cancel_requested", json_boolean(j->cancel_requested));
   json_object_set_new(o, "prev_lost", json_boolean(j->prev_lost));
+  json_object_set_new(o, "part", j->part >= 0 ? json_integer(j->part) : json_null());
   json_object_set_new(o, "payload_length", json_integer((json_int_t)j->payload_len));
   if (with_data) {
     json_object_set_new(o, "payload", bytes(j->payload, j->payload_len));
@@ -132,14 +133,43 @@ static json_t *limits_json(const char *queue, const jobq_limits *l, size_t n) {
 }
 
 static json_t *stats_json(const jobq_queue_stats *q, const jobq_limits *l, size_t nl) {
-  return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:o}", "name",
-                   str(q->name), "ready", (json_int_t)q->ready, "scheduled",
-                   (json_int_t)q->scheduled, "waiting", (json_int_t)q->waiting, "pending",
-                   (json_int_t)q->pending, "running", (json_int_t)q->running,
-                   "done", (json_int_t)q->done, "dead", (json_int_t)q->dead, "cancelled",
-                   (json_int_t)q->cancelled, "paused", q->paused, "oldest_ready_ms",
-                   (json_int_t)q->oldest_ready_ms, "key_policy", str(q->key_policy), "limits",
-                   limits_json(q->name, l, nl));
+  return json_pack(
+      "{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:o, s:i, s:i}",
+      "name", str(q->name), "ready", (json_int_t)q->ready, "scheduled",
+      (json_int_t)q->scheduled, "waiting", (json_int_t)q->waiting, "pending",
+      (json_int_t)q->pending, "running", (json_int_t)q->running, "done",
+      (json_int_t)q->done, "dead", (json_int_t)q->dead, "cancelled",
+      (json_int_t)q->cancelled, "paused", q->paused, "oldest_ready_ms",
+      (json_int_t)q->oldest_ready_ms, "key_policy", str(q->key_policy), "limits",
+      limits_json(q->name, l, nl), "parts", q->parts, "parts_unowned", q->parts_unowned);
+}
+
+/* Queue's parts as `jobq parts --json` names them, each with its owner's
+ * name and machine while its session row lasts, in *out (an empty list
+ * for a queue in one part).  On error *out is NULL. */
+static int owners_json(jobq *db, const char *queue, json_t **out) {
+  *out = NULL;
+  int parts;
+  jobq_part *v = NULL;
+  size_t n = 0, nss = 0;
+  jobq_session_info *ss = NULL;
+  int rc = jobq_parts(db, queue, &parts, &v, &n);
+  if (rc == JOBQ_OK && n > 0) rc = jobq_sessions(db, &ss, &nss);
+  if (rc == JOBQ_OK) *out = json_array();
+  for (size_t i = 0; rc == JOBQ_OK && i < n; i++) {
+    const jobq_session_info *s = NULL;
+    for (size_t k = 0; v[i].session != NULL && s == NULL && k < nss; k++)
+      if (strcmp(ss[k].id, v[i].session) == 0) s = &ss[k];
+    json_array_append_new(
+        *out,
+        json_pack("{s:i, s:o, s:o, s:o, s:b, s:I, s:I}", "part", v[i].part, "session",
+                  str(v[i].session), "session_name", str(s ? s->name : NULL),
+                  "session_host", str(s ? s->host : NULL), "live", v[i].live, "since_ms",
+                  (json_int_t)v[i].since_ms, "ready", (json_int_t)v[i].ready));
+  }
+  jobq_sessions_free(ss, nss);
+  jobq_parts_free(v, n);
+  return rc;
 }
 
 /* A positive integer argument, or 0 when absent; -1 (with a reply) when
@@ -271,11 +301,21 @@ static void queue_page(jobq *db, web_arg_fn arg, void *ctx, struct web_reply *r,
       lib_error(r, db, rc);
       return;
     }
+    json_t *q = NULL, *owners = NULL;
     for (size_t i = 0; i < n; i++)
-      if (strcmp(st[i].name, lo.queue) == 0)
-        json_object_set_new(o, "queue", stats_json(&st[i], l, nl));
+      if (strcmp(st[i].name, lo.queue) == 0) q = stats_json(&st[i], l, nl);
     jobq_stats_free(st, n);
     jobq_limits_free(l, nl);
+    if (q != NULL && (rc = owners_json(db, lo.queue, &owners)) != JOBQ_OK) {
+      json_decref(q);
+      json_decref(o);
+      lib_error(r, db, rc);
+      return;
+    }
+    if (q != NULL) {
+      json_object_set_new(q, "owners", owners);
+      json_object_set_new(o, "queue", q);
+    }
   }
   r->json = o;
 }
@@ -369,15 +409,25 @@ static void sessions_page(jobq *db, struct web_reply *r) {
         json_array_append_new(jobs, json_pack("{s:I, s:o, s:I}", "id", (json_int_t)run[k].id,
                                               "queue", str(run[k].queue), "claimed_at_ms",
                                               (json_int_t)run[k].claimed_at_ms));
+    /* Its parts per queue, as `jobq sessions --json` has them. */
+    json_t *parts = json_object();
+    for (size_t q = 0; q < ss[i].nparts; q++) {
+      json_t *l = json_array();
+      for (size_t k = 0; k < ss[i].parts[q].n; k++)
+        json_array_append_new(l, json_integer(ss[i].parts[q].parts[k]));
+      json_object_set_new(parts, ss[i].parts[q].queue, l);
+    }
     json_array_append_new(
-        list, json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "id",
-                        str(ss[i].id), "name", str(ss[i].name), "host", str(ss[i].host), "pid",
-                        (json_int_t)ss[i].pid, "started_at_ms", (json_int_t)ss[i].started_at_ms,
-                        "heartbeat_at_ms", (json_int_t)ss[i].heartbeat_at_ms, "lease_ms",
-                        (json_int_t)ss[i].lease_ms, "claimed", (json_int_t)ss[i].claimed,
-                        "in_flight", (json_int_t)ss[i].in_flight, "done",
-                        (json_int_t)ss[i].done, "failed", (json_int_t)ss[i].failed, "expired",
-                        ss[i].expired, "jobs", jobs));
+        list,
+        json_pack(
+            "{s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o}",
+            "id", str(ss[i].id), "name", str(ss[i].name), "host", str(ss[i].host), "pid",
+            (json_int_t)ss[i].pid, "started_at_ms", (json_int_t)ss[i].started_at_ms,
+            "heartbeat_at_ms", (json_int_t)ss[i].heartbeat_at_ms, "lease_ms",
+            (json_int_t)ss[i].lease_ms, "claimed", (json_int_t)ss[i].claimed, "in_flight",
+            (json_int_t)ss[i].in_flight, "done", (json_int_t)ss[i].done, "failed",
+            (json_int_t)ss[i].failed, "expired", ss[i].expired, "jobs", jobs, "parts",
+            parts));
   }
   r->json = json_pack("{s:I, s:o}", "now_ms", (json_int_t)now, "sessions", list);
   jobq_info_free(run, nrun);

@@ -3,12 +3,12 @@
  * (version 0.0.4), for GET /metrics and `jobq stats --prometheus`.
  *
  * Gauges come from what the database holds now (jobs per queue and
- * state, the oldest ready job's age, the live sessions and what each
- * holds); counters from the sessions' figures kept per minute
- * (jobq_tally_totals()), which only grow, so any number of `jobq web`
- * give the same numbers and a restart of one resets nothing.  Names
- * follow Prometheus' conventions: a jobq_ prefix, _total counters, base
- * units (seconds).
+ * state, the oldest ready job's age, the queue's parts and those without
+ * a live owner, the live sessions and what each holds); counters from
+ * the sessions' figures kept per minute (jobq_tally_totals()), which
+ * only grow, so any number of `jobq web` give the same numbers and a
+ * restart of one resets nothing.  Names follow Prometheus' conventions:
+ * a jobq_ prefix, _total counters, base units (seconds).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -57,6 +57,12 @@ static void queues(struct web_buf *b, const jobq_queue_stats *st, size_t n) {
   }
   head(b, "jobq_queue_paused", "gauge", "1 when the queue is paused.");
   for (size_t i = 0; i < n; i++) by_queue(b, "jobq_queue_paused", st[i].name, st[i].paused);
+  head(b, "jobq_queue_parts", "gauge", "How many parts the queue is split into (1: one piece).");
+  for (size_t i = 0; i < n; i++) by_queue(b, "jobq_queue_parts", st[i].name, st[i].parts);
+  head(b, "jobq_queue_parts_unowned", "gauge",
+       "Parts of the queue with no live owner: their jobs wait until a worker takes them.");
+  for (size_t i = 0; i < n; i++)
+    by_queue(b, "jobq_queue_parts_unowned", st[i].name, st[i].parts_unowned);
   head(b, "jobq_oldest_ready_age_seconds", "gauge",
        "How long the oldest job ready to run has been due (0 when none).");
   for (size_t i = 0; i < n; i++) {

@@ -11,6 +11,13 @@
 // MODE "reader": the database role may only read: the pages load, and a
 // click on pause says why it cannot.
 // MODE "readonly": jobq web --read-only: no action button at all.
+// MODE "parts-lost": queue orphan's parts are held by a foreman that died
+// (cli_web.sh's t_parts): the queue page marks each part and says whose
+// lease expired; the sessions page shows the dead session's parts.
+// MODE "parts": then queue split's parts are held by a live foreman and
+// orphan's by no one: the overview, the queue pages (each part's owner
+// and ready jobs as `jobq parts` has them; none for queue whole, in one
+// part), the sessions page and a job's page show them.
 // Prints "ok NAME" per check; exits 1 on the first failure.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -22,6 +29,19 @@ const [mode, base, shots] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), "jobq-chromium-"));
 const jobq = (...args) => JSON.parse(execFileSync(process.env.JOBQ, ["--json", ...args], { encoding: "utf8" }));
 const stats = (queue) => jobq("stats").queues.find((q) => q.name === queue);
+const session = (name) => jobq("sessions").sessions.find((x) => x.name === name);
+const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent));
+
+// A queue page's parts against `jobq parts QUEUE`: one row per part, with
+// its ready jobs.
+async function partsRows(queue) {
+  await visit("#/queue/" + queue, "queue-parts-" + queue, "#parts tr[data-part]");
+  const owners = jobq("parts", queue).owners;
+  const ready = await texts("#parts tr[data-part] td.ready");
+  check(`${queue}: a row per part with its ready jobs`, ready.join() === owners.map((o) => String(o.ready)).join(),
+    `${ready.join()} vs ${owners.map((o) => o.ready).join()}`);
+  return owners;
+}
 
 function check(name, ok, detail) {
   if (!ok) throw new Error(`${name}${detail ? ": " + detail : ""}`);
@@ -59,7 +79,11 @@ page.on("console", (m) => {
 });
 page.on("dialog", (d) => { problems.push("dialog: " + d.message()); d.dismiss(); });
 
+// Loads the page at hash afresh: going from one hash to another keeps the
+// document, and `ready` would find the last page's elements before the
+// new one replaced them.
 async function visit(hash, shot, ready) {
+  await page.goto("about:blank");
   await page.goto(base + "/" + hash);
   await page.waitForSelector(ready, { timeout: 15000 });
   await page.waitForTimeout(300);
@@ -93,9 +117,12 @@ try {
     await page.fill("input[name=key]", "<b>key</b>");
     await page.click("form button[type=submit]");
     await page.waitForFunction(() => location.hash.includes("key="));
-    await page.waitForSelector("tr[data-job]");
-    const keyed = await page.$$eval("tr[data-job] td:nth-child(3)", (tds) => tds.map((t) => t.textContent));
-    check("the key filter keeps that key's jobs only", keyed.length > 0 && keyed.every((k) => k === "<b>key</b>"), keyed.join(","));
+    // The unfiltered rows stay until the filtered page replaces them.
+    await until("the key filter keeps that key's jobs only", async () => {
+      const keyed = await page.$$eval("tr[data-job] td:nth-child(3)", (tds) => tds.map((t) => t.textContent));
+      if (keyed.length > 0 && keyed.every((k) => k === "<b>key</b>")) return true;
+      throw new Error(keyed.join(","));
+    });
     await visit("#/queue/mail", null, "tr[data-job]");
     await page.click("button[data-action=pause]");
     check("pause says so", (await bannerText()).includes("Paused mail"));
@@ -152,6 +179,51 @@ try {
     await visit("#/queue/mail", "readonly", "tr[data-job]");
     check("read-only shows no action", (await page.$$("button[data-action]")).length === 0);
     check("read-only says so", (await page.textContent("#mode")) === "read-only");
+  } else if (mode === "parts-lost") {
+    await partsRows("orphan");
+    const doomed = session("doomed");
+    const owner = await texts("#parts tr[data-part] td.owner");
+    check("each part names its dead owner", owner.length === 3 && owner.every((t) => t.includes("doomed") && t.includes(doomed.id.slice(0, 8))), owner.join(" | "));
+    check("each part says its owner's lease expired", (await page.$$("#parts tr.unowned .badge.unowned")).length === 3);
+    check("the queue says its parts have no live owner", (await page.textContent("h1 .badge.unowned")) === "3 unowned");
+    await visit("#/sessions", "sessions-parts-lost", `tr[data-session="${doomed.id}"]`);
+    const held = await page.textContent(`tr[data-session="${doomed.id}"] td.parts`);
+    check("the dead session's parts", held === "orphan: 0–2", held);
+  } else if (mode === "parts") {
+    await visit("#/", "overview-parts", 'tr[data-queue="split"]');
+    const badges = async (q) => (await texts(`tr[data-queue="${q}"] :is(.badge.parts, .badge.unowned)`)).join(" | ");
+    check("overview: a queue in parts, each with a live owner", (await badges("split")) === "4 parts", await badges("split"));
+    check("overview: the parts without an owner draw the eye", (await badges("orphan")) === "3 parts | 3 unowned" &&
+      (await texts('tr[data-queue="orphan"] .badge.unowned')).length === 1, await badges("orphan"));
+    check("overview: nothing for a queue in one part", (await badges("whole")) === "", await badges("whole"));
+
+    const owners = await partsRows("split");
+    const splitter = session("splitter");
+    const owner = await texts("#parts tr[data-part] td.owner");
+    check("each part names its live owner", owner.length === 4 && owner.every((t) => t === `splitter on ${splitter.host} ${splitter.id.slice(0, 8)}`), owner.join(" | "));
+    check("no part of a live owner is marked", (await page.$$("#parts tr.unowned, #parts .badge.unowned")).length === 0);
+    const widths = await page.$$eval("#parts .bar i", (is) => is.map((i) => parseFloat(i.style.width)));
+    const most = Math.max(...owners.map((o) => o.ready));
+    check("each part's ready jobs as a bar to scale", widths.length === 4 &&
+      widths.every((w, k) => Math.abs(w - (100 * owners[k].ready) / most) < 0.1), widths.join());
+
+    await partsRows("orphan");
+    check("each part without an owner is marked", (await page.$$("#parts tr.unowned")).length === 3 &&
+      (await texts("#parts td.owner")).every((t) => t === "no owner"), (await texts("#parts td.owner")).join(" | "));
+
+    await visit("#/queue/whole", "queue-whole", "tr[data-job]");
+    check("a queue in one part has no parts section", (await page.$$("#parts, h1 .badge.parts")).length === 0);
+
+    await visit("#/sessions", "sessions-parts", `tr[data-session="${splitter.id}"]`);
+    const held = await page.textContent(`tr[data-session="${splitter.id}"] td.parts`);
+    check("the sessions page shows a session's parts", held === "split: 0–3", held);
+
+    const job = jobq("ls", "-q", "split").jobs[0];
+    await visit("#/job/" + job.id, null, "dl.facts");
+    const facts = await page.$$eval("dl.facts dt", (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+    check("a job's page says its part", facts.Part === String(job.part), JSON.stringify(facts));
+    await visit("#/job/" + jobq("ls", "-q", "whole").jobs[0].id, null, "dl.facts");
+    check("a job of a queue in one part has none", !(await texts("dl.facts dt")).includes("Part"));
   } else {
     throw new Error("unknown mode " + mode);
   }

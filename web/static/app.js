@@ -104,6 +104,24 @@ function limitsText(l) {
 const limitBadge = (l) => !l ? null : h("span", { class: "badge " + (l.held ? "held" : "limited"), title: limitsText(l) },
   l.held ? "held by limit" : "limited");
 const plural = (n, one, many) => `${num(n)} ${n === 1 ? one : many}`;
+// A queue in parts: their count, and a warning for those without a live
+// owner (their jobs wait until a worker takes them).  Nothing for a queue
+// in one part.
+const partsBadges = (q) => q.parts > 1 ? [
+  h("span", { class: "badge parts", title: `Split into parts: jobq parts ${q.name}` }, plural(q.parts, "part", "parts")),
+  q.parts_unowned ? [" ", h("span", { class: "badge unowned", title: `${plural(q.parts_unowned, "part has", "parts have")} no live owner: their jobs wait until a worker takes them` },
+    `${num(q.parts_unowned)} unowned`)] : null] : null;
+// Numbers as ranges: [0, 1, 2, 3, 7] → "0–3, 7".
+function ranges(list) {
+  const out = [];
+  for (let i = 0; i < list.length; i++) {
+    let j = i;
+    while (j + 1 < list.length && list[j + 1] === list[j] + 1) j++;
+    out.push(j > i ? `${list[i]}–${list[j]}` : String(list[i]));
+    i = j;
+  }
+  return out.join(", ");
+}
 const jobLink = (id) => h("a", { href: "#/job/" + id, class: "mono" }, "#" + id);
 const queueLink = (q) => h("a", { href: "#/queue/" + encodeURIComponent(q) }, q);
 
@@ -290,7 +308,7 @@ async function overview() {
     h("tbody", {}, ov.queues.length ? ov.queues.map((q) => {
       const qm = perMinute(ov, q.name).rows;
       return h("tr", { "data-queue": q.name },
-        h("td", {}, queueLink(q.name), " ", q.paused ? badge("paused") : null, " ", limitBadge(q.limits)),
+        h("td", {}, queueLink(q.name), " ", q.paused ? badge("paused") : null, " ", limitBadge(q.limits), " ", partsBadges(q)),
         STATES.map((st) => h("td", { class: "num" }, num(q[st]))),
         h("td", { class: "num" }, q.ready ? dur(q.oldest_ready_ms) : "–"),
         h("td", {}, spark(qm.map((r) => r.done), "#1a9e5a")),
@@ -344,7 +362,7 @@ async function queuePage(name, params) {
   const form = h("form", { onsubmit: (ev) => { ev.preventDefault(); location.hash = link({ key: keyInput.value, after: "" }); } },
     keyInput, h("button", { type: "submit" }, "Filter"));
   show(
-    h("h1", {}, "Queue ", h("span", { class: "mono" }, name), st.paused ? badge("paused") : null, limitBadge(st.limits),
+    h("h1", {}, "Queue ", h("span", { class: "mono" }, name), st.paused ? badge("paused") : null, limitBadge(st.limits), partsBadges(st),
       h("span", { class: "spacer" }),
       h("span", { class: "actions" },
         st.paused ? button("Resume", "resume?queue=" + encodeURIComponent(name), () => `Resumed ${name}`, "primary")
@@ -360,8 +378,37 @@ async function queuePage(name, params) {
     h("div", { class: "tabs" }, ["all", ...STATES].map((sn) => h("a", { href: link({ state: sn, after: "" }), class: sn === state ? "active" : "" }, sn)), form),
     h("div", { class: "panel" }, jobsTable(data.jobs, false),
       h("div", { class: "actions" }, after ? h("a", { href: link({ after: "" }) }, "← first page") : null,
-        data.next_after ? h("a", { href: link({ after: data.next_after }) }, "next page →") : null)));
+        data.next_after ? h("a", { href: link({ after: data.next_after }) }, "next page →") : null)),
+    partsPanel(st));
   return 5000;
+}
+
+// A queue's parts, where it has more than one: each one's owner, since
+// when, and its ready jobs, drawn to scale so that a part that holds
+// more than its share stands out; a part without a live owner is marked.
+function partsPanel(st) {
+  if (!(st.parts > 1)) return null;
+  const most = Math.max(1, ...st.owners.map((p) => p.ready));
+  const owner = (p) => p.session === null ? badge("no owner", "unowned") : [
+    p.session_name === null ? null : [p.session_name, p.session_host === null ? "" : " on " + p.session_host, " "],
+    h("span", { class: "mono muted", title: p.session }, p.session.slice(0, 8)),
+    p.live ? null : [" ", badge("lease expired", "unowned")]];
+  const bar = (p) => {
+    const b = h("i");
+    b.style.width = ((100 * p.ready) / most).toFixed(1) + "%";
+    return h("div", { class: "bar" }, b);
+  };
+  return h("div", { class: "panel", id: "parts" },
+    h("h2", {}, "Parts ", h("span", { class: "muted small" }, plural(st.parts, "part", "parts"), ", ",
+      st.parts_unowned ? `${num(st.parts_unowned)} without a live owner` : "each with a live owner",
+      ". Set with  jobq parts ", st.name, " N")),
+    h("table", {},
+      h("thead", {}, h("tr", {}, h("th", { class: "num" }, "Part"), h("th", {}, "Owner"), h("th", {}, "Since"),
+        h("th", { class: "num" }, "Ready"), h("th", {}, ""))),
+      h("tbody", {}, st.owners.map((p) => h("tr", { "data-part": p.part, class: p.live ? null : "unowned" },
+        h("td", { class: "num" }, p.part), h("td", { class: "owner" }, owner(p)),
+        h("td", { title: when(p.since_ms) }, ago(p.since_ms)),
+        h("td", { class: "num ready" }, num(p.ready)), h("td", { class: "bars" }, bar(p)))))));
 }
 
 function jobsTable(jobs, withQueue, actions) {
@@ -420,6 +467,7 @@ async function jobPage(id) {
         fact("Created", `${when(j.created_at_ms)} (${ago(j.created_at_ms)})`),
         fact("Runs at", when(j.run_at_ms)), fact("Last claimed", when(j.claimed_at_ms)), fact("Finished", when(j.finished_at_ms)),
         fact("Timeout", j.timeout_ms ? dur(j.timeout_ms) : "none"), fact("Barrier", j.barrier ? "yes" : "no"),
+        j.part === null ? null : fact("Part", j.part),
         fact("After", linked(data.links, false)), fact("Children", linked(data.links, true)),
         fact("Session", sess ? `${sess.name} on ${sess.host} (pid ${sess.pid})` : j.session ? h("span", { class: "mono" }, j.session) : "–"))),
       h("div", { class: "panel" }, dataBlock("Payload", j.payload), j.result ? dataBlock("Result", j.result) : null,
@@ -448,13 +496,16 @@ async function sessionsPage() {
       h("h2", {}, host, h("span", { class: "muted small" }, `${plural(list.length, "session", "sessions")}, ${plural(list.reduce((a, x) => a + x.claimed, 0), "job", "jobs")} held`)),
       h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Session"), h("th", { class: "num" }, "Pid"),
         h("th", {}, "Started"), h("th", {}, "Heartbeat"), h("th", { class: "num" }, "Lease"), h("th", { class: "num" }, "Held"),
-        h("th", { class: "num" }, "In flight"), h("th", { class: "num" }, "Done"), h("th", { class: "num" }, "Failed"), h("th", {}, "Jobs in flight"))),
-        h("tbody", {}, list.map((x) => h("tr", {},
+        h("th", { class: "num" }, "In flight"), h("th", { class: "num" }, "Done"), h("th", { class: "num" }, "Failed"), h("th", {}, "Parts"),
+        h("th", {}, "Jobs in flight"))),
+        h("tbody", {}, list.map((x) => h("tr", { "data-session": x.id },
           h("td", {}, x.name, " ", x.expired ? badge("expired") : null), h("td", { class: "mono", title: x.id }, x.id.slice(0, 8)),
           h("td", { class: "num" }, x.pid), h("td", { title: when(x.started_at_ms) }, ago(x.started_at_ms)),
           h("td", { title: when(x.heartbeat_at_ms) }, ago(x.heartbeat_at_ms)), h("td", { class: "num" }, dur(x.lease_ms)),
           h("td", { class: "num" }, num(x.claimed)), h("td", { class: "num" }, num(x.in_flight)), h("td", { class: "num" }, num(x.done)),
           h("td", { class: "num" }, num(x.failed)),
+          h("td", { class: "parts" }, Object.keys(x.parts).length ? Object.entries(x.parts).map(([q, l], i) =>
+            [i ? "; " : "", queueLink(q), ": ", ranges(l)]) : "–"),
           h("td", { class: "jobs-inline" }, x.jobs.slice(0, 12).map((j) => jobLink(j.id)), x.jobs.length > 12 ? `+${x.jobs.length - 12} more` : null))))))
     ) : h("div", { class: "panel empty" }, "No session: start a worker with  jobq work -- COMMAND"));
   return 5000;
