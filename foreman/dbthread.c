@@ -196,10 +196,12 @@ static void note_started(struct fm_db *d, const struct fm_op *op) {
 
 /* Whether a claim would find nothing: one that only a wake-up asked
  * for (if_changed) when jobq_changed() says nothing changed (the commit
- * was the foreman's own); and, where any commit wakes, one that the poll
- * did not ask for when a read finds no job due (the commit was of another
- * queue, or of jobs an earlier claim already took, or a full claim took
- * the last ones), which costs less than a claim's write lock.
+ * was the foreman's own); and, where any commit wakes, or after a woken
+ * claim that found nothing, one that the poll did not ask for when a read
+ * finds no job due that this session may claim (the commit was of
+ * another queue, or of another session's parts, or of jobs an earlier
+ * claim already took, or a full claim took the last ones), which costs
+ * less than a claim (SQLite: its write lock).
  * jobq_changed() first waits for a commit still being written, so the
  * read sees it.  An error (a lost wake-up connection) may hide news:
  * then it claims. */
@@ -207,7 +209,7 @@ static int claim_skips(struct fm_db *d, struct fm_op *op) {
   if (!op->drain) return 0;
   int changed = drain_watch(d, op);
   if (changed == 0 && op->if_changed) return 1;
-  return changed >= 0 && op->may_look && d->look_first &&
+  return changed >= 0 && op->may_look && (d->look_first || d->look_next) &&
          jobq_session_next_due(d->s, d->cfg->queues, d->cfg->nq, &op->due_in_ms) == JOBQ_OK &&
          op->due_in_ms != 0;
 }
@@ -258,6 +260,7 @@ static void run(struct fm_db *d, struct fm_op *op) {
       jobq_session_start_now(d->s, op->start_now);
       rc = jobq_claim(d->s, d->cfg->queues, d->cfg->nq, op->max, &op->jobs,
                       &op->njobs);
+      if (op->drain && op->may_look) d->look_next = rc == JOBQ_OK && op->njobs == 0;
       /* Nothing now: when does something come due? */
       if (rc == JOBQ_OK && op->njobs == 0 && op->look_due &&
           jobq_session_next_due(d->s, d->cfg->queues, d->cfg->nq, &op->due_in_ms) != JOBQ_OK)

@@ -345,6 +345,9 @@ struct fm_db {
                          every commit wakes): a claim but the poll's
                          looks for a job due first (jobq_next_due), a
                          read */
+  int look_next;      /* the last woken claim found nothing (another
+                         foreman's part, or another took the job): the
+                         next woken one looks first too */
 };
 
 /* The loop's view of a lane. */

@@ -5,8 +5,10 @@
 # and `jobq stats` showing the parts; and two real foremen draining a
 # queue in parts with ordering keys, one killed with SIGKILL mid-run:
 # nothing lost, each key's jobs run in order, the dead one's parts taken
-# by the other.
+# by the other; and a foreman whose part is empty, beside one whose
+# part gets jobs, that does not claim for each of them.
 . "$(dirname "${BASH_SOURCE[0]}")/clitest.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/worktest.sh"
 
 # field KEY: KEY of the --json document in $T_OUT.
 field() {
@@ -140,6 +142,11 @@ for line in open(sys.argv[1]):
     last[k] = i
 assert len(last) == 16, last
 PY
+}
+
+t_idle_owner_claims_nothing() {
+  run init
+  idle_owner "sqlite:$DB"
 }
 
 run_cases

@@ -393,6 +393,16 @@ t_foreman_claims_for_its_own_queues() {
   psql_do -c "DROP SCHEMA $S CASCADE"
 }
 
+# A foreman of a queue in parts whose part stays empty does not claim on
+# each wake-up of the queue (every put notifies it).
+t_idle_owner_claims_nothing() {
+  new_schema
+  run init
+  expect_rc 0
+  idle_owner "$U"
+  psql_do -c "DROP SCHEMA $S CASCADE"
+}
+
 # An idle foreman with wake-ups sleeps until its queues' next job is due,
 # not at its poll's pace: a delayed job put meanwhile wakes it, and it
 # runs when due, long before the idle sleep (30 polls) would end.

@@ -170,3 +170,50 @@ drain_once() {
   T_DBURL=$url run stats --json
   [[ $(json_sum done) -ge $n ]] || fail "--connections $conns: $(json_sum done) done, expected $n"
 }
+
+# idle_owner URL: two foremen on a queue of 2 parts at URL, one holding
+# each; 30 jobs of one key put one at a time (each its own commit and
+# wake-up) all land in the second one's part.  The first, whose part
+# stays empty, must not claim for each of them: it looks at its own
+# parts first (jobq_session_next_due).  Fails the case otherwise.
+idle_owner() {
+  local url=$1 i
+  T_DBURL=$url
+  run parts halves 2
+  expect_rc 0
+  work_env JOBQ_DB="$url"
+  start_work idle -q halves --name idle -c 1 -- true
+  local idle=$W_PID idle_log=$W_LOG
+  work_env JOBQ_DB="$url"
+  start_work busy -q halves --name busy -c 1 -- true
+  local busy=$W_PID
+  wait_until 15 'run --json sessions; python3 -c "import json,sys
+s = [x for x in json.load(open(sys.argv[1]))[\"sessions\"] if not x[\"expired\"]]
+sys.exit(0 if sorted(len(x[\"parts\"].get(\"halves\", [])) for x in s) == [1, 1] else 1)" "$T_OUT"' ||
+    fail "the two foremen did not hold a part each: $(cat "$T_OUT")"
+  # A key in the busy one's part: FNV-1a (32 bits) of the key, modulo 2.
+  local key
+  key=$(python3 -c 'import json,sys
+part = [x for x in json.load(open(sys.argv[1]))["sessions"] if x["name"] == "busy"][0]["parts"]["halves"][0]
+def fnv(s):
+    h = 2166136261
+    for b in s.encode():
+        h = ((h ^ b) * 16777619) & 0xffffffff
+    return h
+print(next(k for k in ("k%d" % i for i in range(100)) if fnv(k) % 2 == part))' "$T_OUT")
+  for i in $(seq 1 30); do
+    run put -q halves --key "$key" "$i"
+    expect_rc 0
+  done
+  wait_until 30 'run stats --json; [[ $(json_sum done) == 30 ]]' ||
+    fail "the 30 jobs were not done: $(cat "$T_OUT")"
+  kill -TERM "$idle" "$busy"
+  wait_exit "$idle" 10 || fail "the idle foreman did not stop"
+  wait_exit "$busy" 10 || fail "the busy foreman did not stop"
+  local claims
+  claims=$(claims_made "$idle_log")
+  [[ -n $claims ]] || fail "no claims counted: $(tail -1 "$idle_log")"
+  # Its first claim and a poll or two; a claim a wake-up would be up to
+  # 30 more.
+  ((${claims:-99} <= 5)) || fail "the foreman of the empty part made $claims claims for 30 jobs of the other's"
+}
