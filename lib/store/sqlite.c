@@ -829,7 +829,7 @@ static int prepare_file(jobq *db) {
                       c->path);
   /* No memory map: pages read through one count in every process's
    * resident memory, and the backlog and drain benchmarks ran no faster
-   * with one (docs/benchmarks.md).  A 16 MiB page cache holds the hot
+   * with one.  A 16 MiB page cache holds the hot
    * pages of a million-job file. */
   int rc = exec(db,
                 "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF; "
