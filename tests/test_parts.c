@@ -146,7 +146,11 @@ static void test_join_within_a_heartbeat(void **state) {
   beat(b);
   assert_int_equal(owned(t->db, a), 4);
   assert_int_equal(owned(t->db, b), 4);
-  /* The others run nothing: a newcomer takes its share as it joins. */
+  /* The others run nothing: a newcomer takes its share as it joins.
+   * It joins a few milliseconds later, so that it is the youngest:
+   * claimers who joined in the same millisecond are ordered by session
+   * id, and the oldest take the odd parts. */
+  th_sleep_ms(5);
   jobq_session *c = th_session(t->db, 0);
   join(c);
   assert_int_equal(owned(t->db, c), 2);
