@@ -184,7 +184,7 @@ typedef struct text {
   const char *common;  /* every dialect without its own text */
   const char *sqlite, *pg, *mysql;
   /* A set statement whose rows each add a row (an INSERT): where the
-   * dialect spells rows out, never run with a row repeated (see
+   * dialect spells rows out (MariaDB), never run with a row repeated (see
    * jobq__sql_set). */
   int exact;
 } text;
@@ -252,8 +252,11 @@ static const text texts[JOBQ_Q__COUNT] = {
      * job's id. */
     [JOBQ_Q_UNIQUES_FIND] =
         {.what = "looking up the unique keys",
-         .common = "{each_union:SELECT ?3, id FROM jobq_jobs WHERE queue = ?1 AND "
-                   "unique_key = ?2}",
+         .common = "",
+         .sqlite = "SELECT u.column3, j.id FROM jobq_rows(?1, ?2, ?3) AS u CROSS JOIN jobq_jobs "
+                   "j ON j.queue = u.column1 AND j.unique_key = u.column2",
+         .mysql = "{each_union:SELECT ?3, id FROM jobq_jobs WHERE queue = ?1 AND "
+                  "unique_key = ?2}",
          .pg = "SELECT u.n, j.id FROM unnest(?1::text[], ?2::text[], ?3::bigint[]) AS "
                "u(q, k, n) JOIN jobq_jobs j ON j.queue = u.q AND j.unique_key = u.k"},
     /* A generic plan on PostgreSQL expects any row to match, and to find
@@ -314,9 +317,14 @@ static const text texts[JOBQ_Q__COUNT] = {
      * found. */
     [JOBQ_Q_KEYS_TAKEN] =
         {.what = "looking for the keys' jobs",
-         .common = "SELECT order_key FROM jobq_jobs WHERE queue = ?1 AND order_key IN "
-                   "({each:?2}) GROUP BY order_key UNION SELECT order_key FROM jobq_blocked "
-                   "WHERE queue = ?1 AND order_key IN ({each:?2})",
+         .common = "",
+         .sqlite = "SELECT u.column1 FROM jobq_rows(?2) AS u WHERE EXISTS (SELECT 1 FROM "
+                   "jobq_jobs j WHERE j.queue = ?1 AND j.order_key = u.column1) OR EXISTS "
+                   "(SELECT 1 FROM jobq_blocked b WHERE b.queue = ?1 AND b.order_key = "
+                   "u.column1)",
+         .mysql = "SELECT order_key FROM jobq_jobs WHERE queue = ?1 AND order_key IN "
+                  "({each:?2}) GROUP BY order_key UNION SELECT order_key FROM jobq_blocked "
+                  "WHERE queue = ?1 AND order_key IN ({each:?2})",
          .pg = "SELECT u.k FROM unnest(?2::text[]) AS u(k) WHERE EXISTS (SELECT 1 FROM "
                "jobq_jobs j WHERE j.queue = ?1 AND j.order_key = u.k) OR EXISTS (SELECT 1 "
                "FROM jobq_blocked b WHERE b.queue = ?1 AND b.order_key = u.k)"},
@@ -408,8 +416,9 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* The queues ?1 (a column, each once) made sure of. */
     [JOBQ_Q_QUEUES_ENSURE] =
         {.what = "adding the queues",
-         .common = "INSERT INTO jobq_queues(name, created_at) SELECT column1, {now} FROM "
-                   "(VALUES {each:(?1)}) WHERE true ON CONFLICT (name) DO NOTHING",
+         .common = "",
+         .sqlite = "INSERT INTO jobq_queues(name, created_at) SELECT column1, {now} FROM "
+                   "jobq_rows(?1) WHERE true ON CONFLICT (name) DO NOTHING",
          .pg = "INSERT INTO jobq_queues(name, created_at) SELECT q, {now} FROM "
                "unnest(?1::text[]) q ON CONFLICT (name) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) VALUES {each:(?1, {now})}"},
@@ -447,14 +456,15 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PUT_ROWS] =
         {.what = "putting jobs",
          .exact = 1,
-         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
+         .common = "",
+         .sqlite = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                    "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
                    "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) THEN "
                    "'waiting' ELSE 'ready' END, u.column5, u.column6, u.column7, u.column8, "
-                   "{now}, u.column9, " PART_OF("u.column1", "u.column10") " FROM (VALUES "
-                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13)}) AS u",
+                   "{now}, u.column9, " PART_OF("u.column1", "u.column10") " FROM "
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
@@ -479,7 +489,8 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PUT_KEYED_ROWS] =
         {.what = "putting jobs",
          .exact = 1,
-         .common = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
+         .common = "",
+         .sqlite = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                    "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
@@ -490,8 +501,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "x.order_key = u.column9)) AND " KEYS_ORDER("u.column1") " THEN 'waiting' "
                    "ELSE 'ready' END, u.column9, "
                    "u.column5, u.column6, u.column7, u.column8, {now}, u.column11, "
-                   PART_OF("u.column1", "u.column12") " FROM (VALUES "
-                   "{each:(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13)}) AS u",
+                   PART_OF("u.column1", "u.column12") " FROM "
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, "
                "u.p, CASE "
@@ -608,10 +619,11 @@ static const text texts[JOBQ_Q__COUNT] = {
      * the pick, or the file is (SQLite). */
     [JOBQ_Q_CLAIM_MARK] =
         {.what = "claiming jobs",
-         .common = "UPDATE jobq_jobs SET state = 'running', session = ?1, started = ?2, "
+         .common = "",
+         .sqlite = "UPDATE jobq_jobs SET state = 'running', session = ?1, started = ?2, "
                    "claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE WHEN "
-                   "timeout_ms > 0 THEN ?3 + timeout_ms END, claim = v.column2 FROM (VALUES "
-                   "{each:(?4, ?5)}) AS v WHERE jobq_jobs.id = v.column1 AND state = 'ready'",
+                   "timeout_ms > 0 THEN ?3 + timeout_ms END, claim = v.column2 FROM "
+                   "jobq_rows(?4, ?5) AS v WHERE jobq_jobs.id = v.column1 AND state = 'ready'",
          .pg = "UPDATE jobq_jobs SET state = 'running', session = ?1, started = ?2, "
                "claimed_at = ?3, attempts = attempts + 1, deadline_at = CASE WHEN "
                "timeout_ms > 0 THEN ?3 + timeout_ms END, claim = v.c FROM "
@@ -644,8 +656,9 @@ static const text texts[JOBQ_Q__COUNT] = {
      * so that no plan starts from the session's index (see
      * PG's COMPLETE). */
     [JOBQ_Q_STARTED] = {.what = "noting the jobs the session started",
-                        .common = "UPDATE jobq_jobs SET started = 1 WHERE id IN ({each:?1}) "
-                                  "AND session = ?2 AND started = 0",
+                        .common = "",
+                        .sqlite = "UPDATE jobq_jobs SET started = 1 WHERE id IN (SELECT "
+                                  "column1 FROM jobq_rows(?1)) AND session = ?2 AND started = 0",
                         .pg = "UPDATE jobq_jobs SET started = 1 WHERE id = ANY(?1::bigint[]) "
                               "AND coalesce(session, '') = ?2 AND started = 0",
                         .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET started = 1 WHERE "
@@ -780,12 +793,15 @@ static const text texts[JOBQ_Q__COUNT] = {
      * as one set ("id = ANY", or joined to the ids), the generic plan
      * made on an emptied table read the whole table; and compares the
      * session through coalesce(), so that no plan starts from the
-     * session's index (see COMPLETE). */
+     * session's index (see COMPLETE).  SQLite, whose transaction holds
+     * the whole file, reads them in any order. */
     [JOBQ_Q_ACK_ROWS] =
         {.what = "reading the acknowledged jobs",
-         .common = "SELECT id, claim, attempts, max_attempts, backoff_ms, cancel_requested, "
-                   "queue, order_key, barrier, NULL, children FROM jobq_jobs WHERE id IN "
-                   "({each:?1}) AND session = ?2 AND state = 'running' ORDER BY id",
+         .common = "",
+         .sqlite = "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
+                   "j.cancel_requested, j.queue, j.order_key, j.barrier, NULL, j.children FROM "
+                   "jobq_rows(?1) AS a CROSS JOIN jobq_jobs j ON j.id = a.column1 WHERE "
+                   "j.session = ?2 AND j.state = 'running'",
          .pg = "SELECT j.id, j.claim, j.attempts, j.max_attempts, j.backoff_ms, "
                "j.cancel_requested, j.queue, j.order_key, j.barrier, j.ctid, j.children "
                "FROM "
@@ -821,11 +837,12 @@ static const text texts[JOBQ_Q__COUNT] = {
      * deadlocked. */
     [JOBQ_Q_REQUEUE_ROWS] =
         {.what = "sending jobs back to their queues",
-         .common = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, "
+         .common = "",
+         .sqlite = "UPDATE jobq_jobs SET state = 'ready', session = NULL, deadline_at = NULL, "
                    "run_at = {now} + v.column2, attempts = attempts - v.column3, claim = CASE "
                    "WHEN v.column3 = 1 THEN NULL ELSE claim END, last_error = "
-                   "coalesce(v.column4, last_error), prev_lost = 0 FROM (VALUES "
-                   "{each:(?5, ?2, ?3, ?4)}) AS v WHERE jobq_jobs.id = v.column1",
+                   "coalesce(v.column4, last_error), prev_lost = 0 FROM "
+                   "jobq_rows(?5, ?2, ?3, ?4) AS v WHERE jobq_jobs.id = v.column1",
          .pg = "UPDATE jobq_jobs j SET state = 'ready', session = NULL, deadline_at = NULL, "
                "run_at = {now} + a.delay, attempts = j.attempts - a.back, claim = CASE WHEN "
                "a.back = 1 THEN NULL ELSE j.claim END, last_error = coalesce(a.error, "
@@ -858,11 +875,12 @@ static const text texts[JOBQ_Q__COUNT] = {
      * REQUEUE_ROWS); the others then delete them with DELETE_ROWS. */
     [JOBQ_Q_ARCHIVE_ROWS] =
         {.what = "archiving jobs",
-         .common = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT j.id, j.queue, j.priority, "
+         .common = "",
+         .sqlite = "INSERT INTO jobq_done(" ARCHIVE_COLS ") SELECT j.id, j.queue, j.priority, "
                    "j.run_at, v.column2, j.order_key, j.barrier, j.unique_key, j.payload, "
                    "v.column3, j.attempts, j.max_attempts, j.timeout_ms, j.backoff_ms, "
                    "j.session, j.claim, j.created_at, j.claimed_at, {now}, coalesce(v.column4, "
-                   "j.last_error), j.prev_lost FROM (VALUES {each:(?5, ?2, ?3, ?4)}) AS v "
+                   "j.last_error), j.prev_lost FROM jobq_rows(?5, ?2, ?3, ?4) AS v "
                    "CROSS JOIN jobq_jobs j ON j.id = v.column1",
          .pg = "WITH a AS (SELECT * FROM unnest(?1::tid[], ?2::text[], ?3::bytea[], "
                "?4::text[], ?5::bigint[]) AS a(t, outcome, result, error, id)), d AS (DELETE "
@@ -880,7 +898,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * (see REQUEUE_ROWS). */
     [JOBQ_Q_DELETE_ROWS] =
         {.what = "removing the finished jobs",
-         .common = "DELETE FROM jobq_jobs WHERE id IN ({each:?1})",
+         .common = "",
+         .sqlite = "DELETE FROM jobq_jobs WHERE id IN (SELECT column1 FROM jobq_rows(?1))",
          .pg = "",
          .mysql = "DELETE j FROM ({each_union:SELECT ?1 AS id}) AS ids STRAIGHT_JOIN jobq_jobs j "
                   "ON j.id = ids.id"},
@@ -1402,9 +1421,10 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_KEY_STARTS_ADD] =
         {.what = "counting the keys' claims",
          .exact = 1,
-         .common = "INSERT INTO jobq_key_starts(queue, order_key, at, n) VALUES "
-                   "{each:(?1, ?2, {now}, ?3)} ON CONFLICT (queue, order_key, at) DO UPDATE "
-                   "SET n = jobq_key_starts.n + excluded.n",
+         .common = "",
+         .sqlite = "INSERT INTO jobq_key_starts(queue, order_key, at, n) SELECT column1, "
+                   "column2, {now}, column3 FROM jobq_rows(?1, ?2, ?3) WHERE true ON CONFLICT "
+                   "(queue, order_key, at) DO UPDATE SET n = jobq_key_starts.n + excluded.n",
          .pg = "INSERT INTO jobq_key_starts(queue, order_key, at, n) SELECT a.q, a.k, {now}, "
                "a.n FROM unnest(?1::text[], ?2::text[], ?3::bigint[]) AS a(q, k, n) ON "
                "CONFLICT (queue, order_key, at) DO UPDATE SET n = jobq_key_starts.n + "
@@ -1475,30 +1495,40 @@ static const text texts[JOBQ_Q__COUNT] = {
      * naming it each see what the other did. */
     [JOBQ_Q_AFTER_MARK] =
         {.what = "marking the jobs named by --after",
-         .common = "UPDATE jobq_jobs SET children = 1 WHERE id IN ({each:?1})",
+         .common = "",
+         .sqlite = "UPDATE jobq_jobs SET children = 1 WHERE id IN (SELECT column1 FROM "
+                   "jobq_rows(?1))",
          .pg = "UPDATE jobq_jobs SET children = 1 WHERE id = ANY(?1::bigint[])",
          .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET children = 1 WHERE id IN "
                   "({each:?1})"},
     /* The states of the jobs ?1 (a column): unfinished, or archived. */
     [JOBQ_Q_AFTER_STATES] =
         {.what = "reading the states of the jobs named by --after",
-         .common = "SELECT id, state FROM jobq_jobs WHERE id IN ({each:?1}) UNION ALL SELECT "
-                   "id, outcome FROM jobq_done WHERE id IN ({each:?1})",
+         .common = "",
+         .sqlite = "SELECT id, state FROM jobq_jobs WHERE id IN (SELECT column1 FROM "
+                   "jobq_rows(?1)) UNION ALL SELECT id, outcome FROM jobq_done WHERE id IN "
+                   "(SELECT column1 FROM jobq_rows(?1))",
+         .mysql = "SELECT id, state FROM jobq_jobs WHERE id IN ({each:?1}) UNION ALL SELECT "
+                  "id, outcome FROM jobq_done WHERE id IN ({each:?1})",
          .pg = "SELECT id, state FROM jobq_jobs WHERE id = ANY(?1::bigint[]) UNION ALL SELECT "
                "id, outcome FROM jobq_done WHERE id = ANY(?1::bigint[])"},
     /* The edges (parent ?1, child ?2, any outcome ?3), all columns. */
     [JOBQ_Q_AFTER_EDGES] =
         {.what = "recording the jobs' dependencies",
          .exact = 1,
-         .common = "INSERT INTO jobq_after(parent, child, any_outcome) VALUES {each:(?1, ?2, ?3)}",
+         .common = "",
+         .sqlite = "INSERT INTO jobq_after(parent, child, any_outcome) SELECT column1, column2, "
+                   "column3 FROM jobq_rows(?1, ?2, ?3)",
+         .mysql = "INSERT INTO jobq_after(parent, child, any_outcome) VALUES {each:(?1, ?2, ?3)}",
          .pg = "INSERT INTO jobq_after(parent, child, any_outcome) SELECT p, c, a FROM "
                "unnest(?1::bigint[], ?2::bigint[], ?3::bigint[]) AS u(p, c, a)"},
     /* The jobs ?1, just put, each waiting for ?2 parents, both columns.
      * MariaDB names the index of a list of ids (see REQUEUE_ROWS). */
     [JOBQ_Q_AFTER_PENDING] =
         {.what = "counting the jobs' parents",
-         .common = "UPDATE jobq_jobs SET state = 'pending', parents_left = v.column2 FROM "
-                   "(VALUES {each:(?1, ?2)}) AS v WHERE jobq_jobs.id = v.column1",
+         .common = "",
+         .sqlite = "UPDATE jobq_jobs SET state = 'pending', parents_left = v.column2 FROM "
+                   "jobq_rows(?1, ?2) AS v WHERE jobq_jobs.id = v.column1",
          .pg = "UPDATE jobq_jobs j SET state = 'pending', parents_left = a.l FROM "
                "unnest(?1::bigint[], ?2::bigint[]) AS a(id, l) WHERE j.id = a.id",
          .mysql = "UPDATE jobq_jobs FORCE INDEX (PRIMARY) SET state = 'pending', parents_left "
@@ -1509,10 +1539,15 @@ static const text texts[JOBQ_Q__COUNT] = {
      * barrier; the children's rows locked. */
     [JOBQ_Q_AFTER_CHILDREN] =
         {.what = "finding the jobs put after the finished jobs",
-         .common = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, "
+         .common = "",
+         .sqlite = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, "
                    "j.children, j.order_key, j.barrier FROM jobq_after e JOIN jobq_jobs j ON "
-                   "j.id = e.child WHERE e.parent IN ({each:?1}) AND j.state = 'pending' ORDER "
-                   "BY e.child, e.parent{for_update}",
+                   "j.id = e.child WHERE e.parent IN (SELECT column1 FROM jobq_rows(?1)) AND "
+                   "j.state = 'pending' ORDER BY e.child, e.parent",
+         .mysql = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, "
+                  "j.children, j.order_key, j.barrier FROM jobq_after e JOIN jobq_jobs j ON "
+                  "j.id = e.child WHERE e.parent IN ({each:?1}) AND j.state = 'pending' ORDER "
+                  "BY e.child, e.parent FOR UPDATE",
          .pg = "SELECT e.parent, e.child, e.any_outcome, j.queue, j.parents_left, j.children, "
                "j.order_key, j.barrier FROM jobq_after e JOIN jobq_jobs j ON j.id = e.child "
                "WHERE e.parent = ANY(?1::bigint[]) AND j.state = 'pending' ORDER BY e.child, "
@@ -1559,8 +1594,11 @@ static const text texts[JOBQ_Q__COUNT] = {
     [JOBQ_Q_PARTS_ADD] =
         {.what = "making the queue's parts",
          .exact = 1,
-         .common = "INSERT INTO jobq_parts(queue, part, session, since) VALUES "
-                   "{each:(?1, ?2, NULL, {now})}",
+         .common = "",
+         .sqlite = "INSERT INTO jobq_parts(queue, part, session, since) SELECT column1, "
+                   "column2, NULL, {now} FROM jobq_rows(?1, ?2)",
+         .mysql = "INSERT INTO jobq_parts(queue, part, session, since) VALUES "
+                  "{each:(?1, ?2, NULL, {now})}",
          .pg = "INSERT INTO jobq_parts(queue, part, session, since) SELECT q, p, NULL, {now} "
                "FROM unnest(?1::text[], ?2::bigint[]) AS u(q, p)"},
     /* The ordering keys of queue ?1's unfinished jobs. */
@@ -1797,13 +1835,6 @@ char *jobq__sql_spell(int dialect, const char *t, int **order,
 /* The rows a statement of variant v (1 to 7) spells out: 64, 32 ... 1. */
 #define MOST_ROWS 64
 static size_t variant_rows(int v) { return (size_t)MOST_ROWS >> (v - 1); }
-
-/* Whether dialect fills a short chunk's statement with its last row
- * again, rather than running a smaller one: where a statement costs a
- * round trip (MariaDB), one statement of up to MOST_ROWS rows is run
- * for any number of them; elsewhere (SQLite) a chunk is cut into
- * statements of 64, 32 ... 1 rows, none repeated. */
-static int fills(int dialect) { return dialect == JOBQ_DIALECT_MYSQL; }
 
 /* The text statement id has for dialect, before spelling. */
 static const char *own_text(int dialect, int id) {
@@ -2108,7 +2139,10 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
     jobq__rows_done(db, r);
     return rc;
   }
-  const int fill = fills(db->store->dialect) && !texts[id].exact;
+  /* A short chunk's statement filled with its last row again, since a
+   * statement costs a round trip; an INSERT's cut into statements of 64,
+   * 32 ... 1 rows, none repeated. */
+  const int fill = !texts[id].exact;
   const size_t budget = db->stmt_bytes;
   /* The values as spell_rows() places them. */
   const size_t base = text_args(own_text(db->store->dialect, id));
@@ -2119,8 +2153,7 @@ int jobq__sql_set(jobq *db, int id, const jobq_val *args, size_t n, size_t most,
   for (size_t at = 0; at < m && rc == JOBQ_OK;) {
     /* The rows of this statement: as many as there are room for, and
      * as fit in a statement; at least one.  Its variant: the fewest rows
-     * that hold them where a dialect fills, else the most that they
-     * fill. */
+     * that hold them, or for an INSERT the most that they fill. */
     size_t k = m - at < MOST_ROWS ? m - at : MOST_ROWS;
     if (most > 0 && k > most) k = most;
     if (budget > 0) {

@@ -191,13 +191,13 @@ int jobq__sql_insert(jobq *db, int id, int64_t *new_id, int *inserted,
 /*
  * Set statements: statement id, whose arguments args[0..n) hold columns
  * (V_COL) of the same number of rows, m, beside single values, runs over
- * all of them.  A dialect that takes a column whole (PostgreSQL's arrays)
- * runs it once.  One whose text spells its rows out ({each:TEMPLATE} in
- * lib/sql.c) runs it a chunk of up to 64 rows at a time: where a
- * statement costs a round trip (MariaDB), in one statement of 64, 32 ...
- * or 1 rows, the chunk's last row repeated to fill it (a set statement is
- * the same with a row twice); elsewhere, and for an INSERT (exact), in
- * statements of exactly 64, 32 ... or 1 rows.  At most most rows a
+ * all of them.  A dialect that takes a column whole (PostgreSQL's arrays,
+ * SQLite's jobq_rows() of lib/store/sq_rows.c) runs it once.  One whose
+ * text spells its rows out ({each:TEMPLATE} in lib/sql.c: MariaDB) runs it
+ * a chunk of up to 64 rows at a time, in one statement of 64, 32 ... or 1
+ * rows, the chunk's last row repeated to fill it (a set statement is the
+ * same with a row twice); an INSERT (exact), in statements of exactly 64,
+ * 32 ... or 1 rows.  At most most rows a
  * statement (0: no limit), and no more bytes of text and bytes than
  * db->stmt_bytes (0: no limit) but for a
  * lone row.  how (may be NULL) goes with each statement (store.h).  each

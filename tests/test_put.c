@@ -329,9 +329,10 @@ static void test_put_many_unique_inside_batch(void **state) {
 }
 
 /* A batch of plain jobs large enough to go in statements of several sizes
- * (149 = 2 x 64 + 16 + 4 + 1 on SQLite and MariaDB), in three queues
- * interleaved, one of them behind a barrier: each id is its own job's,
- * and only that queue's jobs wait. */
+ * on MariaDB (149 = 2 x 64 + 16 + 4 + 1; one statement elsewhere), in
+ * three queues interleaved, one of them behind a barrier: each id is its
+ * own job's, with its values (payloads of bytes with NULs, empty ones,
+ * unique keys and none), and only that queue's jobs wait. */
 static void test_put_many_plain_ids_are_their_jobs(void **state) {
   tq *t = *state;
   enum { N = 149 };
@@ -342,7 +343,8 @@ static void test_put_many_plain_ids_are_their_jobs(void **state) {
   b.barrier = 1;
   int64_t barrier = th_put_opts(t->db, &b);
   jobq_put_opts o[N];
-  char payload[N][16];
+  char payload[N][16], unique[N][16];
+  size_t len[N];
   int64_t ids[N];
   for (int k = 0; k < N; k++) {
     jobq_put_opts_init(&o[k]);
@@ -351,8 +353,12 @@ static void test_put_many_plain_ids_are_their_jobs(void **state) {
     o[k].delay_ms = k % 7 == 0 ? 60000 : 0;
     o[k].max_attempts = 1 + k % 4;
     snprintf(payload[k], sizeof payload[k], "job %d", k);
+    len[k] = k % 10 == 4 ? 0 : strlen(payload[k]);
+    if (k % 10 == 3) payload[k][1] = payload[k][3] = '\0';
     o[k].payload = payload[k];
-    o[k].payload_len = strlen(payload[k]);
+    o[k].payload_len = len[k];
+    snprintf(unique[k], sizeof unique[k], "u%d", k);
+    o[k].unique_key = k % 4 == 1 ? unique[k] : NULL;
   }
   assert_rc(jobq_put_many(t->db, o, N, ids, NULL), JOBQ_OK);
   for (int k = 0; k < N; k++) {
@@ -362,8 +368,10 @@ static void test_put_many_plain_ids_are_their_jobs(void **state) {
     assert_string_equal(i->queue, queues[k % 3]);
     assert_int_equal(i->priority, k % 5 - 2);
     assert_int_equal(i->max_attempts, 1 + k % 4);
-    assert_int_equal(i->payload_len, strlen(payload[k]));
-    assert_memory_equal(i->payload, payload[k], i->payload_len);
+    assert_int_equal(i->payload_len, len[k]);
+    assert_memory_equal(i->payload, payload[k], len[k]);
+    if (k % 4 == 1) assert_string_equal(i->unique_key, unique[k]);
+    else assert_null(i->unique_key);
     assert_int_equal(i->state, k % 3 == 2 ? JOBQ_STATE_WAITING : JOBQ_STATE_READY);
     jobq_info_free(i, 1);
   }

@@ -13,7 +13,9 @@
  *
  * Statements are prepared once per connection and kept; the cursor the
  * executor hands out is the statement itself.  All values are bound; the
- * SQL text never changes with input.
+ * SQL text never changes with input.  A set statement's columns are bound
+ * whole, each as a pointer that jobq_rows() reads (sq_rows.c), so that
+ * one statement takes any number of rows.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "store/sq.h"
 
 /* ---------------------------------------------------------------- schema */
 
@@ -499,6 +502,7 @@ static int bind(jobq *db, sqlite3_stmt *st, const jobq_val *a, size_t n) {
         rc = sqlite3_bind_text64(st, col, a[i].p, a[i].len, SQLITE_STATIC, SQLITE_UTF8);
         break;
       case 'b': rc = sqlite3_bind_blob64(st, col, a[i].p, a[i].len, SQLITE_STATIC); break;
+      case 'c': rc = jobq__sq_rows_bind(st, col, &a[i]); break;
       default: rc = sqlite3_bind_null(st, col); break;
     }
     if (rc != SQLITE_OK) return sq_fail(db, rc, "binding a value");
@@ -806,6 +810,8 @@ static int connect_file(jobq *db, int as_is, int64_t *objects) {
   src = sqlite3_create_function(c->db, "jobq_now", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                 NULL, fn_now, NULL, NULL);
   if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_now");
+  src = jobq__sq_rows_register(c->db);
+  if (src != SQLITE_OK) return sq_fail(db, src, "registering jobq_rows");
   return count_objects(db, objects);
 }
 
