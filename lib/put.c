@@ -7,9 +7,9 @@
  * done is made `pending` once it is in (lib/after.c).  Jobs without a
  * barrier, one or many, keyed or not, go in by set statements: one round
  * trip on PostgreSQL (two with unique keys, which are looked up first),
- * where the general way takes three for one job; a statement for up to
- * 64 jobs on MariaDB and SQLite, where the general way takes three or
- * four a job.
+ * where the general way takes three for one job; one statement on SQLite
+ * and one for up to 64 jobs on MariaDB, after a read of the batch's queues
+ * and keys, where the general way takes three or four a job.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +237,7 @@ static int lock_find(const void *k, const void *e) {
 }
 
 /*
- * Where the INSERT cannot look itself (MariaDB/MySQL), which of the jobs
+ * Where the INSERT does not look itself (MariaDB/MySQL, SQLite), which of the jobs
  * o[0..n) wait, into the column wait (after[i] before: an earlier job of
  * the batch has job i's key): a job waits behind its queue's barrier, or
  * behind its key, held by an unfinished job, a blocked key or an earlier
@@ -358,7 +358,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
                                V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
                                V_COL('i', v + 12 * n, n)};
-  /* Where the INSERT cannot look itself, reads first. */
+  /* Where the INSERT does not look itself (PUT_WAITS), reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
     rc = put_waits(db, o, n, locks, q, nl, v + 10 * n);
   if (rc == JOBQ_OK)

@@ -422,24 +422,33 @@ static const text texts[JOBQ_Q__COUNT] = {
          .pg = "INSERT INTO jobq_queues(name, created_at) SELECT q, {now} FROM "
                "unnest(?1::text[]) q ON CONFLICT (name) DO NOTHING",
          .mysql = "INSERT IGNORE INTO jobq_queues(name, created_at) VALUES {each:(?1, {now})}"},
-    /* MariaDB / MySQL: which of the jobs of a put must wait, as
-     * PUT_KEYED_ROWS decides elsewhere, once for each queue and key of
-     * the batch (lib/put.c): for each queue ?1 (?2 its place), whether it
-     * has an unfinished barrier and whether its keys order (no limit per
-     * key); PUT_WAITS_KEYS: the places ?3 of the keys (?1 queue, ?2 key)
-     * that an unfinished job or a blocked key holds, compared as they
-     * are (in the columns' collation).  Reads of their own, before the
-     * INSERT, for the reads within an INSERT lock the rows they read, and
-     * a put that held a key's lock then waited for the row of a job being
-     * finished, whose finisher waited for the key's lock. */
+    /* MariaDB / MySQL and SQLite: which of the jobs of a put must wait,
+     * as PostgreSQL's PUT_KEYED_ROWS decides within the INSERT, once for
+     * each queue and key of the batch (lib/put.c): for each queue ?1 (?2
+     * its place), whether it has an unfinished barrier and whether its
+     * keys order (no limit per key); PUT_WAITS_KEYS: the places ?3 of the
+     * keys (?1 queue, ?2 key) that an unfinished job or a blocked key
+     * holds, compared as they are (in the columns' collation).  Reads of
+     * their own, before the INSERT: on MariaDB the reads within an INSERT
+     * lock the rows they read, and a put that held a key's lock then
+     * waited for the row of a job being finished, whose finisher waited
+     * for the key's lock; on SQLite they ran again for each row, a third
+     * of the time of a batch of a thousand jobs. */
     [JOBQ_Q_PUT_WAITS] =
         {.what = "looking for the jobs' barriers",
          .common = "",
+         .sqlite = "SELECT u.column2, EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
+                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1), "
+                   KEYS_ORDER("u.column1") " FROM jobq_rows(?1, ?2) AS u",
          .mysql = "{each_union:SELECT ?2, EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = ?1 "
                   "AND b.barrier = 1), " KEYS_ORDER("?1") " FROM DUAL}"},
     [JOBQ_Q_PUT_WAITS_KEYS] =
         {.what = "looking for the jobs' keys",
          .common = "",
+         .sqlite = "SELECT u.column3 FROM jobq_rows(?1, ?2, ?3) AS u WHERE EXISTS (SELECT 1 "
+                   "FROM jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column2) OR "
+                   "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
+                   "x.order_key = u.column2)",
          .mysql = "{each_union:SELECT ?3 FROM DUAL WHERE EXISTS (SELECT 1 FROM jobq_jobs j "
                   "WHERE j.queue = ?1 AND j.order_key = ?2) OR EXISTS (SELECT 1 FROM "
                   "jobq_blocked x WHERE x.queue = ?1 AND x.order_key = ?2)}"},
@@ -452,7 +461,7 @@ static const text texts[JOBQ_Q__COUNT] = {
      * job of the batch has it).  A queue with
      * an unfinished barrier gets them waiting.  The statement decides, so
      * that PostgreSQL puts in one round trip, its ids read with the
-     * commit's; on MariaDB, PUT_WAITS has decided (?11). */
+     * commit's; on MariaDB and SQLite, PUT_WAITS has decided (?11). */
     [JOBQ_Q_PUT_ROWS] =
         {.what = "putting jobs",
          .exact = 1,
@@ -460,11 +469,10 @@ static const text texts[JOBQ_Q__COUNT] = {
          .sqlite = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                    "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
-                   "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
-                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) THEN "
-                   "'waiting' ELSE 'ready' END, u.column5, u.column6, u.column7, u.column8, "
-                   "{now}, u.column9, " PART_OF("u.column1", "u.column10") " FROM "
-                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13) AS u",
+                   "END, CASE WHEN u.column11 = 1 THEN 'waiting' ELSE 'ready' END, u.column5, "
+                   "u.column6, u.column7, u.column8, {now}, u.column9, "
+                   PART_OF("u.column1", "u.column10") " FROM "
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13, ?11) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
@@ -493,13 +501,7 @@ static const text texts[JOBQ_Q__COUNT] = {
          .sqlite = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                    "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.column1, "
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
-                   "END, CASE WHEN EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
-                   "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1) OR "
-                   "u.column9 IS NOT NULL AND (u.column10 = 1 OR EXISTS (SELECT 1 FROM "
-                   "jobq_jobs j WHERE j.queue = u.column1 AND j.order_key = u.column9) OR "
-                   "EXISTS (SELECT 1 FROM jobq_blocked x WHERE x.queue = u.column1 AND "
-                   "x.order_key = u.column9)) AND " KEYS_ORDER("u.column1") " THEN 'waiting' "
-                   "ELSE 'ready' END, u.column9, "
+                   "END, CASE WHEN u.column10 = 1 THEN 'waiting' ELSE 'ready' END, u.column9, "
                    "u.column5, u.column6, u.column7, u.column8, {now}, u.column11, "
                    PART_OF("u.column1", "u.column12") " FROM "
                    "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13) AS u",
