@@ -1631,11 +1631,20 @@ static const text texts[JOBQ_Q__COUNT] = {
                               .common = "SELECT c.session FROM jobq_claimers c JOIN "
                                         "jobq_sessions s ON s.id = c.session WHERE c.queue = ?1 "
                                         "AND s.expires_at >= {now} ORDER BY c.since, c.session"},
-    /* How many jobs of each part of queue ?2 session ?1 runs. */
+    /* How many jobs of each part of queue ?2 session ?1 runs, by the
+     * session's index: SQLite and MariaDB otherwise read every job of the
+     * queue (6 ms at 30,000 jobs, with the file or the parts locked). */
     [JOBQ_Q_PARTS_RUNNING] = {.what = "counting the session's jobs by part",
                               .common = "SELECT part, count(*) FROM jobq_jobs WHERE session = ?1 "
                                         "AND queue = ?2 AND state = 'running' AND part IS NOT "
-                                        "NULL GROUP BY part"},
+                                        "NULL GROUP BY part",
+                              .sqlite = "SELECT part, count(*) FROM jobq_jobs INDEXED BY "
+                                        "jobq_jobs_session WHERE session = ?1 AND queue = ?2 AND "
+                                        "state = 'running' AND part IS NOT NULL GROUP BY part",
+                              .mysql = "SELECT part, count(*) FROM jobq_jobs FORCE INDEX "
+                                       "(jobq_jobs_session) WHERE session = ?1 AND queue = ?2 "
+                                       "AND state = 'running' AND part IS NOT NULL GROUP BY "
+                                       "part"},
     [JOBQ_Q_PART_OWN] = {.what = "handing the part over",
                          .common = "UPDATE jobq_parts SET session = ?3, since = {now} WHERE "
                                    "queue = ?1 AND part = ?2"},
