@@ -44,14 +44,24 @@ int jobq_part_of(const char *key, size_t len, int parts) {
   return (int)(fnv1a(key, len) % (uint32_t)parts);
 }
 
+int64_t jobq__part_round(jobq *db, size_t n) {
+  /* The handle's keyless jobs go round the parts from a random start:
+   * parts of even sizes, whatever their count. */
+  if (db->part_next == 0) db->part_next = (jobq__rand(db) & 0x3fffffff) + 1;
+  int64_t at = db->part_next;
+  db->part_next = (db->part_next + (int64_t)(n & 0x3fffffff)) & 0x3fffffff;
+  if (db->part_next == 0) db->part_next = 1;
+  return at;
+}
+
 int64_t jobq__part_hash(jobq *db, const char *key) {
-  /* Without a key, the handle's jobs go round the parts from a random
-   * start: parts of even sizes, whatever their count. */
-  if (key == NULL) {
-    if (db->part_next == 0) db->part_next = (jobq__rand(db) & 0x3fffffff) + 1;
-    return (int64_t)(db->part_next++ & 0x7fffffff);
-  }
+  if (key == NULL) return jobq__part_round(db, 1);
   return (int64_t)fnv1a(key, strlen(key));
+}
+
+void jobq__part_runs(int64_t parts, jobq_val *const *hash, size_t m) {
+  for (size_t j = 0; parts > 1 && j < m; j++)
+    hash[j]->i += (int64_t)((uint64_t)j * (uint64_t)parts / m);
 }
 
 /* ---------------------------------------------------------------- which queues */

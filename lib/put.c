@@ -209,15 +209,23 @@ static int rows_put_ids(jobq *db, jobq_rows *r, size_t first, size_t n, void *ar
 }
 
 /* PUT_WAITS's rows: for each queue's place, whether it has a barrier
- * (bit 1) and whether its keys order (bit 2). */
+ * (flags bit 1) and whether its keys order (bit 2), and its parts. */
+typedef struct queue_waits {
+  int *flags;
+  int64_t *parts;
+} queue_waits;
+
 static int queues_waits(jobq *db, jobq_rows *r, size_t first, size_t n, void *arg) {
   (void)first;
   (void)n;
-  int *flags = arg;
+  queue_waits *w = arg;
   int got;
-  while ((got = jobq__rows_next(db, r)) == 1)
-    flags[jobq__col_int(db, r, 0)] =
+  while ((got = jobq__rows_next(db, r)) == 1) {
+    int64_t place = jobq__col_int(db, r, 0);
+    w->flags[place] =
         (jobq__col_int(db, r, 1) != 0 ? 1 : 0) | (jobq__col_int(db, r, 2) != 0 ? 2 : 0);
+    w->parts[place] = jobq__col_int(db, r, 3);
+  }
   return got < 0 ? got : JOBQ_OK;
 }
 
@@ -243,21 +251,29 @@ static int lock_find(const void *k, const void *e) {
  * behind its key, held by an unfinished job, a blocked key or an earlier
  * job of the batch, where keys order.  Read once for each queue
  * (locks[0..nq), in order) and for each key (locks[nq..nl)), not for each
- * job: a batch of a thousand jobs of one queue is one short read.
+ * job: a batch of a thousand jobs of one queue is one short read.  The
+ * read gives each queue's parts too: the keyless jobs of a queue in parts
+ * get hashes in runs (jobq__part_runs) in the column hash.
  */
 static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock *locks,
-                     size_t nq, size_t nl, jobq_val *wait) {
+                     size_t nq, size_t nl, jobq_val *wait, jobq_val *hash) {
   size_t nk = nl - nq;
   int *flags = calloc(nl, sizeof *flags);
+  int64_t *parts = calloc(nq, sizeof *parts);
+  size_t *place = malloc(n * sizeof *place);
+  jobq_val **runs = malloc(n * sizeof *runs);
   jobq_val *v = malloc(2 * nq * sizeof *v + 3 * nk * sizeof *v);
-  int rc = flags == NULL || v == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
+  int rc = flags == NULL || parts == NULL || place == NULL || runs == NULL || v == NULL
+               ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
+               : JOBQ_OK;
+  queue_waits w = {flags, parts};
   for (size_t i = 0; i < nq && rc == JOBQ_OK; i++) {
     v[i] = V_TEXT(locks[i].queue);
     v[nq + i] = V_INT((int64_t)i);
   }
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, JOBQ_Q_PUT_WAITS, SQL_ARGS(V_COL('t', v, nq), V_COL('i', v + nq, nq)),
-                       0, NULL, queues_waits, flags, NULL);
+                       0, NULL, queues_waits, &w, NULL);
   jobq_val *k = v + 2 * nq;
   for (size_t i = 0; i < nk && rc == JOBQ_OK; i++) {
     k[i] = V_TEXT(locks[nq + i].queue);
@@ -272,6 +288,7 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
     jobq_lock want = {'q', 0, queue_of(&o[i]), NULL};
     const jobq_lock *q = bsearch(&want, locks, nq, sizeof *locks, lock_find);
+    place[i] = (size_t)(q - locks);
     int f = flags[q - locks], waits = f & 1;
     if (!waits && o[i].key != NULL && (f & 2)) {
       want.key = o[i].key;
@@ -280,7 +297,17 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
     }
     wait[i] = V_INT(waits);
   }
+  for (size_t p = 0; p < nq && rc == JOBQ_OK; p++) {
+    if (parts[p] <= 1) continue;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (place[i] == p && o[i].key == NULL) runs[m++] = &hash[i];
+    jobq__part_runs(parts[p], runs, m);
+  }
   free(flags);
+  free(parts);
+  free(place);
+  free(runs);
   free(v);
   return rc;
 }
@@ -309,7 +336,11 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   int keyed = 0;
-  size_t nl = 0;
+  size_t nl = 0, keyless = 0;
+  /* The keyless jobs' hash: where they start in the handle's round, made
+   * runs by put_waits() or the INSERT. */
+  for (size_t i = 0; i < n; i++) keyless += o[i].key == NULL;
+  const int64_t start = keyless > 0 ? jobq__part_round(db, keyless) : 0;
   for (size_t i = 0; i < n; i++) {
     const char *queue = queue_of(&o[i]);
     locks[nl++] = (jobq_lock){'q', 0, queue, NULL};
@@ -333,7 +364,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     v[9 * n + i] = V_TEXT(o[i].key);
     v[10 * n + i] = V_INT(after);
     v[11 * n + i] = V_INT((int64_t)i);
-    v[12 * n + i] = V_INT(jobq__part_hash(db, o[i].key));
+    v[12 * n + i] = o[i].key != NULL ? V_INT(jobq__part_hash(db, o[i].key)) : V_INT(start);
   }
   /* The queues once each: the server need not sort a thousand names.
    * The locks' list has them, in order, once made distinct. */
@@ -360,7 +391,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('i', v + 12 * n, n)};
   /* Where the INSERT does not look itself (PUT_WAITS), reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
-    rc = put_waits(db, o, n, locks, q, nl, v + 10 * n);
+    rc = put_waits(db, o, n, locks, q, nl, v + 10 * n, v + 12 * n);
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,

@@ -72,10 +72,22 @@
  * LIMITED. */
 #define PARTED(AGG) "(SELECT " AGG " FROM jobq_queues WHERE parts > 1)"
 
+/* PostgreSQL's put: each keyless job's place among the put's keyless jobs
+ * of its queue (rn, from 1) and their number (cnt), so that its hash
+ * makes runs as lib/part.c's jobq__part_runs() does elsewhere (pq.parts:
+ * the queue's parts, within PART_OF). */
+#define PG_RUN_ROWS                                                            \
+  "row_number() OVER (PARTITION BY u.q, u.k IS NULL ORDER BY u.n) AS rn, "     \
+  "count(*) OVER (PARTITION BY u.q, u.k IS NULL) AS cnt"
+#define PG_RUN_HASH "u.h + CASE WHEN u.k IS NULL THEN (u.rn - 1) * pq.parts / u.cnt ELSE 0 END"
+
+/* The parts of queue Q. */
+#define QUEUE_PARTS(Q) "coalesce((SELECT pq.parts FROM jobq_queues pq WHERE pq.name = " Q "), 1)"
+
 /* The part of a job of queue Q whose hash (lib/part.c) is H: NULL while
  * the queue has one part. */
 #define PART_OF(Q, H)                                                         \
-  "(SELECT CASE WHEN pq.parts > 1 THEN " H " % pq.parts END FROM jobq_queues "  \
+  "(SELECT CASE WHEN pq.parts > 1 THEN (" H ") % pq.parts END FROM jobq_queues " \
   "pq WHERE pq.name = " Q ")"
 
 /* An archived job back into the hot table in state STATE, with a fresh
@@ -425,8 +437,8 @@ static const text texts[JOBQ_Q__COUNT] = {
     /* MariaDB / MySQL and SQLite: which of the jobs of a put must wait,
      * as PostgreSQL's PUT_KEYED_ROWS decides within the INSERT, once for
      * each queue and key of the batch (lib/put.c): for each queue ?1 (?2
-     * its place), whether it has an unfinished barrier and whether its
-     * keys order (no limit per key); PUT_WAITS_KEYS: the places ?3 of the
+     * its place), whether it has an unfinished barrier, whether its keys
+     * order (no limit per key) and its parts; PUT_WAITS_KEYS: the places ?3 of the
      * keys (?1 queue, ?2 key) that an unfinished job or a blocked key
      * holds, compared as they are (in the columns' collation).  Reads of
      * their own, before the INSERT: on MariaDB the reads within an INSERT
@@ -439,9 +451,10 @@ static const text texts[JOBQ_Q__COUNT] = {
          .common = "",
          .sqlite = "SELECT u.column2, EXISTS (SELECT 1 FROM jobq_jobs b INDEXED BY "
                    "jobq_jobs_barrier WHERE b.queue = u.column1 AND b.barrier = 1), "
-                   KEYS_ORDER("u.column1") " FROM jobq_rows(?1, ?2) AS u",
+                   KEYS_ORDER("u.column1") ", " QUEUE_PARTS("u.column1") " FROM "
+                   "jobq_rows(?1, ?2) AS u",
          .mysql = "{each_union:SELECT ?2, EXISTS (SELECT 1 FROM jobq_jobs b WHERE b.queue = ?1 "
-                  "AND b.barrier = 1), " KEYS_ORDER("?1") " FROM DUAL}"},
+                  "AND b.barrier = 1), " KEYS_ORDER("?1") ", " QUEUE_PARTS("?1") " FROM DUAL}"},
     [JOBQ_Q_PUT_WAITS_KEYS] =
         {.what = "looking for the jobs' keys",
          .common = "",
@@ -477,11 +490,11 @@ static const text texts[JOBQ_Q__COUNT] = {
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
                "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
-               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u, " PART_OF("u.q", "u.h")
-               " FROM unnest(?1::text[], "
+               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u, " PART_OF("u.q", PG_RUN_HASH)
+               " FROM (SELECT *, " PG_RUN_ROWS " FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
                "?7::bigint[], ?8::bigint[], ?9::text[], ?10::text[], ?11::bigint[], ?12::bigint[], "
-               "?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, u, k, a, i, h, n) "
+               "?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, u, k, a, i, h, n)) u "
                "ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
@@ -515,11 +528,12 @@ static const text texts[JOBQ_Q__COUNT] = {
                "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
                "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) AND "
                KEYS_ORDER("u.q") " THEN 'waiting' ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, "
-               "{now}, u.u, " PART_OF("u.q", "u.h") " FROM unnest(?1::text[], "
+               "{now}, u.u, " PART_OF("u.q", PG_RUN_HASH) " FROM (SELECT *, " PG_RUN_ROWS
+               " FROM unnest(?1::text[], "
                "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
                "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[], "
                "?12::bigint[], ?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, "
-               "a, u, i, h, n) "
+               "a, u, i, h, n)) u "
                "ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "

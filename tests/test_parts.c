@@ -12,7 +12,8 @@
  * PostgreSQL jobq_put() function's jobs in their keys' parts; a retried
  * dead job back in its key's part; a session's look at what comes due
  * (jobq_session_next_due) of its own parts only; sessions closing at
- * once that hand their parts over without a deadlock.
+ * once that hand their parts over without a deadlock; a put of many
+ * keyless jobs shared among the parts in runs.
  */
 #include "helpers.h"
 
@@ -607,9 +608,47 @@ static void test_sql_put_function(void **state) {
   jobq_info_free(info, 1);
 }
 
+/* A put of many keyless jobs gives each part its share of them (a
+ * tenth of 103 in 10 parts: 10 or 11), each share a run of neighbours in
+ * the order of the put; a lone put goes round the parts. */
+static void test_put_in_runs(void **state) {
+  tq *t = *state;
+  enum { N = 103, P = 10 };
+  set_parts(t->db, P);
+  jobq_put_opts o[N];
+  int64_t ids[N];
+  for (int i = 0; i < N; i++) {
+    jobq_put_opts_init(&o[i]);
+    o[i].queue = Q;
+  }
+  assert_rc(jobq_put_many(t->db, o, N, ids, NULL), JOBQ_OK);
+  int count[P] = {0}, runs = 0, last = -1;
+  for (int i = 0; i < N; i++) {
+    jobq_job_info *j = th_show(t->db, ids[i]);
+    assert_true(j->part >= 0 && j->part < P);
+    count[j->part]++;
+    runs += j->part != last;
+    last = j->part;
+    jobq_info_free(j, 1);
+  }
+  for (int p = 0; p < P; p++)
+    if (count[p] < N / P || count[p] > N / P + 1) fail_msg("part %d has %d of %d jobs", p, count[p], N);
+  assert_int_equal(runs, P);
+  /* One at a time, each in the part after the last one's. */
+  int first = -1;
+  for (int i = 0; i < P; i++) {
+    int64_t id = th_put(t->db, Q, "one");
+    jobq_job_info *j = th_show(t->db, id);
+    if (first < 0) first = j->part;
+    assert_int_equal(j->part, (first + i) % P);
+    jobq_info_free(j, 1);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TQ_TEST(test_fair_split),
+      TQ_TEST(test_put_in_runs),
       TQ_TEST(test_join_within_a_heartbeat),
       TQ_TEST(test_next_due_of_own_parts),
       TQ_TEST(test_sessions_leave_at_once),
