@@ -444,8 +444,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * their own, before the INSERT: on MariaDB the reads within an INSERT
      * lock the rows they read, and a put that held a key's lock then
      * waited for the row of a job being finished, whose finisher waited
-     * for the key's lock; on SQLite they ran again for each row, a third
-     * of the time of a batch of a thousand jobs. */
+     * for the key's lock; on SQLite they ran again for each row, a
+     * seventh of the time of a batch of a thousand jobs. */
     [JOBQ_Q_PUT_WAITS] =
         {.what = "looking for the jobs' barriers",
          .common = "",
