@@ -252,11 +252,13 @@ static int lock_find(const void *k, const void *e) {
  * job of the batch, where keys order.  Read once for each queue
  * (locks[0..nq), in order) and for each key (locks[nq..nl)), not for each
  * job: a batch of a thousand jobs of one queue is one short read.  The
- * read gives each queue's parts too: the keyless jobs of a queue in parts
- * get hashes in runs (jobq__part_runs) in the column hash.
+ * read gives each queue's parts too, into the column parts (for SQLite's
+ * INSERT, which need not look them up again for each row): the keyless
+ * jobs of a queue in parts get hashes in runs (jobq__part_runs) in the
+ * column hash.
  */
 static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock *locks,
-                     size_t nq, size_t nl, jobq_val *wait, jobq_val *hash) {
+                     size_t nq, size_t nl, jobq_val *wait, jobq_val *hash, jobq_val *nparts) {
   size_t nk = nl - nq;
   int *flags = calloc(nl, sizeof *flags);
   int64_t *parts = calloc(nq, sizeof *parts);
@@ -296,6 +298,7 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
       waits = wait[i].i != 0 || flags[key - locks] != 0;
     }
     wait[i] = V_INT(waits);
+    nparts[i] = V_INT(parts[place[i]]);
   }
   for (size_t p = 0; p < nq && rc == JOBQ_OK; p++) {
     if (parts[p] <= 1) continue;
@@ -327,7 +330,7 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
  */
 static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                     const keys_put *keys, int now_ids) {
-  enum { COLS = 13 };
+  enum { COLS = 14 };
   jobq_val *v = malloc(COLS * n * sizeof *v);
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
   if (v == NULL || locks == NULL) {
@@ -365,6 +368,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     v[10 * n + i] = V_INT(after);
     v[11 * n + i] = V_INT((int64_t)i);
     v[12 * n + i] = o[i].key != NULL ? V_INT(jobq__part_hash(db, o[i].key)) : V_INT(start);
+    v[13 * n + i] = V_NULL;
   }
   /* The queues once each: the server need not sort a thousand names.
    * The locks' list has them, in order, once made distinct. */
@@ -388,10 +392,10 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                                V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
                                V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
                                V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
-                               V_COL('i', v + 12 * n, n)};
+                               V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n)};
   /* Where the INSERT does not look itself (PUT_WAITS), reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
-    rc = put_waits(db, o, n, locks, q, nl, v + 10 * n, v + 12 * n);
+    rc = put_waits(db, o, n, locks, q, nl, v + 10 * n, v + 12 * n, v + 13 * n);
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,

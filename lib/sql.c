@@ -84,6 +84,10 @@
 /* The parts of queue Q. */
 #define QUEUE_PARTS(Q) "coalesce((SELECT pq.parts FROM jobq_queues pq WHERE pq.name = " Q "), 1)"
 
+/* PART_OF where the put read the queue's parts, N, before (PUT_WAITS:
+ * SQLite, under the file's one writer). */
+#define PART_OF_READ(N, H) "CASE WHEN " N " > 1 THEN " H " % " N " END"
+
 /* The part of a job of queue Q whose hash (lib/part.c) is H: NULL while
  * the queue has one part. */
 #define PART_OF(Q, H)                                                         \
@@ -471,7 +475,8 @@ static const text texts[JOBQ_Q__COUNT] = {
      * backoff, ?9 unique key (NULL: none; no job holds it, UNIQUES_FIND
      * made sure, and one that took it since fails the INSERT), all
      * columns (PUT_KEYED_ROWS adds ?10 the key and ?11, whether an earlier
-     * job of the batch has it).  A queue with
+     * job of the batch has it; ?13 is the job's hash, ?14 its queue's parts
+     * where PUT_WAITS read them).  A queue with
      * an unfinished barrier gets them waiting.  The statement decides, so
      * that PostgreSQL puts in one round trip, its ids read with the
      * commit's; on MariaDB and SQLite, PUT_WAITS has decided (?11). */
@@ -484,8 +489,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN u.column11 = 1 THEN 'waiting' ELSE 'ready' END, u.column5, "
                    "u.column6, u.column7, u.column8, {now}, u.column9, "
-                   PART_OF("u.column1", "u.column10") " FROM "
-                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13, ?11) AS u",
+                   PART_OF_READ("u.column12", "u.column10") " FROM "
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13, ?11, ?14) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
@@ -516,8 +521,8 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "u.column2, CASE WHEN u.column3 > 0 THEN u.column3 ELSE {now} + u.column4 "
                    "END, CASE WHEN u.column10 = 1 THEN 'waiting' ELSE 'ready' END, u.column9, "
                    "u.column5, u.column6, u.column7, u.column8, {now}, u.column11, "
-                   PART_OF("u.column1", "u.column12") " FROM "
-                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13) AS u",
+                   PART_OF_READ("u.column13", "u.column12") " FROM "
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13, ?14) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, "
                "u.p, CASE "
