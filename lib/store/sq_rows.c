@@ -7,8 +7,9 @@
  * them through this table-valued function instead of spelling the rows
  * out: jobq_rows(?5, ?2, ?3) has a row for each value of the columns bound
  * to ?5, ?2 and ?3 (their values in column1, column2, column3).  One
- * statement then takes any number of rows, with no list for SQLite to copy
- * into a temporary index and no statement text per number of rows.  The
+ * statement then takes any number of rows, with no text per number of
+ * rows; joined to a table, each row is looked up there in turn, with no
+ * list of values copied into a temporary index first.  The
  * store binds a column as a pointer (sqlite3_bind_pointer, of type
  * "jobq_col") to its jobq_val, whose values stay the caller's until the
  * statement is reset.  It works like SQLite's own carray extension, which
