@@ -243,6 +243,8 @@ static void test_next_due_of_own_parts(void **state) {
   set_parts(t->db, 1);
   assert_rc(jobq_session_next_due(one, qs, 1, &in), JOBQ_OK);
   assert_int_equal(in, 0);
+  assert_rc(jobq_session_next_due(one, NULL, 0, &in), JOBQ_OK);
+  assert_int_equal(in, 0);
   assert_rc(jobq_session_next_due(NULL, qs, 1, &in), JOBQ_EINVAL);
   assert_rc(jobq_session_next_due(one, qs, 1, NULL), JOBQ_EINVAL);
   jobq_session_close(a);
