@@ -225,12 +225,12 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * or the handle's next when it has none), whose remainder by the count of parts is
  * its part (PART_OF in lib/sql.c).  part_round: the hash of the first
  * of n keyless jobs that go round the parts (the handle's round moves on
- * by n).  part_runs: the hashes *hash[0..m) of the m keyless jobs of one
- * put to a queue of parts parts (as the put read it), in their order,
- * each the put's part_round at first, made runs of neighbours, one a
- * part (PostgreSQL's INSERT makes the same runs itself): each part gets
- * m / parts of them, give or take one, and a claim of a part takes rows
- * that lie together.  names_has: whether the names in list
+ * by n).  part_run: how far the hash of the j-th (from 0) of the m
+ * keyless jobs of one put to a queue of parts parts (as the put read it)
+ * moves on from the put's part_round, so that they make runs of
+ * neighbours, one a part (PostgreSQL's INSERT computes the same, PUT_ROWS
+ * in lib/sql.c): each part gets m / parts of them, give or take one, and
+ * a claim of a part takes rows that lie together.  names_has: whether the names in list
  * (joined by commas) hold one of the nq queues (any when nq is 0);
  * names_keep: column col of r (such a list, or NULL) into *list, of
  * *cap bytes, grown as needed.
@@ -252,7 +252,7 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * session's parts into v[0..n); session_parts_free: what it added. */
 int64_t jobq__part_hash(jobq *db, const char *key);
 int64_t jobq__part_round(jobq *db, size_t n);
-void jobq__part_runs(int64_t parts, jobq_val *const *hash, size_t m);
+int64_t jobq__part_run(int64_t parts, int64_t j, int64_t m);
 int jobq__names_has(const char *list, const char *const *queues, size_t nq);
 int jobq__names_keep(jobq *db, jobq_rows *r, int col, char **list, size_t *cap);
 int jobq__parted_keep(jobq *db, jobq_rows *r, int col);

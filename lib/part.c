@@ -59,9 +59,8 @@ int64_t jobq__part_hash(jobq *db, const char *key) {
   return (int64_t)fnv1a(key, strlen(key));
 }
 
-void jobq__part_runs(int64_t parts, jobq_val *const *hash, size_t m) {
-  for (size_t j = 0; parts > 1 && j < m; j++)
-    hash[j]->i += (int64_t)((uint64_t)j * (uint64_t)parts / m);
+int64_t jobq__part_run(int64_t parts, int64_t j, int64_t m) {
+  return parts > 1 && m > 0 ? j * parts / m : 0;
 }
 
 /* ---------------------------------------------------------------- which queues */

@@ -254,18 +254,19 @@ static int lock_find(const void *k, const void *e) {
  * job: a batch of a thousand jobs of one queue is one short read.  The
  * read gives each queue's parts too, into the column parts (for SQLite's
  * INSERT, which need not look them up again for each row): the keyless
- * jobs of a queue in parts get hashes in runs (jobq__part_runs) in the
- * column hash.
+ * jobs of a queue in parts get hashes in runs in the column hash, each
+ * moved on by its run's offset (jobq__part_run) from its place among the
+ * queue's keyless jobs (place[i] is job i's queue, run[i] its place and
+ * count[i] their number).
  */
 static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock *locks,
-                     size_t nq, size_t nl, jobq_val *wait, jobq_val *hash, jobq_val *nparts) {
+                     size_t nq, size_t nl, const size_t *place, const jobq_val *run,
+                     const jobq_val *count, jobq_val *wait, jobq_val *hash, jobq_val *nparts) {
   size_t nk = nl - nq;
   int *flags = calloc(nl, sizeof *flags);
   int64_t *parts = calloc(nq, sizeof *parts);
-  size_t *place = malloc(n * sizeof *place);
-  jobq_val **runs = malloc(n * sizeof *runs);
   jobq_val *v = malloc(2 * nq * sizeof *v + 3 * nk * sizeof *v);
-  int rc = flags == NULL || parts == NULL || place == NULL || runs == NULL || v == NULL
+  int rc = flags == NULL || parts == NULL || v == NULL
                ? jobq__fail(db, JOBQ_ENOMEM, "out of memory")
                : JOBQ_OK;
   queue_waits w = {flags, parts};
@@ -288,29 +289,18 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
                                 V_COL('i', k + 2 * nk, nk)),
                        0, NULL, keys_held, flags + nq, NULL);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
-    jobq_lock want = {'q', 0, queue_of(&o[i]), NULL};
-    const jobq_lock *q = bsearch(&want, locks, nq, sizeof *locks, lock_find);
-    place[i] = (size_t)(q - locks);
-    int f = flags[q - locks], waits = f & 1;
+    int f = flags[place[i]], waits = f & 1;
     if (!waits && o[i].key != NULL && (f & 2)) {
-      want.key = o[i].key;
+      jobq_lock want = {'q', 0, queue_of(&o[i]), o[i].key};
       const jobq_lock *key = bsearch(&want, locks + nq, nk, sizeof *locks, lock_find);
       waits = wait[i].i != 0 || flags[key - locks] != 0;
     }
     wait[i] = V_INT(waits);
     nparts[i] = V_INT(parts[place[i]]);
-  }
-  for (size_t p = 0; p < nq && rc == JOBQ_OK; p++) {
-    if (parts[p] <= 1) continue;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (place[i] == p && o[i].key == NULL) runs[m++] = &hash[i];
-    jobq__part_runs(parts[p], runs, m);
+    if (o[i].key == NULL) hash[i].i += jobq__part_run(parts[place[i]], run[i].i, count[i].i);
   }
   free(flags);
   free(parts);
-  free(place);
-  free(runs);
   free(v);
   return rc;
 }
@@ -326,16 +316,22 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
  * (PUT_WAITS) decides it before, where the INSERT cannot.  On PostgreSQL
  * all of it goes with the commit, the ids read back with it: a put is
  * one round trip; with now_ids, the ids are read at once (jobs put after
- * others, lib/after.c, need them before the commit).
+ * others, lib/after.c, need them before the commit).  Each keyless job's
+ * place among its queue's keyless jobs of the batch, and their number,
+ * lay them in runs over the queue's parts (PUT_WAITS, or PostgreSQL's
+ * INSERT); the batch's queue, when it has only one, lets PostgreSQL read
+ * that queue's parts once, not for each job.
  */
 static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
                     const keys_put *keys, int now_ids) {
-  enum { COLS = 14 };
+  enum { COLS = 15 };
   jobq_val *v = malloc(COLS * n * sizeof *v);
   jobq_lock *locks = malloc(2 * n * sizeof *locks);
-  if (v == NULL || locks == NULL) {
+  size_t *place = malloc(n * sizeof *place);
+  if (v == NULL || locks == NULL || place == NULL) {
     free(v);
     free(locks);
+    free(place);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
   int keyed = 0;
@@ -366,9 +362,10 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     v[8 * n + i] = V_TEXT(o[i].unique_key);
     v[9 * n + i] = V_TEXT(o[i].key);
     v[10 * n + i] = V_INT(after);
-    v[11 * n + i] = V_INT((int64_t)i);
+    v[11 * n + i] = V_INT(0);
     v[12 * n + i] = o[i].key != NULL ? V_INT(jobq__part_hash(db, o[i].key)) : V_INT(start);
-    v[13 * n + i] = V_NULL;
+    v[13 * n + i] = V_INT(1);
+    v[14 * n + i] = V_NULL;
   }
   /* The queues once each: the server need not sort a thousand names.
    * The locks' list has them, in order, once made distinct. */
@@ -378,6 +375,19 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   int rc = queues == NULL ? jobq__fail(db, JOBQ_ENOMEM, "out of memory") : JOBQ_OK;
   for (size_t i = 0; i < nl && rc == JOBQ_OK; i++)
     if (locks[i].kind == 'q') queues[q++] = V_TEXT(locks[i].queue);
+  /* Each job's queue among them (place); each keyless job's place among
+   * its queue's keyless jobs (column 12), then their number (14). */
+  size_t *keyless_of = rc == JOBQ_OK ? calloc(q ? q : 1, sizeof *keyless_of) : NULL;
+  if (rc == JOBQ_OK && keyless_of == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {
+    const jobq_lock want = {'q', 0, queue_of(&o[i]), NULL};
+    const jobq_lock *at = bsearch(&want, locks, q, sizeof *locks, lock_find);
+    place[i] = (size_t)(at - locks);
+    if (o[i].key == NULL) v[11 * n + i] = V_INT((int64_t)keyless_of[place[i]]++);
+  }
+  for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
+    if (o[i].key == NULL) v[13 * n + i] = V_INT((int64_t)keyless_of[place[i]]);
+  free(keyless_of);
   static const jobq_how defer = {.defer = 1};
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, JOBQ_Q_QUEUES_ENSURE, SQL_ARGS(V_COL('t', queues, q)), 0, &defer,
@@ -386,18 +396,20 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   const int returns = jobq__sql_returns(db->store->dialect, JOBQ_Q_PUT_ROWS);
   const jobq_how how = {.defer = !now_ids, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
   rows_put p = {ids};
-  const jobq_val args[COLS] = {V_COL('t', v, n),          V_COL('i', v + n, n),
+  const jobq_val args[COLS + 1] = {V_COL('t', v, n),          V_COL('i', v + n, n),
                                V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
                                V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
                                V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
                                V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
                                V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
-                               V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n)};
+                               V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n),
+                               q == 1 ? queues[0] : V_NULL, V_COL('i', v + 14 * n, n)};
   /* Where the INSERT does not look itself (PUT_WAITS), reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
-    rc = put_waits(db, o, n, locks, q, nl, v + 10 * n, v + 12 * n, v + 13 * n);
+    rc = put_waits(db, o, n, locks, q, nl, place, v + 11 * n, v + 13 * n, v + 10 * n,
+                   v + 12 * n, v + 14 * n);
   if (rc == JOBQ_OK)
-    rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS,
+    rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS + 1,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,
                        &p, NULL);
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++)
@@ -405,6 +417,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     else jobq__wake_later(db, queue_of(&o[i]));
   free(queues);
   free(locks);
+  free(place);
   free(v);
   return rc;
 }

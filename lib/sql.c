@@ -72,21 +72,24 @@
  * LIMITED. */
 #define PARTED(AGG) "(SELECT " AGG " FROM jobq_queues WHERE parts > 1)"
 
-/* PostgreSQL's put: each keyless job's place among the put's keyless jobs
- * of its queue (rn, from 1) and their number (cnt), so that its hash
- * makes runs as lib/part.c's jobq__part_runs() does elsewhere (pq.parts:
- * the queue's parts, within PART_OF). */
-#define PG_RUN_ROWS                                                            \
-  "row_number() OVER (PARTITION BY u.q, u.k IS NULL ORDER BY u.n) AS rn, "     \
-  "count(*) OVER (PARTITION BY u.q, u.k IS NULL) AS cnt"
-#define PG_RUN_HASH "u.h + CASE WHEN u.k IS NULL THEN (u.rn - 1) * pq.parts / u.cnt ELSE 0 END"
+/* PostgreSQL's put: each keyless job's hash moved on by its place among
+ * the put's keyless jobs of its queue (u.o, from 0) and their number
+ * (u.c), both from the put, as lib/part.c's jobq__part_run() does
+ * elsewhere, for the queue's parts N. */
+#define PG_RUN_HASH(N) "u.h + CASE WHEN u.k IS NULL THEN u.o * " N " / u.c ELSE 0 END"
+/* The parts of job u's queue, for a put: of the put's one queue ?15
+ * read once (an InitPlan), or of each job's queue where it has several. */
+#define PG_PUT_PARTS                                                           \
+  "CASE WHEN ?15::text IS NOT NULL THEN (SELECT pq.parts FROM jobq_queues pq " \
+  "WHERE pq.name = ?15::text) ELSE (SELECT pq.parts FROM jobq_queues pq WHERE " \
+  "pq.name = u.q) END"
 
 /* The parts of queue Q. */
 #define QUEUE_PARTS(Q) "coalesce((SELECT pq.parts FROM jobq_queues pq WHERE pq.name = " Q "), 1)"
 
 /* PART_OF where the put read the queue's parts, N, before (PUT_WAITS:
  * SQLite, under the file's one writer). */
-#define PART_OF_READ(N, H) "CASE WHEN " N " > 1 THEN " H " % " N " END"
+#define PART_OF_READ(N, H) "CASE WHEN " N " > 1 THEN (" H ") % " N " END"
 
 /* The part of a job of queue Q whose hash (lib/part.c) is H: NULL while
  * the queue has one part. */
@@ -475,7 +478,10 @@ static const text texts[JOBQ_Q__COUNT] = {
      * backoff, ?9 unique key (NULL: none; no job holds it, UNIQUES_FIND
      * made sure, and one that took it since fails the INSERT), all
      * columns (PUT_KEYED_ROWS adds ?10 the key and ?11, whether an earlier
-     * job of the batch has it; ?13 is the job's hash, ?14 its queue's parts
+     * job of the batch has it; ?13 is the job's hash, ?12 a keyless job's
+     * place among its queue's keyless jobs of the batch and ?14 their
+     * number, for PostgreSQL's runs, PG_RUN_HASH; ?15, not a column, the
+     * batch's queue when it has only one; ?16 the job's queue's parts
      * where PUT_WAITS read them).  A queue with
      * an unfinished barrier gets them waiting.  The statement decides, so
      * that PostgreSQL puts in one round trip, its ids read with the
@@ -490,17 +496,17 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "END, CASE WHEN u.column11 = 1 THEN 'waiting' ELSE 'ready' END, u.column5, "
                    "u.column6, u.column7, u.column8, {now}, u.column9, "
                    PART_OF_READ("u.column12", "u.column10") " FROM "
-                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13, ?11, ?14) AS u",
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?13, ?11, ?16) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, u.p, CASE "
                "WHEN u.r > 0 THEN u.r ELSE {now} + u.d END, CASE WHEN EXISTS (SELECT 1 "
                "FROM jobq_jobs b WHERE b.queue = u.q AND b.barrier = 1) THEN 'waiting' "
-               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u, " PART_OF("u.q", PG_RUN_HASH)
-               " FROM (SELECT *, " PG_RUN_ROWS " FROM unnest(?1::text[], "
-               "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[], ?9::text[], ?10::text[], ?11::bigint[], ?12::bigint[], "
-               "?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, u, k, a, i, h, n)) u "
-               "ORDER BY u.n RETURNING id",
+               "ELSE 'ready' END, u.pl, u.m, u.t, u.b, {now}, u.u, "
+               PART_OF_READ("u.pp", PG_RUN_HASH("u.pp")) " FROM (SELECT *, " PG_PUT_PARTS
+               " AS pp FROM unnest(?1::text[], ?2::bigint[], ?3::bigint[], ?4::bigint[], "
+               "?5::bytea[], ?6::bigint[], ?7::bigint[], ?8::bigint[], ?9::text[], ?10::text[], "
+               "?11::bigint[], ?12::bigint[], ?13::bigint[], ?14::bigint[]) WITH ORDINALITY AS "
+               "u(q, p, r, d, pl, m, t, b, u, k, a, o, h, c, n)) u ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, payload, "
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
@@ -522,7 +528,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                    "END, CASE WHEN u.column10 = 1 THEN 'waiting' ELSE 'ready' END, u.column9, "
                    "u.column5, u.column6, u.column7, u.column8, {now}, u.column11, "
                    PART_OF_READ("u.column13", "u.column12") " FROM "
-                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13, ?14) AS u",
+                   "jobq_rows(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, ?9, ?13, ?16) AS u",
          .pg = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) SELECT u.q, "
                "u.p, CASE "
@@ -533,13 +539,12 @@ static const text texts[JOBQ_Q__COUNT] = {
                "j.order_key, j.state, j.id LIMIT 1) f) OR EXISTS (SELECT 1 FROM "
                "jobq_blocked x WHERE x.queue = u.q AND x.order_key = u.k)) AND "
                KEYS_ORDER("u.q") " THEN 'waiting' ELSE 'ready' END, u.k, u.pl, u.m, u.t, u.b, "
-               "{now}, u.u, " PART_OF("u.q", PG_RUN_HASH) " FROM (SELECT *, " PG_RUN_ROWS
-               " FROM unnest(?1::text[], "
-               "?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bytea[], ?6::bigint[], "
-               "?7::bigint[], ?8::bigint[], ?10::text[], ?11::bigint[], ?9::text[], "
-               "?12::bigint[], ?13::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, "
-               "a, u, i, h, n)) u "
-               "ORDER BY u.n RETURNING id",
+               "{now}, u.u, " PART_OF_READ("u.pp", PG_RUN_HASH("u.pp")) " FROM (SELECT *, "
+               PG_PUT_PARTS " AS pp FROM unnest(?1::text[], ?2::bigint[], ?3::bigint[], "
+               "?4::bigint[], ?5::bytea[], ?6::bigint[], ?7::bigint[], ?8::bigint[], "
+               "?10::text[], ?11::bigint[], ?9::text[], ?12::bigint[], ?13::bigint[], "
+               "?14::bigint[]) WITH ORDINALITY AS u(q, p, r, d, pl, m, t, b, k, a, u, o, h, c, "
+               "n)) u ORDER BY u.n RETURNING id",
          .mysql = "INSERT INTO jobq_jobs(queue, priority, run_at, state, order_key, payload, "
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "

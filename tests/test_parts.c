@@ -645,6 +645,46 @@ static void test_put_in_runs(void **state) {
     assert_int_equal(j->part, (first + i) % P);
     jobq_info_free(j, 1);
   }
+  /* Two queues in one put, their jobs interleaved, some with keys: each
+   * queue's keyless jobs make runs over its own parts. */
+  enum { M = 90, P2 = 4 };
+  const char *other = "parts.other";
+  if (jobq_set_parts(t->db, other, P2) != JOBQ_OK) fail_msg("jobq_set_parts: %s", jobq_errmsg(t->db));
+  jobq_put_opts m[M];
+  int64_t mids[M];
+  char keys[M][16];
+  for (int i = 0; i < M; i++) {
+    jobq_put_opts_init(&m[i]);
+    m[i].queue = i % 3 == 0 ? other : Q;
+    if (i % 5 == 4) {
+      snprintf(keys[i], sizeof keys[i], "k%d", i);
+      m[i].key = keys[i];
+    }
+  }
+  assert_rc(jobq_put_many(t->db, m, M, mids, NULL), JOBQ_OK);
+  for (int q = 0; q < 2; q++) {
+    const char *queue = q ? other : Q;
+    int parts = q ? P2 : P, per[P] = {0}, n = 0;
+    runs = 0;
+    last = -1;
+    for (int i = 0; i < M; i++) {
+      if (m[i].queue != queue) continue;
+      jobq_job_info *j = th_show(t->db, mids[i]);
+      if (m[i].key != NULL) {
+        assert_int_equal(j->part, jobq_part_of(m[i].key, strlen(m[i].key), parts));
+      } else {
+        per[j->part]++;
+        n++;
+        runs += j->part != last;
+        last = j->part;
+      }
+      jobq_info_free(j, 1);
+    }
+    for (int p = 0; p < parts; p++)
+      if (per[p] < n / parts || per[p] > n / parts + 1)
+        fail_msg("%s: part %d has %d of %d jobs", queue, p, per[p], n);
+    assert_int_equal(runs, parts);
+  }
 }
 
 int main(void) {
