@@ -252,8 +252,8 @@ static int lock_find(const void *k, const void *e) {
  * job of the batch, where keys order.  Read once for each queue
  * (locks[0..nq), in order) and for each key (locks[nq..nl)), not for each
  * job: a batch of a thousand jobs of one queue is one short read.  The
- * read gives each queue's parts too, into the column parts (for SQLite's
- * INSERT, which need not look them up again for each row): the keyless
+ * read gives each queue's parts too, into the column parts (for the INSERT,
+ * which need not look them up again for each row): the keyless
  * jobs of a queue in parts get hashes in runs in the column hash, each
  * moved on by its run's offset (jobq__part_run) from its place among the
  * queue's keyless jobs (place[i] is job i's queue, run[i] its place and

@@ -511,7 +511,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
                   "= 1 THEN 'waiting' ELSE 'ready' END, ?5, ?6, ?7, ?8, {now}, ?9, "
-                  PART_OF("?1", "?13") ")}"},
+                  PART_OF_READ("?16", "?13") ")}"},
     /* PUT_ROWS with ordering keys, after the keys' locks, so that the
      * statement sees every job of its keys put or finished before: a
      * keyed job waits behind an earlier one of its key in the batch, or
@@ -549,7 +549,7 @@ static const text texts[JOBQ_Q__COUNT] = {
                   "max_attempts, timeout_ms, backoff_ms, created_at, unique_key, part) VALUES "
                   "{each:(?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE {now} + ?4 END, CASE WHEN ?11 "
                   "= 1 THEN 'waiting' ELSE 'ready' END, ?10, ?5, ?6, ?7, ?8, {now}, ?9, "
-                  PART_OF("?1", "?13") ")}"},
+                  PART_OF_READ("?16", "?13") ")}"},
     [JOBQ_Q_SESSION_INSERT] =
         {.what = "starting the session",
          .common = "INSERT INTO jobq_sessions(id, epoch, name, host, pid, started_at, "
