@@ -221,15 +221,21 @@ static json_t *merged(const struct fm_state_db *seen, json_t *old, const char *u
                    list != NULL ? list : json_array());
 }
 
-/* Writes doc to path whole: a new file beside it, flushed, renamed over
- * it, and the folder flushed. */
+/* Writes doc to path whole: a new file beside it (FILE.new, which only
+ * the holder of the lock writes; one that a crash left is removed), made
+ * anew so that no one else's file is written to, flushed, renamed over
+ * it, and the folder flushed.  open(), not mkostemp(): ThreadSanitizer
+ * does not see the descriptor that mkostemp() makes, and took its close
+ * for a race with the other threads' descriptors of the same number. */
 static int replace(const char *path, json_t *doc, char *why, size_t size) {
   char tmp[PATH_MAX];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= sizeof tmp) {
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", path) >= sizeof tmp) {
     snprintf(why, size, "state file '%s': the path is too long", path);
     return -1;
   }
-  int fd = mkostemp(tmp, O_CLOEXEC);
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+  int fd = open(tmp, flags, 0600);
+  if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) fd = open(tmp, flags, 0600);
   if (fd < 0) {
     why_set(why, size, "cannot write the state file '%s': %s", path, errno);
     return -1;
