@@ -36,6 +36,10 @@
  *   heartbeat.before      a heartbeat about to run
  *   put.keys-missing      (MariaDB/MySQL) a put of keyed jobs found its keys'
  *                         lock rows missing, not yet inserted
+ *   put.before-insert     a put of a batch took its queues' locks (and,
+ *                         on MariaDB/MySQL and SQLite, read their barriers,
+ *                         keys and parts), its INSERT not yet run (with
+ *                         sleep: the queue's parts may be changed meanwhile)
  *   put.uniques-found     a put of a batch with unique keys read which of
  *                         them are held, its INSERT not yet run (with
  *                         sleep: another put may take one meanwhile)

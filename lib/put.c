@@ -408,6 +408,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
     rc = put_waits(db, o, n, locks, q, nl, place, v + 11 * n, v + 13 * n, v + 10 * n,
                    v + 12 * n, v + 14 * n);
+  if (rc == JOBQ_OK) rc = jobq__failpoint(db, "put.before-insert");
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS + 1,
                        returns || db->id_step != 0 ? 0 : 1, &how, returns ? NULL : rows_put_ids,

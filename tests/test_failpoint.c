@@ -526,6 +526,40 @@ static int put_unique_slowly(void *arg) {
   return existed[1] ? 11 : existed[0];
 }
 
+/* A batch put took its queue's locks (and read its parts, but on
+ * PostgreSQL), and the parts change before its INSERT: its jobs end in
+ * parts of the new count.  The change waits for the put where the put
+ * read the parts first: MariaDB's put holds its queue's row from the
+ * INSERT IGNORE that makes sure of it, SQLite's the file; PostgreSQL's
+ * INSERT reads the parts at its own start. */
+static int put_before_parts_change(void *arg) {
+  setenv("JOBQ_FAILPOINT", "put.before-insert=sleep:1500", 1);
+  jobq *db = th_open(arg);
+  enum { N = 20 };
+  jobq_put_opts o[N];
+  for (int k = 0; k < N; k++) {
+    jobq_put_opts_init(&o[k]);
+    o[k].queue = "pq";
+  }
+  int64_t ids[N];
+  int rc = jobq_put_many(db, o, N, ids, NULL);
+  jobq_close(db);
+  return rc == JOBQ_OK ? 0 : 10;
+}
+
+static void test_parts_change_during_a_put(void **state) {
+  tq *t = *state;
+  th_put(t->db, "pq", "first");
+  pid_t pid = th_fork(put_before_parts_change, (void *)t->url);
+  th_sleep_ms(500);
+  assert_rc(jobq_set_parts(t->db, "pq", 4), JOBQ_OK);
+  assert_int_equal(th_wait(pid), 0);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'pq'"), 21);
+  assert_int_equal(th_sql_int(t->db, "SELECT count(*) FROM jobq_jobs WHERE queue = 'pq' AND "
+                                     "(part IS NULL OR part < 0 OR part >= 4)"),
+                   0);
+}
+
 static void test_unique_key_taken_during_batch(void **state) {
   tq *t = *state;
   pid_t pid = th_fork(put_unique_slowly, (void *)t->url);
@@ -577,6 +611,7 @@ int main(void) {
       TQ_TEST(test_prune_in_parts),
       TQ_TEST(test_stalled_worker_does_not_block_reapers),
       TQ_TEST(test_unique_key_taken_during_batch),
+      TQ_TEST(test_parts_change_during_a_put),
       TQ_TEST(test_unknown_failpoint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
