@@ -230,8 +230,9 @@ void jobq__limit_plan_release(jobq__limit_plan *p);
  * moves on from the put's part_round, so that they make runs of
  * neighbours, one a part (PostgreSQL's INSERT computes the same, PUT_ROWS
  * in lib/sql.c): each part gets m / parts of them, give or take one, and
- * a claim of a part takes rows that lie together.  names_has: whether the names in list
- * (joined by commas) hold one of the nq queues (any when nq is 0);
+ * a claim of a part takes rows that lie together.  names_has: whether
+ * the names in list (joined by commas) hold one of the nq queues (any
+ * when nq is 0);
  * names_keep: column col of r (such a list, or NULL) into *list, of
  * *cap bytes, grown as needed.
  * parted_keep / parted: the claim's look's queues in parts, as

@@ -396,14 +396,15 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   const int returns = jobq__sql_returns(db->store->dialect, JOBQ_Q_PUT_ROWS);
   const jobq_how how = {.defer = !now_ids, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
   rows_put p = {ids};
+  /* The columns, then the batch's one queue (?15), then the parts read. */
   const jobq_val args[COLS + 1] = {V_COL('t', v, n),          V_COL('i', v + n, n),
-                               V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
-                               V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
-                               V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
-                               V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
-                               V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
-                               V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n),
-                               q == 1 ? queues[0] : V_NULL, V_COL('i', v + 14 * n, n)};
+                                   V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
+                                   V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
+                                   V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
+                                   V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
+                                   V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
+                                   V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n),
+                                   q == 1 ? queues[0] : V_NULL, V_COL('i', v + 14 * n, n)};
   /* Where the INSERT does not look itself (PUT_WAITS), reads first. */
   if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
     rc = put_waits(db, o, n, locks, q, nl, place, v + 11 * n, v + 13 * n, v + 10 * n,

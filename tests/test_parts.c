@@ -649,7 +649,8 @@ static void test_put_in_runs(void **state) {
    * queue's keyless jobs make runs over its own parts. */
   enum { M = 90, P2 = 4 };
   const char *other = "parts.other";
-  if (jobq_set_parts(t->db, other, P2) != JOBQ_OK) fail_msg("jobq_set_parts: %s", jobq_errmsg(t->db));
+  if (jobq_set_parts(t->db, other, P2) != JOBQ_OK)
+    fail_msg("jobq_set_parts: %s", jobq_errmsg(t->db));
   jobq_put_opts m[M];
   int64_t mids[M];
   char keys[M][16];
