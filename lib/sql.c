@@ -87,8 +87,9 @@
 /* The parts of queue Q. */
 #define QUEUE_PARTS(Q) "coalesce((SELECT pq.parts FROM jobq_queues pq WHERE pq.name = " Q "), 1)"
 
-/* PART_OF where the put read the queue's parts, N, before (PUT_WAITS:
- * SQLite, under the file's one writer). */
+/* PART_OF where a put has the queue's parts, N, without a lookup of its
+ * own: read before (PUT_WAITS: SQLite, MariaDB) or once for the whole
+ * INSERT (PG_PUT_PARTS). */
 #define PART_OF_READ(N, H) "CASE WHEN " N " > 1 THEN (" H ") % " N " END"
 
 /* The part of a job of queue Q whose hash (lib/part.c) is H: NULL while
