@@ -297,7 +297,7 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
     }
     wait[i] = V_INT(waits);
     nparts[i] = V_INT(parts[place[i]]);
-    if (o[i].key == NULL) hash[i].i += jobq__part_run(parts[place[i]], run[i].i, count[i].i);
+    hash[i].i += jobq__part_run(parts[place[i]], run[i].i, count[i].i);
   }
   free(flags);
   free(parts);
@@ -376,7 +376,8 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   for (size_t i = 0; i < nl && rc == JOBQ_OK; i++)
     if (locks[i].kind == 'q') queues[q++] = V_TEXT(locks[i].queue);
   /* Each job's queue among them (place); each keyless job's place among
-   * its queue's keyless jobs (column 12), then their number (14). */
+   * its queue's keyless jobs (column 12), then their number (14); a keyed
+   * job keeps 0 and 1, which leave its hash as it is. */
   size_t *keyless_of = rc == JOBQ_OK ? calloc(q ? q : 1, sizeof *keyless_of) : NULL;
   if (rc == JOBQ_OK && keyless_of == NULL) rc = jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && rc == JOBQ_OK; i++) {

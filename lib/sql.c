@@ -74,9 +74,10 @@
 
 /* PostgreSQL's put: each keyless job's hash moved on by its place among
  * the put's keyless jobs of its queue (u.o, from 0) and their number
- * (u.c), both from the put, as lib/part.c's jobq__part_run() does
- * elsewhere, for the queue's parts N. */
-#define PG_RUN_HASH(N) "u.h + CASE WHEN u.k IS NULL THEN u.o * " N " / u.c ELSE 0 END"
+ * (u.c), both from the put (0 and 1 for a keyed job, whose hash stays),
+ * as lib/part.c's jobq__part_run() does elsewhere, for the queue's parts
+ * N. */
+#define PG_RUN_HASH(N) "u.h + u.o * " N " / u.c"
 /* The parts of job u's queue, for a put: of the put's one queue ?15
  * read once (an InitPlan), or of each job's queue where it has several. */
 #define PG_PUT_PARTS                                                           \
