@@ -58,7 +58,7 @@ no_standby() {
 
 t_sync_failover_under_load() {
   ha_begin 5 || return
-  ha_pg_up "$D" sync || { fail "the servers did not start"; ha_end; return; }
+  ha_pg_up "$D" sync || { fail "the servers did not start: $(ha_pg_why "$D")"; ha_end; return; }
   local hosts
   mapfile -t hosts < <(ha_hosts_args)
   run_chaos --store postgres --url "$HA_PG_URL" --pg-dir "$HA_PG_P" --standby "$HA_PG_S" \
@@ -70,7 +70,7 @@ t_sync_failover_under_load() {
 
 t_partitioned_foreman() {
   ha_begin 3 || return
-  ha_pg_up "$D" alone || { fail "the server did not start"; ha_end; return; }
+  ha_pg_up "$D" alone || { fail "the server did not start: $(ha_pg_why "$D")"; ha_end; return; }
   URL=$HA_PG_URL
   local a b cut_at id took
   jq_on 2 init
@@ -122,7 +122,7 @@ ran_on_prefix() { awk -v x="$1" -v p="$2" 'index($3, x) == 1 && $4 == p { f = 1 
 
 t_failover_idle_foreman() {
   ha_begin 2 || return
-  ha_pg_up "$D" sync || { fail "the servers did not start"; ha_end; return; }
+  ha_pg_up "$D" sync || { fail "the servers did not start: $(ha_pg_why "$D")"; ha_end; return; }
   URL=$HA_PG_URL
   local log=$D/foreman.log addr claims conns
   jq_on 1 init
@@ -172,7 +172,7 @@ t_failover_idle_foreman() {
 
 t_async_held_back() {
   ha_begin 2 || return
-  ha_pg_up "$D" async || { fail "the servers did not start"; ha_end; return; }
+  ha_pg_up "$D" async || { fail "the servers did not start: $(ha_pg_why "$D")"; ha_end; return; }
   URL=$HA_PG_URL
   local log=$D/foreman.log mark lost_id before st
   st=$(state_opt)

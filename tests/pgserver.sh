@@ -111,15 +111,19 @@ options() {
 }
 
 # serve DIR BIN [PORT]: starts the cluster in DIR/data on PORT, or on a free
-# port (tries a few random ones; the server says when one is taken), and
-# notes it in DIR/port.
+# port (tries a few random ones), and notes it in DIR/port.  A server given
+# two addresses starts when it can bind either, so a port taken on one of
+# them (another listener, or a connection's own end) shows only in its log:
+# it is stopped and another port tried.
 serve() {
-  local dir=$1 bin=$2 port tries=0
+  local dir=$1 bin=$2 port tries=0 from
   while :; do
     port=${3:-$((20000 + RANDOM % 40000))}
+    from=$(stat -c %s "$dir/server.log" 2>/dev/null || echo 0)
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
       -o "$(options "$dir" "$port")" start >/dev/null 2>&1; then
-      break
+      tail -c +$((from + 1)) "$dir/server.log" | grep -q "could not bind" || break
+      as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi
     tries=$((tries + 1))
     if ((tries >= 5)); then

@@ -102,8 +102,16 @@ ha_heal() { ip link set "${HA_LINK[$1]}" up; }
 # no standby when it is "alone".
 # Sets HA_PG_P, HA_PG_S (their folders) and HA_PG_URL, the URL that lists
 # both with target_session_attrs=read-write.  DIR is the caller's and is
-# made readable to the server's user.
+# made readable to the server's user.  What went wrong is in DIR/servers.err,
+# which ha_pg_why prints on one line.
 ha_pg_up() {
+  local dir=$1
+  ha_pg_start "$@" 2>"$dir/servers.err"
+}
+
+ha_pg_why() { tail -n 5 "$1/servers.err" 2>/dev/null | tr '\n' ' '; }
+
+ha_pg_start() {
   local dir=$1 sync=$2 pgs=${HA_PGSERVER:-$(dirname "${BASH_SOURCE[0]}")/../pgserver.sh}
   HA_PG_P=$dir/primary
   HA_PG_S=$dir/standby

@@ -41,7 +41,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 ha_bed_up "jqha$((RANDOM % 10000))" 5 || { echo "ha: the network bed could not be made" >&2; exit 1; }
-ha_pg_up "$work" sync || { echo "ha: the servers did not start" >&2; exit 1; }
+ha_pg_up "$work" sync || { echo "ha: the servers did not start: $(ha_pg_why "$work")" >&2; exit 1; }
 mapfile -t hosts < <(ha_hosts_args)
 python3 "$tests/chaos/chaos.py" --jobq "$build/jobq" --store postgres --url "$HA_PG_URL" \
   --pg-dir "$HA_PG_P" --standby "$HA_PG_S" --sync --failovers "$failovers" \
