@@ -306,7 +306,8 @@ static int put_waits(jobq *db, const jobq_put_opts *o, size_t n, const jobq_lock
 }
 
 /*
- * The jobs o[0..n), none with a barrier or a unique key, in a few set
+ * The jobs o[0..n), none with a barrier (nor a unique key that a job
+ * holds: put_unique_rows()), in a few set
  * statements however many they are: their queues made sure of, the
  * queues' shared locks and the keys' locks taken (queues first, each
  * once, in jobq__lock_cmp() order), then the INSERT, which decides for
@@ -334,7 +335,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
     free(place);
     return jobq__fail(db, JOBQ_ENOMEM, "out of memory");
   }
-  int keyed = 0;
+  int keyed = 0, unique = 0;
   size_t nl = 0, keyless = 0;
   /* The keyless jobs' hash: where they start in the handle's round, made
    * runs by put_waits() or the INSERT. */
@@ -351,6 +352,7 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
       if (!after) *slot = i + 1;
     }
     keyed = keyed || o[i].key != NULL;
+    unique = unique || o[i].unique_key != NULL;
     v[i] = V_TEXT(queue);
     v[n + i] = V_INT(o[i].priority);
     v[2 * n + i] = V_INT(o[i].run_at_ms);
@@ -398,18 +400,23 @@ static int put_rows(jobq *db, const jobq_put_opts *o, size_t n, int64_t *ids,
   const jobq_how how = {.defer = !now_ids, .adds = 1, .ids = returns ? ids : NULL, .nids = n};
   rows_put p = {ids};
   /* The columns, then the batch's one queue (?15), then the parts read. */
-  const jobq_val args[COLS + 1] = {V_COL('t', v, n),          V_COL('i', v + n, n),
-                                   V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
-                                   V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
-                                   V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
-                                   V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
-                                   V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
-                                   V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n),
-                                   q == 1 ? queues[0] : V_NULL, V_COL('i', v + 14 * n, n)};
-  /* Where the INSERT does not look itself (PUT_WAITS), reads first. */
-  if (rc == JOBQ_OK && !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS))
+  jobq_val args[COLS + 1] = {V_COL('t', v, n),          V_COL('i', v + n, n),
+                             V_COL('i', v + 2 * n, n),  V_COL('i', v + 3 * n, n),
+                             V_COL('b', v + 4 * n, n),  V_COL('i', v + 5 * n, n),
+                             V_COL('i', v + 6 * n, n),  V_COL('i', v + 7 * n, n),
+                             V_COL('t', v + 8 * n, n),  V_COL('t', v + 9 * n, n),
+                             V_COL('i', v + 10 * n, n), V_COL('i', v + 11 * n, n),
+                             V_COL('i', v + 12 * n, n), V_COL('i', v + 13 * n, n),
+                             q == 1 ? queues[0] : V_NULL, V_COL('i', v + 14 * n, n)};
+  /* Where the INSERT does not look itself (PUT_WAITS), reads first;
+   * where it does, a column no job of the batch uses goes as NULL, an
+   * array the server need not read (unnest() pads it with NULLs). */
+  const int waits = !jobq__sql_none(db->store->dialect, JOBQ_Q_PUT_WAITS);
+  if (rc == JOBQ_OK && waits)
     rc = put_waits(db, o, n, locks, q, nl, place, v + 11 * n, v + 13 * n, v + 10 * n,
                    v + 12 * n, v + 14 * n);
+  if (!waits && !unique) args[8] = V_NULL;
+  if (!waits && !keyed) args[9] = args[10] = V_NULL;
   if (rc == JOBQ_OK) rc = jobq__failpoint(db, "put.before-insert");
   if (rc == JOBQ_OK)
     rc = jobq__sql_set(db, keyed ? JOBQ_Q_PUT_KEYED_ROWS : JOBQ_Q_PUT_ROWS, args, COLS + 1,
