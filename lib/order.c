@@ -94,12 +94,19 @@ static int lock_rank(const void *x, const void *y) {
   return c != 0 ? c : (a->kind > b->kind) - (a->kind < b->kind);
 }
 
-size_t jobq__locks_sort(jobq_lock *locks, size_t n) {
-  qsort(locks, n, sizeof *locks, lock_rank);
+/* Of each run of one lock, the first: a batch's jobs of one queue ask for
+ * its lock a thousand times in a row. */
+static size_t locks_distinct(jobq_lock *locks, size_t n) {
   size_t d = 0;
   for (size_t i = 0; i < n; i++)
     if (d == 0 || lock_rank(&locks[d - 1], &locks[i]) != 0) locks[d++] = locks[i];
   return d;
+}
+
+size_t jobq__locks_sort(jobq_lock *locks, size_t n) {
+  n = locks_distinct(locks, n);
+  qsort(locks, n, sizeof *locks, lock_rank);
+  return locks_distinct(locks, n);
 }
 
 int jobq__lock_cmp(const char *queue_a, const char *key_a, const char *queue_b,

@@ -161,18 +161,21 @@ int pg_run_plain(jobq *db, const char *sql, const char *what) {
 /* ---------------------------------------------------------------- binary arrays */
 
 
-static void arr_put(array *a, const void *p, size_t n) {
-  if (a->failed) return;
-  if (a->len + n > a->cap) {
-    size_t cap = (a->len + n) * 2 + 64;
-    char *q = realloc(a->p, cap);
-    if (q == NULL) {
-      a->failed = 1;
-      return;
-    }
-    a->p = q;
-    a->cap = cap;
+/* Room for cap bytes in all. */
+static void arr_reserve(array *a, size_t cap) {
+  if (a->failed || cap <= a->cap) return;
+  char *q = realloc(a->p, cap);
+  if (q == NULL) {
+    a->failed = 1;
+    return;
   }
+  a->p = q;
+  a->cap = cap;
+}
+
+static void arr_put(array *a, const void *p, size_t n) {
+  if (a->len + n > a->cap) arr_reserve(a, (a->len + n) * 2 + 64);
+  if (a->failed) return;
   memcpy(a->p + a->len, p, n);
   a->len += n;
 }
@@ -214,6 +217,11 @@ static void arr_column(array *a, const jobq_val *col) {
   uint32_t oid = col->i == 'i' ? OID_INT8 : col->i == 'b' ? OID_BYTEA : col->i == 'r' ? OID_TID
                                                                                       : OID_TEXT;
   pg_arr_begin(a, oid, col->len);
+  /* Its size at once, not doubled up to it. */
+  size_t size = a->len;
+  for (size_t i = 0; i < col->len; i++)
+    size += 4 + (v[i].type == 'n' ? 0 : v[i].type == 'i' ? 8 : v[i].len);
+  arr_reserve(a, size);
   for (size_t i = 0; i < col->len; i++) {
     if (v[i].type == 'n')
       arr_null(a);
