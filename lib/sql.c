@@ -484,7 +484,9 @@ static const text texts[JOBQ_Q__COUNT] = {
      * place among its queue's keyless jobs of the batch and ?14 their
      * number, for PostgreSQL's runs, PG_RUN_HASH; ?15, not a column, the
      * batch's queue when it has only one; ?16 the job's queue's parts
-     * where PUT_WAITS read them).  A queue with
+     * where PUT_WAITS read them).  On PostgreSQL ?9, and ?10 with ?11,
+     * are NULL when no job of the batch has a unique key, or an ordering
+     * key: unnest() pads them.  A queue with
      * an unfinished barrier gets them waiting.  The statement decides, so
      * that PostgreSQL puts in one round trip, its ids read with the
      * commit's; on MariaDB and SQLite, PUT_WAITS has decided (?11). */
