@@ -122,7 +122,7 @@ serve() {
     from=$(stat -c %s "$dir/server.log" 2>/dev/null || echo 0)
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
       -o "$(options "$dir" "$port")" start >/dev/null 2>&1; then
-      tail -c +$((from + 1)) "$dir/server.log" | grep -q "could not bind" || break
+      [[ $(tail -c +$((from + 1)) "$dir/server.log") == *"could not bind"* ]] || break
       as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi
     tries=$((tries + 1))
