@@ -22,22 +22,28 @@
 
 
 
+/* Whether the planner's count of table T's rows is under a tenth of
+ * what the statistics collector counts live (and that is 200 or more). */
+#define COUNT_BEHIND(T)                                                                 \
+  "(SELECT s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup FROM pg_class c "    \
+  "JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = '" T "'::regclass)"
+
 /* A row when this role may analyze and vacuum the hot table (see
- * refresh_stats): whether the planner's count of its rows is under a
- * tenth of what the statistics collector counts live, or of $1 jobs that
- * the last claim took (there is no count: -1, a table never vacuumed nor
- * analyzed, as after jobq init); with $2 > 0 (this handle may start a
- * vacuum), whether it has 20000 dead rows or more, no vacuum at work and
- * the vacuums' lock was free, now held, taken with function lock; and
- * the planner's count. */
+ * refresh_stats): whether the planner's count of its rows fell behind
+ * (COUNT_BEHIND), or is under a tenth of $1 jobs that the last claim
+ * took (there is no count: -1, a table never vacuumed nor analyzed, as
+ * after jobq init); with $2 > 0 (this handle may start a vacuum), whether
+ * it has 20000 dead rows or more, no vacuum at work and the vacuums' lock
+ * was free, now held, taken with function lock; the planner's count; and
+ * whether its count of the archive's rows fell behind. */
 #define TABLE_STATS(lock)                                                               \
-  "SELECT (s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup) OR "                \
-  "($1 > 0 AND c.reltuples * 10 < $1), CASE WHEN $2 > 0 AND s.n_dead_tup >= "           \
+  "SELECT " COUNT_BEHIND("jobq_jobs") " OR ($1 > 0 AND c.reltuples * 10 < $1), "        \
+  "CASE WHEN $2 > 0 AND s.n_dead_tup >= "                                               \
   "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "                \
   "v.relid = c.oid) THEN " lock "(" VACUUM_LOCK_KEY ") ELSE false END, "                \
-  "c.reltuples::bigint FROM pg_class c JOIN pg_stat_user_tables s ON "                  \
-  "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "                            \
-  "pg_has_role(c.relowner, 'MEMBER')"
+  "c.reltuples::bigint, coalesce(" COUNT_BEHIND("jobq_done") ", false) FROM pg_class "  \
+  "c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = "                      \
+  "'jobq_jobs'::regclass AND pg_has_role(c.relowner, 'MEMBER')"
 
 static const char *const own_sql[] = {
     [PG_LOCK_SHARED - JOBQ_STMT_COUNT] =
