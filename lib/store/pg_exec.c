@@ -22,11 +22,10 @@
 
 
 
-/* Whether the planner's count of table T's rows is under a tenth of
- * what the statistics collector counts live (and that is 200 or more). */
-#define COUNT_BEHIND(T)                                                                 \
-  "(SELECT s.n_live_tup >= 200 AND c.reltuples * 10 < s.n_live_tup FROM pg_class c "    \
-  "JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = '" T "'::regclass)"
+/* Whether the planner's count of a table's rows, C.reltuples, is under a
+ * tenth of what the statistics collector counts live, S.n_live_tup (and
+ * that is 200 or more). */
+#define COUNT_BEHIND(C, S) "(" S ".n_live_tup >= 200 AND " C ".reltuples * 10 < " S ".n_live_tup)"
 
 /* A row when this role may analyze and vacuum the hot table (see
  * refresh_stats): whether the planner's count of its rows fell behind
@@ -37,13 +36,15 @@
  * was free, now held, taken with function lock; the planner's count; and
  * whether its count of the archive's rows fell behind. */
 #define TABLE_STATS(lock)                                                               \
-  "SELECT " COUNT_BEHIND("jobq_jobs") " OR ($1 > 0 AND c.reltuples * 10 < $1), "        \
+  "SELECT " COUNT_BEHIND("c", "s") " OR ($1 > 0 AND c.reltuples * 10 < $1), "           \
   "CASE WHEN $2 > 0 AND s.n_dead_tup >= "                                               \
   "20000 AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE "                \
   "v.relid = c.oid) THEN " lock "(" VACUUM_LOCK_KEY ") ELSE false END, "                \
-  "c.reltuples::bigint, coalesce(" COUNT_BEHIND("jobq_done") ", false) FROM pg_class "  \
-  "c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = "                      \
-  "'jobq_jobs'::regclass AND pg_has_role(c.relowner, 'MEMBER')"
+  "c.reltuples::bigint, coalesce((SELECT " COUNT_BEHIND("dc", "ds") " FROM pg_class dc " \
+  "JOIN pg_stat_user_tables ds ON ds.relid = dc.oid WHERE dc.oid = "                    \
+  "'jobq_done'::regclass), false) FROM pg_class c JOIN pg_stat_user_tables s ON "       \
+  "s.relid = c.oid WHERE c.oid = 'jobq_jobs'::regclass AND "                            \
+  "pg_has_role(c.relowner, 'MEMBER')"
 
 static const char *const own_sql[] = {
     [PG_LOCK_SHARED - JOBQ_STMT_COUNT] =
